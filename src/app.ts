@@ -1,0 +1,132 @@
+import swagger from '@fastify/swagger';
+import scalar from '@scalar/fastify-api-reference';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import pino, { type DestinationStream } from 'pino';
+import type { Config } from './config.js';
+import { registerErrorHandling } from './http/errors.js';
+import { registerJsonParser } from './http/json.js';
+import { Metrics } from './http/metrics.js';
+import { genReqId } from './http/request-id.js';
+import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
+import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
+import { opsRoutes } from './routes/ops.js';
+import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
+import { ErrorBody } from './schemas/error.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/store.js';
+import { TokenVerifier } from './tokens/verifier.js';
+
+export interface AppDeps {
+  /** A store to use instead of opening config.database; the caller closes it. */
+  store?: Store;
+  limiter?: RateLimiter;
+  /** Where JSON logs go (default stdout). */
+  logStream?: DestinationStream;
+  /** How long a verified token is trusted before the store is asked again (default 2 s). */
+  tokenCacheMs?: number;
+}
+
+const VERSION = '1.0.0';
+
+/** The one Fastify instance used by `serve` and by the tests. */
+export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
+  const logger = pino(
+    {
+      level: config.logLevel,
+      // Tokens never reach the logs, even if a serializer someday includes headers.
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie', '*.authorization'],
+        censor: '[redacted]',
+      },
+    },
+    deps.logStream,
+  );
+  const app: FastifyInstance = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    genReqId,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    bodyLimit: BODY_LIMIT,
+    trustProxy: config.trustProxy,
+    routerOptions: { maxParamLength: 2048 },
+    // Slow clients cannot hold a connection forever.
+    keepAliveTimeout: 5_000,
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    forceCloseConnections: 'idle',
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false },
+    },
+  });
+  app.server.headersTimeout = 10_000;
+
+  const ownStore = !deps.store;
+  const rawStore = deps.store ?? (await openStore({ url: config.database, durability: config.durability }));
+  await rawStore.migrate();
+  const metrics = config.metrics ? new Metrics() : null;
+  const store = metrics ? metrics.instrument(rawStore) : rawStore;
+  const limiter = deps.limiter ?? new MemoryRateLimiter();
+  const verifier = new TokenVerifier(store, deps.tokenCacheMs ?? 2000);
+  const service = new PlantService(store);
+
+  const purge = setInterval(() => {
+    store.purgeIdempotencyKeys(new Date(Date.now() - IDEMPOTENCY_RETAIN_MS)).catch((err) => {
+      app.log.warn({ err }, 'could not purge old idempotency keys');
+    });
+  }, 3_600_000);
+  purge.unref();
+
+  app.addHook('onClose', async () => {
+    clearInterval(purge);
+    if (!deps.limiter) await limiter.close();
+    if (ownStore) await rawStore.close();
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    request.caller = null;
+    reply.header('x-request-id', request.id);
+  });
+  app.decorateRequest('caller', null);
+  registerErrorHandling(app);
+  registerJsonParser(app);
+  metrics?.observe(app);
+
+  app.addSchema(ErrorBody);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'plantstore',
+        version: VERSION,
+        description: 'A store of plants: create, list, read and delete, each with a bearer token.',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A `pst_…` token from `plantstore token create`.',
+          },
+        },
+      },
+      tags: [
+        { name: 'plants', description: 'The plant API' },
+        { name: 'operations', description: 'Health, readiness, metrics and this description; no token' },
+      ],
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(scalar, {
+    routePrefix: '/docs',
+    logLevel: 'warn',
+    configuration: { withDefaultFonts: false, title: 'plantstore API reference' },
+  });
+
+  const auth = {
+    verifier,
+    limiter,
+    rateLimit: config.rateLimit,
+    authFailureLimit: config.authFailureLimit,
+  };
+  await app.register(plantRoutes(service, auth));
+  await app.register(opsRoutes(store, metrics));
+  return app;
+}

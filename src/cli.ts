@@ -1,0 +1,184 @@
+import { Command, CommanderError, Option } from 'commander';
+import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
+import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
+import { start } from './server.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/store.js';
+import { createToken, isValidUser, parseDuration, tokenStatus } from './tokens/tokens.js';
+
+/** A bad flag or value: one line on stderr, exit status 2, nothing written. */
+class UsageError extends Error {}
+
+const CONFIG_KEYS = Object.keys(FIELDS) as (keyof Config)[];
+
+function withDatabase(cmd: Command): Command {
+  return cmd.addOption(
+    new Option(`${FIELDS.database.flag} <url>`, `${FIELDS.database.doc} (env ${FIELDS.database.env})`),
+  );
+}
+
+// Commander's camelCase option names match Config's keys.
+function configFrom(opts: Record<string, unknown>): Config {
+  const flags: Partial<Record<keyof Config, string>> = {};
+  for (const k of CONFIG_KEYS) if (typeof opts[k] === 'string') flags[k] = opts[k] as string;
+  return loadConfig(process.env, flags);
+}
+
+async function withStore<T>(opts: Record<string, unknown>, fn: (store: Store) => Promise<T>): Promise<T> {
+  const config = configFrom(opts);
+  const store = await openStore({ url: config.database, durability: config.durability });
+  try {
+    await store.migrate();
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function parseScopes(text: string | undefined): Scope[] {
+  if (text === undefined) return DEFAULT_SCOPES;
+  const scopes = text.split(/[,\s]+/).filter(Boolean);
+  const bad = scopes.find((s) => !isScope(s));
+  if (scopes.length === 0 || bad !== undefined) {
+    throw new UsageError(
+      `--scopes must be a comma-separated list of ${SCOPES.join(', ')}${bad ? `; got ${JSON.stringify(bad)}` : ''}`,
+    );
+  }
+  return scopes as Scope[];
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : 'never');
+
+export function buildCli(): Command {
+  const program = new Command('plantstore')
+    .description('A Plant Store HTTP service on SQLite or PostgreSQL')
+    .showSuggestionAfterError(false)
+    .exitOverride()
+    .configureOutput({ outputError: () => {} });
+
+  const serve = program.command('serve').description('run the HTTP service (migrates the store first)');
+  for (const k of CONFIG_KEYS) {
+    const f = FIELDS[k];
+    serve.addOption(new Option(`${f.flag} <value>`, `${f.doc} (env ${f.env}, default ${String(f.default)})`));
+  }
+  serve.action(async (opts: Record<string, unknown>) => {
+    await start(configFrom(opts));
+  });
+
+  withDatabase(program.command('migrate').description('bring the store schema up to date')).action(
+    async (opts) => {
+      const applied = await withStore(opts, (store) => store.migrate());
+      process.stderr.write(applied.length ? `applied ${applied.join(', ')}\n` : 'schema is up to date\n');
+    },
+  );
+
+  const token = program.command('token').description('create, list and revoke bearer tokens');
+  withDatabase(
+    token
+      .command('create')
+      .description('create a token; prints it alone on stdout (it is shown only once)')
+      .requiredOption('--user <user>', 'the user the token acts as')
+      .option(
+        '--scopes <list>',
+        `comma-separated: ${SCOPES.join(', ')} (default ${DEFAULT_SCOPES.join(',')})`,
+      )
+      .option('--expires-in <duration>', 'lifetime: a whole number and s, m, h or d (default: never expires)')
+      .option('--name <name>', 'a label to recognise the token by')
+      .option('--json', 'print {id, token, user, scopes, expiresAt} as JSON'),
+  ).action(async (opts) => {
+    if (!isValidUser(opts.user))
+      throw new UsageError('--user must be 1 to 200 printable characters without spaces');
+    const scopes = parseScopes(opts.scopes);
+    const expiresInMs = opts.expiresIn === undefined ? null : parseDuration(opts.expiresIn);
+    if (expiresInMs === null && opts.expiresIn !== undefined) {
+      throw new UsageError(
+        `--expires-in must be a whole number and s, m, h or d (like 30d), got ${JSON.stringify(opts.expiresIn)}`,
+      );
+    }
+    if (opts.name !== undefined && (opts.name.length < 1 || opts.name.length > 200)) {
+      throw new UsageError('--name must be 1 to 200 characters');
+    }
+    const { record, secret } = await withStore(opts, (store) =>
+      createToken(store, { user: opts.user, scopes, name: opts.name ?? null, expiresInMs }),
+    );
+    if (opts.json) {
+      const out = {
+        id: record.id,
+        token: secret,
+        user: record.user,
+        scopes: record.scopes,
+        expiresAt: record.expiresAt?.toISOString() ?? null,
+      };
+      process.stdout.write(`${JSON.stringify(out)}\n`);
+    } else {
+      process.stdout.write(`${secret}\n`);
+      process.stderr.write(
+        `created token ${record.id} for user ${record.user} (scopes ${record.scopes.join(',')}; expires ${iso(record.expiresAt)})\n`,
+      );
+    }
+  });
+
+  withDatabase(
+    token
+      .command('list')
+      .description('one line per token: id, user, scopes, created, expires, status (never the secret)')
+      .option('--user <user>', 'only this user’s tokens')
+      .option('--json', 'print a JSON array'),
+  ).action(async (opts) => {
+    const tokens = await withStore(opts, (store) => store.listTokens(opts.user ?? null));
+    const rows = tokens.map((t) => ({
+      id: t.id,
+      user: t.user,
+      name: t.name,
+      scopes: t.scopes,
+      createdAt: t.createdAt.toISOString(),
+      expiresAt: t.expiresAt?.toISOString() ?? null,
+      status: tokenStatus(t),
+    }));
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify(rows)}\n`);
+      return;
+    }
+    for (const r of rows) {
+      process.stdout.write(
+        `${[r.id, r.user, r.scopes.join(','), r.createdAt, r.expiresAt ?? 'never', r.status].join('\t')}\n`,
+      );
+    }
+  });
+
+  withDatabase(
+    token.command('revoke').description('revoke a token by its id').argument('<id>', 'token id (tok_…)'),
+  ).action(async (id: string, opts) => {
+    const outcome = await withStore(opts, async (store) => {
+      if (await store.revokeToken(id, new Date())) return 'revoked';
+      return (await store.listTokens(null)).some((t) => t.id === id) ? 'already' : 'unknown';
+    });
+    if (outcome === 'unknown') {
+      process.stderr.write(`plantstore: no token with id ${id}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(outcome === 'revoked' ? `revoked ${id}\n` : `${id} was already revoked\n`);
+    }
+  });
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.exitCode === 0) return; // --help, --version
+      process.stderr.write(`plantstore: ${err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')}\n`);
+      process.exit(2);
+    }
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      process.stderr.write(`plantstore: ${err.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`plantstore: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+await main(process.argv);

@@ -1,0 +1,136 @@
+/** Service configuration, read once from flags and environment and validated at start. */
+export interface Config {
+  port: number;
+  host: string;
+  database: string;
+  durability: 'full' | 'normal';
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  rateLimit: number;
+  authFailureLimit: number;
+  metrics: boolean;
+  trustProxy: boolean;
+}
+
+export class ConfigError extends Error {}
+
+type Parser<T> = (raw: string, name: string) => T;
+
+const integer =
+  (min: number, max: number): Parser<number> =>
+  (raw, name) => {
+    if (!/^(0|[1-9][0-9]*)$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      throw new ConfigError(
+        `${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+      );
+    }
+    return Number(raw);
+  };
+
+const oneOf =
+  <T extends string>(...values: T[]): Parser<T> =>
+  (raw, name) => {
+    if (!(values as string[]).includes(raw)) {
+      throw new ConfigError(`${name} must be one of ${values.join(', ')}, got ${JSON.stringify(raw)}`);
+    }
+    return raw as T;
+  };
+
+const boolean: Parser<boolean> = (raw, name) => {
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  if (/^(false|0|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+};
+
+const nonEmpty: Parser<string> = (raw, name) => {
+  if (raw.trim() === '') throw new ConfigError(`${name} must not be empty`);
+  return raw;
+};
+
+const database: Parser<string> = (raw, name) => {
+  if (/^sqlite:.+/.test(raw) || /^postgres(ql)?:\/\/.+/.test(raw)) return raw;
+  throw new ConfigError(`${name} must be sqlite:PATH or postgres://…, got ${JSON.stringify(raw)}`);
+};
+
+interface Field<K extends keyof Config> {
+  flag: string;
+  env: string;
+  default: Config[K];
+  parse: Parser<Config[K]>;
+  doc: string;
+}
+
+/** The single description of every setting: flag, variable, default, rule. README's table mirrors it. */
+export const FIELDS: { [K in keyof Config]: Field<K> } = {
+  port: {
+    flag: '--port',
+    env: 'PORT',
+    default: 3000,
+    parse: integer(0, 65535),
+    doc: 'TCP port; 0 picks a free one',
+  },
+  host: { flag: '--host', env: 'HOST', default: '127.0.0.1', parse: nonEmpty, doc: 'address to listen on' },
+  database: {
+    flag: '--database',
+    env: 'DATABASE_URL',
+    default: 'sqlite:./data/plantstore.db',
+    parse: database,
+    doc: 'sqlite:PATH (file and folder created on first start) or postgres://…',
+  },
+  durability: {
+    flag: '--durability',
+    env: 'DURABILITY',
+    default: 'full',
+    parse: oneOf('full', 'normal'),
+    doc: 'full: an acknowledged write survives power loss; normal: it survives a process crash',
+  },
+  logLevel: {
+    flag: '--log-level',
+    env: 'LOG_LEVEL',
+    default: 'info',
+    parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'),
+    doc: 'JSON log level',
+  },
+  rateLimit: {
+    flag: '--rate-limit',
+    env: 'RATE_LIMIT',
+    default: 6000,
+    parse: integer(0, 1_000_000_000),
+    doc: 'requests per minute per token; 0 turns it off',
+  },
+  authFailureLimit: {
+    flag: '--auth-failure-limit',
+    env: 'AUTH_FAILURE_LIMIT',
+    default: 60,
+    parse: integer(0, 1_000_000_000),
+    doc: 'failed authentications per minute per client address; 0 turns it off',
+  },
+  metrics: { flag: '--metrics', env: 'METRICS', default: true, parse: boolean, doc: 'serve GET /metrics' },
+  trustProxy: {
+    flag: '--trust-proxy',
+    env: 'TRUST_PROXY',
+    default: false,
+    parse: boolean,
+    doc: 'take the client address from X-Forwarded-For (behind a load balancer)',
+  },
+};
+
+/** Builds the configuration: a flag beats the environment, which beats the default. */
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  flags: Partial<Record<keyof Config, string>> = {},
+): Config {
+  const out: Record<string, unknown> = {};
+  for (const [key, f] of Object.entries(FIELDS) as [keyof Config, Field<keyof Config>][]) {
+    const fromFlag = flags[key];
+    const fromEnv = env[f.env];
+    if (fromFlag !== undefined) out[key] = f.parse(fromFlag, f.flag);
+    else if (fromEnv !== undefined && fromEnv !== '') out[key] = f.parse(fromEnv, f.env);
+    else out[key] = f.default;
+  }
+  return out as unknown as Config;
+}
+
+/** A configuration for tests and embedding: defaults plus overrides, no environment. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({}), logLevel: 'silent', database: 'sqlite::memory:', ...overrides };
+}

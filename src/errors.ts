@@ -1,0 +1,83 @@
+/** Stable error codes of the contract (section 4). */
+export type ErrorCode =
+  | 'invalid_body'
+  | 'invalid_json'
+  | 'invalid_parameter'
+  | 'invalid_cursor'
+  | 'invalid_idempotency_key'
+  | 'bad_request'
+  | 'missing_token'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'not_found'
+  | 'plant_not_found'
+  | 'method_not_allowed'
+  | 'plant_exists'
+  | 'idempotency_key_in_flight'
+  | 'body_too_large'
+  | 'unsupported_media_type'
+  | 'idempotency_key_reused'
+  | 'rate_limited'
+  | 'internal_error'
+  | 'store_unavailable'
+  | 'id_space_exhausted';
+
+export interface ErrorDetail {
+  field: string;
+  message: string;
+}
+
+/** An error that maps one-to-one onto a contract error response. */
+export class AppError extends Error {
+  readonly headers: Record<string, string>;
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+    headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.headers = headers;
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message = 'plant not found') {
+    super(404, 'plant_not_found', message);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(code: 'plant_exists' | 'idempotency_key_in_flight', message: string) {
+    super(409, code, message);
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(
+    code: 'invalid_parameter' | 'invalid_cursor' | 'invalid_idempotency_key' | 'invalid_body',
+    message: string,
+    details?: ErrorDetail[],
+  ) {
+    super(400, code, message, details);
+  }
+}
+
+/** The store could not be reached or could not complete the operation; retrying later may work. */
+export class StoreUnavailableError extends AppError {
+  constructor(
+    message = 'the store is unavailable; retry later',
+    readonly cause?: unknown,
+  ) {
+    super(503, 'store_unavailable', message, undefined, { 'retry-after': '1' });
+  }
+}
+
+/** Every id up to 2^53−1 has been used as a high-water mark; only client-chosen ids remain. */
+export class IdSpaceExhaustedError extends AppError {
+  constructor() {
+    super(409, 'id_space_exhausted', 'no server-assigned id is left; send an unused id in the request');
+  }
+}

@@ -1,0 +1,67 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { Store } from '../store/store.js';
+
+/** Per-app Prometheus registry: request counts and latency by route and status, store latency. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'plantstore_http_requests_total',
+    help: 'HTTP requests by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: 'plantstore_http_request_duration_seconds',
+    help: 'HTTP request latency by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly storeLatency = new Histogram({
+    name: 'plantstore_store_operation_duration_seconds',
+    help: 'Store operation latency by operation and outcome',
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'plantstore_' });
+  }
+
+  /** Records every response once it is sent. */
+  observe(app: FastifyInstance): void {
+    app.addHook('onResponse', async (request, reply) => {
+      const labels = {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: String(reply.statusCode),
+      };
+      this.requests.inc(labels);
+      this.latency.observe(labels, reply.elapsedTime / 1000);
+    });
+  }
+
+  /** The store with each async method timed. */
+  instrument(store: Store): Store {
+    const hist = this.storeLatency;
+    return new Proxy(store, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver);
+        if (typeof v !== 'function' || prop === 'close') return v;
+        return async (...args: unknown[]) => {
+          const end = hist.startTimer({ operation: String(prop) });
+          try {
+            const r = await v.apply(target, args);
+            end({ outcome: 'ok' });
+            return r;
+          } catch (err) {
+            end({ outcome: 'error' });
+            throw err;
+          }
+        };
+      },
+    });
+  }
+}

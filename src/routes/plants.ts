@@ -1,0 +1,176 @@
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { AppError, BadRequestError } from '../errors.js';
+import { type AuthDeps, authenticate } from '../http/auth.js';
+import type { PlantService } from '../plants/service.js';
+import { errorResponses } from '../schemas/error.js';
+import { ListQuery, MAX_PLANT_ID, Plant, PlantCreate, PlantIdParam, PlantList } from '../schemas/plant.js';
+import type { PlantRecord } from '../store/store.js';
+
+export const BODY_LIMIT = 16 * 1024;
+const security = [{ bearerAuth: [] }];
+const tags = ['plants'];
+
+const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x20-\\x7E]+$',
+      description:
+        'Makes the create safe to retry: the same key and body replay the first response for 24 h.',
+    }),
+  ),
+});
+
+const view = (p: PlantRecord): Plant => (p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag });
+
+function plantId(raw: string): number {
+  const id = Number(raw);
+  if (!(id <= MAX_PLANT_ID)) {
+    throw new BadRequestError('invalid_parameter', `id must be a whole number from 1 to ${MAX_PLANT_ID}`, [
+      { field: 'id', message: `must be a whole number from 1 to ${MAX_PLANT_ID}` },
+    ]);
+  }
+  return id;
+}
+
+// Runs after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
+async function requireJson(request: FastifyRequest): Promise<void> {
+  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json');
+  }
+}
+
+/** Answers 405 with Allow for the methods a known path does not take. */
+function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]): void {
+  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].sort();
+  const others = app.supportedMethods.filter((m) => !allow.includes(m));
+  app.route({
+    method: others,
+    url,
+    schema: { hide: true },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      reply.header('allow', allow.join(', '));
+      const path = url.replace(':id', '{id}');
+      throw new AppError(
+        405,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; use ${allow.join(', ')}`,
+      );
+    },
+  });
+}
+
+/** The plant API of the interface document: HTTP only; the rules live in PlantService. */
+export function plantRoutes(service: PlantService, auth: AuthDeps) {
+  return async (root: FastifyInstance) => {
+    const app = root.withTypeProvider<TypeBoxTypeProvider>();
+    const read = authenticate(auth, 'plants:read');
+    const write = authenticate(auth, 'plants:write');
+
+    app.post(
+      '/plants',
+      {
+        onRequest: [write, requireJson],
+        bodyLimit: BODY_LIMIT,
+        schema: {
+          summary: 'Create a plant',
+          tags,
+          security,
+          headers: IdempotencyHeaders,
+          body: PlantCreate,
+          response: {
+            201: {
+              ...Plant,
+              description: 'Created. `Location: /plants/{id}` names the new plant.',
+              headers: { location: { type: 'string', description: '/plants/{id}' } },
+            },
+            ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const out = await service.create(request.caller!, request.body, request.headers['idempotency-key']);
+        reply.code(201).header('location', `/plants/${out.plant.id}`);
+        if (out.replayed) reply.header('idempotent-replayed', 'true');
+        return view(out.plant);
+      },
+    );
+
+    app.get(
+      '/plants',
+      {
+        onRequest: read,
+        schema: {
+          summary: 'List the plants the caller may see, by id ascending',
+          tags,
+          security,
+          querystring: ListQuery,
+          response: {
+            200: {
+              ...PlantList,
+              description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
+            },
+            ...errorResponses(400, 401, 403, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const q = request.query;
+        const page = await service.list(request.caller!, {
+          limit: q.limit === undefined ? undefined : Number(q.limit),
+          tag: q.tag,
+          cursor: q.cursor,
+        });
+        if (page.next !== null) {
+          const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
+          reply.header('link', `</plants?limit=${page.limit}&cursor=${page.next}${tag}>; rel="next"`);
+        }
+        return page.plants.map(view);
+      },
+    );
+
+    app.get(
+      '/plants/:id',
+      {
+        onRequest: read,
+        schema: {
+          summary: 'Read one plant',
+          tags,
+          security,
+          params: PlantIdParam,
+          response: { 200: Plant, ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+        },
+      },
+      async (request) => view(await service.get(request.caller!, plantId(request.params.id))),
+    );
+
+    app.delete(
+      '/plants/:id',
+      {
+        onRequest: write,
+        schema: {
+          summary: 'Delete one plant',
+          tags,
+          security,
+          params: PlantIdParam,
+          response: {
+            204: Type.Null({ description: 'Deleted; no body.' }),
+            ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        await service.remove(request.caller!, plantId(request.params.id));
+        return reply.code(204).send(null);
+      },
+    );
+
+    methodNotAllowed(root, '/plants', ['GET', 'POST']);
+    methodNotAllowed(root, '/plants/:id', ['GET', 'DELETE']);
+  };
+}

@@ -1,0 +1,42 @@
+import { type Static, Type } from 'typebox';
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Integer({ description: 'The HTTP status.', examples: [400] }),
+    code: Type.String({ description: 'Stable snake_case identifier.', examples: ['invalid_body'] }),
+    message: Type.String({ description: 'One readable sentence.', examples: ['name must not be blank'] }),
+    details: Type.Optional(
+      Type.Array(
+        Type.Object({
+          field: Type.String({ description: 'JSON pointer to the offending field.', examples: ['/name'] }),
+          message: Type.String({ examples: ['must not be blank'] }),
+        }),
+      ),
+    ),
+  },
+  { $id: 'Error', title: 'Error' },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
+
+const ref = Type.Ref('Error');
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Malformed request: body, parameter, cursor or Idempotency-Key.',
+  401: 'Missing, malformed, unknown, expired or revoked bearer token.',
+  403: 'The token lacks the scope this operation needs.',
+  404: 'No such plant, or the caller may not see it.',
+  409: 'The id exists already, or the Idempotency-Key is in flight.',
+  413: 'Request body over 16 KiB.',
+  415: 'Content-Type is not application/json.',
+  422: 'Idempotency-Key reused with a different body.',
+  429: 'Rate limited; see Retry-After.',
+  500: 'Unexpected error; the body names the request id.',
+  503: 'The store is unavailable; see Retry-After.',
+};
+
+/** Response schemas for the given error statuses, each with the contract's error body. */
+export function errorResponses(...statuses: number[]): Record<number, unknown> {
+  const out: Record<number, unknown> = {};
+  for (const s of statuses) out[s] = { ...ref, description: DESCRIPTIONS[s] ?? 'Error.' };
+  return out;
+}

@@ -1,0 +1,83 @@
+import { type Static, Type } from 'typebox';
+
+/** Largest id the contract allows: 2^53 − 1, the largest integer every JSON client can hold. */
+export const MAX_PLANT_ID = Number.MAX_SAFE_INTEGER;
+
+// One pattern for "no control characters and at least one non-whitespace character";
+// the error formatter looks at the value to say which half failed.
+const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
+
+const text = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, description });
+
+export const PlantName = text(200, 'Plant name: 1–200 characters, not blank, no control characters.');
+export const PlantTag = text(100, 'Plant tag: 1–100 characters, not blank, no control characters.');
+
+export const PlantId = Type.Integer({
+  minimum: 1,
+  maximum: MAX_PLANT_ID,
+  description: 'Plant identifier, 1 … 2^53−1.',
+});
+
+export const PlantCreate = Type.Object(
+  {
+    id: Type.Optional(
+      Type.Unsafe<number | null>({
+        ...PlantId,
+        type: ['integer', 'null'],
+        description: 'Optional; when absent or null the service assigns one.',
+      }),
+    ),
+    name: PlantName,
+    tag: Type.Optional(
+      Type.Unsafe<string | null>({
+        ...PlantTag,
+        type: ['string', 'null'],
+        description: 'Optional; null means absent.',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'PlantCreate' },
+);
+export type PlantCreate = Static<typeof PlantCreate>;
+
+export const Plant = Type.Object(
+  { name: PlantName, tag: Type.Optional(PlantTag) },
+  { additionalProperties: false, title: 'Plant' },
+);
+export type Plant = Static<typeof Plant>;
+
+export const PlantList = Type.Array(Plant, { title: 'PlantList' });
+
+// Path and query parameters arrive as text; their exact forms are the contract's.
+export const PlantIdParam = Type.Object(
+  {
+    id: Type.String({
+      pattern: '^[1-9][0-9]{0,15}$',
+      description: 'Plant id in decimal, 1 … 9007199254740991, no sign or leading zero.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
+        description: 'Page size: 1 … 1000 in decimal digits, default 100.',
+        examples: ['20'],
+      }),
+    ),
+    tag: Type.Optional({ ...PlantTag, description: 'Only plants with exactly this tag.' }),
+    cursor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description: 'Opaque token from a `Link: rel="next"` header.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ListQuery = Static<typeof ListQuery>;

@@ -1,0 +1,41 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Builds the app, listens, and closes gracefully on SIGINT/SIGTERM: stop accepting, finish
+ * in-flight requests, close the store. A second signal, or the grace period running out, exits at once.
+ */
+export async function start(config: Config): Promise<FastifyInstance> {
+  const app = await buildApp(config);
+  await app.listen({ port: config.port, host: config.host });
+  let closing = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (closing) {
+      app.log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    closing = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown took too long: exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS);
+    timer.unref();
+    app.close().then(
+      () => {
+        app.log.info('shut down cleanly');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        app.log.error({ err }, 'error while shutting down');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+  return app;
+}

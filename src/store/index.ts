@@ -1,0 +1,22 @@
+import { SqliteStore } from './sqlite/sqlite-store.js';
+import type { Store } from './store.js';
+
+export interface StoreOptions {
+  /** `sqlite:PATH` (or `sqlite::memory:`), or `postgres://…`. */
+  url: string;
+  durability: 'full' | 'normal';
+}
+
+/** The file path in a `sqlite:` URL; `sqlite:///abs` and `sqlite:rel` both work. */
+export function sqlitePath(url: string): string {
+  const rest = url.slice('sqlite:'.length);
+  return rest.startsWith('//') ? rest.slice(2) : rest;
+}
+
+/** Opens the store the URL names. Does not migrate. */
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  if (opts.url.startsWith('sqlite:')) {
+    return new SqliteStore({ path: sqlitePath(opts.url), durability: opts.durability });
+  }
+  throw new Error(`unsupported database URL ${JSON.stringify(opts.url)}: use sqlite:PATH`);
+}

@@ -1,0 +1,295 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
+import { MAX_PLANT_ID } from '../../schemas/plant.js';
+import type { Scope } from '../../schemas/token.js';
+import { pendingMigrations } from '../migrate.js';
+import type {
+  CreateResult,
+  IdempotencyClaim,
+  IdempotencyRef,
+  NewPlant,
+  PageQuery,
+  PlantRecord,
+  Store,
+  TokenRecord,
+} from '../store.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
+
+export interface SqliteOptions {
+  /** File path, or ':memory:'. */
+  path: string;
+  /** 'full': a commit survives power loss; 'normal': it survives a process crash. */
+  durability: 'full' | 'normal';
+}
+
+interface TokenRow {
+  id: string;
+  user_id: string;
+  name: string | null;
+  scopes: string;
+  hash: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+interface IdemRow {
+  request_hash: string;
+  state: 'pending' | 'done';
+  status: number | null;
+  plant_id: number | null;
+  created_at: number;
+  locked_at: number;
+}
+
+// Errors that mean "the store cannot serve now", as opposed to a bug in a query.
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOTADB|PROTOCOL|NOMEM)/;
+
+const toToken = (r: TokenRow): TokenRecord => ({
+  id: r.id,
+  user: r.user_id,
+  name: r.name,
+  scopes: r.scopes.split(' ').filter(Boolean) as Scope[],
+  hash: r.hash,
+  createdAt: new Date(r.created_at),
+  expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
+  revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at),
+});
+
+/** The embedded store: one better-sqlite3 connection, WAL, prepared statements. */
+export class SqliteStore implements Store {
+  readonly engine = 'sqlite';
+  private readonly db: Database.Database;
+  // Prepared on first use: the tables exist only once migrate() has run.
+  private stmts: ReturnType<SqliteStore['prepare']> | undefined;
+
+  constructor(opts: SqliteOptions) {
+    try {
+      if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
+      this.db = new Database(opts.path);
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${opts.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+      this.db.pragma('busy_timeout = 5000');
+      this.db.pragma('foreign_keys = ON');
+    } catch (err) {
+      throw new StoreUnavailableError(
+        `cannot open SQLite database ${opts.path}: ${(err as Error).message}`,
+        err,
+      );
+    }
+  }
+
+  private get s() {
+    this.stmts ??= this.prepare();
+    return this.stmts;
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      insertPlant: db.prepare<[number | null, string, string, string | null], { id: number }>(
+        'INSERT INTO plants (id, owner, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
+      ),
+      getPlant: db.prepare<[number], PlantRecord>('SELECT id, owner, name, tag FROM plants WHERE id = ?'),
+      listAll: db.prepare<[number, number], PlantRecord>(
+        'SELECT id, owner, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
+      ),
+      listAllTag: db.prepare<[string, number, number], PlantRecord>(
+        'SELECT id, owner, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
+      ),
+      listOwner: db.prepare<[string, number, number], PlantRecord>(
+        'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND id > ? ORDER BY id LIMIT ?',
+      ),
+      listOwnerTag: db.prepare<[string, string, number, number], PlantRecord>(
+        'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
+      ),
+      deleteAny: db.prepare<[number]>('DELETE FROM plants WHERE id = ?'),
+      deleteOwned: db.prepare<[number, string]>('DELETE FROM plants WHERE id = ? AND owner = ?'),
+      getIdem: db.prepare<[string, string], IdemRow>(
+        'SELECT request_hash, state, status, plant_id, created_at, locked_at FROM idempotency_keys WHERE user_id = ? AND key = ?',
+      ),
+      putIdem: db.prepare<[string, string, string, number, number]>(
+        `INSERT OR REPLACE INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
+         VALUES (?, ?, ?, 'pending', ?, ?)`,
+      ),
+      relockIdem: db.prepare<[number, string, string]>(
+        'UPDATE idempotency_keys SET locked_at = ? WHERE user_id = ? AND key = ?',
+      ),
+      finishIdem: db.prepare<[number, number | null, string, string]>(
+        `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ? WHERE user_id = ? AND key = ?`,
+      ),
+      dropIdem: db.prepare<[string, string]>(
+        `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND state = 'pending'`,
+      ),
+      purgeIdem: db.prepare<[number]>('DELETE FROM idempotency_keys WHERE created_at < ?'),
+      insertToken: db.prepare<[string, string, string | null, string, string, number, number | null]>(
+        `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
+      tokensAll: db.prepare<[], TokenRow>('SELECT * FROM tokens ORDER BY created_at, id'),
+      tokensOfUser: db.prepare<[string], TokenRow>(
+        'SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, id',
+      ),
+      revokeToken: db.prepare<[number, string]>(
+        'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
+      ),
+      ping: db.prepare('SELECT 1'),
+    };
+  }
+
+  // Runs `fn`, turning driver failures that mean "cannot serve now" into a 503.
+  private run<T>(fn: () => T): Promise<T> {
+    try {
+      return Promise.resolve(fn());
+    } catch (err) {
+      return Promise.reject(this.translate(err));
+    }
+  }
+
+  private translate(err: unknown): unknown {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && UNAVAILABLE.test(code)) return new StoreUnavailableError(undefined, err);
+    if (err instanceof TypeError && /database connection is not open/.test(err.message)) {
+      return new StoreUnavailableError(undefined, err);
+    }
+    return err;
+  }
+
+  migrate(): Promise<string[]> {
+    return this.run(() => {
+      this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+      // IMMEDIATE takes the write lock first, so two processes migrating at once take turns.
+      const apply = this.db.transaction(() => {
+        const rows = this.db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[];
+        const todo = pendingMigrations(SQLITE_MIGRATIONS, new Set(rows.map((r) => r.version)));
+        for (const m of todo) {
+          this.db.exec(m.sql);
+          this.db
+            .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+            .run(m.version, m.name, new Date().toISOString());
+        }
+        return todo.map((m) => m.name);
+      });
+      return apply.immediate();
+    });
+  }
+
+  createPlant(plant: NewPlant, idem?: IdempotencyRef): Promise<CreateResult> {
+    return this.run(() =>
+      this.db
+        .transaction((): CreateResult => {
+          const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag);
+          if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
+          if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
+          if (!row) return { exists: true };
+          return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
+        })
+        .immediate(),
+    );
+  }
+
+  getPlant(id: number): Promise<PlantRecord | null> {
+    return this.run(() => this.s.getPlant.get(id) ?? null);
+  }
+
+  listPlants(q: PageQuery): Promise<PlantRecord[]> {
+    return this.run(() => {
+      if (q.owner === null) {
+        return q.tag === null
+          ? this.s.listAll.all(q.afterId, q.limit)
+          : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
+      }
+      return q.tag === null
+        ? this.s.listOwner.all(q.owner, q.afterId, q.limit)
+        : this.s.listOwnerTag.all(q.owner, q.tag, q.afterId, q.limit);
+    });
+  }
+
+  deletePlant(id: number, owner: string | null): Promise<boolean> {
+    return this.run(() => {
+      const r = owner === null ? this.s.deleteAny.run(id) : this.s.deleteOwned.run(id, owner);
+      return r.changes > 0;
+    });
+  }
+
+  claimIdempotencyKey(
+    ref: IdempotencyRef,
+    requestHash: string,
+    opts: { now: Date; staleAfterMs: number; retainMs: number },
+  ): Promise<IdempotencyClaim> {
+    const now = opts.now.getTime();
+    return this.run(() =>
+      this.db
+        .transaction((): IdempotencyClaim => {
+          const row = this.s.getIdem.get(ref.user, ref.key);
+          if (!row || row.created_at < now - opts.retainMs) {
+            this.s.putIdem.run(ref.user, ref.key, requestHash, now, now);
+            return { state: 'claimed' };
+          }
+          if (row.request_hash !== requestHash) return { state: 'mismatch' };
+          if (row.state === 'pending') {
+            if (row.locked_at >= now - opts.staleAfterMs) return { state: 'in_flight' };
+            this.s.relockIdem.run(now, ref.user, ref.key);
+            return { state: 'claimed' };
+          }
+          return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
+        })
+        .immediate(),
+    );
+  }
+
+  releaseIdempotencyKey(ref: IdempotencyRef): Promise<void> {
+    return this.run(() => {
+      this.s.dropIdem.run(ref.user, ref.key);
+    });
+  }
+
+  purgeIdempotencyKeys(before: Date): Promise<number> {
+    return this.run(() => this.s.purgeIdem.run(before.getTime()).changes);
+  }
+
+  insertToken(t: TokenRecord): Promise<void> {
+    return this.run(() => {
+      this.s.insertToken.run(
+        t.id,
+        t.user,
+        t.name,
+        t.scopes.join(' '),
+        t.hash,
+        t.createdAt.getTime(),
+        t.expiresAt ? t.expiresAt.getTime() : null,
+      );
+    });
+  }
+
+  findTokenByHash(hash: string): Promise<TokenRecord | null> {
+    return this.run(() => {
+      const row = this.s.tokenByHash.get(hash);
+      return row ? toToken(row) : null;
+    });
+  }
+
+  listTokens(user: string | null): Promise<TokenRecord[]> {
+    return this.run(() =>
+      (user === null ? this.s.tokensAll.all() : this.s.tokensOfUser.all(user)).map(toToken),
+    );
+  }
+
+  revokeToken(id: string, at: Date): Promise<boolean> {
+    return this.run(() => this.s.revokeToken.run(at.getTime(), id).changes > 0);
+  }
+
+  ping(): Promise<void> {
+    return this.run(() => {
+      this.s.ping.get();
+    });
+  }
+
+  close(): Promise<void> {
+    if (this.db.open) this.db.close();
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,68 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Scope } from '../schemas/token.js';
+import type { Store, TokenRecord } from '../store/store.js';
+
+export const TOKEN_PREFIX = 'pst_';
+// pst_ + base64url of 32 random bytes (43 characters).
+const TOKEN_SHAPE = /^pst_[A-Za-z0-9_-]{43}$/;
+const USER_SHAPE = /^[\x21-\x7E]{1,200}$/;
+
+/** Hex SHA-256 of a token secret: the only form in which a token is stored. */
+export function hashToken(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+export function isWellFormedToken(secret: string): boolean {
+  return TOKEN_SHAPE.test(secret);
+}
+
+export function isValidUser(user: string): boolean {
+  return USER_SHAPE.test(user);
+}
+
+export interface NewToken {
+  user: string;
+  scopes: Scope[];
+  name: string | null;
+  expiresInMs: number | null;
+}
+
+/** Creates and stores a token; the secret is returned here once and never again. */
+export async function createToken(
+  store: Store,
+  input: NewToken,
+  now = new Date(),
+): Promise<{ record: TokenRecord; secret: string }> {
+  const secret = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const record: TokenRecord = {
+    id: `tok_${randomBytes(9).toString('base64url')}`,
+    user: input.user,
+    name: input.name,
+    scopes: [...new Set(input.scopes)],
+    hash: hashToken(secret),
+    createdAt: now,
+    expiresAt: input.expiresInMs === null ? null : new Date(now.getTime() + input.expiresInMs),
+    revokedAt: null,
+  };
+  await store.insertToken(record);
+  return { record, secret };
+}
+
+export type TokenStatus = 'active' | 'expired' | 'revoked';
+
+export function tokenStatus(t: TokenRecord, now = new Date()): TokenStatus {
+  if (t.revokedAt) return 'revoked';
+  if (t.expiresAt && t.expiresAt.getTime() <= now.getTime()) return 'expired';
+  return 'active';
+}
+
+const DURATION = /^([1-9][0-9]{0,9})([smhd])$/;
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** Parses `30d`, `12h`, `15m`, `45s`; null when malformed. */
+export function parseDuration(text: string): number | null {
+  const m = DURATION.exec(text);
+  if (!m) return null;
+  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  return Number.isSafeInteger(ms) && ms <= 100 * 365 * UNIT_MS.d ? ms : null;
+}
