@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ENGINES } from '../helpers/engines.js';
+import { errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+
+for (const engine of ENGINES) {
+  describe(`POST /plants (${engine.name})`, { skip: engine.skip }, () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness(engine);
+    });
+    after(() => h?.close());
+
+    it('creates a plant: 201, exactly {name, tag}, Location /plants/{id}', async () => {
+      const c = await h.user();
+      const res = await c.create({ name: 'Monstera', tag: 'indoor' });
+      assert.equal(res.statusCode, 201);
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      assert.deepEqual(res.json(), { name: 'Monstera', tag: 'indoor' });
+      const id = locationId(res);
+      const read = await c.request({ method: 'GET', url: `/plants/${id}` });
+      assert.deepEqual(read.json(), { name: 'Monstera', tag: 'indoor' });
+    });
+
+    it('omits tag when absent or null, and never returns id', async () => {
+      const c = await h.user();
+      const a = await c.create({ name: 'Cactus' });
+      const b = await c.create({ name: 'Cactus', tag: null, id: null });
+      assert.deepEqual(a.json(), { name: 'Cactus' });
+      assert.deepEqual(b.json(), { name: 'Cactus' });
+      assert.ok(locationId(b) > locationId(a));
+    });
+
+    it('accepts a client-chosen id and answers 409 plant_exists for any existing id, anyone’s', async () => {
+      const c = await h.user();
+      const other = await h.user();
+      const id = 9_000_000_000 + Math.floor(Math.random() * 1_000_000);
+      const res = await c.create({ id, name: 'Chosen' });
+      assert.equal(res.statusCode, 201);
+      assert.equal(res.headers.location, `/plants/${id}`);
+      const dup = await other.create({ id, name: 'Mine now?' });
+      assert.equal(dup.statusCode, 409);
+      assert.equal(errorBody(dup).code, 'plant_exists');
+      const list = await other.request({ method: 'GET', url: '/plants' });
+      assert.deepEqual(list.json(), [], 'a refused create stores nothing');
+      const next = await c.create({ name: 'Server id' });
+      assert.ok(locationId(next) > id, 'server ids jump past client-chosen ones');
+    });
+
+    it('a deleted id may be created again by a client, but the server never reuses it', async () => {
+      const c = await h.user();
+      const id = locationId(await c.create({ name: 'Temp' }));
+      assert.equal((await c.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      assert.ok(locationId(await c.create({ name: 'New' })) > id);
+      assert.equal((await c.create({ id, name: 'Back' })).statusCode, 201);
+    });
+
+    it('stores name and tag exactly as sent, at their length bounds in code points', async () => {
+      const c = await h.user();
+      const name = `${'🌵'.repeat(199)} `; // 200 code points, 399 UTF-16 units
+      const tag = ' t'.repeat(50);
+      const res = await c.create({ name, tag });
+      assert.equal(res.statusCode, 201);
+      assert.deepEqual(res.json(), { name, tag });
+      assert.deepEqual((await c.request({ method: 'GET', url: res.headers.location as string })).json(), { name, tag });
+    });
+
+    const bad: [string, unknown, string, string][] = [
+      ['name missing', { tag: 'x' }, '/name', 'name is required'],
+      ['name empty', { name: '' }, '/name', 'name must not be empty'],
+      ['name blank', { name: ' \t ' }, '/name', 'name must not contain control characters'],
+      ['name only spaces', { name: '   ' }, '/name', 'name must not be blank'],
+      ['name with NUL', { name: 'a\u0000b' }, '/name', 'name must not contain control characters'],
+      ['name with DEL', { name: 'a\u007f' }, '/name', 'name must not contain control characters'],
+      ['name too long', { name: 'x'.repeat(201) }, '/name', 'name must be at most 200 characters'],
+      ['name not a string', { name: 42 }, '/name', 'name must be a string'],
+      ['name null', { name: null }, '/name', 'name must be a string'],
+      ['tag empty', { name: 'a', tag: '' }, '/tag', 'tag must not be empty'],
+      ['tag blank', { name: 'a', tag: '\u3000 ' }, '/tag', 'tag must not be blank'],
+      ['tag too long', { name: 'a', tag: 'y'.repeat(101) }, '/tag', 'tag must be at most 100 characters'],
+      ['tag a number', { name: 'a', tag: 5 }, '/tag', 'tag must be a string or null'],
+      ['id zero', { name: 'a', id: 0 }, '/id', 'id must be from 1 to 9007199254740991'],
+      ['id negative', { name: 'a', id: -5 }, '/id', 'id must be from 1 to 9007199254740991'],
+      ['id too large', { name: 'a', id: 9007199254740992 }, '/id', 'id must be from 1 to 9007199254740991'],
+      ['id a fraction', { name: 'a', id: 1.5 }, '/id', 'id must be an integer or null'],
+      ['id a string', { name: 'a', id: '7' }, '/id', 'id must be an integer or null'],
+      ['unknown field', { name: 'a', color: 'green' }, '/color', 'color is not a known field'],
+    ];
+    for (const [what, body, field, message] of bad) {
+      it(`400 invalid_body when ${what}, naming the field, storing nothing`, async () => {
+        const c = await h.user();
+        const res = await c.create(body);
+        assert.equal(res.statusCode, 400);
+        const err = errorBody(res);
+        assert.equal(err.code, 'invalid_body');
+        assert.equal(err.message, message);
+        assert.deepEqual(err.details?.[0], { field, message: message.replace(/^\S+ (is|must)/, '$1') });
+        assert.deepEqual((await c.request({ method: 'GET', url: '/plants' })).json(), []);
+      });
+    }
+
+    it('reports every offending field at once', async () => {
+      const c = await h.user();
+      const err = errorBody(await c.create({ name: '', tag: '', id: 'x', extra: 1 }));
+      assert.deepEqual((err.details as { field: string }[]).map((d) => d.field).sort(), ['/extra', '/id', '/name', '/tag']);
+    });
+
+    for (const [what, payload, message] of [
+      ['malformed JSON', '{"name":', /not valid JSON/],
+      ['an empty body', '', /must not be empty/],
+      ['a JSON array', '[{"name":"a"}]', /request body must be a JSON object/],
+      ['a JSON string', '"Fern"', /request body must be a JSON object/],
+      ['JSON null', 'null', /request body must be a JSON object/],
+      ['a __proto__ key', '{"name":"a","__proto__":{"admin":true}}', /__proto__/],
+      ['a constructor.prototype key', '{"name":"a","constructor":{"prototype":{"x":1}}}', /constructor\.prototype/],
+    ] as const) {
+      it(`400 for ${what}`, async () => {
+        const c = await h.user();
+        const res = await c.request({
+          method: 'POST',
+          url: '/plants',
+          headers: { 'content-type': 'application/json' },
+          payload,
+        });
+        assert.equal(res.statusCode, 400);
+        assert.match(errorBody(res).message, message);
+      });
+    }
+
+    it('takes duplicate keys as JSON.parse does (the last wins)', async () => {
+      const c = await h.user();
+      const res = await c.request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"name":"first","name":"second"}',
+      });
+      assert.equal(res.statusCode, 201);
+      assert.deepEqual(res.json(), { name: 'second' });
+    });
+  });
+}

@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+
+/** The target of a `Link: <…>; rel="next"` header, or null. */
+function nextLink(res: { headers: Record<string, unknown> }): string | null {
+  const link = res.headers.link;
+  if (link === undefined) return null;
+  const m = /^<([^>]+)>; rel="next"$/.exec(String(link));
+  assert.ok(m, `malformed Link header ${String(link)}`);
+  return m[1]!;
+}
+
+async function walk(c: Client, url: string): Promise<{ names: string[]; pages: number }> {
+  const names: string[] = [];
+  let pages = 0;
+  for (let next: string | null = url; next !== null; pages++) {
+    const res = await c.request({ method: 'GET', url: next });
+    assert.equal(res.statusCode, 200);
+    names.push(...res.json().map((p: { name: string }) => p.name));
+    next = nextLink(res);
+  }
+  return { names, pages };
+}
+
+for (const engine of ENGINES) {
+  describe(`GET /plants (${engine.name})`, { skip: engine.skip }, () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness(engine);
+    });
+    after(() => h?.close());
+
+    it('lists only the caller’s plants, by id ascending, as {name, tag}', async () => {
+      const a = await h.user();
+      const b = await h.user();
+      await a.create({ id: 8_100_000_000_003, name: 'third' });
+      await a.create({ id: 8_100_000_000_001, name: 'first', tag: 'x' });
+      await b.create({ id: 8_100_000_000_002, name: 'not mine' });
+      const res = await a.request({ method: 'GET', url: '/plants' });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      assert.deepEqual(res.json(), [{ name: 'first', tag: 'x' }, { name: 'third' }]);
+      assert.equal(res.headers.link, undefined, 'no next link on the last page');
+    });
+
+    it('answers an empty array when nothing matches', async () => {
+      const c = await h.user();
+      const res = await c.request({ method: 'GET', url: '/plants' });
+      assert.equal(res.statusCode, 200);
+      assert.deepEqual(res.json(), []);
+    });
+
+    it('defaults to 100 per page and pages with an RFC 8288 next link', async () => {
+      const c = await h.user();
+      for (let i = 0; i < 101; i++) await c.create({ name: `p${i}` });
+      const first = await c.request({ method: 'GET', url: '/plants' });
+      assert.equal(first.json().length, 100);
+      const next = nextLink(first);
+      assert.match(next ?? '', /^\/plants\?limit=100&cursor=[A-Za-z0-9_-]+$/);
+      const second = await c.request({ method: 'GET', url: next! });
+      assert.deepEqual(second.json(), [{ name: 'p100' }]);
+      assert.equal(nextLink(second), null);
+    });
+
+    it('limit bounds the page; following next visits every plant exactly once in order', async () => {
+      const c = await h.user();
+      for (let i = 0; i < 7; i++) await c.create({ name: `n${i}` });
+      const { names, pages } = await walk(c, '/plants?limit=3');
+      assert.deepEqual(names, ['n0', 'n1', 'n2', 'n3', 'n4', 'n5', 'n6']);
+      assert.equal(pages, 3);
+      assert.equal((await walk(c, '/plants?limit=1000')).pages, 1);
+      assert.equal((await walk(c, '/plants?limit=7')).pages, 1, 'an exactly full last page has no next link');
+    });
+
+    it('paging stays exact while plants are created and deleted between pages', async () => {
+      const c = await h.user();
+      const ids: number[] = [];
+      for (let i = 0; i < 6; i++) ids.push(locationId(await c.create({ name: `s${i}` })));
+      const first = await c.request({ method: 'GET', url: '/plants?limit=2' });
+      assert.deepEqual(first.json().map((p: { name: string }) => p.name), ['s0', 's1']);
+      await c.request({ method: 'DELETE', url: `/plants/${ids[0]}` });
+      await c.request({ method: 'DELETE', url: `/plants/${ids[3]}` });
+      await c.create({ name: 's6' });
+      const rest = await walk(c, nextLink(first)!);
+      assert.deepEqual(rest.names, ['s2', 's4', 's5', 's6']);
+    });
+
+    it('filters by exact tag and repeats tag in the next link', async () => {
+      const c = await h.user();
+      for (let i = 0; i < 5; i++) await c.create({ name: `t${i}`, tag: i % 2 ? 'a b&c' : 'other' });
+      await c.create({ name: 'case', tag: 'A B&C' });
+      const first = await c.request({ method: 'GET', url: '/plants?limit=1&tag=a%20b%26c' });
+      assert.deepEqual(first.json(), [{ name: 't1', tag: 'a b&c' }]);
+      assert.match(nextLink(first)!, /&tag=a%20b%26c$/);
+      const all = await walk(c, '/plants?limit=1&tag=a%20b%26c');
+      assert.deepEqual(all.names, ['t1', 't3']);
+    });
+
+    it('plants:admin lists every user’s plants', async () => {
+      const a = await h.user();
+      await a.create({ name: 'visible to admin', tag: 'admin-test' });
+      const admin = await h.user(['plants:admin']);
+      const res = await admin.request({ method: 'GET', url: '/plants?tag=admin-test&limit=1000' });
+      assert.ok(res.json().some((p: { name: string }) => p.name === 'visible to admin'));
+    });
+
+    for (const q of ['limit=', 'limit=0', 'limit=-1', 'limit=+5', 'limit=1.5', 'limit=1e2', 'limit=abc', 'limit=1001',
+      'limit=01', 'limit=%201', 'limit=5&limit=6', 'limit=99999999999999999999']) {
+      it(`400 invalid_parameter for ${q}`, async () => {
+        const c = await h.user();
+        const res = await c.request({ method: 'GET', url: `/plants?${q}` });
+        assert.equal(res.statusCode, 400);
+        const err = errorBody(res);
+        assert.equal(err.code, 'invalid_parameter');
+        assert.match(err.message, /limit/);
+      });
+    }
+
+    for (const q of ['tag=', 'tag=a&tag=b', `tag=${'x'.repeat(101)}`, 'bogus=1']) {
+      it(`400 invalid_parameter for ${q.slice(0, 20)}`, async () => {
+        const c = await h.user();
+        const res = await c.request({ method: 'GET', url: `/plants?${q}` });
+        assert.equal(res.statusCode, 400);
+        assert.equal(errorBody(res).code, 'invalid_parameter');
+      });
+    }
+
+    it('400 invalid_cursor for a forged cursor, another user’s, or another tag’s', async () => {
+      const a = await h.user();
+      const b = await h.user();
+      for (let i = 0; i < 3; i++) await a.create({ name: `c${i}`, tag: 'k' });
+      const link = nextLink(await a.request({ method: 'GET', url: '/plants?limit=1&tag=k' }))!;
+      const cursor = new URL(link, 'http://x').searchParams.get('cursor')!;
+      for (const [who, url] of [
+        [b, `/plants?limit=1&tag=k&cursor=${cursor}`],
+        [a, `/plants?limit=1&cursor=${cursor}`],
+        [a, `/plants?limit=1&tag=j&cursor=${cursor}`],
+        [a, '/plants?cursor=not-a-cursor'],
+        [a, '/plants?cursor=%00%01'],
+        [a, `/plants?cursor=${Buffer.from('1.5.aaaaaaaaaaaaaaaa').toString('base64url')}`],
+      ] as const) {
+        const res = await who.request({ method: 'GET', url });
+        assert.equal(res.statusCode, 400, url);
+        assert.equal(errorBody(res).code, 'invalid_cursor');
+      }
+      const ok = await a.request({ method: 'GET', url: `/plants?limit=5&tag=k&cursor=${cursor}` });
+      assert.deepEqual(ok.json().map((p: { name: string }) => p.name), ['c1', 'c2'], 'limit may change between pages');
+    });
+  });
+}
