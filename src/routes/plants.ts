@@ -45,6 +45,13 @@ async function requireJson(request: FastifyRequest): Promise<void> {
   }
 }
 
+// The router matches `/plants/` to `/plants/:id` with an empty id; that path is unknown, so 404 before auth.
+async function requireIdSegment(request: FastifyRequest): Promise<void> {
+  if ((request.params as { id?: string }).id === '') {
+    throw new AppError(404, 'not_found', `no route matches ${request.method} /plants/`);
+  }
+}
+
 /** Answers 405 with Allow for the methods a known path does not take. */
 function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]): void {
   const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].sort();
@@ -53,6 +60,7 @@ function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]):
     method: others,
     url,
     schema: { hide: true },
+    onRequest: url.includes(':id') ? requireIdSegment : undefined,
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       reply.header('allow', allow.join(', '));
       const path = url.replace(':id', '{id}');
@@ -137,7 +145,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
     app.get(
       '/plants/:id',
       {
-        onRequest: read,
+        onRequest: [requireIdSegment, read],
         schema: {
           summary: 'Read one plant',
           tags,
@@ -152,7 +160,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
     app.delete(
       '/plants/:id',
       {
-        onRequest: write,
+        onRequest: [requireIdSegment, write],
         schema: {
           summary: 'Delete one plant',
           tags,

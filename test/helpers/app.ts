@@ -25,7 +25,11 @@ export interface Client {
 }
 
 /** Builds the production app (same buildApp as `serve`) on a fresh store of the engine. */
-export async function harness(engine: Engine, config: Partial<Config> = {}, deps: AppDeps = {}): Promise<Harness> {
+export async function harness(
+  engine: Engine,
+  config: Partial<Config> = {},
+  deps: AppDeps = {},
+): Promise<Harness> {
   const store = await engine.open();
   const app = await buildApp(testConfig(config), { ...deps, store });
   return {
@@ -67,7 +71,12 @@ export function locationId(res: LightMyRequestResponse): number {
 }
 
 /** Asserts the contract's error body and content type; returns the body. */
-export function errorBody(res: LightMyRequestResponse): { error: number; code: string; message: string; details?: unknown[] } {
+export function errorBody(res: LightMyRequestResponse): {
+  error: number;
+  code: string;
+  message: string;
+  details?: unknown[];
+} {
   if (!String(res.headers['content-type']).startsWith('application/json; charset=utf-8')) {
     throw new Error(`error response has content-type ${res.headers['content-type']}`);
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
 import { errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
 
 for (const engine of ENGINES) {
   describe(`POST /plants (${engine.name})`, { skip: engine.skip }, () => {
@@ -62,7 +62,10 @@ for (const engine of ENGINES) {
       const res = await c.create({ name, tag });
       assert.equal(res.statusCode, 201);
       assert.deepEqual(res.json(), { name, tag });
-      assert.deepEqual((await c.request({ method: 'GET', url: res.headers.location as string })).json(), { name, tag });
+      assert.deepEqual((await c.request({ method: 'GET', url: res.headers.location as string })).json(), {
+        name,
+        tag,
+      });
     });
 
     const bad: [string, unknown, string, string][] = [
@@ -102,7 +105,12 @@ for (const engine of ENGINES) {
     it('reports every offending field at once', async () => {
       const c = await h.user();
       const err = errorBody(await c.create({ name: '', tag: '', id: 'x', extra: 1 }));
-      assert.deepEqual((err.details as { field: string }[]).map((d) => d.field).sort(), ['/extra', '/id', '/name', '/tag']);
+      assert.deepEqual((err.details as { field: string }[]).map((d) => d.field).sort(), [
+        '/extra',
+        '/id',
+        '/name',
+        '/tag',
+      ]);
     });
 
     for (const [what, payload, message] of [
@@ -112,7 +120,11 @@ for (const engine of ENGINES) {
       ['a JSON string', '"Fern"', /request body must be a JSON object/],
       ['JSON null', 'null', /request body must be a JSON object/],
       ['a __proto__ key', '{"name":"a","__proto__":{"admin":true}}', /__proto__/],
-      ['a constructor.prototype key', '{"name":"a","constructor":{"prototype":{"x":1}}}', /constructor\.prototype/],
+      [
+        'a constructor.prototype key',
+        '{"name":"a","constructor":{"prototype":{"x":1}}}',
+        /constructor\.prototype/,
+      ],
     ] as const) {
       it(`400 for ${what}`, async () => {
         const c = await h.user();

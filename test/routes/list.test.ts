@@ -79,7 +79,10 @@ for (const engine of ENGINES) {
       const ids: number[] = [];
       for (let i = 0; i < 6; i++) ids.push(locationId(await c.create({ name: `s${i}` })));
       const first = await c.request({ method: 'GET', url: '/plants?limit=2' });
-      assert.deepEqual(first.json().map((p: { name: string }) => p.name), ['s0', 's1']);
+      assert.deepEqual(
+        first.json().map((p: { name: string }) => p.name),
+        ['s0', 's1'],
+      );
       await c.request({ method: 'DELETE', url: `/plants/${ids[0]}` });
       await c.request({ method: 'DELETE', url: `/plants/${ids[3]}` });
       await c.create({ name: 's6' });
@@ -106,8 +109,20 @@ for (const engine of ENGINES) {
       assert.ok(res.json().some((p: { name: string }) => p.name === 'visible to admin'));
     });
 
-    for (const q of ['limit=', 'limit=0', 'limit=-1', 'limit=+5', 'limit=1.5', 'limit=1e2', 'limit=abc', 'limit=1001',
-      'limit=01', 'limit=%201', 'limit=5&limit=6', 'limit=99999999999999999999']) {
+    for (const q of [
+      'limit=',
+      'limit=0',
+      'limit=-1',
+      'limit=+5',
+      'limit=1.5',
+      'limit=1e2',
+      'limit=abc',
+      'limit=1001',
+      'limit=01',
+      'limit=%201',
+      'limit=5&limit=6',
+      'limit=99999999999999999999',
+    ]) {
       it(`400 invalid_parameter for ${q}`, async () => {
         const c = await h.user();
         const res = await c.request({ method: 'GET', url: `/plants?${q}` });
@@ -146,7 +161,11 @@ for (const engine of ENGINES) {
         assert.equal(errorBody(res).code, 'invalid_cursor');
       }
       const ok = await a.request({ method: 'GET', url: `/plants?limit=5&tag=k&cursor=${cursor}` });
-      assert.deepEqual(ok.json().map((p: { name: string }) => p.name), ['c1', 'c2'], 'limit may change between pages');
+      assert.deepEqual(
+        ok.json().map((p: { name: string }) => p.name),
+        ['c1', 'c2'],
+        'limit may change between pages',
+      );
     });
   });
 }

@@ -23,10 +23,9 @@ describe('SQLite store specifics', () => {
     const db = new Database(path, { readonly: true });
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
     assert.equal((db.prepare('SELECT count(*) AS n FROM plants').get() as { n: number }).n, 1);
-    assert.deepEqual(
-      db.prepare('SELECT version, name FROM schema_migrations').all(),
-      [{ version: 1, name: '0001_init' }],
-    );
+    assert.deepEqual(db.prepare('SELECT version, name FROM schema_migrations').all(), [
+      { version: 1, name: '0001_init' },
+    ]);
     db.close();
   });
 
@@ -49,7 +48,10 @@ describe('SQLite store specifics', () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
     await store.createPlant({ id: MAX_PLANT_ID, owner: 'o', name: 'last', tag: null });
-    await assert.rejects(store.createPlant({ id: null, owner: 'o', name: 'x', tag: null }), IdSpaceExhaustedError);
+    await assert.rejects(
+      store.createPlant({ id: null, owner: 'o', name: 'x', tag: null }),
+      IdSpaceExhaustedError,
+    );
     assert.equal((await store.listPlants({ owner: null, tag: null, afterId: 0, limit: 10 })).length, 1);
     await store.close();
   });

@@ -50,7 +50,9 @@ for (const engine of ENGINES) {
     it('a client may re-create a deleted id; an existing id reports exists', async () => {
       const o = owner();
       const p = await create(o, null, 'x', 'Aloe');
-      assert.deepEqual(await store.createPlant({ id: p.id, owner: owner(), name: 'Other', tag: null }), { exists: true });
+      assert.deepEqual(await store.createPlant({ id: p.id, owner: owner(), name: 'Other', tag: null }), {
+        exists: true,
+      });
       assert.equal(await store.deletePlant(p.id, o), true);
       const again = await create(owner(), p.id);
       assert.equal(again.id, p.id);
@@ -112,7 +114,9 @@ for (const engine of ENGINES) {
         outcome: { status: 201, plantId: r.created.id },
       });
       // The same key for another user is another key.
-      assert.deepEqual(await store.claimIdempotencyKey({ ...ref, user: owner() }, 'h9', idemOpts()), { state: 'claimed' });
+      assert.deepEqual(await store.claimIdempotencyKey({ ...ref, user: owner() }, 'h9', idemOpts()), {
+        state: 'claimed',
+      });
 
       const ref2 = { user: ref.user, key: 'k-2' };
       await store.claimIdempotencyKey(ref2, 'h', idemOpts());
@@ -121,7 +125,10 @@ for (const engine of ENGINES) {
       const later = new Date(Date.now() + 61_000);
       assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts(later)), { state: 'claimed' });
 
-      const conflict = await store.createPlant({ id: r.created.id, owner: ref.user, name: 'x', tag: null }, ref2);
+      const conflict = await store.createPlant(
+        { id: r.created.id, owner: ref.user, name: 'x', tag: null },
+        ref2,
+      );
       assert.deepEqual(conflict, { exists: true });
       assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts()), {
         state: 'done',

@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Store } from '../../src/store/store.js';
+import { errorBody, type Harness, harness } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+
+for (const engine of ENGINES) {
+  describe(`HTTP errors and cross-cutting behaviour (${engine.name})`, { skip: engine.skip }, () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness(engine);
+    });
+    after(() => h?.close());
+
+    it('an unknown path is 404 not_found with the error body, even without a token', async () => {
+      for (const url of ['/nope', '/plants/1/leaves', '/plants/', '/Plants']) {
+        const res = await h.app.inject({ method: 'GET', url });
+        assert.equal(res.statusCode, 404, url);
+        assert.equal(errorBody(res).code, 'not_found');
+      }
+    });
+
+    for (const [url, allow, methods] of [
+      ['/plants', 'GET, HEAD, POST', ['PUT', 'PATCH', 'DELETE', 'OPTIONS']],
+      ['/plants/1', 'DELETE, GET, HEAD', ['PUT', 'PATCH', 'POST', 'OPTIONS']],
+    ] as const) {
+      for (const method of methods) {
+        it(`${method} ${url} is 405 with Allow: ${allow}, before any token check`, async () => {
+          const res = await h.app.inject({ method, url });
+          assert.equal(res.statusCode, 405);
+          assert.equal(res.headers.allow, allow);
+          assert.equal(errorBody(res).code, 'method_not_allowed');
+        });
+      }
+    }
+
+    it('415 when Content-Type is missing or not application/json; parameters are allowed', async () => {
+      const c = await h.user();
+      for (const type of [
+        undefined,
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/jsonx',
+        'text/json',
+      ]) {
+        const headers: Record<string, string> = type ? { 'content-type': type } : {};
+        const res = await c.request({ method: 'POST', url: '/plants', headers, payload: '{"name":"a"}' });
+        assert.equal(res.statusCode, 415, String(type));
+        assert.equal(errorBody(res).code, 'unsupported_media_type');
+      }
+      for (const type of [
+        'application/json; charset=utf-8',
+        'Application/JSON',
+        'application/json;charset=UTF-8',
+      ]) {
+        const res = await c.request({
+          method: 'POST',
+          url: '/plants',
+          headers: { 'content-type': type },
+          payload: '{"name":"a"}',
+        });
+        assert.equal(res.statusCode, 201, type);
+      }
+    });
+
+    it('415 comes before 413 and 400', async () => {
+      const c = await h.user();
+      const res = await c.request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'text/plain' },
+        payload: 'x'.repeat(20_000),
+      });
+      assert.equal(res.statusCode, 415);
+    });
+
+    it('413 body_too_large over 16 KiB; 16 KiB itself is read', async () => {
+      const c = await h.user();
+      const big = JSON.stringify({ name: 'a', tag: 'b' }).padEnd(16 * 1024 + 1, ' ');
+      const res = await c.request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'application/json' },
+        payload: big,
+      });
+      assert.equal(res.statusCode, 413);
+      assert.equal(errorBody(res).code, 'body_too_large');
+      const exact = JSON.stringify({ name: 'a' }).padEnd(16 * 1024, ' ');
+      const ok = await c.request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'application/json' },
+        payload: exact,
+      });
+      assert.equal(ok.statusCode, 201);
+    });
+
+    it('413 comes before 400 for a large malformed body', async () => {
+      const c = await h.user();
+      const res = await c.request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'application/json' },
+        payload: '{'.repeat(17_000),
+      });
+      assert.equal(res.statusCode, 413);
+    });
+
+    it('keeps a well-formed X-Request-Id and replaces a bad one, on every response', async () => {
+      const good = 'abc.DEF_123-xyz';
+      const kept = await h.app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': good } });
+      assert.equal(kept.headers['x-request-id'], good);
+      for (const bad of ['', 'has space', 'x'.repeat(129), 'semi;colon', 'ünï']) {
+        const res = await h.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': bad } });
+        const id = String(res.headers['x-request-id']);
+        assert.notEqual(id, bad);
+        assert.match(id, /^[A-Za-z0-9._-]{1,128}$/);
+      }
+      const c = await h.user();
+      const created = await c.create({ name: 'x' }, { 'x-request-id': 'create-1' });
+      assert.equal(created.headers['x-request-id'], 'create-1');
+      const max = 'r'.repeat(128);
+      assert.equal(
+        (await h.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': max } })).headers[
+          'x-request-id'
+        ],
+        max,
+      );
+    });
+
+    it('authenticated responses carry RateLimit headers', async () => {
+      const c = await h.user();
+      const res = await c.request({ method: 'GET', url: '/plants' });
+      assert.equal(res.headers['ratelimit-limit'], '6000');
+      assert.equal(res.headers['ratelimit-remaining'], '5999');
+      assert.match(String(res.headers['ratelimit-reset']), /^[1-9][0-9]*$/);
+    });
+  });
+
+  describe(`store failures (${engine.name})`, { skip: engine.skip }, () => {
+    it('an unexpected error is a 500 that names the request id and reveals no internals', async () => {
+      const real = await engine.open();
+      const faulty = new Proxy(real, {
+        get(target, prop, receiver) {
+          if (prop === 'listPlants') {
+            return async () => {
+              throw new Error('SQLITE_ERROR: near "SELECT": syntax error in SELECT * FROM plants');
+            };
+          }
+          const v = Reflect.get(target, prop, receiver);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      }) as Store;
+      const h = await harness({ ...engine, open: async () => faulty });
+      try {
+        const c = await h.user();
+        const res = await c.request({
+          method: 'GET',
+          url: '/plants',
+          headers: { 'x-request-id': 'trace-me' },
+        });
+        assert.equal(res.statusCode, 500);
+        const err = errorBody(res);
+        assert.equal(err.code, 'internal_error');
+        assert.match(err.message, /trace-me/);
+        assert.doesNotMatch(res.body, /SQLITE|SELECT|plants|at .*\.ts/);
+      } finally {
+        await h.close();
+      }
+    });
+
+    it('a store that went away: plant requests 503 with Retry-After, /readyz 503, /healthz 200', async () => {
+      const h = await harness(engine);
+      const c = await h.user();
+      assert.equal((await c.request({ method: 'GET', url: '/plants' })).statusCode, 200);
+      await h.store.close();
+      const res = await c.request({ method: 'GET', url: '/plants' });
+      assert.equal(res.statusCode, 503);
+      assert.equal(res.headers['retry-after'], '1');
+      assert.equal(errorBody(res).code, 'store_unavailable');
+      const ready = await h.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(ready.statusCode, 503);
+      assert.equal(errorBody(ready).code, 'store_unavailable');
+      assert.equal((await h.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+      await h.app.close();
+    });
+  });
+}

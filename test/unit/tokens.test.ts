@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { decodeCursor, encodeCursor } from '../../src/plants/cursor.js';
+import { hashToken, isWellFormedToken, parseDuration } from '../../src/tokens/tokens.js';
+
+describe('tokens, durations and cursors', () => {
+  it('parses durations of a whole number and s, m, h or d', () => {
+    assert.equal(parseDuration('45s'), 45_000);
+    assert.equal(parseDuration('15m'), 900_000);
+    assert.equal(parseDuration('12h'), 43_200_000);
+    assert.equal(parseDuration('30d'), 2_592_000_000);
+    for (const bad of ['', '0d', '1.5h', '10', 'd', '1w', '-1d', ' 1d', '1D', '999999999999d']) {
+      assert.equal(parseDuration(bad), null, bad);
+    }
+  });
+
+  it('recognises the token shape and hashes with SHA-256', () => {
+    assert.ok(isWellFormedToken(`pst_${'a'.repeat(43)}`));
+    assert.ok(!isWellFormedToken(`pst_${'a'.repeat(42)}`));
+    assert.ok(!isWellFormedToken(`xyz_${'a'.repeat(43)}`));
+    assert.equal(hashToken('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  it('a cursor round-trips for its own user and tag only', () => {
+    const c = encodeCursor(42, 'alice', 'green');
+    assert.equal(decodeCursor(c, 'alice', 'green'), 42);
+    assert.throws(() => decodeCursor(c, 'bob', 'green'), /another user/);
+    assert.throws(() => decodeCursor(c, 'alice', null), /another user or for another tag/);
+    assert.throws(() => decodeCursor(encodeCursor(1, 'alice', null), 'alice', ''), /another/);
+    assert.throws(() => decodeCursor('!!', 'alice', null), /not a cursor/);
+  });
+});
