@@ -24,11 +24,15 @@ function configFrom(opts: Record<string, unknown>): Config {
   return loadConfig(process.env, flags);
 }
 
-async function withStore<T>(opts: Record<string, unknown>, fn: (store: Store) => Promise<T>): Promise<T> {
+async function withStore<T>(
+  opts: Record<string, unknown>,
+  fn: (store: Store) => Promise<T>,
+  migrateFirst = true,
+): Promise<T> {
   const config = configFrom(opts);
   const store = await openStore({ url: config.database, durability: config.durability });
   try {
-    await store.migrate();
+    if (migrateFirst) await store.migrate();
     return await fn(store);
   } finally {
     await store.close();
@@ -67,7 +71,7 @@ export function buildCli(): Command {
 
   withDatabase(program.command('migrate').description('bring the store schema up to date')).action(
     async (opts) => {
-      const applied = await withStore(opts, (store) => store.migrate());
+      const applied = await withStore(opts, (store) => store.migrate(), false);
       process.stderr.write(applied.length ? `applied ${applied.join(', ')}\n` : 'schema is up to date\n');
     },
   );

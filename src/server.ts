@@ -12,25 +12,31 @@ export async function start(config: Config): Promise<FastifyInstance> {
   const app = await buildApp(config);
   await app.listen({ port: config.port, host: config.host });
   let closing = false;
+  // Logging may fail (stdout gone with its reader); shutting down must not depend on it.
+  const log = (level: 'info' | 'warn' | 'error', obj: object, msg: string) => {
+    try {
+      app.log[level](obj, msg);
+    } catch {}
+  };
   const shutdown = (signal: NodeJS.Signals) => {
     if (closing) {
-      app.log.warn({ signal }, 'second signal: exiting now');
+      log('warn', { signal }, 'second signal: exiting now');
       process.exit(1);
     }
     closing = true;
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    const timer = setTimeout(() => {
-      app.log.error('shutdown took too long: exiting');
+    setTimeout(() => {
+      log('error', {}, 'shutdown took too long: exiting');
       process.exit(1);
-    }, SHUTDOWN_GRACE_MS);
-    timer.unref();
-    app.close().then(
+    }, SHUTDOWN_GRACE_MS).unref();
+    const closed = app.close();
+    log('info', { signal }, 'shutting down: finishing in-flight requests');
+    closed.then(
       () => {
-        app.log.info('shut down cleanly');
+        log('info', {}, 'shut down cleanly');
         process.exit(0);
       },
       (err: unknown) => {
-        app.log.error({ err }, 'error while shutting down');
+        log('error', { err }, 'error while shutting down');
         process.exit(1);
       },
     );
