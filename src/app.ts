@@ -4,7 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import pino, { type DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import { registerErrorHandling } from './http/errors.js';
-import { registerJsonParser } from './http/json.js';
+import { registerBodyParsers } from './http/json.js';
 import { Metrics } from './http/metrics.js';
 import { genReqId } from './http/request-id.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
@@ -86,7 +86,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   });
   app.decorateRequest('caller', null);
   registerErrorHandling(app);
-  registerJsonParser(app);
+  registerBodyParsers(app);
   metrics?.observe(app);
 
   app.addSchema(ErrorBody);

@@ -6,9 +6,13 @@ import { AppError } from '../errors.js';
  * JSON bodies through secure-json-parse (as Fastify's default parser), but with errors that say
  * what is wrong: empty, not JSON, or carrying prototype-pollution keys.
  */
-export function registerJsonParser(app: FastifyInstance): void {
+export function registerBodyParsers(app: FastifyInstance): void {
+  // Any other type reaches a parser only on routes that ignore bodies (POST checks its type first).
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, undefined));
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // Only POST /plants takes a body; clients that label every request as JSON are not punished for it.
+    if (request.method !== 'POST') return done(null, undefined);
     const text = body as string;
     if (text.trim() === '')
       return done(new AppError(400, 'invalid_json', 'request body must not be empty'), undefined);

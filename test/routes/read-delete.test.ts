@@ -51,6 +51,25 @@ for (const engine of ENGINES) {
       assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 404);
     });
 
+    it('a body sent with DELETE is ignored, whatever its Content-Type', async () => {
+      const c = await h.user();
+      for (const [type, payload] of [
+        ['application/json', ''],
+        ['application/json', '{'],
+        ['text/plain', 'x'],
+        ['application/xml', '<x/>'],
+      ]) {
+        const id = locationId(await c.create({ name: 'Labelled' }));
+        const res = await c.request({
+          method: 'DELETE',
+          url: `/plants/${id}`,
+          headers: { 'content-type': type! },
+          payload,
+        });
+        assert.equal(res.statusCode, 204, `${type} ${payload}`);
+      }
+    });
+
     it('plants:admin reads and deletes any user’s plant', async () => {
       const c = await h.user();
       const admin = await h.user(['plants:admin']);
