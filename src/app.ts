@@ -60,7 +60,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.server.headersTimeout = 10_000;
 
   const ownStore = !deps.store;
-  const rawStore = deps.store ?? (await openStore({ url: config.database, durability: config.durability }));
+  const rawStore =
+    deps.store ??
+    (await openStore({ url: config.database, durability: config.durability, poolSize: config.poolSize }));
   await rawStore.migrate();
   const metrics = config.metrics ? new Metrics() : null;
   const store = metrics ? metrics.instrument(rawStore) : rawStore;

@@ -30,7 +30,11 @@ async function withStore<T>(
   migrateFirst = true,
 ): Promise<T> {
   const config = configFrom(opts);
-  const store = await openStore({ url: config.database, durability: config.durability });
+  const store = await openStore({
+    url: config.database,
+    durability: config.durability,
+    poolSize: config.poolSize,
+  });
   try {
     if (migrateFirst) await store.migrate();
     return await fn(store);

@@ -4,6 +4,7 @@ export interface Config {
   host: string;
   database: string;
   durability: 'full' | 'normal';
+  poolSize: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   rateLimit: number;
   authFailureLimit: number;
@@ -82,6 +83,13 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: 'full',
     parse: oneOf('full', 'normal'),
     doc: 'full: an acknowledged write survives power loss; normal: it survives a process crash',
+  },
+  poolSize: {
+    flag: '--pool-size',
+    env: 'DATABASE_POOL_SIZE',
+    default: 10,
+    parse: integer(1, 1000),
+    doc: 'most PostgreSQL connections per process',
   },
   logLevel: {
     flag: '--log-level',

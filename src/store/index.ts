@@ -1,3 +1,4 @@
+import { PgStore } from './postgres/pg-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { Store } from './store.js';
 
@@ -5,6 +6,8 @@ export interface StoreOptions {
   /** `sqlite:PATH` (or `sqlite::memory:`), or `postgres://…`. */
   url: string;
   durability: 'full' | 'normal';
+  /** Most connections per process (PostgreSQL). */
+  poolSize: number;
 }
 
 /** The file path in a `sqlite:` URL; `sqlite:///abs` and `sqlite:rel` both work. */
@@ -18,5 +21,6 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.url.startsWith('sqlite:')) {
     return new SqliteStore({ path: sqlitePath(opts.url), durability: opts.durability });
   }
-  throw new Error(`unsupported database URL ${JSON.stringify(opts.url)}: use sqlite:PATH`);
+  if (/^postgres(ql)?:\/\//.test(opts.url)) return new PgStore({ url: opts.url, poolSize: opts.poolSize });
+  throw new Error(`unsupported database URL ${JSON.stringify(opts.url)}: use sqlite:PATH or postgres://…`);
 }

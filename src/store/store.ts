@@ -54,6 +54,13 @@ export type IdempotencyClaim =
   | { state: 'mismatch' }
   | { state: 'done'; outcome: IdempotencyOutcome };
 
+/** Connections a pooled engine holds. */
+export interface PoolStats {
+  size: number;
+  idle: number;
+  waiting: number;
+}
+
 export type CreateResult = { created: PlantRecord } | { exists: true };
 
 /**
@@ -90,6 +97,8 @@ export interface Store {
   /** Marks a token revoked; false when no such token or already revoked. */
   revokeToken(id: string, at: Date): Promise<boolean>;
 
+  /** Connection pool use, for engines that pool. */
+  poolStats?(): PoolStats;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;

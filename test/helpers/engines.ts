@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -5,9 +8,53 @@ import type { Store } from '../../src/store/store.js';
 export interface Engine {
   name: string;
   skip: string | false;
-  /** A fresh, migrated, empty store of its own; the caller closes it. */
+  /** A fresh, migrated, empty store of its own; closing it also drops whatever it created. */
   open(): Promise<Store>;
+  /** A database URL of its own for a spawned `bin/plantstore`, and how to drop it. */
+  database(): Promise<{ url: string; drop(): Promise<void> }>;
 }
+
+/** The PostgreSQL server the tests use; each test makes its own database on it and drops it. */
+export const PG_ADMIN_URL = process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function pgReachable(): Promise<string | false> {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return false;
+  } catch (err) {
+    return `PostgreSQL is not reachable at ${PG_ADMIN_URL} (${(err as Error).message})`;
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Creates an empty database named plantstore_test_…; returns its URL and how to drop it. */
+export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `plantstore_test_${randomBytes(6).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {}),
+  };
+}
+
+const pgSkip = await pgReachable();
+// In CI an unreachable PostgreSQL is a failure, never a silent skip.
+if (pgSkip && process.env.CI === 'true') throw new Error(`CI=true and ${pgSkip}`);
 
 const sqlite: Engine = {
   name: 'sqlite',
@@ -17,7 +64,34 @@ const sqlite: Engine = {
     await store.migrate();
     return store;
   },
+  async database() {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'plantstore-db-'));
+    return {
+      url: `sqlite:${join(dir, 'plants.db')}`,
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  },
 };
 
-/** Every engine; suites do `for (const engine of ENGINES) describe(engine.name, { skip: engine.skip }, …)`. */
-export const ENGINES: Engine[] = [sqlite];
+const postgres: Engine = {
+  name: 'postgres',
+  skip: pgSkip,
+  async open() {
+    const db = await createPgDatabase();
+    const store = new PgStore({ url: db.url, poolSize: 5 });
+    await store.migrate();
+    const close = store.close.bind(store);
+    store.close = async () => {
+      await close();
+      await db.drop();
+    };
+    return store;
+  },
+  database: createPgDatabase,
+};
+
+/** Every engine; suites do `for (const engine of ENGINES) describe(…, { skip: engine.skip }, …)`. */
+export const ENGINES: Engine[] = [sqlite, postgres];

@@ -1,0 +1,342 @@
+import pg from 'pg';
+import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
+import type { Scope } from '../../schemas/token.js';
+import { pendingMigrations } from '../migrate.js';
+import type {
+  CreateResult,
+  IdempotencyClaim,
+  IdempotencyRef,
+  NewPlant,
+  PageQuery,
+  PlantRecord,
+  PoolStats,
+  Store,
+  TokenRecord,
+} from '../store.js';
+import { POSTGRES_MIGRATIONS } from './migrations.js';
+
+export interface PgOptions {
+  url: string;
+  /** Most connections this process holds. */
+  poolSize: number;
+}
+
+// Arbitrary but fixed keys for the advisory locks that serialize migrations and client-chosen ids.
+const MIGRATION_LOCK = 727_001;
+const ID_LOCK = 727_002;
+
+// bigint ids fit in a JS number (the contract caps them at 2^53−1).
+const types = {
+  getTypeParser: (oid: number, format?: string) =>
+    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
+};
+
+// SQLSTATE classes and driver errors that mean "cannot serve now", as opposed to a bug in a query.
+function isUnavailable(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') {
+    return err instanceof Error && /timeout|terminat|Connection|after calling end/i.test(err.message);
+  }
+  return (
+    /^(08|53|57P0|58)/.test(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN'].includes(
+      code,
+    )
+  );
+}
+
+interface TokenRow {
+  id: string;
+  user_id: string;
+  name: string | null;
+  scopes: string;
+  hash: string;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const toToken = (r: TokenRow): TokenRecord => ({
+  id: r.id,
+  user: r.user_id,
+  name: r.name,
+  scopes: r.scopes.split(' ').filter(Boolean) as Scope[],
+  hash: r.hash,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  revokedAt: r.revoked_at,
+});
+
+const COLS = 'id, owner, name, tag';
+const Q = {
+  insertServerId: `INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
+    ON CONFLICT (id) DO NOTHING RETURNING id`,
+  insertClientId:
+    'INSERT INTO plants (id, owner, name, tag) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING id',
+  raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
+  getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
+  listAll: `SELECT ${COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
+  listAllTag: `SELECT ${COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listOwner: `SELECT ${COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listOwnerTag: `SELECT ${COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
+  deleteAny: 'DELETE FROM plants WHERE id = $1',
+  deleteOwned: 'DELETE FROM plants WHERE id = $1 AND owner = $2',
+  // Claims a new key, an expired one, or an abandoned claim of the same request, in one statement.
+  claimIdem: `INSERT INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
+    VALUES ($1, $2, $3, 'pending', $4, $4)
+    ON CONFLICT (user_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, state = 'pending',
+      status = NULL, plant_id = NULL, created_at = EXCLUDED.created_at, locked_at = EXCLUDED.locked_at
+    WHERE idempotency_keys.created_at < $5
+       OR (idempotency_keys.state = 'pending' AND idempotency_keys.locked_at < $6
+           AND idempotency_keys.request_hash = EXCLUDED.request_hash)
+    RETURNING 1`,
+  getIdem:
+    'SELECT request_hash, state, status, plant_id FROM idempotency_keys WHERE user_id = $1 AND key = $2',
+  finishIdem: `UPDATE idempotency_keys SET state = 'done', status = $1, plant_id = $2 WHERE user_id = $3 AND key = $4`,
+  dropIdem: `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND state = 'pending'`,
+  purgeIdem: 'DELETE FROM idempotency_keys WHERE created_at < $1',
+  insertToken: `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+  tokenByHash: 'SELECT * FROM tokens WHERE hash = $1',
+  tokensAll: 'SELECT * FROM tokens ORDER BY created_at, id',
+  tokensOfUser: 'SELECT * FROM tokens WHERE user_id = $1 ORDER BY created_at, id',
+  revokeToken: 'UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+} as const;
+
+type QueryName = keyof typeof Q;
+
+/** The scale-out store: a bounded node-postgres pool, named (prepared) statements. */
+export class PgStore implements Store {
+  readonly engine = 'postgres';
+  private readonly pool: pg.Pool;
+
+  constructor(opts: PgOptions) {
+    this.pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolSize,
+      connectionTimeoutMillis: 3_000,
+      idleTimeoutMillis: 30_000,
+      types,
+    });
+    // An idle connection that breaks (server restart, network cut) must not crash the process;
+    // the pool drops it and the next query opens a fresh one.
+    this.pool.on('error', () => {});
+  }
+
+  // One prepared statement per name, per connection; failures that mean "unavailable" become 503s.
+  private async q<R extends pg.QueryResultRow>(
+    name: QueryName,
+    values: unknown[],
+    client: pg.Pool | pg.PoolClient = this.pool,
+  ): Promise<pg.QueryResult<R>> {
+    try {
+      return await client.query<R>({ name, text: Q[name], values });
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  private translate(err: unknown): unknown {
+    return isUnavailable(err) ? new StoreUnavailableError(undefined, err) : err;
+  }
+
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw this.translate(err);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw this.translate(err);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async migrate(): Promise<string[]> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw this.translate(err);
+    }
+    try {
+      // Several instances starting at once take turns here; the later ones find nothing to do.
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+      const todo = pendingMigrations(POSTGRES_MIGRATIONS, new Set(rows.map((r) => r.version)));
+      for (const m of todo) {
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+            m.version,
+            m.name,
+          ]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw err;
+        }
+      }
+      return todo.map((m) => m.name);
+    } catch (err) {
+      throw this.translate(err);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+      client.release();
+    }
+  }
+
+  async createPlant(plant: NewPlant, idem?: IdempotencyRef): Promise<CreateResult> {
+    if (plant.id === null && !idem) {
+      // The common case in one round trip, no explicit transaction.
+      const id = await this.insertServerId(plant, this.pool);
+      return { created: { ...plant, id } };
+    }
+    return this.tx(async (c) => {
+      let id: number | null;
+      if (plant.id === null) {
+        id = await this.insertServerId(plant, c);
+      } else {
+        const r = await this.q<{ id: number }>(
+          'insertClientId',
+          [plant.id, plant.owner, plant.name, plant.tag],
+          c,
+        );
+        id = r.rows[0]?.id ?? null;
+        if (id !== null) {
+          // Serialized so two concurrent client ids cannot lower the sequence below either of them.
+          await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
+          await this.q('raiseSequence', [id], c);
+        }
+      }
+      if (idem) await this.q('finishIdem', [id === null ? 409 : 201, id, idem.user, idem.key], c);
+      return id === null ? { exists: true as const } : { created: { ...plant, id } };
+    });
+  }
+
+  // nextval may land on an id a client took meanwhile; then take the next one.
+  private async insertServerId(plant: NewPlant, c: pg.Pool | pg.PoolClient): Promise<number> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      let r: pg.QueryResult<{ id: number }>;
+      try {
+        r = await this.q<{ id: number }>('insertServerId', [plant.owner, plant.name, plant.tag], c);
+      } catch (err) {
+        // The sequence stops at 2^53−1 (sequence_generator_limit_exceeded).
+        if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
+        throw err;
+      }
+      const id = r.rows[0]?.id;
+      if (id !== undefined) return id;
+    }
+    throw new StoreUnavailableError('could not find a free plant id; retry later');
+  }
+
+  async getPlant(id: number): Promise<PlantRecord | null> {
+    return (await this.q<PlantRecord>('getPlant', [id])).rows[0] ?? null;
+  }
+
+  async listPlants(q: PageQuery): Promise<PlantRecord[]> {
+    const r =
+      q.owner === null
+        ? q.tag === null
+          ? await this.q<PlantRecord>('listAll', [q.afterId, q.limit])
+          : await this.q<PlantRecord>('listAllTag', [q.tag, q.afterId, q.limit])
+        : q.tag === null
+          ? await this.q<PlantRecord>('listOwner', [q.owner, q.afterId, q.limit])
+          : await this.q<PlantRecord>('listOwnerTag', [q.owner, q.tag, q.afterId, q.limit]);
+    return r.rows;
+  }
+
+  async deletePlant(id: number, owner: string | null): Promise<boolean> {
+    const r = owner === null ? await this.q('deleteAny', [id]) : await this.q('deleteOwned', [id, owner]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async claimIdempotencyKey(
+    ref: IdempotencyRef,
+    requestHash: string,
+    opts: { now: Date; staleAfterMs: number; retainMs: number },
+  ): Promise<IdempotencyClaim> {
+    const now = opts.now.getTime();
+    for (let attempt = 0; ; attempt++) {
+      const claimed = await this.q('claimIdem', [
+        ref.user,
+        ref.key,
+        requestHash,
+        opts.now,
+        new Date(now - opts.retainMs),
+        new Date(now - opts.staleAfterMs),
+      ]);
+      if ((claimed.rowCount ?? 0) > 0) return { state: 'claimed' };
+      const row = (
+        await this.q<{ request_hash: string; state: string; status: number | null; plant_id: number | null }>(
+          'getIdem',
+          [ref.user, ref.key],
+        )
+      ).rows[0];
+      if (!row && attempt < 5) continue; // released between the two statements: claim again
+      if (!row) throw new StoreUnavailableError('idempotency key is contended; retry later');
+      if (row.request_hash !== requestHash) return { state: 'mismatch' };
+      if (row.state === 'pending') return { state: 'in_flight' };
+      return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
+    }
+  }
+
+  async releaseIdempotencyKey(ref: IdempotencyRef): Promise<void> {
+    await this.q('dropIdem', [ref.user, ref.key]);
+  }
+
+  async purgeIdempotencyKeys(before: Date): Promise<number> {
+    return (await this.q('purgeIdem', [before])).rowCount ?? 0;
+  }
+
+  async insertToken(t: TokenRecord): Promise<void> {
+    await this.q('insertToken', [t.id, t.user, t.name, t.scopes.join(' '), t.hash, t.createdAt, t.expiresAt]);
+  }
+
+  async findTokenByHash(hash: string): Promise<TokenRecord | null> {
+    const row = (await this.q<TokenRow>('tokenByHash', [hash])).rows[0];
+    return row ? toToken(row) : null;
+  }
+
+  async listTokens(user: string | null): Promise<TokenRecord[]> {
+    const r =
+      user === null
+        ? await this.q<TokenRow>('tokensAll', [])
+        : await this.q<TokenRow>('tokensOfUser', [user]);
+    return r.rows.map(toToken);
+  }
+
+  async revokeToken(id: string, at: Date): Promise<boolean> {
+    return ((await this.q('revokeToken', [at, id])).rowCount ?? 0) > 0;
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.pool.query('SELECT 1');
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  poolStats(): PoolStats {
+    return { size: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  }
+
+  async close(): Promise<void> {
+    if (!this.pool.ended) await this.pool.end();
+  }
+}
