@@ -4,119 +4,134 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { ENGINES } from '../helpers/engines.js';
 import { cli, type Server, serve } from './process.js';
 
-describe('bin/plantstore serve, spoken to over HTTP', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'plantstore-e2e-'));
-  const dbFile = join(dir, 'nested', 'folder', 'plants.db');
-  const env = { DATABASE_URL: `sqlite:${dbFile}` };
-  let server: Server;
-  let token: string;
+for (const engine of ENGINES)
+  describe(`bin/plantstore serve on ${engine.name}, spoken to over HTTP`, { skip: engine.skip }, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plantstore-e2e-'));
+    const dbFile = join(dir, 'nested', 'folder', 'plants.db');
+    const env = { DATABASE_URL: `sqlite:${dbFile}` };
+    let drop = async () => {};
+    let server: Server;
+    let token: string;
 
-  const api = (path: string, init: RequestInit = {}, t = token) =>
-    fetch(`${server.url}${path}`, {
-      ...init,
-      headers: { authorization: `Bearer ${t}`, ...(init.headers ?? {}) },
-    });
-  const post = (body: unknown, t = token) =>
-    api(
-      '/plants',
-      { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
-      t,
-    );
-
-  before(async () => {
-    server = await serve([], env);
-    token = (await cli(['token', 'create', '--user', 'e2e'], env)).stdout.trim();
-  });
-  after(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('creates the database file and its folders on first start', () => {
-    assert.ok(existsSync(dbFile));
-  });
-
-  it('serves the whole plant lifecycle with a token from the CLI', async () => {
-    const created = await post({ name: 'Pothos', tag: 'trailing' });
-    assert.equal(created.status, 201);
-    assert.deepEqual(await created.json(), { name: 'Pothos', tag: 'trailing' });
-    const location = created.headers.get('location')!;
-    assert.match(location, /^\/plants\/[0-9]+$/);
-    assert.deepEqual(await (await api(location)).json(), { name: 'Pothos', tag: 'trailing' });
-    assert.deepEqual(await (await api('/plants?tag=trailing')).json(), [{ name: 'Pothos', tag: 'trailing' }]);
-    const del = await api(location, { method: 'DELETE' });
-    assert.equal(del.status, 204);
-    assert.equal(await del.text(), '');
-    assert.equal((await api(location)).status, 404);
-  });
-
-  it('a token revoked from the CLI stops working within 5 seconds', async () => {
-    const created = JSON.parse((await cli(['token', 'create', '--user', 'revokee', '--json'], env)).stdout);
-    assert.equal((await api('/plants', {}, created.token)).status, 200);
-    assert.equal((await cli(['token', 'revoke', created.id], env)).code, 0);
-    const start = Date.now();
-    let status = 200;
-    while (Date.now() - start < 5000) {
-      status = (await api('/plants', {}, created.token)).status;
-      if (status === 401) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.equal(status, 401, 'still accepted 5 s after revocation');
-  });
-
-  it('headers over 16 KiB are refused with 431', async () => {
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(
-        `${server.url}/plants`,
-        { headers: { 'x-big': 'a'.repeat(17 * 1024) } },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        },
+    const api = (path: string, init: RequestInit = {}, t = token) =>
+      fetch(`${server.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${t}`, ...(init.headers ?? {}) },
+      });
+    const post = (body: unknown, t = token) =>
+      api(
+        '/plants',
+        { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+        t,
       );
-      req.on('error', reject);
-      req.end();
+
+    before(async () => {
+      if (engine.name !== 'sqlite') {
+        const db = await engine.database();
+        env.DATABASE_URL = db.url;
+        drop = db.drop;
+      }
+      server = await serve([], env);
+      token = (await cli(['token', 'create', '--user', 'e2e'], env)).stdout.trim();
     });
-    assert.equal(status, 431);
-  });
+    after(async () => {
+      await server?.stop();
+      rmSync(dir, { recursive: true, force: true });
+      await drop();
+    });
 
-  it('logs JSON lines that carry the request id and never the token', async () => {
-    await api('/plants', { headers: { 'x-request-id': 'log-check-1' } });
-    await new Promise((r) => setTimeout(r, 100));
-    const mine = server.logs.filter((l) => l.includes('log-check-1'));
-    assert.ok(mine.length >= 2, 'incoming and completed lines');
-    for (const line of mine) assert.equal(JSON.parse(line).requestId, 'log-check-1');
-    for (const line of server.logs) {
-      assert.ok(!line.includes(token), 'a token reached the logs');
-      JSON.parse(line);
+    if (engine.name === 'sqlite') {
+      it('creates the database file and its folders on first start', () => {
+        assert.ok(existsSync(dbFile));
+      });
     }
-  });
 
-  it('SIGTERM finishes in-flight requests, exits 0, and what was acknowledged is kept', async () => {
-    const created = await post({ name: 'Survivor' });
-    assert.equal(created.status, 201);
-    // Requests the server had not yet received when it stopped fail to connect; that is fine.
-    const inflight = Array.from({ length: 20 }, (_, i) =>
-      post({ name: `late-${i}` }).then(
-        (r) => r.status,
-        () => 0,
-      ),
-    );
-    await new Promise((r) => setTimeout(r, 5));
-    const code = await server.stop('SIGTERM');
-    assert.equal(code, 0);
-    const statuses = await Promise.all(inflight);
-    const acknowledged = statuses.filter((s) => s === 201).length;
+    it('serves the whole plant lifecycle with a token from the CLI', async () => {
+      const created = await post({ name: 'Pothos', tag: 'trailing' });
+      assert.equal(created.status, 201);
+      assert.deepEqual(await created.json(), { name: 'Pothos', tag: 'trailing' });
+      const location = created.headers.get('location')!;
+      assert.match(location, /^\/plants\/[0-9]+$/);
+      assert.deepEqual(await (await api(location)).json(), { name: 'Pothos', tag: 'trailing' });
+      assert.deepEqual(await (await api('/plants?tag=trailing')).json(), [
+        { name: 'Pothos', tag: 'trailing' },
+      ]);
+      const del = await api(location, { method: 'DELETE' });
+      assert.equal(del.status, 204);
+      assert.equal(await del.text(), '');
+      assert.equal((await api(location)).status, 404);
+    });
 
-    server = await serve([], env);
-    const names = ((await (await api('/plants?limit=1000')).json()) as { name: string }[]).map((p) => p.name);
-    assert.ok(names.includes('Survivor'));
-    assert.equal(
-      names.filter((n) => n.startsWith('late-')).length >= acknowledged,
-      true,
-      'an acknowledged create was lost',
-    );
+    it('a token revoked from the CLI stops working within 5 seconds', async () => {
+      const created = JSON.parse((await cli(['token', 'create', '--user', 'revokee', '--json'], env)).stdout);
+      assert.equal((await api('/plants', {}, created.token)).status, 200);
+      assert.equal((await cli(['token', 'revoke', created.id], env)).code, 0);
+      const start = Date.now();
+      let status = 200;
+      while (Date.now() - start < 5000) {
+        status = (await api('/plants', {}, created.token)).status;
+        if (status === 401) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(status, 401, 'still accepted 5 s after revocation');
+    });
+
+    it('headers over 16 KiB are refused with 431', async () => {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(
+          `${server.url}/plants`,
+          { headers: { 'x-big': 'a'.repeat(17 * 1024) } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      assert.equal(status, 431);
+    });
+
+    it('logs JSON lines that carry the request id and never the token', async () => {
+      await api('/plants', { headers: { 'x-request-id': 'log-check-1' } });
+      await new Promise((r) => setTimeout(r, 100));
+      const mine = server.logs.filter((l) => l.includes('log-check-1'));
+      assert.ok(mine.length >= 2, 'incoming and completed lines');
+      for (const line of mine) assert.equal(JSON.parse(line).requestId, 'log-check-1');
+      for (const line of server.logs) {
+        assert.ok(!line.includes(token), 'a token reached the logs');
+        JSON.parse(line);
+      }
+    });
+
+    it('SIGTERM finishes in-flight requests, exits 0, and what was acknowledged is kept', async () => {
+      const created = await post({ name: 'Survivor' });
+      assert.equal(created.status, 201);
+      // Requests the server had not yet received when it stopped fail to connect; that is fine.
+      const inflight = Array.from({ length: 20 }, (_, i) =>
+        post({ name: `late-${i}` }).then(
+          (r) => r.status,
+          () => 0,
+        ),
+      );
+      await new Promise((r) => setTimeout(r, 5));
+      const code = await server.stop('SIGTERM');
+      assert.equal(code, 0);
+      const statuses = await Promise.all(inflight);
+      const acknowledged = statuses.filter((s) => s === 201).length;
+
+      server = await serve([], env);
+      const names = ((await (await api('/plants?limit=1000')).json()) as { name: string }[]).map(
+        (p) => p.name,
+      );
+      assert.ok(names.includes('Survivor'));
+      assert.equal(
+        names.filter((n) => n.startsWith('late-')).length >= acknowledged,
+        true,
+        'an acknowledged create was lost',
+      );
+    });
   });
-});
