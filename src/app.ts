@@ -9,6 +9,7 @@ import { Metrics } from './http/metrics.js';
 import { genReqId } from './http/request-id.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
+import { RedisRateLimiter } from './ratelimit/redis.js';
 import { opsRoutes } from './routes/ops.js';
 import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
 import { ErrorBody } from './schemas/error.js';
@@ -66,7 +67,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await rawStore.migrate();
   const metrics = config.metrics ? new Metrics() : null;
   const store = metrics ? metrics.instrument(rawStore) : rawStore;
-  const limiter = deps.limiter ?? new MemoryRateLimiter();
+  const limiter =
+    deps.limiter ?? (config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter());
   const verifier = new TokenVerifier(store, deps.tokenCacheMs ?? 2000);
   const service = new PlantService(store);
 

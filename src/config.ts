@@ -10,6 +10,8 @@ export interface Config {
   authFailureLimit: number;
   metrics: boolean;
   trustProxy: boolean;
+  /** Shared rate-limit counters; empty: in memory, per process. */
+  redisUrl: string;
 }
 
 export class ConfigError extends Error {}
@@ -45,6 +47,11 @@ const boolean: Parser<boolean> = (raw, name) => {
 const nonEmpty: Parser<string> = (raw, name) => {
   if (raw.trim() === '') throw new ConfigError(`${name} must not be empty`);
   return raw;
+};
+
+const redisUrl: Parser<string> = (raw, name) => {
+  if (raw === '' || /^rediss?:\/\/.+/.test(raw)) return raw;
+  throw new ConfigError(`${name} must be redis://… or rediss://…, got ${JSON.stringify(raw)}`);
 };
 
 const database: Parser<string> = (raw, name) => {
@@ -119,6 +126,13 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: false,
     parse: boolean,
     doc: 'take the client address from X-Forwarded-For (behind a load balancer)',
+  },
+  redisUrl: {
+    flag: '--redis-url',
+    env: 'REDIS_URL',
+    default: '',
+    parse: redisUrl,
+    doc: 'keep rate-limit counters in Redis, shared by every instance (default: in memory)',
   },
 };
 

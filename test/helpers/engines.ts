@@ -95,3 +95,30 @@ const postgres: Engine = {
 
 /** Every engine; suites do `for (const engine of ENGINES) describe(…, { skip: engine.skip }, …)`. */
 export const ENGINES: Engine[] = [sqlite, postgres];
+
+/** The Redis the shared-rate-limit tests use. */
+export const REDIS_URL = process.env.PLANTSTORE_TEST_REDIS ?? 'redis://127.0.0.1:6379';
+
+async function redisReachable(): Promise<string | false> {
+  const { Redis } = await import('ioredis');
+  const r = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 2000,
+    retryStrategy: () => null,
+  });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    await r.ping();
+    return false;
+  } catch (err) {
+    return `Redis is not reachable at ${REDIS_URL} (${(err as Error).message})`;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Why the Redis suites cannot run here, or false. In CI they must run. */
+export const REDIS_SKIP = await redisReachable();
+if (REDIS_SKIP && process.env.CI === 'true') throw new Error(`CI=true and ${REDIS_SKIP}`);
