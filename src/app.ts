@@ -66,6 +66,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     (await openStore({ url: config.database, durability: config.durability, poolSize: config.poolSize }));
   await rawStore.migrate();
   const metrics = config.metrics ? new Metrics() : null;
+  metrics?.watchPool(rawStore);
   const store = metrics ? metrics.instrument(rawStore) : rawStore;
   const limiter =
     deps.limiter ?? (config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter());

@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
+import { serveAll } from './cluster.js';
 import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
-import { start } from './server.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
 import { createToken, isValidUser, parseDuration, tokenStatus } from './tokens/tokens.js';
@@ -70,7 +70,7 @@ export function buildCli(): Command {
     serve.addOption(new Option(`${f.flag} <value>`, `${f.doc} (env ${f.env}, default ${String(f.default)})`));
   }
   serve.action(async (opts: Record<string, unknown>) => {
-    await start(configFrom(opts));
+    await serveAll(configFrom(opts));
   });
 
   withDatabase(program.command('migrate').description('bring the store schema up to date')).action(

@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+
 /** Service configuration, read once from flags and environment and validated at start. */
 export interface Config {
   port: number;
@@ -12,6 +14,8 @@ export interface Config {
   trustProxy: boolean;
   /** Shared rate-limit counters; empty: in memory, per process. */
   redisUrl: string;
+  /** Processes serving one port. */
+  workers: number;
 }
 
 export class ConfigError extends Error {}
@@ -48,6 +52,9 @@ const nonEmpty: Parser<string> = (raw, name) => {
   if (raw.trim() === '') throw new ConfigError(`${name} must not be empty`);
   return raw;
 };
+
+const workers: Parser<number> = (raw, name) =>
+  raw === 'auto' ? availableParallelism() : integer(1, 256)(raw, `${name} (or auto)`);
 
 const redisUrl: Parser<string> = (raw, name) => {
   if (raw === '' || /^rediss?:\/\/.+/.test(raw)) return raw;
@@ -133,6 +140,13 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: '',
     parse: redisUrl,
     doc: 'keep rate-limit counters in Redis, shared by every instance (default: in memory)',
+  },
+  workers: {
+    flag: '--workers',
+    env: 'WORKERS',
+    default: 1,
+    parse: workers,
+    doc: 'processes serving the one port; auto: one per available core',
   },
 };
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Store } from '../store/store.js';
 
 /** Per-app Prometheus registry: request counts and latency by route and status, store latency. */
@@ -28,6 +28,24 @@ export class Metrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'plantstore_' });
+  }
+
+  /** Reports the store's connection pool, for engines that pool. */
+  watchPool(store: Store): void {
+    if (!store.poolStats) return;
+    const stats = store.poolStats.bind(store);
+    new Gauge({
+      name: 'plantstore_store_pool_connections',
+      help: 'Store connections by state: open (total), idle, and requests waiting for one',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const s = stats();
+        this.set({ state: 'open' }, s.size);
+        this.set({ state: 'idle' }, s.idle);
+        this.set({ state: 'waiting' }, s.waiting);
+      },
+    });
   }
 
   /** Records every response once it is sent. */

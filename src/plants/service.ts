@@ -32,6 +32,11 @@ export interface Page {
   limit: number;
 }
 
+/** The hash an Idempotency-Key record keeps of its request body. */
+export function requestHash(body: unknown): string {
+  return createHash('sha256').update(canonical(body)).digest('hex');
+}
+
 // Keys sorted recursively: two bodies are "the same JSON value" exactly when these match.
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -58,8 +63,7 @@ export class PlantService {
       return { plant: r.created, replayed: false };
     }
     const ref = { user: caller.user, key: idempotencyKey };
-    const hash = createHash('sha256').update(canonical(body)).digest('hex');
-    const claim = await this.store.claimIdempotencyKey(ref, hash, {
+    const claim = await this.store.claimIdempotencyKey(ref, requestHash(body), {
       now: this.now(),
       staleAfterMs: IDEMPOTENCY_STALE_MS,
       retainMs: IDEMPOTENCY_RETAIN_MS,

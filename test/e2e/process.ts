@@ -54,6 +54,12 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
       }
     });
     child.once('exit', (code) => reject(new Error(`serve exited ${code} before listening: ${stderr}`)));
+    setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(`serve did not report listening within 20 s (LOG_LEVEL must be info or lower): ${stderr}`),
+      );
+    }, 20_000).unref();
   });
   return {
     child,

@@ -115,6 +115,9 @@ export class PgStore implements Store {
       max: opts.poolSize,
       connectionTimeoutMillis: 3_000,
       idleTimeoutMillis: 30_000,
+      // A connection that goes silent (a cut network) fails its query instead of hanging it.
+      query_timeout: 10_000,
+      keepAlive: true,
       types,
     });
     // An idle connection that breaks (server restart, network cut) must not crash the process;
