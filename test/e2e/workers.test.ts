@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ENGINES } from '../helpers/engines.js';
+import { cli, type Server, serve } from './process.js';
+
+for (const engine of ENGINES) {
+  describe(`serve --workers 2 on ${engine.name}`, { skip: engine.skip }, () => {
+    const env = { DATABASE_URL: '' };
+    let drop = async () => {};
+    let server: Server;
+    let token: string;
+
+    before(async () => {
+      const db = await engine.database();
+      env.DATABASE_URL = db.url;
+      drop = db.drop;
+      server = await serve(['--workers', '2'], env);
+      token = (await cli(['token', 'create', '--user', 'workers'], env)).stdout.trim();
+    });
+    after(async () => {
+      await server?.stop();
+      await drop();
+    });
+
+    it('two processes serve one port and see the same store', async () => {
+      const creates = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          fetch(`${server.url}/plants`, {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/json',
+              connection: 'close',
+            },
+            body: JSON.stringify({ name: `w${i}` }),
+          }),
+        ),
+      );
+      assert.ok(creates.every((r) => r.status === 201));
+      const list = await fetch(`${server.url}/plants?limit=1000`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(((await list.json()) as unknown[]).length, 40);
+      await new Promise((r) => setTimeout(r, 100));
+      const servedBy = new Set(
+        server.logs
+          .map((l) => JSON.parse(l) as { pid: number; msg: string })
+          .filter((l) => l.msg === 'request completed')
+          .map((l) => l.pid),
+      );
+      assert.equal(servedBy.size, 2, 'requests were served by both workers');
+    });
+
+    it('SIGTERM stops every worker gracefully and the primary exits 0', async () => {
+      const code = await server.stop('SIGTERM');
+      assert.equal(code, 0);
+      const stopped = server.logs.filter((l) => l.includes('shut down cleanly')).length;
+      assert.equal(stopped, 2);
+    });
+  });
+}
