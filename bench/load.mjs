@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// One load-generator run, in its own process (the benchmark pins it to its own core).
+// Usage: node bench/load.mjs '<json spec>'  → prints one JSON result line.
+// spec: { urls, connections, duration?, amount?, method, path, body?, token?, idsFile?, idsOut? }
+import { readFileSync, writeFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+
+const spec = JSON.parse(process.argv[2]);
+const ids = spec.idsFile ? JSON.parse(readFileSync(spec.idsFile, 'utf8')) : null;
+const created = [];
+let next = 0;
+
+function run(url, connections, amount) {
+  const headers = { 'content-type': 'application/json' };
+  if (spec.token) headers.authorization = `Bearer ${spec.token}`;
+  const request = {
+    method: spec.method,
+    path: spec.path,
+    headers,
+    body: spec.body ? JSON.stringify(spec.body) : undefined,
+  };
+  if (ids) {
+    // {id} in the path walks through the given ids, each used once.
+    request.setupRequest = (req) => ({ ...req, path: spec.path.replace('{id}', String(ids[next++ % ids.length])) });
+  }
+  if (spec.idsOut) {
+    request.onResponse = (status, _body, _ctx, headers) => {
+      const m = /\/plants\/([0-9]+)$/.exec(headers?.location ?? '');
+      if (status === 201 && m) created.push(Number(m[1]));
+    };
+  }
+  return autocannon({
+    url,
+    connections,
+    pipelining: 1,
+    ...(amount ? { amount } : { duration: spec.duration ?? 5 }),
+    requests: [request],
+  });
+}
+
+const per = Math.max(1, Math.floor(spec.connections / spec.urls.length));
+const perAmount = spec.amount ? Math.ceil(spec.amount / spec.urls.length) : undefined;
+const results = await Promise.all(spec.urls.map((u) => run(u, per, perAmount)));
+const total = results.reduce((n, r) => n + r.requests.total, 0);
+const seconds = Math.max(...results.map((r) => r.duration));
+const out = {
+  rps: total / seconds,
+  // With several targets, the worst target's percentiles.
+  p50: Math.max(...results.map((r) => r.latency.p50)),
+  p99: Math.max(...results.map((r) => r.latency.p99)),
+  total,
+  non2xx: results.reduce((n, r) => n + r.non2xx, 0),
+  errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0),
+};
+if (spec.idsOut) writeFileSync(spec.idsOut, JSON.stringify(created));
+process.stdout.write(`${JSON.stringify(out)}\n`);
