@@ -39,8 +39,10 @@ function run(url, connections, amount) {
 }
 
 const per = Math.max(1, Math.floor(spec.connections / spec.urls.length));
-const perAmount = spec.amount ? Math.ceil(spec.amount / spec.urls.length) : undefined;
-const results = await Promise.all(spec.urls.map((u) => run(u, per, perAmount)));
+// A fixed amount is split exactly, so every id is used once.
+const amountFor = (i) =>
+  spec.amount ? Math.floor(spec.amount / spec.urls.length) + (i < spec.amount % spec.urls.length ? 1 : 0) : undefined;
+const results = await Promise.all(spec.urls.map((u, i) => run(u, per, amountFor(i))));
 const total = results.reduce((n, r) => n + r.requests.total, 0);
 const seconds = Math.max(...results.map((r) => r.duration));
 const out = {
