@@ -21,7 +21,10 @@ function run(url, connections, amount) {
   };
   if (ids) {
     // {id} in the path walks through the given ids, each used once.
-    request.setupRequest = (req) => ({ ...req, path: spec.path.replace('{id}', String(ids[next++ % ids.length])) });
+    request.setupRequest = (req) => ({
+      ...req,
+      path: spec.path.replace('{id}', String(ids[next++ % ids.length])),
+    });
   }
   if (spec.idsOut) {
     request.onResponse = (status, _body, _ctx, headers) => {
@@ -41,7 +44,9 @@ function run(url, connections, amount) {
 const per = Math.max(1, Math.floor(spec.connections / spec.urls.length));
 // A fixed amount is split exactly, so every id is used once.
 const amountFor = (i) =>
-  spec.amount ? Math.floor(spec.amount / spec.urls.length) + (i < spec.amount % spec.urls.length ? 1 : 0) : undefined;
+  spec.amount
+    ? Math.floor(spec.amount / spec.urls.length) + (i < spec.amount % spec.urls.length ? 1 : 0)
+    : undefined;
 const results = await Promise.all(spec.urls.map((u, i) => run(u, per, amountFor(i))));
 const total = results.reduce((n, r) => n + r.requests.total, 0);
 const seconds = Math.max(...results.map((r) => r.duration));

@@ -22,7 +22,10 @@ const { values: opt } = parseArgs({
     plants: { type: 'string', default: '100000' },
     connections: { type: 'string', default: '50' },
     scale: { type: 'boolean', default: false },
-    pg: { type: 'string', default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+    pg: {
+      type: 'string',
+      default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    },
   },
 });
 const ROUNDS = Number(opt.rounds);
@@ -57,15 +60,34 @@ interface Target {
   stop(): Promise<void>;
 }
 
-async function startPlantstore(name: string, database: string, instances: number, pin: boolean): Promise<Target> {
+async function startPlantstore(
+  name: string,
+  database: string,
+  instances: number,
+  pin: boolean,
+): Promise<Target> {
   const s = await seed(database, PLANTS, 10);
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   for (let i = 0; i < instances; i++) {
     const port = await freePort();
-    const args = ['bin/plantstore', 'serve', '--port', String(port), '--database', database, '--log-level', 'warn',
-      '--rate-limit', '0', '--auth-failure-limit', '0'];
-    const child = pin ? spawn('taskset', ['-c', '0', ...args], { stdio: 'inherit' }) : spawn(args[0]!, args.slice(1), { stdio: 'inherit' });
+    const args = [
+      'bin/plantstore',
+      'serve',
+      '--port',
+      String(port),
+      '--database',
+      database,
+      '--log-level',
+      'warn',
+      '--rate-limit',
+      '0',
+      '--auth-failure-limit',
+      '0',
+    ];
+    const child = pin
+      ? spawn('taskset', ['-c', '0', ...args], { stdio: 'inherit' })
+      : spawn(args[0]!, args.slice(1), { stdio: 'inherit' });
     children.push(child);
     urls.push(`http://127.0.0.1:${port}`);
   }
@@ -77,7 +99,9 @@ async function startPlantstore(name: string, database: string, instances: number
     readIds: s.callerIds,
     async stop() {
       for (const c of children) c.kill('SIGTERM');
-      await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+      await Promise.all(
+        children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
+      );
     },
   };
 }
@@ -95,7 +119,13 @@ const OPS: Op[] = [
   { name: 'list limit=20', method: 'GET', path: '/plants?limit=20' },
   { name: 'list limit=1000', method: 'GET', path: '/plants?limit=1000' },
   { name: 'read one', method: 'GET', path: '/plants/{id}', ids: 'read' },
-  { name: 'create', method: 'POST', path: '/plants', body: { name: 'Benchmark fern', tag: 'bench' }, records: true },
+  {
+    name: 'create',
+    method: 'POST',
+    path: '/plants',
+    body: { name: 'Benchmark fern', tag: 'bench' },
+    records: true,
+  },
   { name: 'delete', method: 'DELETE', path: '/plants/{id}', ids: 'created' },
 ];
 
@@ -150,7 +180,9 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
           delete spec.duration;
         }
         const r = load(spec, pin);
-        process.stderr.write(`round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}\n`);
+        process.stderr.write(
+          `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}\n`,
+        );
         const byOp = samples.get(t.name) ?? new Map<string, Result[]>();
         byOp.set(op.name, [...(byOp.get(op.name) ?? []), r]);
         samples.set(t.name, byOp);
@@ -175,9 +207,13 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
 }
 
 function table(results: Map<string, Map<string, Result>>): string {
-  const lines = ['| target | operation | req/s | p50 ms | p99 ms | non-2xx |', '|---|---|---:|---:|---:|---:|'];
+  const lines = [
+    '| target | operation | req/s | p50 ms | p99 ms | non-2xx |',
+    '|---|---|---:|---:|---:|---:|',
+  ];
   for (const [t, byOp] of results) {
-    for (const [op, r] of byOp) lines.push(`| ${t} | ${op} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.non2xx} |`);
+    for (const [op, r] of byOp)
+      lines.push(`| ${t} | ${op} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.non2xx} |`);
   }
   return lines.join('\n');
 }
@@ -199,7 +235,8 @@ async function pgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-bench-'));
 const cleanups: (() => Promise<void>)[] = [];
 try {
-  const header = `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, ` +
+  const header =
+    `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, ` +
     `${PLANTS} plants over 10 users (caller owns ${PLANTS / 10}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians`;
   if (opt.scale) {
     // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.

@@ -16,15 +16,24 @@ export interface Seeded {
 export async function seed(url: string, plants: number, users: number): Promise<Seeded> {
   const store = await openStore({ url, durability: 'normal', poolSize: 2 });
   await store.migrate();
-  const { secret } = await createToken(store, { user: 'bench-0', scopes: ['plants:read', 'plants:write'], name: 'bench', expiresInMs: null });
+  const { secret } = await createToken(store, {
+    user: 'bench-0',
+    scopes: ['plants:read', 'plants:write'],
+    name: 'bench',
+    expiresInMs: null,
+  });
   await store.close();
   if (url.startsWith('sqlite:')) {
     const db = new Database(sqlitePath(url));
     const insert = db.prepare('INSERT INTO plants (owner, name, tag) VALUES (?, ?, ?)');
     db.transaction(() => {
-      for (let i = 0; i < plants; i++) insert.run(`bench-${i % users}`, `plant ${i}`, i % 3 === 0 ? `tag-${i % 7}` : null);
+      for (let i = 0; i < plants; i++)
+        insert.run(`bench-${i % users}`, `plant ${i}`, i % 3 === 0 ? `tag-${i % 7}` : null);
     })();
-    const ids = db.prepare("SELECT id FROM plants WHERE owner = 'bench-0' ORDER BY id").pluck().all() as number[];
+    const ids = db
+      .prepare("SELECT id FROM plants WHERE owner = 'bench-0' ORDER BY id")
+      .pluck()
+      .all() as number[];
     db.close();
     return { token: secret, callerIds: ids };
   }
