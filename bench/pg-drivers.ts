@@ -66,7 +66,8 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const op of ['read one', 'list 20']) {
     for (const [driver, ops] of Object.entries(drivers)) {
       const key = `${driver} ${op}`;
-      (results[key] ??= []).push(await run(ops[op]!));
+      const rate = await run(ops[op]!);
+      results[key] = [...(results[key] ?? []), rate];
     }
   }
 }
