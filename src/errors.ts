@@ -37,7 +37,11 @@ export class AppError extends Error {
     readonly details?: ErrorDetail[],
     headers: Record<string, string> = {},
   ) {
+    // A client error's stack says nothing useful, and capturing it is the costliest part of a 404.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = 'AppError';
     this.headers = headers;
   }

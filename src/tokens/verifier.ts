@@ -10,8 +10,21 @@ export interface Caller {
 }
 
 interface Entry {
-  record: TokenRecord | null;
+  /** null when the token is unknown. */
+  caller: Caller | null;
+  /** When the token stops being valid on its own (expiry), or Infinity; revocation is seen on refetch. */
+  validUntil: number;
   fetchedAt: number;
+}
+
+function entryFor(record: TokenRecord | null, now: number): Entry {
+  if (!record || tokenStatus(record, new Date(now)) !== 'active')
+    return { caller: null, validUntil: 0, fetchedAt: now };
+  return {
+    caller: { user: record.user, scopes: new Set(record.scopes), tokenId: record.id },
+    validUntil: record.expiresAt ? record.expiresAt.getTime() : Number.POSITIVE_INFINITY,
+    fetchedAt: now,
+  };
 }
 
 /**
@@ -33,13 +46,11 @@ export class TokenVerifier {
     const hash = hashToken(secret);
     let entry = this.cache.get(hash);
     if (!entry || now - entry.fetchedAt >= this.ttlMs) {
-      entry = { record: await this.store.findTokenByHash(hash), fetchedAt: now };
+      entry = entryFor(await this.store.findTokenByHash(hash), now);
       if (this.cache.size >= this.maxEntries) this.evictStale(now);
       this.cache.set(hash, entry);
     }
-    const rec = entry.record;
-    if (!rec || tokenStatus(rec, new Date(now)) !== 'active') return null;
-    return { user: rec.user, scopes: new Set(rec.scopes), tokenId: rec.id };
+    return entry.caller !== null && now < entry.validUntil ? entry.caller : null;
   }
 
   private evictStale(now: number): void {

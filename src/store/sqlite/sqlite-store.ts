@@ -136,7 +136,53 @@ export class SqliteStore implements Store {
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
       ping: db.prepare('SELECT 1'),
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
     };
+  }
+
+  // Group commit: writes that arrive while the event loop is busy are committed together in one
+  // transaction (one fsync), each inside its own savepoint so a failing write fails alone. Every
+  // promise settles only after the COMMIT has returned, i.e. after the batch is durable.
+  private queue: { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
+  private flushScheduled = false;
+
+  private write<T>(fn: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    try {
+      this.s.begin.run();
+      for (const item of batch) {
+        try {
+          outcomes.push({ ok: true, value: this.db.transaction(item.fn)() });
+        } catch (err) {
+          outcomes.push({ ok: false, value: err });
+        }
+      }
+      this.s.commit.run();
+    } catch (err) {
+      if (this.db.open && this.db.inTransaction) this.s.rollback.run();
+      for (const item of batch) item.reject(this.translate(err));
+      return;
+    }
+    batch.forEach((item, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) item.resolve(o.value);
+      else item.reject(this.translate(o.value));
+    });
   }
 
   // Runs `fn`, turning driver failures that mean "cannot serve now" into a 503.
@@ -178,17 +224,13 @@ export class SqliteStore implements Store {
   }
 
   createPlant(plant: NewPlant, idem?: IdempotencyRef): Promise<CreateResult> {
-    return this.run(() =>
-      this.db
-        .transaction((): CreateResult => {
-          const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag);
-          if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
-          if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
-          if (!row) return { exists: true };
-          return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
-        })
-        .immediate(),
-    );
+    return this.write((): CreateResult => {
+      const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag);
+      if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
+      if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
+      if (!row) return { exists: true };
+      return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
+    });
   }
 
   getPlant(id: number): Promise<PlantRecord | null> {
@@ -209,7 +251,7 @@ export class SqliteStore implements Store {
   }
 
   deletePlant(id: number, owner: string | null): Promise<boolean> {
-    return this.run(() => {
+    return this.write(() => {
       const r = owner === null ? this.s.deleteAny.run(id) : this.s.deleteOwned.run(id, owner);
       return r.changes > 0;
     });
@@ -221,38 +263,34 @@ export class SqliteStore implements Store {
     opts: { now: Date; staleAfterMs: number; retainMs: number },
   ): Promise<IdempotencyClaim> {
     const now = opts.now.getTime();
-    return this.run(() =>
-      this.db
-        .transaction((): IdempotencyClaim => {
-          const row = this.s.getIdem.get(ref.user, ref.key);
-          if (!row || row.created_at < now - opts.retainMs) {
-            this.s.putIdem.run(ref.user, ref.key, requestHash, now, now);
-            return { state: 'claimed' };
-          }
-          if (row.request_hash !== requestHash) return { state: 'mismatch' };
-          if (row.state === 'pending') {
-            if (row.locked_at >= now - opts.staleAfterMs) return { state: 'in_flight' };
-            this.s.relockIdem.run(now, ref.user, ref.key);
-            return { state: 'claimed' };
-          }
-          return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
-        })
-        .immediate(),
-    );
+    return this.write((): IdempotencyClaim => {
+      const row = this.s.getIdem.get(ref.user, ref.key);
+      if (!row || row.created_at < now - opts.retainMs) {
+        this.s.putIdem.run(ref.user, ref.key, requestHash, now, now);
+        return { state: 'claimed' };
+      }
+      if (row.request_hash !== requestHash) return { state: 'mismatch' };
+      if (row.state === 'pending') {
+        if (row.locked_at >= now - opts.staleAfterMs) return { state: 'in_flight' };
+        this.s.relockIdem.run(now, ref.user, ref.key);
+        return { state: 'claimed' };
+      }
+      return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
+    });
   }
 
   releaseIdempotencyKey(ref: IdempotencyRef): Promise<void> {
-    return this.run(() => {
+    return this.write(() => {
       this.s.dropIdem.run(ref.user, ref.key);
     });
   }
 
   purgeIdempotencyKeys(before: Date): Promise<number> {
-    return this.run(() => this.s.purgeIdem.run(before.getTime()).changes);
+    return this.write(() => this.s.purgeIdem.run(before.getTime()).changes);
   }
 
   insertToken(t: TokenRecord): Promise<void> {
-    return this.run(() => {
+    return this.write(() => {
       this.s.insertToken.run(
         t.id,
         t.user,
@@ -279,7 +317,7 @@ export class SqliteStore implements Store {
   }
 
   revokeToken(id: string, at: Date): Promise<boolean> {
-    return this.run(() => this.s.revokeToken.run(at.getTime(), id).changes > 0);
+    return this.write(() => this.s.revokeToken.run(at.getTime(), id).changes > 0);
   }
 
   ping(): Promise<void> {
@@ -289,6 +327,7 @@ export class SqliteStore implements Store {
   }
 
   close(): Promise<void> {
+    if (this.queue.length > 0 && this.db.open) this.flush();
     if (this.db.open) this.db.close();
     return Promise.resolve();
   }
