@@ -13,6 +13,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { chart, type Result, summarize, writeReport } from './report.js';
 import { seed } from './seed.js';
 
 const { values: opt } = parseArgs({
@@ -42,10 +43,10 @@ const freePort = () =>
     });
   });
 
-async function waitReady(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+async function waitReady(url: string, path: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
     try {
-      if ((await fetch(`${url}/readyz`)).ok) return;
+      if ((await fetch(`${url}${path}`)).ok) return;
     } catch {}
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -57,7 +58,61 @@ interface Target {
   urls: string[];
   token: string;
   readIds: number[];
+  /** Paths that differ from plantstore's, by operation name. */
+  paths?: Record<string, string>;
+  /** Only these operations (default: all). */
+  ops?: string[];
+  pids: number[];
   stop(): Promise<void>;
+}
+
+function spawnServer(args: string[], pin: boolean): ChildProcess {
+  return pin
+    ? spawn('taskset', ['-c', '0', ...args], { stdio: 'inherit' })
+    : spawn(args[0]!, args.slice(1), { stdio: 'inherit' });
+}
+
+async function stopAll(children: ChildProcess[]): Promise<void> {
+  for (const c of children) c.kill('SIGTERM');
+  await Promise.all(
+    children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
+  );
+}
+
+function cpuTicks(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Waits until none of the servers is still busy with a previous phase's backlog (a slow target
+ * keeps working after its load generator stops), so one target's leftovers never slow the next.
+ */
+function waitIdle(pids: number[]): void {
+  const deadline = Date.now() + 60_000;
+  let before = pids.map(cpuTicks);
+  while (Date.now() < deadline) {
+    spawnSync('sleep', ['0.3']);
+    const after = pids.map(cpuTicks);
+    // Under 2 ticks (20 ms of CPU) in 300 ms for every process: idle enough.
+    if (after.every((t, i) => t - before[i]! < 2)) return;
+    before = after;
+  }
+}
+
+/** Resident memory high-water mark of a process, in MB (Linux). */
+function peakRssMb(pid: number): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmHWM:\s+([0-9]+) kB/.exec(status)?.[1]);
+    return kb / 1024;
+  } catch {
+    return null;
+  }
 }
 
 async function startPlantstore(
@@ -65,14 +120,17 @@ async function startPlantstore(
   database: string,
   instances: number,
   pin: boolean,
+  plants = PLANTS,
 ): Promise<Target> {
-  const s = await seed(database, PLANTS, 10);
+  const s = await seed(database, plants, 10);
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   for (let i = 0; i < instances; i++) {
     const port = await freePort();
+    // The benchmark's one token would hit the default per-token limit at once, so limits are off.
     const args = [
-      'bin/plantstore',
+      'node',
+      'dist/cli.js',
       'serve',
       '--port',
       String(port),
@@ -85,24 +143,63 @@ async function startPlantstore(
       '--auth-failure-limit',
       '0',
     ];
-    const child = pin
-      ? spawn('taskset', ['-c', '0', ...args], { stdio: 'inherit' })
-      : spawn(args[0]!, args.slice(1), { stdio: 'inherit' });
-    children.push(child);
+    children.push(spawnServer(args, pin));
     urls.push(`http://127.0.0.1:${port}`);
   }
-  await Promise.all(urls.map(waitReady));
+  await Promise.all(urls.map((u) => waitReady(u, '/readyz')));
   return {
     name,
     urls,
     token: s.token,
     readIds: s.callerIds,
-    async stop() {
-      for (const c of children) c.kill('SIGTERM');
-      await Promise.all(
-        children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
-      );
+    pids: children.map((c) => c.pid!),
+    stop: () => stopAll(children),
+  };
+}
+
+async function startCeiling(pin: boolean): Promise<Target> {
+  const port = await freePort();
+  const child = spawnServer(['node', 'bench/ceiling.mjs', String(port)], pin);
+  const url = `http://127.0.0.1:${port}`;
+  await waitReady(url, '/plants');
+  return {
+    name: 'node:http ceiling',
+    urls: [url],
+    token: '',
+    readIds: [1],
+    pids: [child.pid!],
+    stop: () => stopAll([child]),
+  };
+}
+
+/** json-server 0.17 serving the same plants; "the caller's plants" is an owner filter there. */
+async function startJsonServer(pin: boolean, dir: string): Promise<Target> {
+  const file = join(dir, 'json-server-db.json');
+  const plants = Array.from({ length: PLANTS }, (_, i) => ({
+    id: i + 1,
+    owner: `bench-${i % 10}`,
+    name: `plant ${i}`,
+    ...(i % 3 === 0 ? { tag: `tag-${i % 7}` } : {}),
+  }));
+  writeFileSync(file, JSON.stringify({ plants }));
+  const port = await freePort();
+  const child = spawnServer(
+    ['node', 'node_modules/json-server/lib/cli/bin.js', file, '--port', String(port), '--quiet'],
+    pin,
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await waitReady(url, '/plants/1');
+  return {
+    name: 'json-server 0.17',
+    urls: [url],
+    token: '',
+    readIds: plants.filter((p) => p.owner === 'bench-0').map((p) => p.id),
+    paths: {
+      'list limit=20': '/plants?owner=bench-0&_limit=20',
+      'list limit=1000': '/plants?owner=bench-0&_limit=1000',
     },
+    pids: [child.pid!],
+    stop: () => stopAll([child]),
   };
 }
 
@@ -129,14 +226,6 @@ const OPS: Op[] = [
   { name: 'delete', method: 'DELETE', path: '/plants/{id}', ids: 'created' },
 ];
 
-interface Result {
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-}
-
 function load(spec: Record<string, unknown>, pin: boolean): Result {
   const args = ['bench/load.mjs', JSON.stringify(spec)];
   const r = pin
@@ -154,17 +243,19 @@ const median = (xs: number[]) => {
 
 /** Runs every op on every target, ROUNDS times, interleaved; returns medians per target and op. */
 function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<string, Result>> {
+  const allPids = targets.flatMap((t) => t.pids);
   const samples = new Map<string, Map<string, Result[]>>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const op of OPS) {
       for (const t of targets) {
+        if (t.ops && !t.ops.includes(op.name)) continue;
         const idsFile = join(tmp, `${t.name}-${round}.ids.json`);
         const spec: Record<string, unknown> = {
           urls: t.urls,
           connections: CONNECTIONS,
           duration: DURATION,
           method: op.method,
-          path: op.path,
+          path: t.paths?.[op.name] ?? op.path,
           body: op.body,
           token: t.token,
         };
@@ -179,6 +270,7 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
           spec.amount = JSON.parse(readFileSync(idsFile, 'utf8')).length;
           delete spec.duration;
         }
+        waitIdle(allPids);
         const r = load(spec, pin);
         process.stderr.write(
           `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}\n`,
@@ -235,8 +327,9 @@ async function pgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-bench-'));
 const cleanups: (() => Promise<void>)[] = [];
 try {
+  const date = new Date().toISOString().slice(0, 10);
   const header =
-    `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, ` +
+    `${date}, ${availableParallelism()} cores, Node ${process.version}, ` +
     `${PLANTS} plants over 10 users (caller owns ${PLANTS / 10}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians`;
   if (opt.scale) {
     // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
@@ -251,11 +344,41 @@ try {
     const results = measure(targets, false, tmp);
     console.log(`\n${header}; unpinned\n\n${table(results)}`);
   } else {
-    const dbFile = join(tmp, 'bench.db');
-    const targets = [await startPlantstore('plantstore (SQLite)', `sqlite:${dbFile}`, 1, PIN)];
-    cleanups.unshift(targets[0]!.stop);
+    const big = PLANTS * 10;
+    const plantstore = await startPlantstore('plantstore', `sqlite:${join(tmp, 'bench.db')}`, 1, PIN);
+    cleanups.unshift(plantstore.stop);
+    const large = await startPlantstore(
+      `plantstore, ${big / 1e6}M plants`,
+      `sqlite:${join(tmp, 'large.db')}`,
+      1,
+      PIN,
+      big,
+    );
+    cleanups.unshift(large.stop);
+    const ceiling = await startCeiling(PIN);
+    cleanups.unshift(ceiling.stop);
+    const jsonServer = await startJsonServer(PIN, tmp);
+    cleanups.unshift(jsonServer.stop);
+    const targets = [ceiling, plantstore, jsonServer, large];
     const results = measure(targets, PIN, tmp);
-    console.log(`\n${header}; server on core 0, load on core 1: ${PIN}\n\n${table(results)}`);
+    const rss = peakRssMb(large.pids[0]!);
+    const report = summarize(
+      results,
+      { plantstore: plantstore.name, large: large.name, ceiling: ceiling.name, jsonServer: jsonServer.name },
+      rss,
+    );
+    const env = `${header}; server pinned to core 0 and load generator to core 1: ${PIN ? 'yes' : 'no (taskset or a second core missing)'}`;
+    console.log(`\n${env}\n\n${table(results)}\n\n${report.markdown}`);
+    writeReport(
+      env,
+      table(results),
+      report.markdown,
+      chart(
+        results,
+        targets.map((t) => t.name),
+      ),
+    );
+    if (!report.allMet) process.exitCode = 1;
   }
 } finally {
   for (const c of cleanups) await c().catch(() => {});

@@ -44,6 +44,10 @@ interface IdemRow {
   locked_at: number;
 }
 
+// id, owner, name, tag
+type Row = [number, string, string, string | null];
+const toPlant = (r: Row): PlantRecord => ({ id: r[0], owner: r[1], name: r[2], tag: r[3] });
+
 // Errors that mean "the store cannot serve now", as opposed to a bug in a query.
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOTADB|PROTOCOL|NOMEM)/;
 
@@ -93,18 +97,27 @@ export class SqliteStore implements Store {
         'INSERT INTO plants (id, owner, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
       ),
       getPlant: db.prepare<[number], PlantRecord>('SELECT id, owner, name, tag FROM plants WHERE id = ?'),
-      listAll: db.prepare<[number, number], PlantRecord>(
-        'SELECT id, owner, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
-      ),
-      listAllTag: db.prepare<[string, number, number], PlantRecord>(
-        'SELECT id, owner, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
-      ),
-      listOwner: db.prepare<[string, number, number], PlantRecord>(
-        'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND id > ? ORDER BY id LIMIT ?',
-      ),
-      listOwnerTag: db.prepare<[string, string, number, number], PlantRecord>(
-        'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
-      ),
+      // Lists fetch rows as arrays: far cheaper for the driver to build than objects, row by row.
+      listAll: db
+        .prepare<[number, number], Row>(
+          'SELECT id, owner, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
+      listAllTag: db
+        .prepare<[string, number, number], Row>(
+          'SELECT id, owner, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
+      listOwner: db
+        .prepare<[string, number, number], Row>(
+          'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
+      listOwnerTag: db
+        .prepare<[string, string, number, number], Row>(
+          'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
       deleteAny: db.prepare<[number]>('DELETE FROM plants WHERE id = ?'),
       deleteOwned: db.prepare<[number, string]>('DELETE FROM plants WHERE id = ? AND owner = ?'),
       getIdem: db.prepare<[string, string], IdemRow>(
@@ -239,14 +252,19 @@ export class SqliteStore implements Store {
 
   listPlants(q: PageQuery): Promise<PlantRecord[]> {
     return this.run(() => {
+      let rows: unknown[];
       if (q.owner === null) {
-        return q.tag === null
-          ? this.s.listAll.all(q.afterId, q.limit)
-          : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
+        rows =
+          q.tag === null
+            ? this.s.listAll.all(q.afterId, q.limit)
+            : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
+      } else {
+        rows =
+          q.tag === null
+            ? this.s.listOwner.all(q.owner, q.afterId, q.limit)
+            : this.s.listOwnerTag.all(q.owner, q.tag, q.afterId, q.limit);
       }
-      return q.tag === null
-        ? this.s.listOwner.all(q.owner, q.afterId, q.limit)
-        : this.s.listOwnerTag.all(q.owner, q.tag, q.afterId, q.limit);
+      return (rows as Row[]).map(toPlant);
     });
   }
 

@@ -1,0 +1,171 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+
+export interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+export type Results = Map<string, Map<string, Result>>;
+
+const TARGETS: { what: string; check: (r: Lookup) => [string, boolean] }[] = [
+  {
+    what: 'list limit=20, authenticated, vs ceiling ≥ 0.40',
+    check: (r) => ratio(r.ps('list limit=20').rps / r.ceil('list limit=20').rps, 0.4),
+  },
+  {
+    what: 'read one vs ceiling ≥ 0.45',
+    check: (r) => ratio(r.ps('read one').rps / r.ceil('read one').rps, 0.45),
+  },
+  {
+    what: 'create (WAL, full sync) vs ceiling ≥ 0.25',
+    check: (r) => ratio(r.ps('create').rps / r.ceil('create').rps, 0.25),
+  },
+  {
+    what: 'p99 ≤ 10 ms at 50 connections, every operation',
+    check: (r) => {
+      const worst = Math.max(...r.psOps().map((op) => r.ps(op).p99));
+      return [`worst p99 ${worst} ms`, worst <= 10];
+    },
+  },
+  {
+    what: 'list limit=20 on 1M plants within 15% of 100k',
+    check: (r) => {
+      const a = r.ps('list limit=20').rps;
+      const b = r.large('list limit=20').rps;
+      const diff = Math.abs(a - b) / a;
+      return [`${(100 * diff).toFixed(1)}% apart`, diff <= 0.15];
+    },
+  },
+  {
+    what: 'every operation faster than json-server 0.17',
+    check: (r) => {
+      const slower = r.psOps().filter((op) => !(r.ps(op).rps > r.js(op).rps));
+      return [slower.length ? `slower: ${slower.join(', ')}` : 'all faster', slower.length === 0];
+    },
+  },
+];
+
+interface Lookup {
+  ps(op: string): Result;
+  ceil(op: string): Result;
+  js(op: string): Result;
+  large(op: string): Result;
+  psOps(): string[];
+}
+
+function ratio(x: number, min: number): [string, boolean] {
+  return [x.toFixed(2), x >= min];
+}
+
+/** Ratios to the ceiling and the targets of issue 4, met or not. */
+export function summarize(
+  results: Results,
+  names: { plantstore: string; large: string; ceiling: string; jsonServer: string },
+  rssMb: number | null,
+): { markdown: string; allMet: boolean } {
+  const get = (t: string) => (op: string) => {
+    const r = results.get(t)?.get(op);
+    if (!r) throw new Error(`no result for ${t} ${op}`);
+    return r;
+  };
+  const r: Lookup = {
+    ps: get(names.plantstore),
+    ceil: get(names.ceiling),
+    js: get(names.jsonServer),
+    large: get(names.large),
+    psOps: () => [...(results.get(names.plantstore)?.keys() ?? [])],
+  };
+  const ratios = [
+    '| operation | plantstore req/s | ceiling req/s | ratio | json-server req/s | plantstore ÷ json-server |',
+    '|---|---:|---:|---:|---:|---:|',
+  ];
+  for (const op of r.psOps()) {
+    const p = r.ps(op).rps;
+    const c = r.ceil(op).rps;
+    const j = r.js(op).rps;
+    ratios.push(
+      `| ${op} | ${p.toFixed(0)} | ${c.toFixed(0)} | ${(p / c).toFixed(2)} | ${j.toFixed(0)} | ${(p / j).toFixed(1)}× |`,
+    );
+  }
+  const rows = ['| target | measured | met |', '|---|---|---|'];
+  let allMet = true;
+  for (const t of TARGETS) {
+    const [value, met] = t.check(r);
+    allMet &&= met;
+    rows.push(`| ${t.what} | ${value} | ${met ? 'yes' : '**no**'} |`);
+  }
+  const rssMet = rssMb !== null && rssMb <= 200;
+  allMet &&= rssMet;
+  rows.push(
+    `| resident memory serving 1M plants under load ≤ 200 MB | ${rssMb === null ? 'not measured' : `${rssMb.toFixed(0)} MB peak`} | ${rssMet ? 'yes' : '**no**'} |`,
+  );
+  return { markdown: `${ratios.join('\n')}\n\n${rows.join('\n')}`, allMet };
+}
+
+/** A grouped bar chart of req/s (log scale) per operation and target, as SVG. */
+export function chart(results: Results, targets: string[]): string {
+  const ops = [...new Set([...results.values()].flatMap((m) => [...m.keys()]))];
+  const colors = ['#888888', '#2e7d32', '#c62828', '#1565c0', '#6a1b9a'];
+  const W = 760;
+  const H = 360;
+  const left = 60;
+  const bottom = 300;
+  const top = 40;
+  const max = Math.max(...[...results.values()].flatMap((m) => [...m.values()].map((r) => r.rps)));
+  const decades = Math.ceil(Math.log10(max));
+  const y = (v: number) => bottom - ((bottom - top) * Math.log10(Math.max(1, v))) / decades;
+  const groupW = (W - left - 20) / ops.length;
+  const barW = (groupW - 16) / targets.length;
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">`,
+    `<text x="${left}" y="20" font-size="14">requests per second (log scale), median of rounds</text>`,
+  ];
+  for (let d = 0; d <= decades; d++) {
+    const yy = y(10 ** d);
+    parts.push(`<line x1="${left}" x2="${W - 20}" y1="${yy}" y2="${yy}" stroke="#ddd"/>`);
+    parts.push(
+      `<text x="${left - 6}" y="${yy + 4}" text-anchor="end">${(10 ** d).toLocaleString('en')}</text>`,
+    );
+  }
+  ops.forEach((op, i) => {
+    const gx = left + i * groupW + 8;
+    targets.forEach((t, j) => {
+      const v = results.get(t)?.get(op)?.rps;
+      if (v === undefined) return;
+      const x = gx + j * barW;
+      parts.push(
+        `<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(bottom - y(v)).toFixed(1)}" fill="${colors[j % colors.length]}"><title>${t}, ${op}: ${v.toFixed(0)} req/s</title></rect>`,
+      );
+    });
+    parts.push(`<text x="${gx + (groupW - 16) / 2}" y="${bottom + 16}" text-anchor="middle">${op}</text>`);
+  });
+  targets.forEach((t, j) => {
+    const x = left + j * 170;
+    parts.push(`<rect x="${x}" y="${H - 26}" width="12" height="12" fill="${colors[j % colors.length]}"/>`);
+    parts.push(`<text x="${x + 16}" y="${H - 16}">${t}</text>`);
+  });
+  parts.push('</svg>');
+  return parts.join('\n');
+}
+
+const START = '<!-- bench:start (written by npm run bench; edit outside these markers) -->';
+const END = '<!-- bench:end -->';
+
+/** Writes the measured part of docs/benchmarks.md and docs/benchmarks.svg, keeping the prose around it. */
+export function writeReport(env: string, table: string, summary: string, svg: string): void {
+  const file = 'docs/benchmarks.md';
+  let doc: string;
+  try {
+    doc = readFileSync(file, 'utf8');
+  } catch {
+    doc = `# Benchmarks\n\n${START}\n${END}\n`;
+  }
+  const body = `${START}\n\n${env}\n\n![req/s by operation](benchmarks.svg)\n\n${table}\n\n${summary}\n\n${END}`;
+  const at = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  doc = at >= 0 && end > at ? doc.slice(0, at) + body + doc.slice(end + END.length) : `${doc}\n${body}\n`;
+  writeFileSync(file, doc);
+  writeFileSync('docs/benchmarks.svg', `${svg}\n`);
+}
