@@ -78,7 +78,14 @@ export class Metrics {
 
   /** The store with each operation timed; the wrappers are made once, not per call. */
   instrument(store: Store): Store {
-    const timed = Object.create(store) as Record<string, unknown>;
+    // Every method runs on the real store (never on this wrapper), so engine state stays in one place.
+    const timed: Record<string, unknown> = {
+      engine: store.engine,
+      migrate: store.migrate.bind(store),
+      close: store.close.bind(store),
+      poolStats: store.poolStats?.bind(store),
+      listVersion: store.listVersion?.bind(store),
+    };
     for (const name of TIMED) {
       const fn = store[name] as (...args: unknown[]) => Promise<unknown>;
       const ok = this.storeLatency.labels({ operation: name, outcome: 'ok' });

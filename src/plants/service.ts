@@ -114,6 +114,11 @@ export class PlantService {
     return { plants, next: more && last ? encodeCursor(last.id, caller.user, tag) : null, limit };
   }
 
+  /** Changes whenever the caller's list may have changed; undefined when the engine cannot tell. */
+  listVersion(caller: Caller): string | undefined {
+    return this.store.listVersion?.(isAdmin(caller) ? null : caller.user);
+  }
+
   /** The plant, if the caller may see it; 404 otherwise, whether or not it exists. */
   async get(caller: Caller, id: number): Promise<PlantRecord> {
     const p = await this.store.getPlant(id);

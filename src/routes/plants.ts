@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError, BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
+import { PageCache } from '../http/page-cache.js';
 import type { PlantService } from '../plants/service.js';
 import { errorResponses } from '../schemas/error.js';
 import { ListQuery, MAX_PLANT_ID, Plant, PlantCreate, PlantIdParam, PlantList } from '../schemas/plant.js';
@@ -75,6 +76,7 @@ function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]):
 
 /** The plant API of the interface document: HTTP only; the rules live in PlantService. */
 export function plantRoutes(service: PlantService, auth: AuthDeps) {
+  const pages = new PageCache();
   return async (root: FastifyInstance) => {
     const app = root.withTypeProvider<TypeBoxTypeProvider>();
     const read = authenticate(auth, 'plants:read');
@@ -129,16 +131,29 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const q = request.query;
-        const page = await service.list(request.caller!, {
+        const caller = request.caller!;
+        // Read the version before the store: a write landing in between only makes the entry stale.
+        const version = service.listVersion(caller);
+        const key = `${caller.scopes.has('plants:admin') ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}`;
+        const hit = version === undefined ? undefined : pages.get(key, version);
+        if (hit) {
+          if (hit.link) reply.header('link', hit.link);
+          return reply.type('application/json; charset=utf-8').send(hit.body as unknown as Plant[]);
+        }
+        const page = await service.list(caller, {
           limit: q.limit === undefined ? undefined : Number(q.limit),
           tag: q.tag,
           cursor: q.cursor,
         });
+        let link: string | undefined;
         if (page.next !== null) {
           const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
-          reply.header('link', `</plants?limit=${page.limit}&cursor=${page.next}${tag}>; rel="next"`);
+          link = `</plants?limit=${page.limit}&cursor=${page.next}${tag}>; rel="next"`;
+          reply.header('link', link);
         }
-        return page.plants.map(view);
+        const body = reply.serialize(page.plants.map(view)) as string;
+        if (version !== undefined) pages.set(key, { version, body, link });
+        return reply.type('application/json; charset=utf-8').send(body as unknown as Plant[]);
       },
     );
 

@@ -97,6 +97,12 @@ export interface Store {
   /** Marks a token revoked; false when no such token or already revoked. */
   revokeToken(id: string, at: Date): Promise<boolean>;
 
+  /**
+   * A value that changes whenever the plants visible to `owner` (null: everyone's) may have
+   * changed, through this process or any other. Engines that cannot know every write omit it,
+   * and their list pages are never cached.
+   */
+  listVersion?(owner: string | null): string;
   /** Connection pool use, for engines that pool. */
   poolStats?(): PoolStats;
   /** Resolves when the store answers a trivial query. */

@@ -66,6 +66,13 @@ const toToken = (r: TokenRow): TokenRecord => ({
 export class SqliteStore implements Store {
   readonly engine = 'sqlite';
   private readonly db: Database.Database;
+  // Versions for list caching: bumped by every plant write of this connection; `epoch` moves when
+  // PRAGMA data_version says another connection (another process) committed something.
+  private readonly ownerVersions = new Map<string, number>();
+  private anyVersion = 0;
+  private epoch = 0;
+  private dataVersion = -1;
+
   // Prepared on first use: the tables exist only once migrate() has run.
   private stmts: ReturnType<SqliteStore['prepare']> | undefined;
 
@@ -118,8 +125,10 @@ export class SqliteStore implements Store {
           'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
-      deleteAny: db.prepare<[number]>('DELETE FROM plants WHERE id = ?'),
-      deleteOwned: db.prepare<[number, string]>('DELETE FROM plants WHERE id = ? AND owner = ?'),
+      deleteAny: db.prepare<[number], string>('DELETE FROM plants WHERE id = ? RETURNING owner').pluck(),
+      deleteOwned: db
+        .prepare<[number, string], string>('DELETE FROM plants WHERE id = ? AND owner = ? RETURNING owner')
+        .pluck(),
       getIdem: db.prepare<[string, string], IdemRow>(
         'SELECT request_hash, state, status, plant_id, created_at, locked_at FROM idempotency_keys WHERE user_id = ? AND key = ?',
       ),
@@ -149,6 +158,7 @@ export class SqliteStore implements Store {
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
       ping: db.prepare('SELECT 1'),
+      dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
@@ -198,6 +208,20 @@ export class SqliteStore implements Store {
     });
   }
 
+  private changed(owner: string): void {
+    this.ownerVersions.set(owner, (this.ownerVersions.get(owner) ?? 0) + 1);
+    this.anyVersion++;
+  }
+
+  listVersion(owner: string | null): string {
+    const dv = this.s.dataVersion.get() as number;
+    if (dv !== this.dataVersion) {
+      this.dataVersion = dv;
+      this.epoch++;
+    }
+    return `${this.epoch}.${owner === null ? this.anyVersion : (this.ownerVersions.get(owner) ?? 0)}`;
+  }
+
   // Runs `fn`, turning driver failures that mean "cannot serve now" into a 503.
   private run<T>(fn: () => T): Promise<T> {
     try {
@@ -242,6 +266,7 @@ export class SqliteStore implements Store {
       if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
       if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
       if (!row) return { exists: true };
+      this.changed(plant.owner);
       return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
     });
   }
@@ -270,8 +295,10 @@ export class SqliteStore implements Store {
 
   deletePlant(id: number, owner: string | null): Promise<boolean> {
     return this.write(() => {
-      const r = owner === null ? this.s.deleteAny.run(id) : this.s.deleteOwned.run(id, owner);
-      return r.changes > 0;
+      const deletedFrom = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
+      if (deletedFrom === undefined) return false;
+      this.changed(deletedFrom);
+      return true;
     });
   }
 

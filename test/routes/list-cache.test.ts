@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { type Harness, harness, locationId } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+
+const names = (res: { json(): unknown }) => (res.json() as { name: string }[]).map((p) => p.name);
+
+for (const engine of ENGINES) {
+  describe(`list pages stay exact under writes (${engine.name})`, { skip: engine.skip }, () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness(engine);
+    });
+    after(() => h?.close());
+
+    it('a repeated page is byte-for-byte the same, Link header included', async () => {
+      const c = await h.user();
+      for (let i = 0; i < 3; i++) await c.create({ name: `r${i}`, tag: 'k' });
+      const a = await c.request({ method: 'GET', url: '/plants?limit=2&tag=k' });
+      const b = await c.request({ method: 'GET', url: '/plants?limit=2&tag=k' });
+      assert.equal(b.body, a.body);
+      assert.equal(b.headers.link, a.headers.link);
+      assert.equal(b.headers['content-type'], 'application/json; charset=utf-8');
+    });
+
+    it('creates and deletes show up in the very next list, own and admin’s', async () => {
+      const c = await h.user();
+      const admin = await h.user(['plants:admin']);
+      const tag = `t-${c.user}`;
+      const list = () => c.request({ method: 'GET', url: '/plants' });
+      const adminList = () => admin.request({ method: 'GET', url: `/plants?tag=${tag}` });
+      assert.deepEqual(names(await list()), []);
+      assert.deepEqual(names(await adminList()), []);
+      const id = locationId(await c.create({ name: 'fresh', tag }));
+      assert.deepEqual(names(await list()), ['fresh']);
+      assert.deepEqual(names(await adminList()), ['fresh']);
+      assert.equal((await admin.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      assert.deepEqual(names(await list()), [], 'an admin’s delete reaches the owner’s page');
+      assert.deepEqual(names(await adminList()), []);
+    });
+  });
+}
+
+describe('list pages and writes from another process (SQLite file)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-cache-'));
+  const path = join(dir, 'shared.db');
+  let h: Harness;
+  before(async () => {
+    h = await harness({
+      ...ENGINES[0]!,
+      async open() {
+        const s = new SqliteStore({ path, durability: 'full' });
+        await s.migrate();
+        return s;
+      },
+    });
+  });
+  after(async () => {
+    await h?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a plant written through another connection appears in the next list', async () => {
+    const c = await h.user();
+    assert.deepEqual(names(await c.request({ method: 'GET', url: '/plants' })), []);
+    const other = new SqliteStore({ path, durability: 'full' });
+    await other.createPlant({ id: null, owner: c.user, name: 'from elsewhere', tag: null });
+    await other.close();
+    assert.deepEqual(names(await c.request({ method: 'GET', url: '/plants' })), ['from elsewhere']);
+  });
+});
