@@ -214,7 +214,12 @@ export class SqliteStore implements Store {
   }
 
   listVersion(owner: string | null): string {
-    const dv = this.s.dataVersion.get() as number;
+    let dv: number;
+    try {
+      dv = this.s.dataVersion.get() as number;
+    } catch (err) {
+      throw this.translate(err);
+    }
     if (dv !== this.dataVersion) {
       this.dataVersion = dv;
       this.epoch++;
