@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { Store } from '../store/store.js';
+import { FastHistogram } from './fast-histogram.js';
 
 const TIMED = [
   'createPlant',
@@ -20,26 +21,19 @@ const TIMED = [
 /** Per-app Prometheus registry: request counts and latency by route and status, store latency. */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({
-    name: 'plantstore_http_requests_total',
-    help: 'HTTP requests by method, route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly latency = new Histogram({
-    name: 'plantstore_http_request_duration_seconds',
-    help: 'HTTP request latency by method, route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
-  });
-  readonly storeLatency = new Histogram({
-    name: 'plantstore_store_operation_duration_seconds',
-    help: 'Store operation latency by operation and outcome',
-    labelNames: ['operation', 'outcome'] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
-    registers: [this.registry],
-  });
+  readonly http = new FastHistogram(
+    this.registry,
+    'plantstore_http_request_duration_seconds',
+    'HTTP request latency by method, route and status',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    { name: 'plantstore_http_requests_total', help: 'HTTP requests by method, route and status' },
+  );
+  readonly storeLatency = new FastHistogram(
+    this.registry,
+    'plantstore_store_operation_duration_seconds',
+    'Store operation latency by operation and outcome',
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+  );
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'plantstore_' });
@@ -65,14 +59,17 @@ export class Metrics {
 
   /** Records every response once it is sent. */
   observe(app: FastifyInstance): void {
-    app.addHook('onResponse', async (request, reply) => {
-      const labels = {
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status: String(reply.statusCode),
-      };
-      this.requests.inc(labels);
-      this.latency.observe(labels, reply.elapsedTime / 1000);
+    const http = this.http;
+    app.addHook('onResponse', (request, reply, done) => {
+      const method = request.method;
+      const route = request.routeOptions.url ?? 'unmatched';
+      const status = reply.statusCode;
+      http.observe(
+        `${method} ${route} ${status}`,
+        () => ({ method, route, status: String(status) }),
+        reply.elapsedTime / 1000,
+      );
+      done();
     });
   }
 
@@ -88,16 +85,17 @@ export class Metrics {
     };
     for (const name of TIMED) {
       const fn = store[name] as (...args: unknown[]) => Promise<unknown>;
-      const ok = this.storeLatency.labels({ operation: name, outcome: 'ok' });
-      const failed = this.storeLatency.labels({ operation: name, outcome: 'error' });
+      const hist = this.storeLatency;
+      const ok = () => ({ operation: name, outcome: 'ok' });
+      const failed = () => ({ operation: name, outcome: 'error' });
       timed[name] = async (...args: unknown[]) => {
         const start = performance.now();
         try {
           const r = await fn.apply(store, args);
-          ok.observe((performance.now() - start) / 1000);
+          hist.observe(`${name} ok`, ok, (performance.now() - start) / 1000);
           return r;
         } catch (err) {
-          failed.observe((performance.now() - start) / 1000);
+          hist.observe(`${name} error`, failed, (performance.now() - start) / 1000);
           throw err;
         }
       };
