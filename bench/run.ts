@@ -244,6 +244,22 @@ const median = (xs: number[]) => {
 /** Runs every op on every target, ROUNDS times, interleaved; returns medians per target and op. */
 function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<string, Result>> {
   const allPids = targets.flatMap((t) => t.pids);
+  // Warm-up: a short run of every read operation per target (JIT, caches), not counted.
+  for (const t of targets) {
+    for (const op of OPS.filter((o) => o.method === 'GET')) {
+      if (t.ops && !t.ops.includes(op.name)) continue;
+      const spec: Record<string, unknown> = {
+        urls: t.urls,
+        connections: CONNECTIONS,
+        duration: 1,
+        method: op.method,
+        path: (t.paths?.[op.name] ?? op.path).replace('{id}', String(t.readIds[0])),
+        token: t.token,
+      };
+      waitIdle(allPids);
+      load(spec, pin);
+    }
+  }
   const samples = new Map<string, Map<string, Result[]>>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const op of OPS) {
