@@ -27,9 +27,17 @@ function run(url, connections, amount) {
     });
   }
   if (spec.idsOut) {
-    request.onResponse = (status, _body, _ctx, headers) => {
+    request.onResponse = (status, body, _ctx, headers) => {
+      if (status !== 201) return;
       const m = /\/plants\/([0-9]+)$/.exec(headers?.location ?? '');
-      if (status === 201 && m) created.push(Number(m[1]));
+      if (m) created.push(Number(m[1]));
+      else {
+        // json-server answers with the created object (and no Location).
+        try {
+          const id = JSON.parse(body).id;
+          if (Number.isInteger(id)) created.push(id);
+        } catch {}
+      }
     };
   }
   return autocannon({
@@ -37,7 +45,7 @@ function run(url, connections, amount) {
     connections,
     pipelining: 1,
     ...(amount ? { amount } : { duration: spec.duration ?? 5 }),
-    requests: [request],
+    requests,
   });
 }
 

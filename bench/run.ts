@@ -284,10 +284,12 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
           spec.idsFile = idsFile;
           // Each created plant is deleted once: a fixed amount rather than a duration.
           spec.amount = JSON.parse(readFileSync(idsFile, 'utf8')).length;
+          spec.eachOnce = true;
           delete spec.duration;
         }
         waitIdle(allPids);
-        const r = load(spec, pin);
+        const r: Result =
+          spec.amount === 0 ? { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 } : load(spec, pin);
         process.stderr.write(
           `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}\n`,
         );
