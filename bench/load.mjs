@@ -19,12 +19,16 @@ function run(url, connections, amount) {
     headers,
     body: spec.body ? JSON.stringify(spec.body) : undefined,
   };
-  if (ids) {
-    // {id} in the path walks through the given ids, each used once.
+  let requests = [request];
+  if (ids && spec.eachOnce) {
+    // {id} walks through the given ids, each used exactly once across all connections.
     request.setupRequest = (req) => ({
       ...req,
       path: spec.path.replace('{id}', String(ids[next++ % ids.length])),
     });
+  } else if (ids) {
+    // Reads: a fixed rotation of paths, built once, so the load generator does no per-request work.
+    requests = ids.slice(0, 256).map((id) => ({ ...request, path: spec.path.replace('{id}', String(id)) }));
   }
   if (spec.idsOut) {
     request.onResponse = (status, body, _ctx, headers) => {
