@@ -46,7 +46,8 @@ function run(url, connections, amount) {
   }
   return autocannon({
     url,
-    connections,
+    // autocannon refuses more connections than requests (a slow target may have made few plants).
+    connections: amount ? Math.min(connections, amount) : connections,
     pipelining: 1,
     ...(amount ? { amount } : { duration: spec.duration ?? 5 }),
     requests,
@@ -59,7 +60,9 @@ const amountFor = (i) =>
   spec.amount
     ? Math.floor(spec.amount / spec.urls.length) + (i < spec.amount % spec.urls.length ? 1 : 0)
     : undefined;
-const results = await Promise.all(spec.urls.map((u, i) => run(u, per, amountFor(i))));
+const results = await Promise.all(
+  spec.urls.map((u, i) => run(u, per, amountFor(i))).filter((_, i) => amountFor(i) !== 0),
+);
 const total = results.reduce((n, r) => n + r.requests.total, 0);
 const seconds = Math.max(...results.map((r) => r.duration));
 const out = {
