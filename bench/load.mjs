@@ -61,7 +61,7 @@ const amountFor = (i) =>
     ? Math.floor(spec.amount / spec.urls.length) + (i < spec.amount % spec.urls.length ? 1 : 0)
     : undefined;
 const results = await Promise.all(
-  spec.urls.map((u, i) => run(u, per, amountFor(i))).filter((_, i) => amountFor(i) !== 0),
+  spec.urls.flatMap((u, i) => (amountFor(i) === 0 ? [] : [run(u, per, amountFor(i))])),
 );
 const total = results.reduce((n, r) => n + r.requests.total, 0);
 const seconds = Math.max(...results.map((r) => r.duration));

@@ -3,6 +3,9 @@ import pg from 'pg';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
+import { PG_ADMIN_URL, postgresUnreachable, REDIS_URL, redisUnreachable } from './services.js';
+
+export { PG_ADMIN_URL, REDIS_URL };
 
 /** A store engine the suites run against; `skip` says why it cannot run here. */
 export interface Engine {
@@ -12,22 +15,6 @@ export interface Engine {
   open(): Promise<Store>;
   /** A database URL of its own for a spawned `bin/plantstore`, and how to drop it. */
   database(): Promise<{ url: string; drop(): Promise<void> }>;
-}
-
-/** The PostgreSQL server the tests use; each test makes its own database on it and drops it. */
-export const PG_ADMIN_URL = process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-async function pgReachable(): Promise<string | false> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return false;
-  } catch (err) {
-    return `PostgreSQL is not reachable at ${PG_ADMIN_URL} (${(err as Error).message})`;
-  } finally {
-    await c.end().catch(() => {});
-  }
 }
 
 async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -52,7 +39,7 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
   };
 }
 
-const pgSkip = await pgReachable();
+const pgSkip = await postgresUnreachable();
 // In CI an unreachable PostgreSQL is a failure, never a silent skip.
 if (pgSkip && process.env.CI === 'true') throw new Error(`CI=true and ${pgSkip}`);
 
@@ -96,29 +83,6 @@ const postgres: Engine = {
 /** Every engine; suites do `for (const engine of ENGINES) describe(…, { skip: engine.skip }, …)`. */
 export const ENGINES: Engine[] = [sqlite, postgres];
 
-/** The Redis the shared-rate-limit tests use. */
-export const REDIS_URL = process.env.PLANTSTORE_TEST_REDIS ?? 'redis://127.0.0.1:6379';
-
-async function redisReachable(): Promise<string | false> {
-  const { Redis } = await import('ioredis');
-  const r = new Redis(REDIS_URL, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 2000,
-    retryStrategy: () => null,
-  });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    await r.ping();
-    return false;
-  } catch (err) {
-    return `Redis is not reachable at ${REDIS_URL} (${(err as Error).message})`;
-  } finally {
-    r.disconnect();
-  }
-}
-
 /** Why the Redis suites cannot run here, or false. In CI they must run. */
-export const REDIS_SKIP = await redisReachable();
+export const REDIS_SKIP = await redisUnreachable();
 if (REDIS_SKIP && process.env.CI === 'true') throw new Error(`CI=true and ${REDIS_SKIP}`);

@@ -15,6 +15,7 @@ import type {
   Store,
   TokenRecord,
 } from '../store.js';
+import { Checkpointer } from './checkpointer.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 export interface SqliteOptions {
@@ -66,6 +67,7 @@ const toToken = (r: TokenRow): TokenRecord => ({
 export class SqliteStore implements Store {
   readonly engine = 'sqlite';
   private readonly db: Database.Database;
+  private checkpointer: Checkpointer | undefined;
   // Versions for list caching: bumped by every plant write of this connection; `epoch` moves when
   // PRAGMA data_version says another connection (another process) committed something.
   private readonly ownerVersions = new Map<string, number>();
@@ -83,6 +85,11 @@ export class SqliteStore implements Store {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.durability === 'full' ? 'FULL' : 'NORMAL'}`);
       this.db.pragma('busy_timeout = 5000');
+      if (opts.path !== ':memory:') {
+        // Checkpoints happen in a worker thread; the automatic one stays as a backstop only.
+        this.db.pragma('wal_autocheckpoint = 10000');
+        this.checkpointer = new Checkpointer(opts.path);
+      }
       this.db.pragma('foreign_keys = ON');
     } catch (err) {
       throw new StoreUnavailableError(
@@ -376,9 +383,10 @@ export class SqliteStore implements Store {
     });
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     if (this.queue.length > 0 && this.db.open) this.flush();
+    await this.checkpointer?.stop();
+    this.checkpointer = undefined;
     if (this.db.open) this.db.close();
-    return Promise.resolve();
   }
 }
