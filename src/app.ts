@@ -85,9 +85,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     if (!deps.limiter) await limiter.close();
     if (ownStore) await rawStore.close();
   });
-  app.addHook('onRequest', async (request, reply) => {
-    request.caller = null;
+  // Callback-style (not async): this runs on every request, and a promise per hook adds up.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   app.decorateRequest('caller', null);
   registerErrorHandling(app);

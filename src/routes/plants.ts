@@ -39,18 +39,19 @@ function plantId(raw: string): number {
 }
 
 // Runs after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
-async function requireJson(request: FastifyRequest): Promise<void> {
+function requireJson(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') {
-    throw new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json');
-  }
+  done(
+    type === 'application/json'
+      ? undefined
+      : new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json'),
+  );
 }
 
 // The router matches `/plants/` to `/plants/:id` with an empty id; that path is unknown, so 404 before auth.
-async function requireIdSegment(request: FastifyRequest): Promise<void> {
-  if ((request.params as { id?: string }).id === '') {
-    throw new AppError(404, 'not_found', `no route matches ${request.method} /plants/`);
-  }
+function requireIdSegment(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  const empty = (request.params as { id?: string }).id === '';
+  done(empty ? new AppError(404, 'not_found', `no route matches ${request.method} /plants/`) : undefined);
 }
 
 /** Answers 405 with Allow for the methods a known path does not take. */

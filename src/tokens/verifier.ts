@@ -43,12 +43,12 @@ export class TokenVerifier {
   /** The caller for a token secret, or null when it is malformed, unknown, expired or revoked. */
   async verify(secret: string, now = Date.now()): Promise<Caller | null> {
     if (!isWellFormedToken(secret)) return null;
-    const hash = hashToken(secret);
-    let entry = this.cache.get(hash);
+    // Keyed by the secret itself, so a cached token costs no hashing; only the hash is ever stored.
+    let entry = this.cache.get(secret);
     if (!entry || now - entry.fetchedAt >= this.ttlMs) {
-      entry = entryFor(await this.store.findTokenByHash(hash), now);
+      entry = entryFor(await this.store.findTokenByHash(hashToken(secret)), now);
       if (this.cache.size >= this.maxEntries) this.evictStale(now);
-      this.cache.set(hash, entry);
+      this.cache.set(secret, entry);
     }
     return entry.caller !== null && now < entry.validUntil ? entry.caller : null;
   }
