@@ -110,8 +110,8 @@ export class SqliteStore implements Store {
       insertPlant: db.prepare<[number | null, string, string, string | null], { id: number }>(
         'INSERT INTO plants (id, owner, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
       ),
-      getPlant: db.prepare<[number], PlantRecord>('SELECT id, owner, name, tag FROM plants WHERE id = ?'),
-      // Lists fetch rows as arrays: far cheaper for the driver to build than objects, row by row.
+      // Rows come back as arrays: far cheaper for the driver to build than objects.
+      getPlant: db.prepare<[number], Row>('SELECT id, owner, name, tag FROM plants WHERE id = ?').raw(),
       listAll: db
         .prepare<[number, number], Row>(
           'SELECT id, owner, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
@@ -284,7 +284,10 @@ export class SqliteStore implements Store {
   }
 
   getPlant(id: number): Promise<PlantRecord | null> {
-    return this.run(() => this.s.getPlant.get(id) ?? null);
+    return this.run(() => {
+      const row = this.s.getPlant.get(id) as Row | undefined;
+      return row === undefined ? null : toPlant(row);
+    });
   }
 
   listPlants(q: PageQuery): Promise<PlantRecord[]> {
