@@ -1,8 +1,9 @@
+import { existsSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { serveAll } from './cluster.js';
 import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
-import { openStore } from './store/index.js';
+import { openStore, sqlitePath } from './store/index.js';
 import type { Store } from './store/store.js';
 import { createToken, isValidUser, parseDuration, tokenStatus } from './tokens/tokens.js';
 
@@ -79,6 +80,27 @@ export function buildCli(): Command {
       process.stderr.write(applied.length ? `applied ${applied.join(', ')}\n` : 'schema is up to date\n');
     },
   );
+
+  withDatabase(
+    program
+      .command('backup')
+      .description(
+        'write an online, consistent copy of a SQLite store to FILE (the service may keep running)',
+      )
+      .argument('<file>', 'where to write the copy; must not exist yet'),
+  ).action(async (file: string, opts) => {
+    if (existsSync(file)) throw new UsageError(`${file} exists already; choose a new file`);
+    const { database } = configFrom(opts);
+    if (!database.startsWith('sqlite:')) {
+      throw new UsageError('backup copies SQLite stores; for PostgreSQL use pg_dump (see the README)');
+    }
+    if (!existsSync(sqlitePath(database)))
+      throw new UsageError(`there is no store at ${sqlitePath(database)}`);
+    await withStore(opts, async (store) => {
+      await store.backup!(file);
+    });
+    process.stderr.write(`backed up to ${file}\n`);
+  });
 
   const token = program.command('token').description('create, list and revoke bearer tokens');
   withDatabase(

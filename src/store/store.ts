@@ -103,6 +103,8 @@ export interface Store {
    * and their list pages are never cached.
    */
   listVersion?(owner: string | null): string;
+  /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
+  backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */
   poolStats?(): PoolStats;
   /** Resolves when the store answers a trivial query. */

@@ -126,6 +126,7 @@ describe('bin/plantstore usage errors and help', () => {
     ['token', 'create', '--help'],
     ['token', 'list', '--help'],
     ['token', 'revoke', '--help'],
+    ['backup', '--help'],
   ]) {
     it(`${args.join(' ')} prints usage and exits 0`, async () => {
       const r = await cli(args);

@@ -380,6 +380,15 @@ export class SqliteStore implements Store {
     return this.write(() => this.s.revokeToken.run(at.getTime(), id).changes > 0);
   }
 
+  /** SQLite's online backup API: a consistent snapshot, taken while others keep reading and writing. */
+  async backup(file: string): Promise<void> {
+    try {
+      await this.db.backup(file);
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
   ping(): Promise<void> {
     return this.run(() => {
       this.s.ping.get();
