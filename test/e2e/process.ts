@@ -66,7 +66,8 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
     url,
     logs,
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null) return child.exitCode;
+      // Already gone (exited, or killed by a signal): nothing to wait for.
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = once(child, 'exit');
       child.kill(signal);
       // A server that does not stop within 15 s is killed, so a failing test never leaves one behind.
