@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { chart, type Result, summarize, writeReport } from './report.js';
-import { seed } from './seed.js';
+import { seed, seededPlant, USERS } from './seed.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -122,7 +122,7 @@ async function startPlantstore(
   pin: boolean,
   plants = PLANTS,
 ): Promise<Target> {
-  const s = await seed(database, plants, 10);
+  const s = await seed(database, plants);
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   for (let i = 0; i < instances; i++) {
@@ -175,12 +175,10 @@ async function startCeiling(pin: boolean): Promise<Target> {
 /** json-server 0.17 serving the same plants; "the caller's plants" is an owner filter there. */
 async function startJsonServer(pin: boolean, dir: string): Promise<Target> {
   const file = join(dir, 'json-server-db.json');
-  const plants = Array.from({ length: PLANTS }, (_, i) => ({
-    id: i + 1,
-    owner: `bench-${i % 10}`,
-    name: `plant ${i}`,
-    ...(i % 3 === 0 ? { tag: `tag-${i % 7}` } : {}),
-  }));
+  const plants = Array.from({ length: PLANTS }, (_, i) => {
+    const { owner, name, tag } = seededPlant(i);
+    return { id: i + 1, owner, name, ...(tag === null ? {} : { tag }) };
+  });
   writeFileSync(file, JSON.stringify({ plants }));
   const port = await freePort();
   const child = spawnServer(
@@ -244,18 +242,21 @@ const median = (xs: number[]) => {
 /** Runs every op on every target, ROUNDS times, interleaved; returns medians per target and op. */
 function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<string, Result>> {
   const allPids = targets.flatMap((t) => t.pids);
+  const specFor = (t: Target, op: Op, duration: number): Record<string, unknown> => ({
+    urls: t.urls,
+    connections: CONNECTIONS,
+    duration,
+    method: op.method,
+    path: t.paths?.[op.name] ?? op.path,
+    body: op.body,
+    token: t.token,
+  });
   // Warm-up: a short run of every read operation per target (JIT, caches), not counted.
   for (const t of targets) {
     for (const op of OPS.filter((o) => o.method === 'GET')) {
       if (t.ops && !t.ops.includes(op.name)) continue;
-      const spec: Record<string, unknown> = {
-        urls: t.urls,
-        connections: CONNECTIONS,
-        duration: 1,
-        method: op.method,
-        path: (t.paths?.[op.name] ?? op.path).replace('{id}', String(t.readIds[0])),
-        token: t.token,
-      };
+      const spec = specFor(t, op, 1);
+      spec.path = String(spec.path).replace('{id}', String(t.readIds[0]));
       waitIdle(allPids);
       load(spec, pin);
     }
@@ -266,15 +267,7 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
       for (const t of targets) {
         if (t.ops && !t.ops.includes(op.name)) continue;
         const idsFile = join(tmp, `${t.name}-${round}.ids.json`);
-        const spec: Record<string, unknown> = {
-          urls: t.urls,
-          connections: CONNECTIONS,
-          duration: DURATION,
-          method: op.method,
-          path: t.paths?.[op.name] ?? op.path,
-          body: op.body,
-          token: t.token,
-        };
+        const spec = specFor(t, op, DURATION);
         if (op.ids === 'read') {
           writeFileSync(idsFile.replace('.ids', '.read'), JSON.stringify(t.readIds));
           spec.idsFile = idsFile.replace('.ids', '.read');
@@ -348,7 +341,7 @@ try {
   const date = new Date().toISOString().slice(0, 10);
   const header =
     `${date}, ${availableParallelism()} cores, Node ${process.version}, ` +
-    `${PLANTS} plants over 10 users (caller owns ${PLANTS / 10}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians`;
+    `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians`;
   if (opt.scale) {
     // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
     const targets: Target[] = [];

@@ -3,14 +3,13 @@ import { AppError } from '../errors.js';
 import type { ErrorBody } from '../schemas/error.js';
 import { validationError } from './validation.js';
 
-// Fastify's own 4xx errors, mapped onto the contract's codes and sentences.
+// Fastify's own 4xx errors, mapped onto the contract's codes and sentences (JSON parse errors are
+// already AppErrors: see json.ts).
 const FASTIFY_ERRORS: Record<string, () => AppError> = {
   FST_ERR_CTP_BODY_TOO_LARGE: () =>
     new AppError(413, 'body_too_large', 'request body must be at most 16 KiB'),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
     new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json'),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () => new AppError(400, 'invalid_json', 'request body must not be empty'),
-  FST_ERR_CTP_INVALID_JSON_BODY: () => new AppError(400, 'invalid_json', 'request body is not valid JSON'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     new AppError(400, 'bad_request', 'Content-Length does not match the request body'),
 };
@@ -27,15 +26,6 @@ function toAppError(err: FastifyError, request: FastifyRequest): AppError {
   }
   const known = err.code ? FASTIFY_ERRORS[err.code] : undefined;
   if (known) return known();
-  if (err instanceof SyntaxError) {
-    return /prototype/i.test(err.message)
-      ? new AppError(
-          400,
-          'invalid_json',
-          'request body must not contain __proto__ or constructor.prototype keys',
-        )
-      : new AppError(400, 'invalid_json', 'request body is not valid JSON');
-  }
   const status = err.statusCode ?? 500;
   if (status >= 400 && status < 500) return new AppError(status, 'bad_request', 'the request is malformed');
   return new AppError(500, 'internal_error', 'an unexpected error occurred');

@@ -8,8 +8,6 @@ export interface Hit {
 /** Fixed-window counters. The in-memory one serves one process; a shared one slots in for many. */
 export interface RateLimiter {
   hit(key: string, windowMs: number): Promise<Hit>;
-  /** The count so far without adding to it. */
-  peek(key: string, windowMs: number): Promise<Hit>;
   close(): Promise<void>;
 }
 
@@ -35,11 +33,6 @@ export class MemoryRateLimiter implements RateLimiter {
   hit(key: string, windowMs: number): Promise<Hit> {
     const { w, now } = this.current(key, windowMs);
     w.count++;
-    return Promise.resolve({ count: w.count, resetInMs: w.resetAt - now });
-  }
-
-  peek(key: string, windowMs: number): Promise<Hit> {
-    const { w, now } = this.current(key, windowMs);
     return Promise.resolve({ count: w.count, resetInMs: w.resetAt - now });
   }
 

@@ -46,19 +46,6 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  async peek(key: string, windowMs: number): Promise<Hit> {
-    try {
-      const [count, ttl] = await Promise.all([
-        this.redis.get(this.prefix + key),
-        this.redis.pttl(this.prefix + key),
-      ]);
-      return { count: Number(count ?? 0), resetInMs: ttl > 0 ? ttl : windowMs };
-    } catch {
-      this.errors++;
-      return { count: 0, resetInMs: windowMs };
-    }
-  }
-
   async close(): Promise<void> {
     this.redis.disconnect();
   }

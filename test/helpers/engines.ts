@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -52,9 +55,6 @@ const sqlite: Engine = {
     return store;
   },
   async database() {
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
     const dir = mkdtempSync(join(tmpdir(), 'plantstore-db-'));
     return {
       url: `sqlite:${join(dir, 'plants.db')}`,

@@ -142,13 +142,16 @@ export class PgStore implements Store {
     return isUnavailable(err) ? new StoreUnavailableError(undefined, err) : err;
   }
 
-  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
+  private async connect(): Promise<pg.PoolClient> {
     try {
-      client = await this.pool.connect();
+      return await this.pool.connect();
     } catch (err) {
       throw this.translate(err);
     }
+  }
+
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.connect();
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -166,12 +169,7 @@ export class PgStore implements Store {
   }
 
   async migrate(): Promise<string[]> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw this.translate(err);
-    }
+    const client = await this.connect();
     try {
       // Several instances starting at once take turns here; the later ones find nothing to do.
       await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
