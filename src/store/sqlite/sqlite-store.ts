@@ -169,6 +169,9 @@ export class SqliteStore implements Store {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT w'),
+      release: db.prepare('RELEASE w'),
+      rollbackTo: db.prepare('ROLLBACK TO w'),
     };
   }
 
@@ -194,13 +197,18 @@ export class SqliteStore implements Store {
     this.queue = [];
     const outcomes: { ok: boolean; value: unknown }[] = [];
     try {
-      this.s.begin.run();
+      const s = this.s;
+      s.begin.run();
       for (const item of batch) {
+        // Prepared SAVEPOINT statements: no transaction wrapper built per write on this hot path.
+        s.savepoint.run();
         try {
-          outcomes.push({ ok: true, value: this.db.transaction(item.fn)() });
+          outcomes.push({ ok: true, value: item.fn() });
         } catch (err) {
+          s.rollbackTo.run();
           outcomes.push({ ok: false, value: err });
         }
+        s.release.run();
       }
       this.s.commit.run();
     } catch (err) {
