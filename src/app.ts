@@ -3,8 +3,9 @@ import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import type { Config } from './config.js';
-import { registerErrorHandling } from './http/errors.js';
+import { clientErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerBodyParsers } from './http/json.js';
+import { logSerializers } from './http/log-serializers.js';
 import { Metrics } from './http/metrics.js';
 import { genReqId } from './http/request-id.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
@@ -34,6 +35,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const logger = pino(
     {
       level: config.logLevel,
+      serializers: logSerializers,
       // Tokens never reach the logs, even if a serializer someday includes headers.
       redact: {
         paths: ['req.headers.authorization', 'req.headers.cookie', '*.authorization'],
@@ -49,16 +51,21 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
     routerOptions: { maxParamLength: 2048 },
-    // Slow clients cannot hold a connection forever.
-    keepAliveTimeout: 5_000,
-    requestTimeout: 30_000,
-    connectionTimeout: 60_000,
+    // Slow clients cannot hold a connection forever: Node checks these every checking interval.
+    http: {
+      headersTimeout: config.headersTimeout,
+      requestTimeout: config.requestTimeout,
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.headersTimeout / 4)),
+    },
+    keepAliveTimeout: config.keepAliveTimeout,
+    requestTimeout: config.requestTimeout,
+    connectionTimeout: Math.max(60_000, config.requestTimeout),
+    clientErrorHandler,
     forceCloseConnections: 'idle',
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false },
     },
   });
-  app.server.headersTimeout = 10_000;
 
   const ownStore = !deps.store;
   const rawStore =

@@ -16,6 +16,12 @@ export interface Config {
   redisUrl: string;
   /** Processes serving one port. */
   workers: number;
+  /** Milliseconds a client may take to send a request's headers. */
+  headersTimeout: number;
+  /** Milliseconds a client may take to send a whole request, body included. */
+  requestTimeout: number;
+  /** Milliseconds an idle keep-alive connection is kept open. */
+  keepAliveTimeout: number;
 }
 
 export class ConfigError extends Error {}
@@ -148,6 +154,27 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     parse: workers,
     doc: 'processes serving the one port; auto: one per available core',
   },
+  headersTimeout: {
+    flag: '--headers-timeout',
+    env: 'HEADERS_TIMEOUT_MS',
+    default: 10_000,
+    parse: integer(100, 600_000),
+    doc: 'milliseconds a client may take to send the request headers (slow clients are cut off)',
+  },
+  requestTimeout: {
+    flag: '--request-timeout',
+    env: 'REQUEST_TIMEOUT_MS',
+    default: 30_000,
+    parse: integer(100, 600_000),
+    doc: 'milliseconds a client may take to send a whole request, body included',
+  },
+  keepAliveTimeout: {
+    flag: '--keep-alive-timeout',
+    env: 'KEEP_ALIVE_TIMEOUT_MS',
+    default: 5_000,
+    parse: integer(100, 600_000),
+    doc: 'milliseconds an idle keep-alive connection stays open',
+  },
 };
 
 /** Builds the configuration: a flag beats the environment, which beats the default. */
@@ -163,7 +190,14 @@ export function loadConfig(
     else if (fromEnv !== undefined && fromEnv !== '') out[key] = f.parse(fromEnv, f.env);
     else out[key] = f.default;
   }
-  return out as unknown as Config;
+  const config = out as unknown as Config;
+  // Node refuses a headers timeout longer than the whole-request timeout.
+  if (config.headersTimeout > config.requestTimeout) {
+    throw new ConfigError(
+      `${FIELDS.headersTimeout.flag} (${config.headersTimeout}) must not exceed ${FIELDS.requestTimeout.flag} (${config.requestTimeout})`,
+    );
+  }
+  return config;
 }
 
 /** A configuration for tests and embedding: defaults plus overrides, no environment. */

@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import type { ErrorBody } from '../schemas/error.js';
@@ -36,6 +39,12 @@ export function sendError(reply: FastifyReply, e: AppError): FastifyReply {
   // A 5xx says nothing of internals; it names the request id so an operator can find the log line.
   if (e.status >= 500) body.message = `${e.message} (request id ${reply.request.id})`;
   if (e.details) body.details = e.details;
+  // An oversized body is not read any further: the connection closes once the 413 is sent.
+  if (e.status === 413) {
+    reply.header('connection', 'close');
+    const socket = reply.raw.socket;
+    if (socket) lingerOnClose(socket);
+  }
   return reply.code(e.status).headers(e.headers).type('application/json; charset=utf-8').send(body);
 }
 
@@ -53,4 +62,62 @@ export function registerErrorHandling(app: FastifyInstance): void {
       new AppError(404, 'not_found', `no route matches ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
+}
+
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'the request was not received in time'],
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'request headers must be at most 16 KiB'],
+};
+
+/**
+ * Answers what Node's HTTP parser refuses before Fastify sees a request (bytes that are not
+ * HTTP/1.1, headers over 16 KiB, a client too slow to send its request) with the contract's error
+ * body, then closes the connection.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] = CLIENT_ERRORS[err.code ?? ''] ?? [
+    400,
+    'malformed_request',
+    'the request is not valid HTTP/1.1',
+  ];
+  // As Node does: answer only if no response has started on this socket (never corrupt one).
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
+    const body = JSON.stringify({ error: status, code, message } satisfies ErrorBody);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+const LINGER_MS = 2_000;
+const LINGER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A lingering close for a connection whose client is still sending a body the server refused:
+ * closing at once would reset the connection and a client still uploading could lose the 413
+ * sent just before. So the server half-closes after the answer and discards what still arrives,
+ * for at most 2 s or 8 MiB, then closes (what nginx's lingering_close does). Nothing is buffered.
+ */
+function lingerOnClose(socket: Socket): void {
+  // Node calls destroySoon() once the response is finished on a connection that is not kept alive.
+  socket.destroySoon = function (this: Socket) {
+    this.end();
+    const start = this.bytesRead;
+    const stop = () => {
+      clearInterval(check);
+      clearTimeout(timer);
+      this.destroy();
+    };
+    const check = setInterval(() => {
+      if (this.bytesRead - start > LINGER_BYTES) stop();
+    }, 50);
+    const timer = setTimeout(stop, LINGER_MS);
+    check.unref();
+    timer.unref();
+    this.once('close', stop);
+  };
 }

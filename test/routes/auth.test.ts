@@ -120,6 +120,56 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('no answer, error body, header, metric or log line ever carries a token', async () => {
+      const lines: string[] = [];
+      const logged = await harness(
+        engine,
+        { authFailureLimit: 0, logLevel: 'trace' },
+        { tokenCacheMs: 0, logStream: { write: (l: string) => void lines.push(l) } },
+      );
+      try {
+        const c = await logged.user();
+        const reader = await logged.user(['plants:read']);
+        const revoked = await logged.user();
+        await logged.store.revokeToken(revoked.tokenId, new Date());
+        const json = { 'content-type': 'application/json' };
+        const secrets = [c.token, reader.token, revoked.token];
+        const answers = [
+          await c.create({ name: 'kept secret' }),
+          await c.create({ name: '' }),
+          await c.request({ method: 'POST', url: '/plants', payload: 'x'.repeat(20_000), headers: json }),
+          await c.request({
+            method: 'POST',
+            url: '/plants',
+            payload: 'x',
+            headers: { 'content-type': 'text/plain' },
+          }),
+          await c.request({ method: 'GET', url: '/plants?limit=0' }),
+          await c.request({ method: 'GET', url: '/plants/999999' }),
+          await c.request({ method: 'PUT', url: '/plants/1' }),
+          await reader.create({ name: 'no scope' }),
+          await revoked.request({ method: 'GET', url: '/plants' }),
+          await logged.app.inject({ url: '/plants', headers: { authorization: `Bearer ${c.token}x` } }),
+          await logged.app.inject({ url: '/plants', headers: { authorization: `Basic ${c.token}` } }),
+          await logged.app.inject({ url: `/plants?access_token=${c.token}` }),
+          await logged.app.inject('/metrics'),
+        ];
+        assert.deepEqual(
+          answers.map((a) => a.statusCode),
+          [201, 400, 413, 415, 400, 404, 405, 403, 401, 401, 401, 401, 200],
+        );
+        const seen = [...answers.map((a) => `${JSON.stringify(a.headers)}\n${a.body}`), ...lines].join('\n');
+        assert.ok(lines.length > 20, 'the requests were logged');
+        for (const secret of secrets) {
+          assert.ok(!seen.includes(secret), 'a token appeared in an answer, a metric or a log line');
+          // Nor any long piece of it (a truncated or re-encoded copy).
+          assert.ok(!seen.includes(secret.slice(4, 24)), 'part of a token appeared');
+        }
+      } finally {
+        await logged.close();
+      }
+    });
+
     it('two users with the same plant names never see each other’s', async () => {
       const a = await h.user();
       const b = await h.user();
