@@ -49,6 +49,39 @@ describe('bin/plantstore backup (SQLite)', () => {
       headers: { authorization: `Bearer ${token}` },
     });
     assert.equal(((await list.json()) as unknown[]).length, 100, 'the service kept serving');
+
+    // Restore: the copy is a store of its own; a service started on it answers the same token
+    // and holds the same data, in order, and takes new writes.
+    const copyEnv = { DATABASE_URL: `sqlite:${copy}` };
+    assert.match((await cli(['migrate'], copyEnv)).stderr, /up to date/);
+    const restored = await serve([], copyEnv);
+    try {
+      const auth = { authorization: `Bearer ${token}` };
+      const page = await fetch(`${restored.url}/plants?limit=1000`, { headers: auth });
+      assert.equal(page.status, 200);
+      const plants = (await page.json()) as { name: string }[];
+      assert.deepEqual(
+        plants.slice(0, 50).map((p) => p.name),
+        Array.from({ length: 50 }, (_, i) => `before-${i}`),
+        'the acknowledged plants, in id order',
+      );
+      const created = await fetch(`${restored.url}/plants`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'after restore' }),
+      });
+      assert.equal(created.status, 201);
+      const location = created.headers.get('location')!;
+      assert.deepEqual(await (await fetch(`${restored.url}${location}`, { headers: auth })).json(), {
+        name: 'after restore',
+      });
+      assert.equal(
+        (await fetch(`${restored.url}${location}`, { method: 'DELETE', headers: auth })).status,
+        204,
+      );
+    } finally {
+      await restored.stop();
+    }
   });
 
   it('refuses to overwrite a file, a missing store, and PostgreSQL, with exit 2', async () => {
