@@ -76,6 +76,11 @@ const body = fc.oneof(
     '{',
     '',
     '{"name":"a"}'.repeat(2),
+    // Deep nesting, as deep as 16 KiB allows: closed, unclosed, and under a known field.
+    `{"name":${'['.repeat(8000)}${']'.repeat(8000)}}`,
+    '['.repeat(16_000),
+    `${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`,
+    `{"name":"a","tag":${'{"__proto__":'.repeat(1000)}1${'}'.repeat(1000)}}`,
   ),
 );
 const contentType = fc.constantFrom(
