@@ -42,6 +42,25 @@ for (const engine of ENGINES) {
       assert.deepEqual(names(await list()), [], 'an admin’s delete reaches the owner’s page');
       assert.deepEqual(names(await adminList()), []);
     });
+
+    it('a single read follows own deletes, an admin’s delete and a re-create with the same id', async () => {
+      const c = await h.user();
+      const admin = await h.user(['plants:admin']);
+      const read = (id: number, who = c) => who.request({ method: 'GET', url: `/plants/${id}` });
+      const id = locationId(await c.create({ name: 'first' }));
+      for (let i = 0; i < 2; i++) assert.deepEqual((await read(id)).json(), { name: 'first' });
+      assert.deepEqual((await read(id, admin)).json(), { name: 'first' });
+      assert.equal((await c.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      assert.equal((await read(id)).statusCode, 404, 'own delete');
+      assert.equal((await read(id, admin)).statusCode, 404, 'the admin’s view too');
+      assert.equal((await c.create({ id, name: 'second', tag: 'x' })).statusCode, 201);
+      assert.deepEqual((await read(id)).json(), { name: 'second', tag: 'x' });
+      assert.deepEqual((await read(id, admin)).json(), { name: 'second', tag: 'x' });
+      assert.equal((await admin.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      assert.equal((await read(id)).statusCode, 404, 'an admin’s delete reaches the owner’s read');
+      const other = await h.user();
+      assert.equal((await read(locationId(await other.create({ name: 'theirs' })))).statusCode, 404);
+    });
   });
 }
 
@@ -71,5 +90,16 @@ describe('list pages and writes from another process (SQLite file)', () => {
     await other.createPlant({ id: null, owner: c.user, name: 'from elsewhere', tag: null });
     await other.close();
     assert.deepEqual(names(await c.request({ method: 'GET', url: '/plants' })), ['from elsewhere']);
+  });
+
+  it('a plant deleted through another connection is gone from the next single read', async () => {
+    const c = await h.user();
+    const id = locationId(await c.create({ name: 'doomed' }));
+    assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 200);
+    assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 200);
+    const other = new SqliteStore({ path, durability: 'full' });
+    assert.equal(await other.deletePlant(id, null), true);
+    await other.close();
+    assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 404);
   });
 });
