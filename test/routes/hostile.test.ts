@@ -118,7 +118,7 @@ for (const engine of ENGINES)
   describe(`generated hostile requests on ${engine.name}: a contract status, never a 5xx, nothing changed when refused`, {
     skip: engine.skip,
   }, () => {
-    const RUNS = runsOn(engine.name);
+    const runs = runsOn(engine.name);
     let h: Harness;
     let c: Client;
     before(async () => {
@@ -130,7 +130,7 @@ for (const engine of ENGINES)
     const count = async () =>
       (await h.store.listPlants({ owner: c.user, tag: null, afterId: 0, limit: 100_000 })).length;
 
-    it(`POST /plants with ${RUNS} generated bodies and content types`, async () => {
+    it(`POST /plants with ${runs} generated bodies and content types`, async () => {
       await fc.assert(
         fc.asyncProperty(
           body,
@@ -150,21 +150,21 @@ for (const engine of ENGINES)
             );
           },
         ),
-        { seed: SEED, numRuns: RUNS },
+        { seed: SEED, numRuns: runs },
       );
     });
 
-    it(`GET /plants with ${RUNS} generated query strings`, async () => {
+    it(`GET /plants with ${runs} generated query strings`, async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(queryPart, { maxLength: 4 }), async (parts) => {
           const res = await c.request({ method: 'GET', url: `/plants?${parts.join('&')}` });
           assertContractAnswer(res);
         }),
-        { seed: SEED, numRuns: RUNS },
+        { seed: SEED, numRuns: runs },
       );
     });
 
-    it(`GET and DELETE /plants/{id} with ${RUNS} generated ids, deleting nothing that is not the caller's`, async () => {
+    it(`GET and DELETE /plants/{id} with ${runs} generated ids, deleting nothing that is not the caller's`, async () => {
       const other = await h.user();
       const theirs = Number(
         /[0-9]+$/.exec(String((await other.create({ name: 'not yours' })).headers.location))![0],
@@ -174,12 +174,12 @@ for (const engine of ENGINES)
           const res = await c.request({ method, url: `/plants/${id}` });
           assertContractAnswer(res);
         }),
-        { seed: SEED, numRuns: RUNS },
+        { seed: SEED, numRuns: runs },
       );
       assert.ok(await h.store.getPlant(theirs), "another user's plant survived");
     });
 
-    it(`${RUNS} generated Authorization headers never get past authentication or crash`, async () => {
+    it(`${runs} generated Authorization headers never get past authentication or crash`, async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.oneof(
@@ -205,7 +205,7 @@ for (const engine of ENGINES)
             assert.equal(res.statusCode, 401, `${JSON.stringify(clean)} → ${res.statusCode}`);
           },
         ),
-        { seed: SEED, numRuns: RUNS },
+        { seed: SEED, numRuns: runs },
       );
     });
   });
