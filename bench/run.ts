@@ -13,13 +13,13 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { chart, type Result, summarize, writeReport } from './report.js';
+import { chart, median, type Result, type Samples, summarize, writeReport } from './report.js';
 import { seed, seededPlant, USERS } from './seed.js';
 
 const { values: opt } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '3' },
-    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '5' },
+    duration: { type: 'string', default: '3' },
     plants: { type: 'string', default: '100000' },
     connections: { type: 'string', default: '50' },
     scale: { type: 'boolean', default: false },
@@ -233,14 +233,16 @@ function load(spec: Record<string, unknown>, pin: boolean): Result {
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-
-/** Runs every op on every target, ROUNDS times, interleaved; returns medians per target and op. */
-function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<string, Result>> {
+/**
+ * Runs every op on every target, ROUNDS times, interleaved, the order of the targets reversed
+ * every other round (A B C D, D C B A, …) so a drift of the machine's speed favours no one.
+ * Returns every round's result and the medians per target and op.
+ */
+function measure(
+  targets: Target[],
+  pin: boolean,
+  tmp: string,
+): { medians: Map<string, Map<string, Result>>; samples: Samples } {
   const allPids = targets.flatMap((t) => t.pids);
   const specFor = (t: Target, op: Op, duration: number): Record<string, unknown> => ({
     urls: t.urls,
@@ -251,9 +253,10 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
     body: op.body,
     token: t.token,
   });
-  // Warm-up: a short run of every read operation per target (JIT, caches), not counted.
+  // Warm-up, not counted: a short run of every read operation and of create per target (JIT,
+  // caches, and a SQLite WAL file grown to its working size, which a fresh process starts without).
   for (const t of targets) {
-    for (const op of OPS.filter((o) => o.method === 'GET')) {
+    for (const op of OPS.filter((o) => o.method === 'GET' || o.records)) {
       if (t.ops && !t.ops.includes(op.name)) continue;
       const spec = specFor(t, op, 1);
       spec.path = String(spec.path).replace('{id}', String(t.readIds[0]));
@@ -261,10 +264,10 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
       load(spec, pin);
     }
   }
-  const samples = new Map<string, Map<string, Result[]>>();
+  const samples: Samples = new Map();
   for (let round = 0; round < ROUNDS; round++) {
     for (const op of OPS) {
-      for (const t of targets) {
+      for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
         if (t.ops && !t.ops.includes(op.name)) continue;
         const idsFile = join(tmp, `${t.name}-${round}.ids.json`);
         const spec = specFor(t, op, DURATION);
@@ -306,7 +309,7 @@ function measure(targets: Target[], pin: boolean, tmp: string): Map<string, Map<
     }
     out.set(t, m);
   }
-  return out;
+  return { medians: out, samples };
 }
 
 function table(results: Map<string, Map<string, Result>>): string {
@@ -341,7 +344,7 @@ try {
   const date = new Date().toISOString().slice(0, 10);
   const header =
     `${date}, ${availableParallelism()} cores, Node ${process.version}, ` +
-    `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians`;
+    `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians (ratios: the median of the per-round ratios)`;
   if (opt.scale) {
     // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
     const targets: Target[] = [];
@@ -352,7 +355,7 @@ try {
       cleanups.unshift(t.stop);
       targets.push(t);
     }
-    const results = measure(targets, false, tmp);
+    const { medians: results } = measure(targets, false, tmp);
     console.log(`\n${header}; unpinned\n\n${table(results)}`);
   } else {
     const big = PLANTS * 10;
@@ -370,11 +373,13 @@ try {
     cleanups.unshift(ceiling.stop);
     const jsonServer = await startJsonServer(PIN, tmp);
     cleanups.unshift(jsonServer.stop);
-    const targets = [ceiling, plantstore, jsonServer, large];
-    const results = measure(targets, PIN, tmp);
+    // The three fast targets next to each other, so the ratios compare neighbouring runs.
+    const targets = [ceiling, plantstore, large, jsonServer];
+    const { medians: results, samples } = measure(targets, PIN, tmp);
     const rss = peakRssMb(large.pids[0]!);
     const report = summarize(
       results,
+      samples,
       { plantstore: plantstore.name, large: large.name, ceiling: ceiling.name, jsonServer: jsonServer.name },
       rss,
     );

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { AppError } from '../errors.js';
 import { hasScope } from '../plants/service.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
@@ -30,65 +30,103 @@ function tooMany(resetInMs: number, message: string): AppError {
   return new AppError(429, 'rate_limited', message, undefined, { 'retry-after': seconds(resetInMs) });
 }
 
+const missingToken = () =>
+  new AppError(401, 'missing_token', 'this request needs an Authorization: Bearer token', undefined, {
+    'www-authenticate': REALM,
+  });
+
+const invalidToken = () =>
+  new AppError(
+    401,
+    'invalid_token',
+    'the bearer token is malformed, unknown, expired or revoked',
+    undefined,
+    {
+      'www-authenticate': `${REALM}, error="invalid_token"`,
+    },
+  );
+
+type Done = (err?: Error) => void;
+
+// Runs `then` on a value that may or may not be a promise: no promise, no microtask.
+function settle<T>(value: T | Promise<T>, then: (v: T) => void, failed: Done): void {
+  if (value instanceof Promise) value.then(then, failed);
+  else then(value);
+}
+
 /**
  * The onRequest hook of every plant route: bearer token (401), per-token rate limit (429),
  * scope (403). It runs before the body is read, so an unauthenticated body is never parsed.
+ * Callback-style: with a cached token and the in-memory limiter, nothing here waits on a promise.
  */
-export function authenticate(deps: AuthDeps, scope: Scope): onRequestAsyncHookHandler {
-  return async function authHook(request: FastifyRequest, reply: FastifyReply) {
-    const header = request.headers.authorization;
-    if (header === undefined || header.trim() === '') {
-      await countFailure(deps, request);
-      throw new AppError(
-        401,
-        'missing_token',
-        'this request needs an Authorization: Bearer token',
-        undefined,
-        {
-          'www-authenticate': REALM,
-        },
-      );
+export function authenticate(deps: AuthDeps, scope: Scope): onRequestHookHandler {
+  // Counts a failed authentication against the client address; past the limit the answer is 429.
+  const refuse = (request: FastifyRequest, err: AppError, done: Done): void => {
+    if (deps.authFailureLimit <= 0) {
+      done(err);
+      return;
     }
-    const secret = BEARER.exec(header)?.[1];
-    const caller = secret === undefined ? null : await deps.verifier.verify(secret);
+    settle(
+      deps.limiter.hit(`authfail:${request.ip}`, WINDOW_MS),
+      (hit) =>
+        done(
+          hit.count > deps.authFailureLimit
+            ? tooMany(hit.resetInMs, 'too many failed authentications from this address; retry later')
+            : err,
+        ),
+      done,
+    );
+  };
+
+  const checkScope = (caller: Caller, done: Done): void =>
+    done(
+      hasScope(caller, scope)
+        ? undefined
+        : new AppError(403, 'insufficient_scope', `this operation needs the ${scope} scope`, undefined, {
+            'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"`,
+          }),
+    );
+
+  const admit = (request: FastifyRequest, reply: FastifyReply, caller: Caller | null, done: Done): void => {
     if (!caller) {
-      await countFailure(deps, request);
-      throw new AppError(
-        401,
-        'invalid_token',
-        'the bearer token is malformed, unknown, expired or revoked',
-        undefined,
-        {
-          'www-authenticate': `${REALM}, error="invalid_token"`,
-        },
-      );
+      refuse(request, invalidToken(), done);
+      return;
     }
     request.caller = caller;
-    if (deps.rateLimit > 0) {
-      const hit = await deps.limiter.hit(`token:${caller.tokenId}`, WINDOW_MS);
-      reply.header('ratelimit-limit', String(deps.rateLimit));
-      reply.header('ratelimit-remaining', String(Math.max(0, deps.rateLimit - hit.count)));
-      reply.header('ratelimit-reset', seconds(hit.resetInMs));
-      if (hit.count > deps.rateLimit) {
-        throw tooMany(
-          hit.resetInMs,
-          `this token is limited to ${deps.rateLimit} requests a minute; retry later`,
-        );
-      }
+    if (deps.rateLimit <= 0) {
+      checkScope(caller, done);
+      return;
     }
-    if (!hasScope(caller, scope)) {
-      throw new AppError(403, 'insufficient_scope', `this operation needs the ${scope} scope`, undefined, {
-        'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"`,
-      });
-    }
+    settle(
+      deps.limiter.hit(`token:${caller.tokenId}`, WINDOW_MS),
+      (hit) => {
+        reply.header('ratelimit-limit', String(deps.rateLimit));
+        reply.header('ratelimit-remaining', String(Math.max(0, deps.rateLimit - hit.count)));
+        reply.header('ratelimit-reset', seconds(hit.resetInMs));
+        if (hit.count > deps.rateLimit) {
+          done(
+            tooMany(
+              hit.resetInMs,
+              `this token is limited to ${deps.rateLimit} requests a minute; retry later`,
+            ),
+          );
+        } else checkScope(caller, done);
+      },
+      done,
+    );
   };
-}
 
-// Counts a failed authentication against the client address; past the limit the answer is 429.
-async function countFailure(deps: AuthDeps, request: FastifyRequest): Promise<void> {
-  if (deps.authFailureLimit <= 0) return;
-  const hit = await deps.limiter.hit(`authfail:${request.ip}`, WINDOW_MS);
-  if (hit.count > deps.authFailureLimit) {
-    throw tooMany(hit.resetInMs, 'too many failed authentications from this address; retry later');
-  }
+  return function authHook(request: FastifyRequest, reply: FastifyReply, done: Done): void {
+    const header = request.headers.authorization;
+    if (header === undefined || header.trim() === '') {
+      refuse(request, missingToken(), done);
+      return;
+    }
+    const secret = BEARER.exec(header)?.[1];
+    if (secret === undefined) {
+      admit(request, reply, null, done);
+      return;
+    }
+    settle(deps.verifier.verify(secret), (caller) => admit(request, reply, caller, done), done);
+  };
 }

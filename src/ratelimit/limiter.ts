@@ -7,7 +7,8 @@ export interface Hit {
 
 /** Fixed-window counters. The in-memory one serves one process; a shared one slots in for many. */
 export interface RateLimiter {
-  hit(key: string, windowMs: number): Promise<Hit>;
+  /** Counts a hit; a limiter that can answer at once (in memory) answers without a promise. */
+  hit(key: string, windowMs: number): Hit | Promise<Hit>;
   close(): Promise<void>;
 }
 
@@ -30,10 +31,10 @@ export class MemoryRateLimiter implements RateLimiter {
     return { w, now };
   }
 
-  hit(key: string, windowMs: number): Promise<Hit> {
+  hit(key: string, windowMs: number): Hit {
     const { w, now } = this.current(key, windowMs);
     w.count++;
-    return Promise.resolve({ count: w.count, resetInMs: w.resetAt - now });
+    return { count: w.count, resetInMs: w.resetAt - now };
   }
 
   private sweep(): void {

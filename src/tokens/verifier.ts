@@ -27,6 +27,9 @@ function entryFor(record: TokenRecord | null, now: number): Entry {
   };
 }
 
+const callerOf = (entry: Entry, now: number): Caller | null =>
+  entry.caller !== null && now < entry.validUntil ? entry.caller : null;
+
 /**
  * Verifies bearer tokens against the store, caching lookups for `ttlMs` so the hot path
  * rarely touches the store. A revocation made by another process is seen within ttlMs.
@@ -40,17 +43,22 @@ export class TokenVerifier {
     private readonly maxEntries = 10_000,
   ) {}
 
-  /** The caller for a token secret, or null when it is malformed, unknown, expired or revoked. */
-  async verify(secret: string, now = Date.now()): Promise<Caller | null> {
+  /**
+   * The caller for a token secret, or null when it is malformed, unknown, expired or revoked.
+   * A cached answer comes back synchronously (no promise on the hot path); only a lookup in the
+   * store returns a promise.
+   */
+  verify(secret: string, now = Date.now()): Caller | null | Promise<Caller | null> {
     if (!isWellFormedToken(secret)) return null;
     // Keyed by the secret itself, so a cached token costs no hashing; only the hash is ever stored.
-    let entry = this.cache.get(secret);
-    if (!entry || now - entry.fetchedAt >= this.ttlMs) {
-      entry = entryFor(await this.store.findTokenByHash(hashToken(secret)), now);
+    const entry = this.cache.get(secret);
+    if (entry && now - entry.fetchedAt < this.ttlMs) return callerOf(entry, now);
+    return this.store.findTokenByHash(hashToken(secret)).then((record) => {
+      const fresh = entryFor(record, now);
       if (this.cache.size >= this.maxEntries) this.evictStale(now);
-      this.cache.set(secret, entry);
-    }
-    return entry.caller !== null && now < entry.validUntil ? entry.caller : null;
+      this.cache.set(secret, fresh);
+      return callerOf(fresh, now);
+    });
   }
 
   private evictStale(now: number): void {

@@ -243,12 +243,19 @@ describe('abuse over real sockets: slow clients are cut off, oversized bodies ar
       'GET /plants HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n',
       'GET /plants HTTP/1.1\r\nHost: x\r\nX: a\u0000b\r\n\r\n',
       'POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello',
-      'POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+      // Valid headers of an authenticated create, then a body that is not chunked encoding.
+      `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
     ]) {
       const c = await open(server.url);
       c.socket.write(garbage, 'latin1');
       await c.closed;
       assertContractError(c.data(), 400, 'malformed_request');
     }
+    // The same broken body without a token: authentication comes first (the contract's order) and
+    // is answered from the headers alone, before the body is read.
+    const c = await open(server.url);
+    c.socket.write('POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 'latin1');
+    await c.closed;
+    assertContractError(c.data(), 401, 'missing_token');
   });
 });

@@ -56,11 +56,103 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it('fails a failing write alone when writes are committed together', async () => {
+    const path = join(dir, 'group.db');
+    const store = new SqliteStore({ path, durability: 'full' });
+    await store.migrate();
+    await store.createPlant({ id: MAX_PLANT_ID, owner: 'o', name: 'last', tag: null });
+    // Issued in one turn, so they form one batch: every server-assigned id is now past 2^53−1.
+    const outcomes = await Promise.allSettled([
+      store.createPlant({ id: null, owner: 'o', name: 'first fails', tag: null }),
+      store.createPlant({ id: 5, owner: 'o', name: 'five', tag: null }),
+      store.createPlant({ id: null, owner: 'o', name: 'middle fails', tag: null }),
+      store.createPlant({ id: 5, owner: 'o', name: 'five again', tag: null }),
+      store.deletePlant(MAX_PLANT_ID, 'o'),
+      store.createPlant({ id: 6, owner: 'p', name: 'six', tag: 't' }),
+      store.createPlant({ id: null, owner: 'o', name: 'last fails', tag: null }),
+    ]);
+    assert.deepEqual(
+      outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).constructor.name)),
+      [
+        'IdSpaceExhaustedError',
+        { created: { id: 5, owner: 'o', name: 'five', tag: null } },
+        'IdSpaceExhaustedError',
+        { exists: true },
+        true,
+        { created: { id: 6, owner: 'p', name: 'six', tag: 't' } },
+        'IdSpaceExhaustedError',
+      ],
+    );
+    await store.close();
+    // What the batch acknowledged is on disk, and nothing of what it refused.
+    const db = new Database(path, { readonly: true });
+    assert.deepEqual(db.prepare('SELECT id, name FROM plants ORDER BY id').all(), [
+      { id: 5, name: 'five' },
+      { id: 6, name: 'six' },
+    ]);
+    db.close();
+  });
+
   it('answers 503-style errors once closed', async () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
     await store.close();
     await assert.rejects(store.ping(), (err: { status?: number }) => err.status === 503);
+  });
+
+  it('answers reads made in one turn of the event loop each with its own row, in one batch', async () => {
+    const path = join(dir, 'batch.db');
+    const store = new SqliteStore({ path, durability: 'full' });
+    await store.migrate();
+    const ids: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const r = await store.createPlant({
+        id: null,
+        owner: `o${i % 3}`,
+        name: `p${i}`,
+        tag: i % 2 ? 't' : null,
+      });
+      assert.ok('created' in r);
+      ids.push(r.created.id);
+    }
+    // Another connection (another process, as far as SQLite is concerned) deletes one and adds one
+    // before the batch is issued: every read of the batch sees both.
+    const other = new Database(path);
+    other.prepare('DELETE FROM plants WHERE id = ?').run(ids[7]);
+    const added = Number(
+      other.prepare("INSERT INTO plants (owner, name, tag) VALUES ('x', 'from elsewhere', NULL)").run()
+        .lastInsertRowid,
+    );
+    other.close();
+    const wanted = [...ids, added, 999_999, ids[7]!];
+    const [plants, page] = await Promise.all([
+      Promise.all(wanted.map((id) => store.getPlant(id))),
+      store.listPlants({ owner: 'o1', tag: null, afterId: 0, limit: 100 }),
+    ]);
+    wanted.forEach((id, i) => {
+      const p = plants[i];
+      if (id === ids[7] || id === 999_999) assert.equal(p, null, `plant ${id} is gone or never was`);
+      else if (id === added) assert.deepEqual(p, { id, owner: 'x', name: 'from elsewhere', tag: null });
+      else {
+        const n = ids.indexOf(id);
+        assert.deepEqual(p, { id, owner: `o${n % 3}`, name: `p${n}`, tag: n % 2 ? 't' : null });
+      }
+    });
+    assert.deepEqual(
+      page.map((p) => p.name),
+      ids
+        .map((_, n) => n)
+        .filter((n) => n % 3 === 1 && n !== 7)
+        .map((n) => `p${n}`),
+    );
+    // The batch's read transaction has ended: a write and a later batch go through.
+    await store.deletePlant(ids[0]!, 'o0');
+    assert.equal(await store.getPlant(ids[0]!), null);
+    // Reads still queued when the store closes are answered first; a read after it is a 503.
+    const late = [store.getPlant(ids[1]!), store.getPlant(ids[7]!)];
+    await store.close();
+    assert.deepEqual(await Promise.all(late), [{ id: ids[1], owner: 'o1', name: 'p1', tag: 't' }, null]);
+    await assert.rejects(store.getPlant(ids[1]!), (err: { status?: number }) => err.status === 503);
   });
 
   it('parses sqlite: URLs', () => {

@@ -17,6 +17,9 @@ import type {
 } from '../store.js';
 import { Checkpointer } from './checkpointer.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { type Pending, TurnBatch } from './turn-batch.js';
+
+type Outcome = { ok: boolean; value: unknown };
 
 export interface SqliteOptions {
   /** File path, or ':memory:'. */
@@ -167,6 +170,7 @@ export class SqliteStore implements Store {
       ping: db.prepare('SELECT 1'),
       dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
       begin: db.prepare('BEGIN IMMEDIATE'),
+      beginRead: db.prepare('BEGIN'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
       savepoint: db.prepare('SAVEPOINT w'),
@@ -176,41 +180,31 @@ export class SqliteStore implements Store {
   }
 
   // Group commit: writes that arrive while the event loop is busy are committed together in one
-  // transaction (one fsync), each inside its own savepoint so a failing write fails alone. Every
-  // promise settles only after the COMMIT has returned, i.e. after the batch is durable.
-  private queue: { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
-  private flushScheduled = false;
+  // transaction (one fsync); a failing write fails alone. Every promise settles only after the
+  // COMMIT has returned, i.e. after the batch is durable.
+  private readonly writes = new TurnBatch((batch) => this.commitBatch(batch));
 
   private write<T>(fn: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
+    return this.writes.push(fn);
   }
 
-  private flush(): void {
-    this.flushScheduled = false;
-    const batch = this.queue;
-    this.queue = [];
-    const outcomes: { ok: boolean; value: unknown }[] = [];
+  private commitBatch(batch: Pending[]): void {
+    const s = this.s;
+    let outcomes: Outcome[];
     try {
-      const s = this.s;
       s.begin.run();
-      for (const item of batch) {
-        // Prepared SAVEPOINT statements: no transaction wrapper built per write on this hot path.
-        s.savepoint.run();
-        try {
-          outcomes.push({ ok: true, value: item.fn() });
-        } catch (err) {
-          s.rollbackTo.run();
-          outcomes.push({ ok: false, value: err });
-        }
-        s.release.run();
+      // Writes rarely fail, so the batch first runs without a savepoint per write; if one throws,
+      // the whole transaction is rolled back and the batch runs again with a savepoint around each
+      // write. (A write's function only runs statements and bumps list versions, so running it
+      // twice is harmless.)
+      let ran = this.runWrites(batch, false);
+      if (ran === null) {
+        s.rollback.run();
+        s.begin.run();
+        ran = this.runWrites(batch, true) as Outcome[];
       }
-      this.s.commit.run();
+      outcomes = ran;
+      s.commit.run();
     } catch (err) {
       if (this.db.open && this.db.inTransaction) this.s.rollback.run();
       for (const item of batch) item.reject(this.translate(err));
@@ -221,6 +215,69 @@ export class SqliteStore implements Store {
       if (o.ok) item.resolve(o.value);
       else item.reject(this.translate(o.value));
     });
+  }
+
+  /** Runs the writes in the open transaction; without savepoints, null as soon as one throws. */
+  private runWrites(batch: Pending[], isolated: boolean): Outcome[] | null {
+    const s = this.s;
+    const outcomes: Outcome[] = [];
+    for (const item of batch) {
+      if (!isolated) {
+        try {
+          outcomes.push({ ok: true, value: item.fn() });
+        } catch {
+          return null;
+        }
+        continue;
+      }
+      // Prepared SAVEPOINT statements: no transaction wrapper built per write.
+      s.savepoint.run();
+      try {
+        outcomes.push({ ok: true, value: item.fn() });
+      } catch (err) {
+        s.rollbackTo.run();
+        outcomes.push({ ok: false, value: err });
+      }
+      s.release.run();
+    }
+    return outcomes;
+  }
+
+  // Read batching: the reads that arrive in one turn of the event loop run in one read
+  // transaction. Each read on its own would take and drop SQLite's shared-memory read lock (two
+  // fcntl calls and a stat); a batch does that once. The snapshot is taken after every request in
+  // the batch has arrived, so each still sees every write acknowledged before it was sent.
+  private readonly reads = new TurnBatch((batch) => this.readBatch(batch));
+
+  private read<T>(fn: () => T): Promise<T> {
+    return this.reads.push(fn);
+  }
+
+  private readBatch(batch: Pending[]): void {
+    const s = this.s;
+    let began = false;
+    try {
+      if (batch.length > 1) {
+        s.beginRead.run();
+        began = true;
+      }
+    } catch {
+      // Without the shared transaction each read still runs (and fails) on its own.
+    }
+    for (const item of batch) {
+      try {
+        item.resolve(item.fn());
+      } catch (err) {
+        item.reject(this.translate(err));
+      }
+    }
+    if (began && this.db.inTransaction) {
+      try {
+        s.commit.run();
+      } catch {
+        // A read transaction has nothing to lose; the next BEGIN starts afresh.
+      }
+    }
   }
 
   private changed(owner: string): void {
@@ -292,14 +349,14 @@ export class SqliteStore implements Store {
   }
 
   getPlant(id: number): Promise<PlantRecord | null> {
-    return this.run(() => {
+    return this.read(() => {
       const row = this.s.getPlant.get(id) as Row | undefined;
       return row === undefined ? null : toPlant(row);
     });
   }
 
   listPlants(q: PageQuery): Promise<PlantRecord[]> {
-    return this.run(() => {
+    return this.read(() => {
       let rows: unknown[];
       if (q.owner === null) {
         rows =
@@ -404,7 +461,10 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.queue.length > 0 && this.db.open) this.flush();
+    if (this.db.open) {
+      this.writes.drainNow();
+      this.reads.drainNow();
+    }
     await this.checkpointer?.stop();
     this.checkpointer = undefined;
     if (this.db.open) this.db.close();
