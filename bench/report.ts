@@ -175,22 +175,34 @@ export function chart(results: Results, targets: string[]): string {
   return parts.join('\n');
 }
 
-const START = '<!-- bench:start (written by npm run bench; edit outside these markers) -->';
-const END = '<!-- bench:end -->';
-
-/** Writes the measured part of docs/benchmarks.md and docs/benchmarks.svg, keeping the prose around it. */
-export function writeReport(env: string, table: string, summary: string, svg: string): void {
-  const file = 'docs/benchmarks.md';
+/** Replaces what lies between a document's `<!-- NAME:start … -->` and `<!-- NAME:end -->`, keeping the prose around it. */
+function writeSection(file: string, name: string, content: string): void {
+  const start = `<!-- ${name}:start (written by npm run bench; edit outside these markers) -->`;
+  const end = `<!-- ${name}:end -->`;
   let doc: string;
   try {
     doc = readFileSync(file, 'utf8');
   } catch {
-    doc = `# Benchmarks\n\n${START}\n${END}\n`;
+    doc = '';
   }
-  const body = `${START}\n\n${env}\n\n![req/s by operation](benchmarks.svg)\n\n${table}\n\n${summary}\n\n${END}`;
-  const at = doc.indexOf(START);
-  const end = doc.indexOf(END);
-  doc = at >= 0 && end > at ? doc.slice(0, at) + body + doc.slice(end + END.length) : `${doc}\n${body}\n`;
+  const body = `${start}\n\n${content}\n\n${end}`;
+  const at = doc.indexOf(start);
+  const stop = doc.indexOf(end);
+  doc = at >= 0 && stop > at ? doc.slice(0, at) + body + doc.slice(stop + end.length) : `${doc}\n${body}\n`;
   writeFileSync(file, doc);
+}
+
+/** Writes the measured part of docs/benchmarks.md and docs/benchmarks.svg. */
+export function writeReport(env: string, table: string, summary: string, svg: string): void {
+  writeSection(
+    'docs/benchmarks.md',
+    'bench',
+    `${env}\n\n![req/s by operation](benchmarks.svg)\n\n${table}\n\n${summary}`,
+  );
   writeFileSync('docs/benchmarks.svg', `${svg}\n`);
+}
+
+/** Writes the PostgreSQL 1- and 2-instance table into docs/scale-out.md. */
+export function writeScaleReport(env: string, table: string): void {
+  writeSection('docs/scale-out.md', 'scale', `${env}\n\n${table}`);
 }

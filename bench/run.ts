@@ -2,9 +2,11 @@
  * plantstore benchmark: starts `bin/plantstore serve` on a seeded store and drives it with
  * autocannon from a separate process. Rounds are interleaved across targets and medians reported.
  *
- *   npm run bench                          SQLite, plus PostgreSQL when reachable
- *   npm run bench -- --scale               PostgreSQL with 1 and 2 instances (docs/scale-out.md)
- *   options: --rounds N --duration S --plants N --connections N
+ *   npm run bench                          SQLite (docs/benchmarks.md), then PostgreSQL with 1 and 2
+ *                                          instances when it is reachable (docs/scale-out.md)
+ *   npm run bench -- --scale               only the PostgreSQL part
+ *   npm run bench -- --no-postgres         only the SQLite part
+ *   options: --rounds N --duration S --plants N --connections N --pg URL
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +15,15 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { chart, median, type Result, type Samples, summarize, writeReport } from './report.js';
+import {
+  chart,
+  median,
+  type Result,
+  type Samples,
+  summarize,
+  writeReport,
+  writeScaleReport,
+} from './report.js';
 import { seed, seededPlant, USERS } from './seed.js';
 
 const { values: opt } = parseArgs({
@@ -23,6 +33,7 @@ const { values: opt } = parseArgs({
     plants: { type: 'string', default: '100000' },
     connections: { type: 'string', default: '50' },
     scale: { type: 'boolean', default: false },
+    'no-postgres': { type: 'boolean', default: false },
     pg: {
       type: 'string',
       default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -129,8 +140,7 @@ async function startPlantstore(
     const port = await freePort();
     // The benchmark's one token would hit the default per-token limit at once, so limits are off.
     const args = [
-      'node',
-      'dist/cli.js',
+      'bin/plantstore',
       'serve',
       '--port',
       String(port),
@@ -338,6 +348,25 @@ async function pgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
+async function pgReachable(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: opt.pg, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function pgVersion(): Promise<string> {
+  const c = new pg.Client({ connectionString: opt.pg });
+  await c.connect();
+  const r = await c.query('SHOW server_version');
+  await c.end();
+  return String(r.rows[0].server_version).split(' ')[0]!;
+}
+
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-bench-'));
 const cleanups: (() => Promise<void>)[] = [];
 try {
@@ -345,19 +374,7 @@ try {
   const header =
     `${date}, ${availableParallelism()} cores, Node ${process.version}, ` +
     `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians (ratios: the median of the per-round ratios)`;
-  if (opt.scale) {
-    // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
-    const targets: Target[] = [];
-    for (const n of [1, 2]) {
-      const db = await pgDatabase();
-      cleanups.push(db.drop);
-      const t = await startPlantstore(`postgres, ${n} instance${n > 1 ? 's' : ''}`, db.url, n, false);
-      cleanups.unshift(t.stop);
-      targets.push(t);
-    }
-    const { medians: results } = measure(targets, false, tmp);
-    console.log(`\n${header}; unpinned\n\n${table(results)}`);
-  } else {
+  if (!opt.scale) {
     const big = PLANTS * 10;
     const plantstore = await startPlantstore('plantstore', `sqlite:${join(tmp, 'bench.db')}`, 1, PIN);
     cleanups.unshift(plantstore.stop);
@@ -395,6 +412,29 @@ try {
       ),
     );
     if (!report.allMet) process.exitCode = 1;
+    // The SQLite servers stop before the PostgreSQL part, so they take nothing from it.
+    for (const c of cleanups.splice(0)) await c().catch(() => {});
+  }
+  if (!opt['no-postgres']) {
+    if (await pgReachable()) {
+      // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
+      const targets: Target[] = [];
+      for (const n of [1, 2]) {
+        const db = await pgDatabase();
+        cleanups.push(db.drop);
+        const t = await startPlantstore(`postgres, ${n} instance${n > 1 ? 's' : ''}`, db.url, n, false);
+        cleanups.unshift(t.stop);
+        targets.push(t);
+      }
+      const { medians: results } = measure(targets, false, tmp);
+      const env = `${header}; PostgreSQL ${await pgVersion()} on the same machine; instances not pinned`;
+      console.log(`\n${env}\n\n${table(results)}`);
+      writeScaleReport(env, table(results));
+    } else {
+      console.log(
+        `\nPostgreSQL is not reachable at ${opt.pg}: the PostgreSQL part (1 and 2 instances) was skipped.`,
+      );
+    }
   }
 } finally {
   for (const c of cleanups) await c().catch(() => {});

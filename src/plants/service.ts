@@ -115,7 +115,7 @@ export class PlantService {
   }
 
   /** Changes whenever the caller's list may have changed; undefined when the engine cannot tell. */
-  listVersion(caller: Caller): string | undefined {
+  listVersion(caller: Caller): Promise<string> | undefined {
     return this.store.listVersion?.(isAdmin(caller) ? null : caller.user);
   }
 

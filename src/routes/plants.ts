@@ -134,7 +134,8 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         const q = request.query;
         const caller = request.caller!;
         // Read the version before the store: a write landing in between only makes the entry stale.
-        const version = service.listVersion(caller);
+        const asked = service.listVersion(caller);
+        const version = asked === undefined ? undefined : await asked;
         const key = `${caller.scopes.has('plants:admin') ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}`;
         const hit = version === undefined ? undefined : pages.get(key, version);
         if (hit) {

@@ -99,10 +99,10 @@ export interface Store {
 
   /**
    * A value that changes whenever the plants visible to `owner` (null: everyone's) may have
-   * changed, through this process or any other. Engines that cannot know every write omit it,
-   * and their list pages are never cached.
+   * changed, through this process or any other, as of the moment it is read. Engines that cannot
+   * know every write omit it, and their list pages are never cached.
    */
-  listVersion?(owner: string | null): string;
+  listVersion?(owner: string | null): Promise<string>;
   /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
   backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */

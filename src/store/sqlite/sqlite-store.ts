@@ -285,13 +285,13 @@ export class SqliteStore implements Store {
     this.anyVersion++;
   }
 
-  listVersion(owner: string | null): string {
-    let dv: number;
-    try {
-      dv = this.s.dataVersion.get() as number;
-    } catch (err) {
-      throw this.translate(err);
-    }
+  // Read in the turn's read batch, so asking costs no lock of its own.
+  listVersion(owner: string | null): Promise<string> {
+    return this.read(() => this.versionOf(owner));
+  }
+
+  private versionOf(owner: string | null): string {
+    const dv = this.s.dataVersion.get() as number;
     if (dv !== this.dataVersion) {
       this.dataVersion = dv;
       this.epoch++;
