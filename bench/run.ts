@@ -263,13 +263,24 @@ function measure(
     body: op.body,
     token: t.token,
   });
-  // Warm-up, not counted: a short run of every read operation and of create per target (JIT,
-  // caches, and a SQLite WAL file grown to its working size, which a fresh process starts without).
+  // Warm-up, not counted: a short run of every operation per target (JIT, caches, and a SQLite
+  // WAL file grown to its working size, which a fresh process starts without). The delete
+  // warm-up deletes exactly what the create warm-up made.
   for (const t of targets) {
-    for (const op of OPS.filter((o) => o.method === 'GET' || o.records)) {
+    const warmIds = join(tmp, `${t.name}-warm.ids.json`);
+    for (const op of OPS) {
       if (t.ops && !t.ops.includes(op.name)) continue;
       const spec = specFor(t, op, 1);
       spec.path = String(spec.path).replace('{id}', String(t.readIds[0]));
+      if (op.records) spec.idsOut = warmIds;
+      if (op.ids === 'created') {
+        spec.path = op.path;
+        spec.idsFile = warmIds;
+        spec.amount = JSON.parse(readFileSync(warmIds, 'utf8')).length;
+        spec.eachOnce = true;
+        delete spec.duration;
+        if (spec.amount === 0) continue;
+      }
       waitIdle(allPids);
       load(spec, pin);
     }
