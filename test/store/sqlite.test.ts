@@ -98,6 +98,12 @@ describe('SQLite store specifics', () => {
     await store.migrate();
     await store.close();
     await assert.rejects(store.ping(), (err: { status?: number }) => err.status === 503);
+    // Batched writes and reads too, even when no statement had been prepared before the close.
+    await assert.rejects(
+      store.createPlant({ id: null, owner: 'o', name: 'n', tag: null }),
+      (err: { status?: number }) => err.status === 503,
+    );
+    await assert.rejects(store.getPlant(1), (err: { status?: number }) => err.status === 503);
   });
 
   it('answers reads made in one turn of the event loop each with its own row, in one batch', async () => {

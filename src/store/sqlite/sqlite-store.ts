@@ -189,9 +189,11 @@ export class SqliteStore implements Store {
   }
 
   private commitBatch(batch: Pending[]): void {
-    const s = this.s;
     let outcomes: Outcome[];
     try {
+      // Inside the try: preparing the statements fails on a closed database, and every queued
+      // write must still be answered.
+      const s = this.s;
       s.begin.run();
       // Writes rarely fail, so the batch first runs without a savepoint per write; if one throws,
       // the whole transaction is rolled back and the batch runs again with a savepoint around each
@@ -254,11 +256,10 @@ export class SqliteStore implements Store {
   }
 
   private readBatch(batch: Pending[]): void {
-    const s = this.s;
     let began = false;
     try {
       if (batch.length > 1) {
-        s.beginRead.run();
+        this.s.beginRead.run();
         began = true;
       }
     } catch {
@@ -273,7 +274,7 @@ export class SqliteStore implements Store {
     }
     if (began && this.db.inTransaction) {
       try {
-        s.commit.run();
+        this.s.commit.run();
       } catch {
         // A read transaction has nothing to lose; the next BEGIN starts afresh.
       }
