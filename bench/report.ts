@@ -89,29 +89,29 @@ export function summarize(
     if (!r) throw new Error(`no result for ${t} ${op}`);
     return r;
   };
+  // a ÷ b in every round, for one operation.
+  const perRound = (op: string, a: keyof Names, b: keyof Names): number[] => {
+    const xs = samples.get(names[a])?.get(op) ?? [];
+    const ys = samples.get(names[b])?.get(op) ?? [];
+    if (xs.length === 0 || xs.length !== ys.length) throw new Error(`no paired rounds for ${op}`);
+    return xs.map((x, i) => x.rps / ys[i]!.rps);
+  };
   const r: Lookup = {
     ps: get(names.plantstore),
     ceil: get(names.ceiling),
     js: get(names.jsonServer),
     large: get(names.large),
     psOps: () => [...(results.get(names.plantstore)?.keys() ?? [])],
-    ratio: (op, a, b) => {
-      const xs = samples.get(names[a])?.get(op) ?? [];
-      const ys = samples.get(names[b])?.get(op) ?? [];
-      if (xs.length === 0 || xs.length !== ys.length) throw new Error(`no paired rounds for ${op}`);
-      return median(xs.map((x, i) => x.rps / ys[i]!.rps));
-    },
+    ratio: (op, a, b) => median(perRound(op, a, b)),
   };
   const ratios = [
     '| operation | plantstore req/s | ceiling req/s | ratio to ceiling (per-round ratios) | json-server req/s | plantstore ÷ json-server |',
     '|---|---:|---:|---:|---:|---:|',
   ];
   for (const op of r.psOps()) {
-    const perRound = (samples.get(names.plantstore)?.get(op) ?? []).map(
-      (x, i) => x.rps / samples.get(names.ceiling)!.get(op)![i]!.rps,
-    );
+    const rounds = perRound(op, 'plantstore', 'ceiling');
     ratios.push(
-      `| ${op} | ${r.ps(op).rps.toFixed(0)} | ${r.ceil(op).rps.toFixed(0)} | **${r.ratio(op, 'plantstore', 'ceiling').toFixed(2)}** (${perRound.map((x) => x.toFixed(2)).join(', ')}) | ${r.js(op).rps.toFixed(0)} | ${r.ratio(op, 'plantstore', 'jsonServer').toFixed(1)}× |`,
+      `| ${op} | ${r.ps(op).rps.toFixed(0)} | ${r.ceil(op).rps.toFixed(0)} | **${median(rounds).toFixed(2)}** (${rounds.map((x) => x.toFixed(2)).join(', ')}) | ${r.js(op).rps.toFixed(0)} | ${r.ratio(op, 'plantstore', 'jsonServer').toFixed(1)}× |`,
     );
   }
   const rows = ['| target | measured | met |', '|---|---|---|'];

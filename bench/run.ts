@@ -254,15 +254,27 @@ function measure(
   tmp: string,
 ): { medians: Map<string, Map<string, Result>>; samples: Samples } {
   const allPids = targets.flatMap((t) => t.pids);
-  const specFor = (t: Target, op: Op, duration: number): Record<string, unknown> => ({
-    urls: t.urls,
-    connections: CONNECTIONS,
-    duration,
-    method: op.method,
-    path: t.paths?.[op.name] ?? op.path,
-    body: op.body,
-    token: t.token,
-  });
+  // One run of `op` on `t`. `ids` is the file where a create records the plants it made and from
+  // which the delete after it takes them: each deleted once, a fixed amount rather than a duration.
+  const specFor = (t: Target, op: Op, duration: number, ids: string): Record<string, unknown> => {
+    const spec: Record<string, unknown> = {
+      urls: t.urls,
+      connections: CONNECTIONS,
+      duration,
+      method: op.method,
+      path: t.paths?.[op.name] ?? op.path,
+      body: op.body,
+      token: t.token,
+    };
+    if (op.records) spec.idsOut = ids;
+    if (op.ids === 'created') {
+      spec.idsFile = ids;
+      spec.amount = JSON.parse(readFileSync(ids, 'utf8')).length;
+      spec.eachOnce = true;
+      delete spec.duration;
+    }
+    return spec;
+  };
   // Warm-up, not counted: a short run of every operation per target (JIT, caches, and a SQLite
   // WAL file grown to its working size, which a fresh process starts without). The delete
   // warm-up deletes exactly what the create warm-up made.
@@ -270,17 +282,9 @@ function measure(
     const warmIds = join(tmp, `${t.name}-warm.ids.json`);
     for (const op of OPS) {
       if (t.ops && !t.ops.includes(op.name)) continue;
-      const spec = specFor(t, op, 1);
-      spec.path = String(spec.path).replace('{id}', String(t.readIds[0]));
-      if (op.records) spec.idsOut = warmIds;
-      if (op.ids === 'created') {
-        spec.path = op.path;
-        spec.idsFile = warmIds;
-        spec.amount = JSON.parse(readFileSync(warmIds, 'utf8')).length;
-        spec.eachOnce = true;
-        delete spec.duration;
-        if (spec.amount === 0) continue;
-      }
+      const spec = specFor(t, op, 1, warmIds);
+      if (op.ids === 'read') spec.path = String(spec.path).replace('{id}', String(t.readIds[0]));
+      if (spec.amount === 0) continue;
       waitIdle(allPids);
       load(spec, pin);
     }
@@ -291,18 +295,10 @@ function measure(
       for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
         if (t.ops && !t.ops.includes(op.name)) continue;
         const idsFile = join(tmp, `${t.name}-${round}.ids.json`);
-        const spec = specFor(t, op, DURATION);
+        const spec = specFor(t, op, DURATION, idsFile);
         if (op.ids === 'read') {
           writeFileSync(idsFile.replace('.ids', '.read'), JSON.stringify(t.readIds));
           spec.idsFile = idsFile.replace('.ids', '.read');
-        }
-        if (op.records) spec.idsOut = idsFile;
-        if (op.ids === 'created') {
-          spec.idsFile = idsFile;
-          // Each created plant is deleted once: a fixed amount rather than a duration.
-          spec.amount = JSON.parse(readFileSync(idsFile, 'utf8')).length;
-          spec.eachOnce = true;
-          delete spec.duration;
         }
         waitIdle(allPids);
         const r: Result =
@@ -359,23 +355,18 @@ async function pgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-async function pgReachable(): Promise<boolean> {
+/** PostgreSQL's version, or null when it cannot be reached. */
+async function pgServerVersion(): Promise<string | null> {
   const c = new pg.Client({ connectionString: opt.pg, connectionTimeoutMillis: 2000 });
   try {
     await c.connect();
-    await c.end();
-    return true;
+    const r = await c.query('SHOW server_version');
+    return String(r.rows[0].server_version).split(' ')[0]!;
   } catch {
-    return false;
+    return null;
+  } finally {
+    await c.end().catch(() => {});
   }
-}
-
-async function pgVersion(): Promise<string> {
-  const c = new pg.Client({ connectionString: opt.pg });
-  await c.connect();
-  const r = await c.query('SHOW server_version');
-  await c.end();
-  return String(r.rows[0].server_version).split(' ')[0]!;
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-bench-'));
@@ -427,7 +418,8 @@ try {
     for (const c of cleanups.splice(0)) await c().catch(() => {});
   }
   if (!opt['no-postgres']) {
-    if (await pgReachable()) {
+    const version = await pgServerVersion();
+    if (version !== null) {
       // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
       const targets: Target[] = [];
       for (const n of [1, 2]) {
@@ -438,7 +430,7 @@ try {
         targets.push(t);
       }
       const { medians: results } = measure(targets, false, tmp);
-      const env = `${header}; PostgreSQL ${await pgVersion()} on the same machine; instances not pinned`;
+      const env = `${header}; PostgreSQL ${version} on the same machine; instances not pinned`;
       console.log(`\n${env}\n\n${table(results)}`);
       writeScaleReport(env, table(results));
     } else {
