@@ -1,12 +1,12 @@
 /**
  * plantstore benchmark: starts `bin/plantstore serve` on a seeded store and drives it with
- * autocannon from a separate process. Rounds are interleaved across targets and medians reported.
+ * wrk (or autocannon) from a separate process. Rounds are interleaved across targets and medians reported.
  *
  *   npm run bench                          SQLite (docs/benchmarks.md), then PostgreSQL with 1 and 2
  *                                          instances when it is reachable (docs/scale-out.md)
  *   npm run bench -- --scale               only the PostgreSQL part
  *   npm run bench -- --no-postgres         only the SQLite part
- *   options: --rounds N --duration S --plants N --connections N --pg URL
+ *   options: --rounds N --duration S --plants N --connections N --pg URL --load wrk|autocannon
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,6 +32,8 @@ const { values: opt } = parseArgs({
     duration: { type: 'string', default: '3' },
     plants: { type: 'string', default: '100000' },
     connections: { type: 'string', default: '50' },
+    // wrk (Debian's package) when it is installed, else autocannon; see LOADERS.
+    load: { type: 'string' },
     scale: { type: 'boolean', default: false },
     'no-postgres': { type: 'boolean', default: false },
     pg: {
@@ -45,6 +47,21 @@ const DURATION = Number(opt.duration);
 const CONNECTIONS = Number(opt.connections);
 const PLANTS = Number(opt.plants);
 const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+// The load generators, each a script taking one JSON spec and printing one JSON result line.
+// wrk is preferred: written in C, it takes its latency samples as answers arrive, whereas
+// autocannon's JavaScript handles a burst of answers (a group commit answers ~50 at once) one
+// after another and counts its own queueing as latency (docs/benchmarks.md, "Load generator").
+const LOADERS: Record<string, string> = { wrk: 'bench/wrk.mjs', autocannon: 'bench/load.mjs' };
+const HAVE_WRK = spawnSync('wrk', ['-v']).error === undefined;
+const LOADER = opt.load ?? (HAVE_WRK ? 'wrk' : 'autocannon');
+if (!(LOADER in LOADERS)) throw new Error(`--load must be one of ${Object.keys(LOADERS).join(', ')}`);
+if (LOADER === 'wrk' && !HAVE_WRK) throw new Error('--load wrk: wrk is not installed (apt-get install wrk)');
+if (LOADER === 'autocannon' && opt.load === undefined) {
+  console.error(
+    'wrk is not installed (apt-get install wrk): measuring with autocannon, whose latency figures include its own queueing.',
+  );
+}
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -235,7 +252,7 @@ const OPS: Op[] = [
 ];
 
 function load(spec: Record<string, unknown>, pin: boolean): Result {
-  const args = ['bench/load.mjs', JSON.stringify(spec)];
+  const args = [LOADERS[LOADER]!, JSON.stringify(spec)];
   const r = pin
     ? spawnSync('taskset', ['-c', '1', process.execPath, ...args], { encoding: 'utf8' })
     : spawnSync(process.execPath, args, { encoding: 'utf8' });
@@ -375,7 +392,7 @@ try {
   const date = new Date().toISOString().slice(0, 10);
   const header =
     `${date}, ${availableParallelism()} cores, Node ${process.version}, ` +
-    `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians (ratios: the median of the per-round ratios)`;
+    `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), load generator ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians (ratios: the median of the per-round ratios)`;
   if (!opt.scale) {
     const big = PLANTS * 10;
     const plantstore = await startPlantstore('plantstore', `sqlite:${join(tmp, 'bench.db')}`, 1, PIN);

@@ -154,8 +154,11 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           reply.header('link', link);
         }
         const body = reply.serialize(page.plants.map(view)) as string;
-        if (version !== undefined) pages.set(key, { version, body, link });
-        return reply.type('application/json; charset=utf-8').send(body as unknown as Plant[]);
+        if (version === undefined)
+          return reply.type('application/json; charset=utf-8').send(body as unknown as Plant[]);
+        const bytes = Buffer.from(body);
+        pages.set(key, { version, body: bytes, link });
+        return reply.type('application/json; charset=utf-8').send(bytes as unknown as Plant[]);
       },
     );
 

@@ -27,6 +27,17 @@ for (const engine of ENGINES) {
       assert.equal(b.headers['content-type'], 'application/json; charset=utf-8');
     });
 
+    it('a cached page with non-ASCII names keeps its UTF-8 bytes and Content-Length', async () => {
+      const c = await h.user();
+      await c.create({ name: 'Fougère 🌿', tag: 'ünï' });
+      for (let i = 0; i < 2; i++) {
+        const res = await c.request({ method: 'GET', url: '/plants' });
+        assert.deepEqual(res.json(), [{ name: 'Fougère 🌿', tag: 'ünï' }]);
+        assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.body));
+        assert.equal(Buffer.byteLength(res.body), Buffer.byteLength('[{"name":"Fougère 🌿","tag":"ünï"}]'));
+      }
+    });
+
     it('creates and deletes show up in the very next list, own and admin’s', async () => {
       const c = await h.user();
       const admin = await h.user(['plants:admin']);

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Cross-checks `npm run bench` with a different load generator (wrk, from Debian) and a different
-# ceiling (a bare node:http server written here, not bench/ceiling.mjs): read one, list limit=20
-# and create, 50 connections, server on core 0 and wrk on core 1, rounds alternating which target
-# goes first. Prints each round and the median of the per-round ratios.
-#   bash bench/wrk-check.sh [rounds=5] [seconds=3]
+# Cross-checks `npm run bench` with its own harness: a different ceiling (a bare node:http server
+# written here, not bench/ceiling.mjs) and the load generator's own command line — autocannon's
+# CLI by default (the benchmark itself uses wrk when installed), or wrk. Read one, list limit=20
+# and create, 50 connections, server on core 0 and the load generator on core 1, rounds
+# alternating which target goes first. Prints each round and the median of the per-round ratios.
+#   bash bench/cross-check.sh [rounds=5] [seconds=3] [autocannon|wrk]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 2; }
 ROUNDS=${1:-5}
 SECS=${2:-3}
+GEN=${3:-autocannon}
+case $GEN in
+  wrk) command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 2; } ;;
+  autocannon) ;;
+  *) echo "load generator: autocannon or wrk" >&2; exit 2 ;;
+esac
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$TMP"; }
@@ -60,10 +66,23 @@ for port in $PS $CEIL; do
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/plants" && break; sleep 0.1; done
 done
 
-# One wrk run: prints "req/s p99 non-2xx".
+# One run: prints "req/s p99 non-2xx". read one reads a single plant with autocannon (its CLI
+# sends one fixed request), a rotation of 256 with wrk.
+FIRST_ID=$(node -e "console.log(JSON.parse(require('fs').readFileSync('$TMP/seed.json', 'utf8')).callerIds[0])")
 run() {
-  taskset -c 1 wrk -t1 -c50 -d"$3" --latency -s "$TMP/$2.lua" "http://127.0.0.1:$1" |
-    awk '/Requests\/sec/ {r = $2} / 99%/ {p = $2} /Non-2xx/ {n = $NF} END {print r, p, n + 0}'
+  if [ "$GEN" = wrk ]; then
+    taskset -c 1 wrk -t1 -c50 -d"$3" --latency -s "$TMP/$2.lua" "http://127.0.0.1:$1" |
+      awk '/Requests\/sec/ {r = $2} / 99%/ {p = $2} /Non-2xx/ {n = $NF} END {print r, p, n + 0}'
+    return
+  fi
+  local args=(-c 50 -d "$3" -j -H "authorization=Bearer $TOKEN")
+  case $2 in
+    read) args+=("http://127.0.0.1:$1/plants/$FIRST_ID") ;;
+    list) args+=("http://127.0.0.1:$1/plants?limit=20") ;;
+    create) args+=(-m POST -H "content-type=application/json" -b '{"name":"Cross-check fern","tag":"ac"}' "http://127.0.0.1:$1/plants") ;;
+  esac
+  taskset -c 1 node_modules/.bin/autocannon "${args[@]}" 2>/dev/null |
+    node -e "const r = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log((r.requests.total / r.duration).toFixed(0), r.latency.p99 + 'ms', r.non2xx)"
 }
 for op in read list create; do run $PS $op 1 >/dev/null; run $CEIL $op 1 >/dev/null; done
 
@@ -74,7 +93,7 @@ for r in $(seq "$ROUNDS"); do
     read -r crps cp99 cbad <<<"$c"
     read -r prps pp99 pbad <<<"$p"
     ratio=$(awk -v a="$prps" -v b="$crps" 'BEGIN {printf "%.3f", a / b}')
-    echo "round $r $op: ceiling $crps req/s p99 $cp99 (non-2xx $cbad) | plantstore $prps req/s p99 $pp99 (non-2xx $pbad) | ratio $ratio"
+    echo "$GEN round $r $op: ceiling $crps req/s p99 $cp99 (non-2xx $cbad) | plantstore $prps req/s p99 $pp99 (non-2xx $pbad) | ratio $ratio"
     echo "$op $ratio" >>"$TMP/ratios"
   done
 done
