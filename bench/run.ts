@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import {
@@ -94,16 +95,45 @@ interface Target {
   stop(): Promise<void>;
 }
 
+// Every server started, so an interrupted run can stop them all.
+const servers = new Set<ChildProcess>();
+
+/**
+ * Starts a server in a process group of its own: the benchmark stops idle servers with SIGSTOP
+ * (withOthersStopped), and a stopped process left in the benchmark's own group would make the
+ * kernel hang up on the whole group should the shell that started it go away.
+ */
 function spawnServer(args: string[], pin: boolean): ChildProcess {
-  return pin
-    ? spawn('taskset', ['-c', '0', ...args], { stdio: 'inherit' })
-    : spawn(args[0]!, args.slice(1), { stdio: 'inherit' });
+  const [cmd, ...rest] = pin ? ['taskset', '-c', '0', ...args] : args;
+  const child = spawn(cmd!, rest, { stdio: 'inherit', detached: true });
+  servers.add(child);
+  child.once('exit', () => servers.delete(child));
+  return child;
+}
+
+// Being in groups of their own, the servers do not get the terminal's Ctrl-C: pass it on.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, async () => {
+    for (const c of servers) {
+      c.kill('SIGCONT');
+      c.kill('SIGTERM');
+    }
+    // What the run's `finally` would have done: drop the PostgreSQL databases, remove the files.
+    for (const c of cleanups) await c().catch(() => {});
+    rmSync(tmp, { recursive: true, force: true });
+    process.exit(130);
+  });
 }
 
 async function stopAll(children: ChildProcess[]): Promise<void> {
-  for (const c of children) c.kill('SIGTERM');
+  for (const c of children) {
+    c.kill('SIGCONT');
+    c.kill('SIGTERM');
+  }
   await Promise.all(
-    children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
+    children.map(
+      (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))),
+    ),
   );
 }
 
@@ -120,15 +150,38 @@ function cpuTicks(pid: number): number {
  * Waits until none of the servers is still busy with a previous phase's backlog (a slow target
  * keeps working after its load generator stops), so one target's leftovers never slow the next.
  */
-function waitIdle(pids: number[]): void {
+async function waitIdle(pids: number[]): Promise<void> {
   const deadline = Date.now() + 60_000;
   let before = pids.map(cpuTicks);
   while (Date.now() < deadline) {
-    spawnSync('sleep', ['0.3']);
+    await sleep(300);
     const after = pids.map(cpuTicks);
     // Under 2 ticks (20 ms of CPU) in 300 ms for every process: idle enough.
     if (after.every((t, i) => t - before[i]! < 2)) return;
     before = after;
+  }
+}
+
+/**
+ * Runs `fn` with the other targets' processes stopped (SIGSTOP), then resumes them. They all share
+ * the pinned core, and an idle server still does housekeeping there: V8's memory reducer compacts
+ * an idle heap some seconds after its last load (json-server's, with 100,000 plants in memory, took
+ * tens of milliseconds at a time), and a SQLite server checkpoints. Measured with them running,
+ * the p99 of whichever target was under load at that moment took the hit.
+ */
+async function withOthersStopped<T>(others: number[], fn: () => Promise<T>): Promise<T> {
+  const signal = (sig: NodeJS.Signals) => {
+    for (const pid of others) {
+      try {
+        process.kill(pid, sig);
+      } catch {}
+    }
+  };
+  signal('SIGSTOP');
+  try {
+    return await fn();
+  } finally {
+    signal('SIGCONT');
   }
 }
 
@@ -251,13 +304,24 @@ const OPS: Op[] = [
   { name: 'delete', method: 'DELETE', path: '/plants/{id}', ids: 'created' },
 ];
 
-function load(spec: Record<string, unknown>, pin: boolean): Result {
+/** One load-generator run, in its own process (asynchronous, so a Ctrl-C is handled at once). */
+function load(spec: Record<string, unknown>, pin: boolean): Promise<Result> {
   const args = [LOADERS[LOADER]!, JSON.stringify(spec)];
-  const r = pin
-    ? spawnSync('taskset', ['-c', '1', process.execPath, ...args], { encoding: 'utf8' })
-    : spawnSync(process.execPath, args, { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`load generator failed: ${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop()!);
+  const [cmd, ...rest] = pin
+    ? ['taskset', '-c', '1', process.execPath, ...args]
+    : [process.execPath, ...args];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`load generator failed: ${err}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop()!));
+    });
+  });
 }
 
 /**
@@ -265,12 +329,13 @@ function load(spec: Record<string, unknown>, pin: boolean): Result {
  * every other round (A B C D, D C B A, …) so a drift of the machine's speed favours no one.
  * Returns every round's result and the medians per target and op.
  */
-function measure(
+async function measure(
   targets: Target[],
   pin: boolean,
   tmp: string,
-): { medians: Map<string, Map<string, Result>>; samples: Samples } {
+): Promise<{ medians: Map<string, Map<string, Result>>; samples: Samples }> {
   const allPids = targets.flatMap((t) => t.pids);
+  const othersOf = (t: Target) => targets.filter((o) => o !== t).flatMap((o) => o.pids);
   // One run of `op` on `t`. `ids` is the file where a create records the plants it made and from
   // which the delete after it takes them: each deleted once, a fixed amount rather than a duration.
   const specFor = (t: Target, op: Op, duration: number, ids: string): Record<string, unknown> => {
@@ -302,8 +367,8 @@ function measure(
       const spec = specFor(t, op, 1, warmIds);
       if (op.ids === 'read') spec.path = String(spec.path).replace('{id}', String(t.readIds[0]));
       if (spec.amount === 0) continue;
-      waitIdle(allPids);
-      load(spec, pin);
+      await waitIdle(allPids);
+      await withOthersStopped(othersOf(t), () => load(spec, pin));
     }
   }
   const samples: Samples = new Map();
@@ -317,9 +382,11 @@ function measure(
           writeFileSync(idsFile.replace('.ids', '.read'), JSON.stringify(t.readIds));
           spec.idsFile = idsFile.replace('.ids', '.read');
         }
-        waitIdle(allPids);
+        await waitIdle(allPids);
         const r: Result =
-          spec.amount === 0 ? { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 } : load(spec, pin);
+          spec.amount === 0
+            ? { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 }
+            : await withOthersStopped(othersOf(t), () => load(spec, pin));
         process.stderr.write(
           `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}\n`,
         );
@@ -411,7 +478,7 @@ try {
     cleanups.unshift(jsonServer.stop);
     // The three fast targets next to each other, so the ratios compare neighbouring runs.
     const targets = [ceiling, plantstore, large, jsonServer];
-    const { medians: results, samples } = measure(targets, PIN, tmp);
+    const { medians: results, samples } = await measure(targets, PIN, tmp);
     const rss = peakRssMb(large.pids[0]!);
     const report = summarize(
       results,
@@ -446,7 +513,7 @@ try {
         cleanups.unshift(t.stop);
         targets.push(t);
       }
-      const { medians: results } = measure(targets, false, tmp);
+      const { medians: results } = await measure(targets, false, tmp);
       const env = `${header}; PostgreSQL ${version} on the same machine; instances not pinned`;
       console.log(`\n${env}\n\n${table(results)}`);
       writeScaleReport(env, table(results));
