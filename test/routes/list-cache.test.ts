@@ -27,6 +27,45 @@ for (const engine of ENGINES) {
       assert.equal(b.headers['content-type'], 'application/json; charset=utf-8');
     });
 
+    it('requests that miss the cache together build the page once', async () => {
+      // A store of its own whose listPlants calls are counted (the app times the store's methods
+      // as it is built, so they cannot be swapped afterwards).
+      let calls = 0;
+      let versioned = false;
+      const counted = await harness({
+        ...engine,
+        async open() {
+          const store = await engine.open();
+          const listPlants = store.listPlants;
+          store.listPlants = (...args) => {
+            calls++;
+            return listPlants.apply(store, args);
+          };
+          versioned = store.listVersion !== undefined;
+          return store;
+        },
+      });
+      try {
+        const c = await counted.user();
+        for (let i = 0; i < 3; i++) await c.create({ name: `s${i}` });
+        await c.request({ method: 'GET', url: '/plants' }); // the token is verified and cached
+        calls = 0;
+        const all = await Promise.all(
+          Array.from({ length: 10 }, () => c.request({ method: 'GET', url: '/plants?limit=2' })),
+        );
+        for (const res of all) {
+          assert.equal(res.statusCode, 200);
+          assert.deepEqual(names(res), ['s0', 's1']);
+          assert.ok(res.headers.link);
+          assert.equal(res.headers.link, all[0]!.headers.link);
+        }
+        // Engines that cannot version their pages (PostgreSQL) never cache, so they query each time.
+        assert.equal(calls, versioned ? 1 : 10);
+      } finally {
+        await counted.close();
+      }
+    });
+
     it('a cached page with non-ASCII names keeps its UTF-8 bytes and Content-Length', async () => {
       const c = await h.user();
       await c.create({ name: 'Fougère 🌿', tag: 'ünï' });
