@@ -388,7 +388,7 @@ async function measure(
             ? { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 }
             : await withOthersStopped(othersOf(t), () => load(spec, pin));
         process.stderr.write(
-          `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}\n`,
+          `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}  (ended ${new Date().toISOString().slice(11, 23)})\n`,
         );
         const byOp = samples.get(t.name) ?? new Map<string, Result[]>();
         byOp.set(op.name, [...(byOp.get(op.name) ?? []), r]);
