@@ -4,6 +4,7 @@
 // spec: { urls, connections, duration?, amount?, method, path, body?, token?, idsFile?, idsOut? }
 import { readFileSync, writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
+import { combine } from './combine.mjs';
 
 const spec = JSON.parse(process.argv[2]);
 const ids = spec.idsFile ? JSON.parse(readFileSync(spec.idsFile, 'utf8')) : null;
@@ -66,16 +67,15 @@ const amountFor = (i) =>
 const results = await Promise.all(
   spec.urls.flatMap((u, i) => (amountFor(i) === 0 ? [] : [run(u, per, amountFor(i))])),
 );
-const total = results.reduce((n, r) => n + r.requests.total, 0);
-const seconds = Math.max(...results.map((r) => r.duration));
-const out = {
-  rps: total / seconds,
-  // With several targets, the worst target's percentiles.
-  p50: Math.max(...results.map((r) => r.latency.p50)),
-  p99: Math.max(...results.map((r) => r.latency.p99)),
-  total,
-  non2xx: results.reduce((n, r) => n + r.non2xx, 0),
-  errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0),
-};
+const out = combine(
+  results.map((r) => ({
+    requests: r.requests.total,
+    seconds: r.duration,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  })),
+);
 if (spec.idsOut) writeFileSync(spec.idsOut, JSON.stringify(created));
 process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -114,13 +114,9 @@ function spawnServer(args: string[], pin: boolean): ChildProcess {
 // Being in groups of their own, the servers do not get the terminal's Ctrl-C: pass it on.
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, async () => {
-    for (const c of servers) {
-      c.kill('SIGCONT');
-      c.kill('SIGTERM');
-    }
-    // What the run's `finally` would have done: drop the PostgreSQL databases, remove the files.
-    for (const c of cleanups) await c().catch(() => {});
-    rmSync(tmp, { recursive: true, force: true });
+    // Servers started but not yet handed to `cleanups` too; then what the run's `finally` does.
+    await stopAll([...servers]);
+    await cleanUp();
     process.exit(130);
   });
 }
@@ -455,6 +451,15 @@ async function pgServerVersion(): Promise<string | null> {
 
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-bench-'));
 const cleanups: (() => Promise<void>)[] = [];
+/** Stops the servers started so far and drops the PostgreSQL databases made so far. */
+async function runCleanups(): Promise<void> {
+  for (const c of cleanups.splice(0)) await c().catch(() => {});
+}
+/** runCleanups(), and the run's files removed. */
+async function cleanUp(): Promise<void> {
+  await runCleanups();
+  rmSync(tmp, { recursive: true, force: true });
+}
 try {
   const date = new Date().toISOString().slice(0, 10);
   const header =
@@ -499,7 +504,7 @@ try {
     );
     if (!report.allMet) process.exitCode = 1;
     // The SQLite servers stop before the PostgreSQL part, so they take nothing from it.
-    for (const c of cleanups.splice(0)) await c().catch(() => {});
+    await runCleanups();
   }
   if (!opt['no-postgres']) {
     const version = await pgServerVersion();
@@ -524,6 +529,5 @@ try {
     }
   }
 } finally {
-  for (const c of cleanups) await c().catch(() => {});
-  rmSync(tmp, { recursive: true, force: true });
+  await cleanUp();
 }

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { combine } from './combine.mjs';
 
 const spec = JSON.parse(process.argv[2]);
 const script = join(dirname(fileURLToPath(import.meta.url)), 'wrk.lua');
@@ -64,18 +65,17 @@ function run(url, i) {
 
 try {
   const results = (await Promise.all(spec.urls.map(run))).filter((r) => r !== null);
-  const total = results.reduce((s, r) => s + r.requests, 0);
-  const seconds = Math.max(...results.map((r) => r.duration_us)) / 1e6;
   const ms = (us) => Math.round(us / 10) / 100;
-  const out = {
-    rps: total / seconds,
-    // With several targets, the worst target's percentiles.
-    p50: ms(Math.max(...results.map((r) => r.p50_us))),
-    p99: ms(Math.max(...results.map((r) => r.p99_us))),
-    total,
-    non2xx: results.reduce((s, r) => s + r.non2xx, 0),
-    errors: results.reduce((s, r) => s + r.errors, 0),
-  };
+  const out = combine(
+    results.map((r) => ({
+      requests: r.requests,
+      seconds: r.duration_us / 1e6,
+      p50: ms(r.p50_us),
+      p99: ms(r.p99_us),
+      non2xx: r.non2xx,
+      errors: r.errors,
+    })),
+  );
   if (spec.idsOut) writeFileSync(spec.idsOut, JSON.stringify(results.flatMap((r) => r.created)));
   process.stdout.write(`${JSON.stringify(out)}\n`);
 } finally {
