@@ -8,6 +8,7 @@ import { registerBodyParsers } from './http/json.js';
 import { logSerializers } from './http/log-serializers.js';
 import { Metrics } from './http/metrics.js';
 import { genReqId } from './http/request-id.js';
+import { requestLoggerFactory } from './http/request-logger.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
@@ -47,6 +48,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const app: FastifyInstance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     genReqId,
+    childLoggerFactory: requestLoggerFactory,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
