@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { BIN, serve } from './process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'plantstore-runtime-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+function run(node: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(node, args, { env: { ...process.env, ...env } }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** A preload that makes this Node report another version, to test the check on any machine. */
+function pretend(version: string): string {
+  const file = join(dir, `pretend-${version}.mjs`);
+  writeFileSync(file, `Object.defineProperty(process.versions, 'node', { value: '${version}' });\n`);
+  return file;
+}
+
+const COMMANDS = [['serve'], ['migrate'], ['token', 'create', '--user', 'u'], ['plants', 'list'], ['--help']];
+
+describe('bin/plantstore on a Node.js older than 22.14', () => {
+  for (const version of ['20.20.2', '22.13.1', '18.0.0'])
+    for (const args of COMMANDS)
+      it(`on ${version}, \`${args.join(' ')}\` exits 2 with one line naming 22.14 and writes nothing`, async () => {
+        const db = join(dir, `untouched-${Math.random()}.db`);
+        const r = await run(process.execPath, ['--import', pretend(version), BIN, ...args], {
+          DATABASE_URL: `sqlite:${db}`,
+        });
+        assert.equal(r.code, 2);
+        assert.equal(r.stdout, '');
+        const lines = r.stderr.trimEnd().split('\n');
+        assert.equal(lines.length, 1, r.stderr);
+        assert.match(lines[0]!, /needs Node\.js 22\.14 or newer \(24 LTS recommended\); this is v/);
+        assert.equal(existsSync(db), false);
+      });
+
+  // The same with a real old binary, where the machine has one (the system Node of CI's machine is 20).
+  const old = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => {
+    if (!existsSync(p)) return false;
+    const [major, minor] = execFileSync(p, ['--version'], { encoding: 'utf8' })
+      .slice(1)
+      .split('.')
+      .map(Number);
+    return major! < 22 || (major === 22 && minor! < 14);
+  });
+  it('a real older Node stops with the same line', {
+    skip: old ? false : 'no Node older than 22.14 here',
+  }, async () => {
+    const r = await run(old!, [BIN, 'serve']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^plantstore: needs Node\.js 22\.14 or newer/);
+  });
+});
+
+describe('bin/plantstore serve on this Node', () => {
+  const execve = typeof (process as { execve?: unknown }).execve === 'function';
+  const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+
+  it('runs the server with V8 memory reducer off, in the same process', {
+    skip: !execve && 'no execve',
+  }, async () => {
+    const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`]);
+    try {
+      assert.ok(cmdline(s.child.pid!).includes('--no-memory-reducer'));
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+  });
+
+  it('PLANTSTORE_MEMORY_REDUCER=on keeps V8 default', async () => {
+    const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`], {
+      PLANTSTORE_MEMORY_REDUCER: 'on',
+    });
+    try {
+      assert.ok(!cmdline(s.child.pid!).includes('--no-memory-reducer'));
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+  });
+
+  // Node >= 24.19 aborted in better-sqlite3 12's statement destructor when a young-generation GC
+  // collected a statement (issue 12): this is the reproduction, run in a process of its own.
+  it('survives 100,000 prepared statements left to the garbage collector', async () => {
+    const script = `
+      const Database = require('better-sqlite3');
+      const db = new Database(':memory:');
+      let junk = [];
+      for (let i = 0; i < 1e5; i++) { db.prepare('SELECT 1'); junk.push({ i }); if (junk.length > 1000) junk = []; }
+      console.log('done');`;
+    const r = await run(process.execPath, ['-e', script]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'done');
+  });
+
+  it('starts, serves and stops cleanly 20 times in a row', async () => {
+    const db = `sqlite:${join(dir, 'restarts.db')}`;
+    for (let i = 0; i < 20; i++) {
+      const s = await serve(['--database', db]);
+      const health = await fetch(`${s.url}/readyz`);
+      assert.equal(health.status, 200);
+      assert.equal(await s.stop(), 0, `start ${i + 1} did not stop cleanly`);
+    }
+  });
+});
