@@ -10,7 +10,6 @@ const SHUTDOWN_GRACE_MS = 10_000;
  */
 export async function start(config: Config): Promise<FastifyInstance> {
   const app = await buildApp(config);
-  await app.listen({ port: config.port, host: config.host });
   let closing = false;
   // Logging may fail (stdout gone with its reader); shutting down must not depend on it.
   const log = (level: 'info' | 'warn' | 'error', obj: object, msg: string) => {
@@ -41,7 +40,10 @@ export async function start(config: Config): Promise<FastifyInstance> {
       },
     );
   };
+  // Before listening: Fastify logs "listening" and then runs its onListen hooks, and a signal that
+  // landed in between found no handler and killed the process (exit by signal, not 0).
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  await app.listen({ port: config.port, host: config.host });
   return app;
 }
