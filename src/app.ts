@@ -9,11 +9,14 @@ import { logSerializers } from './http/log-serializers.js';
 import { Metrics } from './http/metrics.js';
 import { genReqId } from './http/request-id.js';
 import { requestLoggerFactory } from './http/request-logger.js';
+import { BearerVerifier } from './identity/bearer.js';
+import { JwtVerifier } from './identity/jwt.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
 import { opsRoutes } from './routes/ops.js';
 import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
+import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
 import { ErrorBody } from './schemas/error.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
@@ -27,6 +30,8 @@ export interface AppDeps {
   logStream?: DestinationStream;
   /** How long a verified token is trusted before the store is asked again (default 2 s). */
   tokenCacheMs?: number;
+  /** The clock JWTs are checked against (default Date.now). */
+  clock?: () => number;
 }
 
 const VERSION = '1.0.0';
@@ -79,7 +84,21 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const store = metrics ? metrics.instrument(rawStore) : rawStore;
   const limiter =
     deps.limiter ?? (config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter());
-  const verifier = new TokenVerifier(store, deps.tokenCacheMs ?? 2000);
+  const jwt = config.jwtIssuer
+    ? new JwtVerifier({
+        issuer: config.jwtIssuer,
+        audience: config.jwtAudience,
+        ...(config.jwtJwksUrl ? { jwksUrl: config.jwtJwksUrl } : {}),
+        algorithms: config.jwtAlgorithms,
+        userClaim: config.jwtUserClaim,
+        clockToleranceMs: config.jwtClockTolerance,
+        allowUntyped: config.jwtAllowUntyped,
+        ...(deps.clock ? { clock: deps.clock } : {}),
+        ...(metrics ? { observeKeyFetch: metrics.keyFetched } : {}),
+        warn: (message) => app.log.warn(message),
+      })
+    : null;
+  const verifier = new BearerVerifier(new TokenVerifier(store, deps.tokenCacheMs ?? 2000), jwt);
   const service = new PlantService(store);
 
   const purge = setInterval(() => {
@@ -118,8 +137,19 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
-            description: 'A `pst_…` token from `plantstore token create`.',
+            description:
+              'A built-in token: `pst_` and 43 base64url characters, from `plantstore token create`.',
           },
+          ...(jwt
+            ? {
+                jwtAuth: {
+                  type: 'http',
+                  scheme: 'bearer',
+                  bearerFormat: 'JWT',
+                  description: `A JWT access token (RFC 9068) from ${config.jwtIssuer} for the audience ${config.jwtAudience}; scopes in \`scope\` or \`scp\`.`,
+                },
+              }
+            : {}),
         },
       },
       tags: [
@@ -140,8 +170,15 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     limiter,
     rateLimit: config.rateLimit,
     authFailureLimit: config.authFailureLimit,
+    resourceMetadata: jwt ? resourceMetadataUrl : null,
+    onRefusal: metrics?.authRefused ?? null,
+    security: (jwt ? [{ bearerAuth: [] }, { jwtAuth: [] }] : [{ bearerAuth: [] }]) as Record<
+      string,
+      string[]
+    >[],
   };
   await app.register(plantRoutes(service, auth));
+  if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));
   await app.register(opsRoutes(store, metrics));
   return app;
 }

@@ -21,7 +21,11 @@ function withDatabase(cmd: Command): Command {
 // Commander's camelCase option names match Config's keys.
 function configFrom(opts: Record<string, unknown>): Config {
   const flags: Partial<Record<keyof Config, string>> = {};
-  for (const k of CONFIG_KEYS) if (typeof opts[k] === 'string') flags[k] = opts[k] as string;
+  for (const k of CONFIG_KEYS) {
+    const v = opts[k];
+    // A switch given without a value (`--jwt-allow-untyped`) means true.
+    if (typeof v === 'string' || v === true) flags[k] = String(v);
+  }
   return loadConfig(process.env, flags);
 }
 
@@ -68,7 +72,10 @@ export function buildCli(): Command {
   const serve = program.command('serve').description('run the HTTP service (migrates the store first)');
   for (const k of CONFIG_KEYS) {
     const f = FIELDS[k];
-    serve.addOption(new Option(`${f.flag} <value>`, `${f.doc} (env ${f.env}, default ${String(f.default)})`));
+    const value = typeof f.default === 'boolean' ? '[value]' : '<value>';
+    serve.addOption(
+      new Option(`${f.flag} ${value}`, `${f.doc} (env ${f.env}, default ${String(f.default)})`),
+    );
   }
   serve.action(async (opts: Record<string, unknown>) => {
     await serveAll(configFrom(opts));

@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { parseDuration } from './tokens/tokens.js';
 
 /** Service configuration, read once from flags and environment and validated at start. */
 export interface Config {
@@ -22,6 +23,16 @@ export interface Config {
   requestTimeout: number;
   /** Milliseconds an idle keep-alive connection is kept open. */
   keepAliveTimeout: number;
+  /** JWT access tokens from this issuer are accepted; empty: off (CONTRACT.md 3.1). */
+  jwtIssuer: string;
+  jwtAudience: string;
+  /** Where the issuer's keys are; empty: discovered from the issuer's metadata. */
+  jwtJwksUrl: string;
+  jwtAlgorithms: string[];
+  jwtUserClaim: string;
+  /** Milliseconds of leeway for exp, nbf and iat. */
+  jwtClockTolerance: number;
+  jwtAllowUntyped: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -57,6 +68,50 @@ const boolean: Parser<boolean> = (raw, name) => {
 const nonEmpty: Parser<string> = (raw, name) => {
   if (raw.trim() === '') throw new ConfigError(`${name} must not be empty`);
   return raw;
+};
+
+const httpUrl: Parser<string> = (raw, name) => {
+  if (raw === '') return raw;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.hash || url.username) {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+};
+
+const duration: Parser<number> = (raw, name) => {
+  const ms = parseDuration(raw, { ms: true, zero: true });
+  if (ms === null)
+    throw new ConfigError(`${name} must be a whole number and ms, s, m, h or d, got ${JSON.stringify(raw)}`);
+  return ms;
+};
+
+/** Asymmetric JWS algorithms only: `none` and the HS* family are never accepted (a public key as an HMAC secret). */
+export const JWT_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
+const algorithms: Parser<string[]> = (raw, name) => {
+  const list = raw.split(',').map((a) => a.trim());
+  const bad = list.find((a) => !JWT_ALGORITHMS.includes(a));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${name} must be a comma-separated list of ${JWT_ALGORITHMS.join(', ')}; ${JSON.stringify(bad)} is not allowed`,
+    );
+  }
+  return [...new Set(list)];
 };
 
 const workers: Parser<number> = (raw, name) =>
@@ -175,6 +230,55 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     parse: integer(100, 600_000),
     doc: 'milliseconds an idle keep-alive connection stays open',
   },
+  jwtIssuer: {
+    flag: '--jwt-issuer',
+    env: 'JWT_ISSUER',
+    default: '',
+    parse: httpUrl,
+    doc: 'accept JWT access tokens from this issuer (`iss` must equal it exactly); off when empty',
+  },
+  jwtAudience: {
+    flag: '--jwt-audience',
+    env: 'JWT_AUDIENCE',
+    default: '',
+    parse: nonEmpty,
+    doc: '`aud` must contain this; required with --jwt-issuer',
+  },
+  jwtJwksUrl: {
+    flag: '--jwt-jwks-url',
+    env: 'JWT_JWKS_URL',
+    default: '',
+    parse: httpUrl,
+    doc: "the issuer's key set; default: the jwks_uri of its OpenID or OAuth metadata",
+  },
+  jwtAlgorithms: {
+    flag: '--jwt-algorithms',
+    env: 'JWT_ALGORITHMS',
+    default: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+    parse: algorithms,
+    doc: 'accepted JWT `alg` values (never none or HS*)',
+  },
+  jwtUserClaim: {
+    flag: '--jwt-user-claim',
+    env: 'JWT_USER_CLAIM',
+    default: 'sub',
+    parse: nonEmpty,
+    doc: 'the JWT claim that names the user',
+  },
+  jwtClockTolerance: {
+    flag: '--jwt-clock-tolerance',
+    env: 'JWT_CLOCK_TOLERANCE',
+    default: 30_000,
+    parse: duration,
+    doc: 'leeway for exp, nbf and iat (like 30s)',
+  },
+  jwtAllowUntyped: {
+    flag: '--jwt-allow-untyped',
+    env: 'JWT_ALLOW_UNTYPED',
+    default: false,
+    parse: boolean,
+    doc: 'also accept a JWT whose typ is JWT or absent (issuers that do not type access tokens)',
+  },
 };
 
 /** Builds the configuration: a flag beats the environment, which beats the default. */
@@ -195,6 +299,11 @@ export function loadConfig(
   if (config.headersTimeout > config.requestTimeout) {
     throw new ConfigError(
       `${FIELDS.headersTimeout.flag} (${config.headersTimeout}) must not exceed ${FIELDS.requestTimeout.flag} (${config.requestTimeout})`,
+    );
+  }
+  if (config.jwtIssuer && !config.jwtAudience) {
+    throw new ConfigError(
+      `${FIELDS.jwtIssuer.flag} needs ${FIELDS.jwtAudience.flag} (${FIELDS.jwtAudience.env}) too`,
     );
   }
   return config;

@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'internal_error'
   | 'store_unavailable'
+  | 'auth_unavailable'
   | 'id_space_exhausted';
 
 export interface ErrorDetail {

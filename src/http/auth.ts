@@ -1,9 +1,11 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { AppError } from '../errors.js';
+import type { BearerVerifier } from '../identity/bearer.js';
+import { isRefusal, type Refusal, refusal, type Verdict } from '../identity/refusal.js';
 import { hasScope } from '../plants/service.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Scope } from '../schemas/token.js';
-import type { Caller, TokenVerifier } from '../tokens/verifier.js';
+import type { Caller } from '../tokens/verifier.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,7 +18,13 @@ const WINDOW_MS = 60_000;
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
 export interface AuthDeps {
-  verifier: TokenVerifier;
+  verifier: BearerVerifier;
+  /** With JWTs on: the RFC 9728 metadata URL for this request, named in every 401 challenge. */
+  resourceMetadata?: ((request: FastifyRequest) => string) | null;
+  /** The OpenAPI security requirement of every route behind this hook: which bearer kinds work. */
+  security: Record<string, string[]>[];
+  /** Told of every refused authentication, for metrics. */
+  onRefusal?: ((r: Refusal) => void) | null;
   limiter: RateLimiter;
   /** Requests per minute per token; 0 is off. */
   rateLimit: number;
@@ -30,20 +38,25 @@ function tooMany(resetInMs: number, message: string): AppError {
   return new AppError(429, 'rate_limited', message, undefined, { 'retry-after': seconds(resetInMs) });
 }
 
-const missingToken = () =>
+const MISSING = refusal('none', 'missing');
+const MALFORMED_HEADER = refusal('none', 'malformed');
+
+// RFC 9728 5.1: the challenge names the resource metadata after the RFC 6750 parameters.
+const challenge = (params: string, metadata: string | null) =>
+  metadata === null ? `${REALM}${params}` : `${REALM}${params}, resource_metadata="${metadata}"`;
+
+const missingToken = (metadata: string | null) =>
   new AppError(401, 'missing_token', 'this request needs an Authorization: Bearer token', undefined, {
-    'www-authenticate': REALM,
+    'www-authenticate': challenge('', metadata),
   });
 
-const invalidToken = () =>
+const invalidToken = (metadata: string | null) =>
   new AppError(
     401,
     'invalid_token',
     'the bearer token is malformed, unknown, expired or revoked',
     undefined,
-    {
-      'www-authenticate': `${REALM}, error="invalid_token"`,
-    },
+    { 'www-authenticate': challenge(', error="invalid_token"', metadata) },
   );
 
 type Done = (err?: Error) => void;
@@ -60,8 +73,12 @@ function settle<T>(value: T | Promise<T>, then: (v: T) => void, failed: Done): v
  * Callback-style: with a cached token and the in-memory limiter, nothing here waits on a promise.
  */
 export function authenticate(deps: AuthDeps, scope: Scope): onRequestHookHandler {
+  const metadata = deps.resourceMetadata ?? null;
   // Counts a failed authentication against the client address; past the limit the answer is 429.
-  const refuse = (request: FastifyRequest, err: AppError, done: Done): void => {
+  const refuse = (request: FastifyRequest, why: Refusal, done: Done): void => {
+    deps.onRefusal?.(why);
+    const url = metadata ? metadata(request) : null;
+    const err = why === MISSING ? missingToken(url) : invalidToken(url);
     if (deps.authFailureLimit <= 0) {
       done(err);
       return;
@@ -87,9 +104,9 @@ export function authenticate(deps: AuthDeps, scope: Scope): onRequestHookHandler
           }),
     );
 
-  const admit = (request: FastifyRequest, reply: FastifyReply, caller: Caller | null, done: Done): void => {
-    if (!caller) {
-      refuse(request, invalidToken(), done);
+  const admit = (request: FastifyRequest, reply: FastifyReply, caller: Verdict, done: Done): void => {
+    if (isRefusal(caller)) {
+      refuse(request, caller, done);
       return;
     }
     request.caller = caller;
@@ -119,12 +136,12 @@ export function authenticate(deps: AuthDeps, scope: Scope): onRequestHookHandler
   return function authHook(request: FastifyRequest, reply: FastifyReply, done: Done): void {
     const header = request.headers.authorization;
     if (header === undefined || header.trim() === '') {
-      refuse(request, missingToken(), done);
+      refuse(request, MISSING, done);
       return;
     }
     const secret = BEARER.exec(header)?.[1];
     if (secret === undefined) {
-      admit(request, reply, null, done);
+      refuse(request, MALFORMED_HEADER, done);
       return;
     }
     settle(deps.verifier.verify(secret), (caller) => admit(request, reply, caller, done), done);

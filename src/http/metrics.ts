@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { KeyFetchOutcome } from '../identity/issuer-keys.js';
+import type { Refusal } from '../identity/refusal.js';
 import type { Store } from '../store/store.js';
 import { FastHistogram } from './fast-histogram.js';
 
@@ -35,9 +37,26 @@ export class Metrics {
     [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
   );
 
+  // Labels are fixed vocabularies (identity/refusal.ts): no token content ever becomes a label.
+  private readonly authFailures = new Counter({
+    name: 'plantstore_auth_failures_total',
+    help: 'Refused authentications by kind of bearer value (builtin, jwt, none) and reason',
+    labelNames: ['kind', 'reason'] as const,
+    registers: [this.registry],
+  });
+  private readonly keyFetches = new Counter({
+    name: 'plantstore_jwt_key_fetches_total',
+    help: "Fetches of the JWT issuer's key set (discovery included) by outcome",
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'plantstore_' });
   }
+
+  readonly authRefused = (r: Refusal): void => this.authFailures.inc({ kind: r.kind, reason: r.refused });
+  readonly keyFetched = (outcome: KeyFetchOutcome): void => this.keyFetches.inc({ outcome });
 
   /** Reports the store's connection pool, for engines that pool. */
   watchPool(store: Store): void {

@@ -11,7 +11,6 @@ import { ListQuery, MAX_PLANT_ID, Plant, PlantCreate, PlantIdParam, PlantList } 
 import type { PlantRecord } from '../store/store.js';
 
 export const BODY_LIMIT = 16 * 1024;
-const security = [{ bearerAuth: [] }];
 const tags = ['plants'];
 
 const IdempotencyHeaders = Type.Object({
@@ -89,6 +88,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
   const building = new Map<string, Promise<CachedPage>>();
   return async (root: FastifyInstance) => {
     const app = root.withTypeProvider<TypeBoxTypeProvider>();
+    const security = auth.security;
     const read = authenticate(auth, 'plants:read');
     const write = authenticate(auth, 'plants:write');
 

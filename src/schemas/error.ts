@@ -31,7 +31,7 @@ const DESCRIPTIONS: Record<number, string> = {
   422: 'Idempotency-Key reused with a different body.',
   429: 'Rate limited; see Retry-After.',
   500: 'Unexpected error; the body names the request id.',
-  503: 'The store is unavailable; see Retry-After.',
+  503: 'The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After.',
 };
 
 /** Response schemas for the given error statuses, each with the contract's error body. */

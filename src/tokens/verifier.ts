@@ -1,3 +1,4 @@
+import { type Refusal, refusal, type Verdict } from '../identity/refusal.js';
 import type { Scope } from '../schemas/token.js';
 import type { Store, TokenRecord } from '../store/store.js';
 import { hashToken, isWellFormedToken, tokenStatus } from './tokens.js';
@@ -10,16 +11,21 @@ export interface Caller {
 }
 
 interface Entry {
-  /** null when the token is unknown. */
-  caller: Caller | null;
+  /** Why not, when the token is unknown, expired or revoked. */
+  caller: Caller | Refusal;
   /** When the token stops being valid on its own (expiry), or Infinity; revocation is seen on refetch. */
   validUntil: number;
   fetchedAt: number;
 }
 
+const MALFORMED = refusal('builtin', 'malformed');
+const UNKNOWN = refusal('builtin', 'unknown');
+const EXPIRED = refusal('builtin', 'expired');
+
 function entryFor(record: TokenRecord | null, now: number): Entry {
-  if (!record || tokenStatus(record, new Date(now)) !== 'active')
-    return { caller: null, validUntil: 0, fetchedAt: now };
+  if (!record) return { caller: UNKNOWN, validUntil: 0, fetchedAt: now };
+  const status = tokenStatus(record, new Date(now));
+  if (status !== 'active') return { caller: refusal('builtin', status), validUntil: 0, fetchedAt: now };
   return {
     caller: { user: record.user, scopes: new Set(record.scopes), tokenId: record.id },
     validUntil: record.expiresAt ? record.expiresAt.getTime() : Number.POSITIVE_INFINITY,
@@ -27,8 +33,8 @@ function entryFor(record: TokenRecord | null, now: number): Entry {
   };
 }
 
-const callerOf = (entry: Entry, now: number): Caller | null =>
-  entry.caller !== null && now < entry.validUntil ? entry.caller : null;
+const callerOf = (entry: Entry, now: number): Verdict =>
+  now < entry.validUntil ? entry.caller : 'refused' in entry.caller ? entry.caller : EXPIRED;
 
 /**
  * Verifies bearer tokens against the store, caching lookups for `ttlMs` so the hot path
@@ -44,12 +50,12 @@ export class TokenVerifier {
   ) {}
 
   /**
-   * The caller for a token secret, or null when it is malformed, unknown, expired or revoked.
+   * The caller for a token secret, or why not: malformed, unknown, expired or revoked.
    * A cached answer comes back synchronously (no promise on the hot path); only a lookup in the
    * store returns a promise.
    */
-  verify(secret: string, now = Date.now()): Caller | null | Promise<Caller | null> {
-    if (!isWellFormedToken(secret)) return null;
+  verify(secret: string, now = Date.now()): Verdict | Promise<Verdict> {
+    if (!isWellFormedToken(secret)) return MALFORMED;
     // Keyed by the secret itself, so a cached token costs no hashing; only the hash is ever stored.
     const entry = this.cache.get(secret);
     if (entry && now - entry.fetchedAt < this.ttlMs) return callerOf(entry, now);

@@ -65,7 +65,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(doc.components.securitySchemes.bearerAuth, {
         type: 'http',
         scheme: 'bearer',
-        description: 'A `pst_…` token from `plantstore token create`.',
+        description: 'A built-in token: `pst_` and 43 base64url characters, from `plantstore token create`.',
       });
       for (const [path, methods] of Object.entries(CONTRACT)) {
         assert.deepEqual(Object.keys(doc.paths[path]).sort(), Object.keys(methods).sort(), path);
