@@ -103,6 +103,8 @@ describe('bin/plantstore usage errors and help', () => {
     ['token', 'create', '--user', 'x', '--bogus'],
     ['token', 'revoke'],
     ['serve', '--port', '99999'],
+    ['serve', '--jwt-issuer', 'https://id.example.com'],
+    ['serve', '--jwt-issuer', 'https://id.example.com', '--jwt-audience', 'a', '--jwt-algorithms', 'HS256'],
     ['serve', '--durability', 'sometimes'],
     ['migrate', '--database', 'mysql://nope'],
     ['frobnicate'],

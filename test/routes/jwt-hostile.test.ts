@@ -150,7 +150,7 @@ describe('hostile JWTs, generated: every one a 401, never a 5xx, never logged', 
         return `${b64(JSON.stringify({ ...header, alg: r.alg }))}.${p64}.${s64}`;
       }
       case 'tampered': {
-        const [h64, p64, s64] = (await issuer.sign(claims, { key: ec })).split('.');
+        const [h64, , s64] = (await issuer.sign(claims, { key: ec })).split('.');
         const payload = { ...claims, sub: `${claims.sub}${r.at % 10}`, scope: 'plants:admin' };
         return `${h64}.${b64(JSON.stringify(payload))}.${s64}`;
       }

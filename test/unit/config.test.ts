@@ -28,6 +28,13 @@ describe('configuration', () => {
     [{ DURABILITY: 'none' }, /DURABILITY must be one of full, normal/],
     [{ METRICS: 'maybe' }, /METRICS must be true or false/],
     [{ RATE_LIMIT: '-1' }, /RATE_LIMIT/],
+    [{ JWT_ISSUER: 'https://id.example.com' }, /--jwt-issuer needs --jwt-audience \(JWT_AUDIENCE\)/],
+    [{ JWT_ISSUER: 'id.example.com', JWT_AUDIENCE: 'a' }, /JWT_ISSUER must be an absolute http\(s\) URL/],
+    [{ JWT_ISSUER: 'https://i', JWT_AUDIENCE: 'a', JWT_ALGORITHMS: 'RS256,HS256' }, /"HS256" is not allowed/],
+    [{ JWT_ALGORITHMS: 'none' }, /"none" is not allowed/],
+    [{ JWT_CLOCK_TOLERANCE: '30' }, /JWT_CLOCK_TOLERANCE must be a whole number and ms, s, m, h or d/],
+    [{ JWT_JWKS_URL: 'file:///etc/keys' }, /JWT_JWKS_URL must be an absolute http\(s\) URL/],
+    [{ JWT_ALLOW_UNTYPED: 'perhaps' }, /JWT_ALLOW_UNTYPED must be true or false/],
   ] as const) {
     it(`rejects ${JSON.stringify(env)} with one clear line`, () => {
       assert.throws(
@@ -36,4 +43,24 @@ describe('configuration', () => {
       );
     });
   }
+
+  it('JWT settings: off by default; contract defaults; durations and lists parsed', () => {
+    const off = loadConfig({});
+    assert.equal(off.jwtIssuer, '');
+    assert.deepEqual(off.jwtAlgorithms, ['RS256', 'PS256', 'ES256', 'EdDSA']);
+    assert.equal(off.jwtUserClaim, 'sub');
+    assert.equal(off.jwtClockTolerance, 30_000);
+    assert.equal(off.jwtAllowUntyped, false);
+    const on = loadConfig(
+      {
+        JWT_ISSUER: 'https://id.example.com/realms/x',
+        JWT_AUDIENCE: 'plantstore',
+        JWT_CLOCK_TOLERANCE: '2m',
+      },
+      { jwtAlgorithms: 'ES256, RS256', jwtAllowUntyped: 'true', jwtClockTolerance: '1500ms' },
+    );
+    assert.deepEqual(on.jwtAlgorithms, ['ES256', 'RS256']);
+    assert.equal(on.jwtClockTolerance, 1500);
+    assert.equal(on.jwtAllowUntyped, true);
+  });
 });
