@@ -3,6 +3,10 @@ import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import type { Config } from './config.js';
+import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
+import type { Resolver } from './events/outbound.js';
+import { EventStreams, type StreamOptions } from './events/stream.js';
+import { WebhookService } from './events/webhooks.js';
 import { clientErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerBodyParsers } from './http/json.js';
 import { logSerializers } from './http/log-serializers.js';
@@ -14,10 +18,13 @@ import { JwtVerifier } from './identity/jwt.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
+import { eventRoutes } from './routes/events.js';
 import { opsRoutes } from './routes/ops.js';
 import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
 import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { ErrorBody } from './schemas/error.js';
+import { EventSchema, WEBHOOKS_DOC } from './schemas/webhook.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
 import { TokenVerifier } from './tokens/verifier.js';
@@ -32,6 +39,12 @@ export interface AppDeps {
   tokenCacheMs?: number;
   /** The clock JWTs are checked against (default Date.now). */
   clock?: () => number;
+  /** Resolves webhook host names (tests map names to addresses of their own). */
+  resolver?: Resolver;
+  /** Webhook dispatcher settings beyond the configuration (tests: poll interval, jitter). */
+  dispatcher?: Partial<Pick<DispatcherOptions, 'pollMs' | 'jitter' | 'concurrency' | 'perEndpoint'>>;
+  /** Live stream settings (tests: heartbeat, buffer bound). */
+  streams?: StreamOptions;
 }
 
 const VERSION = '1.0.0';
@@ -99,17 +112,51 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       })
     : null;
   const verifier = new BearerVerifier(new TokenVerifier(store, deps.tokenCacheMs ?? 2000), jwt);
-  const service = new PlantService(store);
+  const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
+  const streams = new EventStreams(store, { warn, ...deps.streams });
+  const dispatcher = new Dispatcher({
+    store,
+    timeoutMs: config.webhookTimeout,
+    schedule: config.webhookRetrySchedule,
+    allowPrivate: config.webhookAllowPrivate,
+    ...(deps.resolver ? { resolver: deps.resolver } : {}),
+    ...(metrics ? { onAttempt: metrics.deliveryAttempted } : {}),
+    warn,
+    ...deps.dispatcher,
+  });
+  metrics?.watchStreams(() => streams.open);
+  // A change and its event committed here: this process's dispatcher and streams look at once.
+  const onEvent = () => {
+    dispatcher.nudge();
+    streams.nudge();
+  };
+  const service = new PlantService(store, undefined, onEvent);
+  const webhooks = new WebhookService(store, {
+    allowPrivate: config.webhookAllowPrivate,
+    onRecover: onEvent,
+  });
 
-  const purge = setInterval(() => {
-    store.purgeIdempotencyKeys(new Date(Date.now() - IDEMPOTENCY_RETAIN_MS)).catch((err) => {
+  const purgeAll = () => {
+    const now = Date.now();
+    store.purgeIdempotencyKeys(new Date(now - IDEMPOTENCY_RETAIN_MS)).catch((err) => {
       app.log.warn({ err }, 'could not purge old idempotency keys');
     });
-  }, 3_600_000);
+    store.purgeEvents(new Date(now - config.eventRetention)).catch((err) => {
+      app.log.warn({ err }, 'could not purge old events');
+    });
+  };
+  const purge = setInterval(purgeAll, Math.min(3_600_000, Math.max(1_000, config.eventRetention / 10)));
   purge.unref();
+  dispatcher.start();
 
+  // Streams would hold the server open: end them before it closes (SIGTERM closes them cleanly).
+  app.addHook('preClose', (done) => {
+    streams.closeAll();
+    done();
+  });
   app.addHook('onClose', async () => {
     clearInterval(purge);
+    await dispatcher.stop();
     if (!deps.limiter) await limiter.close();
     if (ownStore) await rawStore.close();
   });
@@ -124,6 +171,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   metrics?.observe(app);
 
   app.addSchema(ErrorBody);
+  app.addSchema(EventSchema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -154,10 +202,21 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       },
       tags: [
         { name: 'plants', description: 'The plant API' },
+        {
+          name: 'webhooks',
+          description: 'Webhook endpoints: signed deliveries (Standard Webhooks) of plant events',
+        },
+        { name: 'events', description: 'The live stream of plant events (Server-Sent Events)' },
         { name: 'operations', description: 'Health, readiness, metrics and this description; no token' },
       ],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    // OpenAPI 3.1's `webhooks`: what a registered endpoint receives, for generators and /docs.
+    transformObject: (doc) =>
+      ({
+        ...('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
+        webhooks: WEBHOOKS_DOC,
+      }) as never,
   });
   await app.register(scalar, {
     routePrefix: '/docs',
@@ -178,6 +237,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     >[],
   };
   await app.register(plantRoutes(service, auth));
+  await app.register(webhookRoutes(webhooks, auth));
+  await app.register(eventRoutes(streams, store, auth));
   if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));
   await app.register(opsRoutes(store, metrics));
   return app;

@@ -33,6 +33,14 @@ export interface Config {
   /** Milliseconds of leeway for exp, nbf and iat. */
   jwtClockTolerance: number;
   jwtAllowUntyped: boolean;
+  /** Let webhook URLs name or resolve to private, loopback or link-local addresses. */
+  webhookAllowPrivate: boolean;
+  /** Milliseconds a receiver has to answer one delivery. */
+  webhookTimeout: number;
+  /** Waits before each retry, in milliseconds (each with up to 10 % jitter). */
+  webhookRetrySchedule: number[];
+  /** Milliseconds events and delivery records are kept. */
+  eventRetention: number;
 }
 
 export class ConfigError extends Error {}
@@ -112,6 +120,16 @@ const algorithms: Parser<string[]> = (raw, name) => {
     );
   }
   return [...new Set(list)];
+};
+
+const schedule: Parser<number[]> = (raw, name) => {
+  const list = raw.split(',').map((d) => parseDuration(d.trim(), { ms: true }));
+  if (list.length > 50 || list.some((d) => d === null)) {
+    throw new ConfigError(
+      `${name} must be a comma-separated list of durations like 5s,5m,30m, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return list as number[];
 };
 
 const workers: Parser<number> = (raw, name) =>
@@ -278,6 +296,34 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: false,
     parse: boolean,
     doc: 'also accept a JWT whose typ is JWT or absent (issuers that do not type access tokens)',
+  },
+  webhookAllowPrivate: {
+    flag: '--webhook-allow-private',
+    env: 'WEBHOOK_ALLOW_PRIVATE',
+    default: false,
+    parse: boolean,
+    doc: 'allow webhook URLs on loopback, private, link-local and other internal addresses',
+  },
+  webhookTimeout: {
+    flag: '--webhook-timeout',
+    env: 'WEBHOOK_TIMEOUT',
+    default: 15_000,
+    parse: duration,
+    doc: 'how long a webhook receiver has to answer (like 15s)',
+  },
+  webhookRetrySchedule: {
+    flag: '--webhook-retry-schedule',
+    env: 'WEBHOOK_RETRY_SCHEDULE',
+    default: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+    parse: schedule,
+    doc: 'waits before each retry of a failed delivery (default 5s,5m,30m,2h,5h,10h,10h), each with up to 10 % jitter',
+  },
+  eventRetention: {
+    flag: '--event-retention',
+    env: 'EVENT_RETENTION',
+    default: 7 * 86_400_000,
+    parse: duration,
+    doc: 'how long events and delivery records are kept (like 7d)',
   },
 };
 

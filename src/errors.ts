@@ -21,6 +21,9 @@ export type ErrorCode =
   | 'internal_error'
   | 'store_unavailable'
   | 'auth_unavailable'
+  | 'invalid_webhook_url'
+  | 'events_expired'
+  | 'not_acceptable'
   | 'id_space_exhausted';
 
 export interface ErrorDetail {
@@ -62,7 +65,12 @@ export class ConflictError extends AppError {
 
 export class BadRequestError extends AppError {
   constructor(
-    code: 'invalid_parameter' | 'invalid_cursor' | 'invalid_idempotency_key' | 'invalid_body',
+    code:
+      | 'invalid_parameter'
+      | 'invalid_cursor'
+      | 'invalid_idempotency_key'
+      | 'invalid_body'
+      | 'invalid_webhook_url',
     message: string,
     details?: ErrorDetail[],
   ) {

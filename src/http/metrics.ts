@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { KeyFetchOutcome } from '../identity/issuer-keys.js';
 import type { Refusal } from '../identity/refusal.js';
-import type { Store } from '../store/store.js';
+import type { AttemptOutcome, Store } from '../store/store.js';
 import { FastHistogram } from './fast-histogram.js';
 
 const TIMED = [
@@ -17,6 +17,19 @@ const TIMED = [
   'findTokenByHash',
   'listTokens',
   'revokeToken',
+  'insertEndpoint',
+  'listEndpoints',
+  'getEndpoint',
+  'updateEndpoint',
+  'deleteEndpoint',
+  'claimDeliveries',
+  'finishDelivery',
+  'listAttempts',
+  'recoverDeliveries',
+  'eventPosition',
+  'headPosition',
+  'listEvents',
+  'purgeEvents',
   'ping',
 ] as const satisfies readonly (keyof Store)[];
 
@@ -53,6 +66,27 @@ export class Metrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'plantstore_' });
+  }
+
+  private readonly deliveries = new Counter({
+    name: 'plantstore_webhook_attempts_total',
+    help: 'Webhook delivery attempts by outcome (succeeded, retrying, failed)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly deliveryAttempted = (outcome: AttemptOutcome): void => this.deliveries.inc({ outcome });
+
+  /** Reports the live event streams open in this process. */
+  watchStreams(open: () => number): void {
+    new Gauge({
+      name: 'plantstore_event_streams_open',
+      help: 'Live event streams (GET /events) open in this process',
+      registers: [this.registry],
+      collect() {
+        this.set(open());
+      },
+    });
   }
 
   readonly authRefused = (r: Refusal): void => this.authFailures.inc({ kind: r.kind, reason: r.refused });

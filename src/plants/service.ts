@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { AppError, ConflictError, NotFoundError } from '../errors.js';
+import { newEventId } from '../events/event.js';
 import type { PlantCreate } from '../schemas/plant.js';
 import type { Scope } from '../schemas/token.js';
-import type { PlantRecord, Store } from '../store/store.js';
+import type { NewEvent, PlantRecord, Store } from '../store/store.js';
 import type { Caller } from '../tokens/verifier.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
@@ -52,14 +53,22 @@ export class PlantService {
   constructor(
     private readonly store: Store,
     private readonly now: () => Date = () => new Date(),
+    /** Told after a change and its event have committed (wakes this process's dispatcher and streams). */
+    private readonly onEvent: () => void = () => {},
   ) {}
+
+  // Every successful create and delete records an event, in the change's own transaction.
+  private event(): NewEvent {
+    return { id: newEventId(), at: this.now() };
+  }
 
   /** Creates a plant owned by the caller; replays or refuses per the Idempotency-Key. */
   async create(caller: Caller, body: PlantCreate, idempotencyKey?: string): Promise<CreateOutcome> {
     const plant = { id: body.id ?? null, owner: caller.user, name: body.name, tag: body.tag ?? null };
     if (idempotencyKey === undefined) {
-      const r = await this.store.createPlant(plant);
+      const r = await this.store.createPlant(plant, undefined, this.event());
       if ('exists' in r) throw this.exists(plant.id);
+      this.onEvent();
       return { plant: r.created, replayed: false };
     }
     const ref = { user: caller.user, key: idempotencyKey };
@@ -88,12 +97,13 @@ export class PlantService {
     }
     let result: Awaited<ReturnType<Store['createPlant']>>;
     try {
-      result = await this.store.createPlant(plant, ref);
+      result = await this.store.createPlant(plant, ref, this.event());
     } catch (err) {
       await this.store.releaseIdempotencyKey(ref).catch(() => {});
       throw err;
     }
     if ('exists' in result) throw this.exists(plant.id);
+    this.onEvent();
     return { plant: result.created, replayed: false };
   }
 
@@ -128,8 +138,9 @@ export class PlantService {
 
   /** Deletes the plant if the caller may see it; 404 otherwise. */
   async remove(caller: Caller, id: number): Promise<void> {
-    const deleted = await this.store.deletePlant(id, isAdmin(caller) ? null : caller.user);
+    const deleted = await this.store.deletePlant(id, isAdmin(caller) ? null : caller.user, this.event());
     if (!deleted) throw new NotFoundError();
+    this.onEvent();
   }
 
   private exists(id: number | null): AppError {

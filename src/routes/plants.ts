@@ -1,13 +1,22 @@
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { AppError, BadRequestError } from '../errors.js';
+import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { type CachedPage, PageCache } from '../http/page-cache.js';
+import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import type { PlantService } from '../plants/service.js';
 import { errorResponses } from '../schemas/error.js';
-import { ListQuery, MAX_PLANT_ID, Plant, PlantCreate, PlantIdParam, PlantList } from '../schemas/plant.js';
+import {
+  ListQuery,
+  MAX_PLANT_ID,
+  Plant,
+  PlantCreate,
+  PlantIdParam,
+  PlantList,
+  type PlantListItem,
+} from '../schemas/plant.js';
 import type { PlantRecord } from '../store/store.js';
 
 export const BODY_LIMIT = 16 * 1024;
@@ -28,8 +37,11 @@ const IdempotencyHeaders = Type.Object({
 const view = (p: PlantRecord): Plant => (p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag });
 // A second copy for list pages, on purpose: sharing the object literals with the one-plant answers
 // would let a page build make V8 pretenure them (see toPagePlant in the SQLite store).
-const pageView = (p: PlantRecord): Plant =>
+const pageView = (p: PlantRecord): PlantListItem =>
   p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag };
+// With include=id (contract version 2): a list element a client can go on to read or delete.
+const pageViewWithId = (p: PlantRecord): PlantListItem =>
+  p.tag === null ? { id: p.id, name: p.name } : { id: p.id, name: p.name, tag: p.tag };
 
 function plantId(raw: string): number {
   const id = Number(raw);
@@ -39,43 +51,6 @@ function plantId(raw: string): number {
     ]);
   }
   return id;
-}
-
-// Runs after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
-function requireJson(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
-  done(
-    type === 'application/json'
-      ? undefined
-      : new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json'),
-  );
-}
-
-// The router matches `/plants/` to `/plants/:id` with an empty id; that path is unknown, so 404 before auth.
-function requireIdSegment(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-  const empty = (request.params as { id?: string }).id === '';
-  done(empty ? new AppError(404, 'not_found', `no route matches ${request.method} /plants/`) : undefined);
-}
-
-/** Answers 405 with Allow for the methods a known path does not take. */
-function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]): void {
-  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].sort();
-  const others = app.supportedMethods.filter((m) => !allow.includes(m));
-  app.route({
-    method: others,
-    url,
-    schema: { hide: true },
-    onRequest: url.includes(':id') ? requireIdSegment : undefined,
-    handler: async (request: FastifyRequest, reply: FastifyReply) => {
-      reply.header('allow', allow.join(', '));
-      const path = url.replace(':id', '{id}');
-      throw new AppError(
-        405,
-        'method_not_allowed',
-        `${request.method} is not allowed on ${path}; use ${allow.join(', ')}`,
-      );
-    },
-  });
 }
 
 /** The plant API of the interface document: HTTP only; the rules live in PlantService. */
@@ -145,7 +120,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         // Read the version before the store: a write landing in between only makes the entry stale.
         const asked = service.listVersion(caller);
         const version = asked === undefined ? undefined : await asked;
-        const key = `${caller.scopes.has('plants:admin') ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}`;
+        const key = `${caller.scopes.has('plants:admin') ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
         const build = async (): Promise<{ body: string; link: string | undefined }> => {
           const page = await service.list(caller, {
             limit: q.limit === undefined ? undefined : Number(q.limit),
@@ -155,9 +130,11 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           let link: string | undefined;
           if (page.next !== null) {
             const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
-            link = `</plants?limit=${page.limit}&cursor=${page.next}${tag}>; rel="next"`;
+            const include = q.include === undefined ? '' : '&include=id';
+            link = `</plants?limit=${page.limit}&cursor=${page.next}${tag}${include}>; rel="next"`;
           }
-          return { body: reply.serialize(page.plants.map(pageView)) as string, link };
+          const view = q.include === 'id' ? pageViewWithId : pageView;
+          return { body: reply.serialize(page.plants.map(view)) as string, link };
         };
         let out: { body: string | Buffer; link: string | undefined };
         if (version === undefined) {
@@ -183,7 +160,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           }
         }
         if (out.link) reply.header('link', out.link);
-        return reply.type('application/json; charset=utf-8').send(out.body as unknown as Plant[]);
+        return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
       },
     );
 

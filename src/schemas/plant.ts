@@ -47,7 +47,17 @@ export const Plant = Type.Object(
 );
 export type Plant = Static<typeof Plant>;
 
-export const PlantList = Type.Array(Plant, { title: 'PlantList' });
+export const PlantListItem = Type.Object(
+  {
+    id: Type.Optional({ ...PlantId, description: 'Present with `include=id`.' }),
+    name: PlantName,
+    tag: Type.Optional(PlantTag),
+  },
+  { additionalProperties: false, title: 'PlantListItem' },
+);
+export type PlantListItem = Static<typeof PlantListItem>;
+
+export const PlantList = Type.Array(PlantListItem, { title: 'PlantList' });
 
 // Path and query parameters arrive as text; their exact forms are the contract's.
 export const PlantIdParam = Type.Object(
@@ -70,6 +80,9 @@ export const ListQuery = Type.Object(
       }),
     ),
     tag: Type.Optional({ ...PlantTag, description: 'Only plants with exactly this tag.' }),
+    include: Type.Optional(
+      Type.Literal('id', { description: '`id`: each element also carries its id, `{id, name, tag}`.' }),
+    ),
     cursor: Type.Optional(
       Type.String({
         minLength: 1,

@@ -63,6 +63,92 @@ export interface PoolStats {
 
 export type CreateResult = { created: PlantRecord } | { exists: true };
 
+export type EventType = 'plant.created' | 'plant.deleted';
+export const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.deleted'];
+
+/** An event the service decided a change makes; the store writes it in the change's own transaction. */
+export interface NewEvent {
+  id: string;
+  at: Date;
+}
+
+/** The plant in the original specification's NewPlant shape: tag only when set. */
+export interface EventData {
+  id: number;
+  name: string;
+  tag?: string;
+}
+
+export interface EventRecord {
+  id: string;
+  type: EventType;
+  /** Whose plant it was: who may see the event (besides plants:admin). */
+  owner: string;
+  data: EventData;
+  createdAt: Date;
+  /** Opaque, engine-ordered place in the log; listEvents({after}) gives what follows it. */
+  position: string;
+}
+
+export interface EndpointRecord {
+  id: string;
+  owner: string;
+  /** Made with plants:admin: receives every user's events. */
+  admin: boolean;
+  url: string;
+  events: EventType[];
+  description: string | null;
+  secret: string;
+  /** The secret before the last rotation, still signing until previousSecretUntil. */
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+  status: 'enabled' | 'disabled';
+  disabledReason: string | null;
+  createdAt: Date;
+  lastSuccessAt: Date | null;
+}
+
+export type EndpointPatch = Partial<
+  Pick<EndpointRecord, 'secret' | 'previousSecret' | 'previousSecretUntil' | 'status' | 'disabledReason'>
+>;
+
+/** One event to one endpoint, leased to one dispatcher until it reports back or the lease runs out. */
+export interface DeliveryJob {
+  id: string;
+  /** Attempts made before this one. */
+  attempts: number;
+  event: EventRecord;
+  endpoint: EndpointRecord;
+}
+
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
+
+export interface AttemptRecord {
+  /** Opaque and increasing: the deliveries log pages by it, newest first. */
+  id: string;
+  deliveryId: string;
+  endpointId: string;
+  eventId: string;
+  eventType: EventType;
+  /** 1 for the first attempt. */
+  attempt: number;
+  at: Date;
+  /** The receiver's HTTP status, or null when none came (refused, unreachable, timed out). */
+  status: number | null;
+  outcome: AttemptOutcome;
+  error: string | null;
+  durationMs: number;
+  nextAttemptAt: Date | null;
+}
+
+export interface FinishedAttempt {
+  deliveryId: string;
+  leaseOwner: string;
+  attempt: Omit<AttemptRecord, 'id'>;
+  /** Disable the endpoint, with this reason (410 Gone, or five days of failures). */
+  disableEndpoint: string | null;
+}
+
 /**
  * Everything the service needs from persistence, in domain terms. Every engine implements it
  * and passes the same contract tests (test/store). A resolved write is durable.
@@ -71,14 +157,63 @@ export interface Store {
   readonly engine: string;
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;
-  /** Inserts a plant; with `idem`, records the outcome against the claimed key in the same transaction. */
-  createPlant(plant: NewPlant, idem?: IdempotencyRef): Promise<CreateResult>;
+  /**
+   * Inserts a plant; with `idem`, records the outcome against the claimed key, and with `event`, a
+   * plant.created event and its deliveries to every matching enabled endpoint — all in one transaction.
+   */
+  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult>;
   /** The plant with this id, whoever owns it. */
   getPlant(id: number): Promise<PlantRecord | null>;
   /** Up to `limit` plants with id > afterId, ascending, filtered by owner and tag. */
   listPlants(q: PageQuery): Promise<PlantRecord[]>;
-  /** Deletes the plant if it exists and (owner non-null) belongs to owner. */
-  deletePlant(id: number, owner: string | null): Promise<boolean>;
+  /** Deletes the plant if it exists and (owner non-null) belongs to owner; with `event`, as createPlant. */
+  deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean>;
+
+  insertEndpoint(endpoint: EndpointRecord): Promise<void>;
+  /** Every endpoint of `owner`, oldest first; null: everyone's. */
+  listEndpoints(owner: string | null): Promise<EndpointRecord[]>;
+  getEndpoint(id: string): Promise<EndpointRecord | null>;
+  /** Changes an endpoint; null when there is no such endpoint. */
+  updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null>;
+  /** Deletes an endpoint with its deliveries and their log. */
+  deleteEndpoint(id: string): Promise<boolean>;
+
+  /**
+   * Leases up to `limit` deliveries that are due (or whose lease ran out) to `leaseOwner` for
+   * `leaseMs`, skipping disabled endpoints and those in `skipEndpoints`. Any number of processes
+   * may call this at once; each delivery goes to one of them.
+   */
+  claimDeliveries(q: {
+    now: Date;
+    leaseMs: number;
+    leaseOwner: string;
+    limit: number;
+    /** Most deliveries of one endpoint in this claim. */
+    perEndpoint: number;
+    skipEndpoints: string[];
+  }): Promise<DeliveryJob[]>;
+  /** Logs an attempt and reschedules (nextAttemptAt) or ends its delivery; ignored if the lease was lost. */
+  finishDelivery(f: FinishedAttempt): Promise<void>;
+  /** An endpoint's attempts, newest first, older than `beforeId` when given. */
+  listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
+  /**
+   * Queues again every event since `since` that matches the endpoint and that it has not
+   * acknowledged (and is not already queued); returns how many.
+   */
+  recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number>;
+
+  /** Where the event with this id stands in the log; null when it is not (or no longer) kept. */
+  eventPosition(id: string): Promise<string | null>;
+  /** The position after which events not yet in the log will come. */
+  headPosition(): Promise<string>;
+  /**
+   * Events after `after`, in log order, visible to `owner` (null: everyone's). On an engine
+   * with concurrent writers, only events whose every predecessor has committed are returned,
+   * so that a reader never passes over one that commits late.
+   */
+  listEvents(q: { after: string; owner: string | null; limit: number }): Promise<EventRecord[]>;
+  /** Deletes events, finished deliveries and attempts older than `before`; returns how many events. */
+  purgeEvents(before: Date): Promise<number>;
 
   /** Claims an Idempotency-Key for a request whose body hashes to requestHash. */
   claimIdempotencyKey(

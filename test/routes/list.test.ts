@@ -32,6 +32,42 @@ for (const engine of ENGINES) {
     });
     after(() => h?.close());
 
+    it('include=id adds each id, on every page, and the next link repeats it; other values are 400', async () => {
+      const c = await h.user();
+      const ids: number[] = [];
+      for (const [name, tag] of [
+        ['a', 'x'],
+        ['b', null],
+        ['c', 'x'],
+      ] as const) {
+        ids.push(locationId(await c.create(tag === null ? { name } : { name, tag })));
+      }
+      const first = await c.request({ method: 'GET', url: '/plants?limit=2&include=id' });
+      assert.deepEqual(first.json(), [
+        { id: ids[0], name: 'a', tag: 'x' },
+        { id: ids[1], name: 'b' },
+      ]);
+      const next = nextLink(first);
+      assert.match(next!, /&include=id$/);
+      assert.deepEqual((await c.request({ method: 'GET', url: next! })).json(), [
+        { id: ids[2], name: 'c', tag: 'x' },
+      ]);
+      const plain = await c.request({ method: 'GET', url: '/plants?limit=2' });
+      assert.deepEqual(plain.json(), [{ name: 'a', tag: 'x' }, { name: 'b' }]);
+      assert.doesNotMatch(String(plain.headers.link), /include/);
+      for (const bad of [
+        'include=',
+        'include=ID',
+        'include=name',
+        'include=id&include=id',
+        'include=id,name',
+      ]) {
+        const res = await c.request({ method: 'GET', url: `/plants?${bad}` });
+        assert.equal(res.statusCode, 400, bad);
+        errorBody(res);
+      }
+    });
+
     it('lists only the caller’s plants, by id ascending, as {name, tag}', async () => {
       const a = await h.user();
       const b = await h.user();

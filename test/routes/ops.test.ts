@@ -95,6 +95,7 @@ for (const engine of ENGINES) {
       const list = doc.paths['/plants'].get;
       assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), [
         'cursor',
+        'include',
         'limit',
         'tag',
       ]);

@@ -25,6 +25,7 @@ describe('SQLite store specifics', () => {
     assert.equal((db.prepare('SELECT count(*) AS n FROM plants').get() as { n: number }).n, 1);
     assert.deepEqual(db.prepare('SELECT version, name FROM schema_migrations').all(), [
       { version: 1, name: '0001_init' },
+      { version: 2, name: '0002_events' },
     ]);
     db.close();
   });

@@ -45,4 +45,76 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
     `,
   },
+  {
+    version: 2,
+    name: '0002_events',
+    // The event log, written in the transaction of the change it describes. Its position is
+    // (xid, seq): the writing transaction's id and a sequence value. A reader takes only events of
+    // transactions older than every transaction still running (pg_snapshot_xmin), so an event
+    // whose sequence value was taken early but committed late is never passed over.
+    sql: `
+      CREATE TABLE events (
+        seq        bigserial NOT NULL,
+        xid        xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        id         text PRIMARY KEY,
+        type       text NOT NULL,
+        owner      text NOT NULL,
+        data       text NOT NULL,
+        created_at timestamptz NOT NULL
+      );
+      CREATE INDEX events_position ON events (xid, seq);
+      CREATE INDEX events_owner_position ON events (owner, xid, seq);
+      CREATE INDEX events_created_at ON events (created_at);
+
+      CREATE TABLE webhook_endpoints (
+        id                    text PRIMARY KEY,
+        owner                 text NOT NULL,
+        admin                 boolean NOT NULL,
+        url                   text NOT NULL,
+        events                integer NOT NULL,
+        description           text,
+        secret                text NOT NULL,
+        previous_secret       text,
+        previous_secret_until timestamptz,
+        status                text NOT NULL CHECK (status IN ('enabled', 'disabled')),
+        disabled_reason       text,
+        created_at            timestamptz NOT NULL,
+        last_success_at       timestamptz
+      );
+      CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner, created_at);
+      CREATE INDEX webhook_endpoints_admin ON webhook_endpoints (admin) WHERE admin;
+
+      CREATE TABLE deliveries (
+        id              bigserial PRIMARY KEY,
+        event_id        text NOT NULL,
+        endpoint_id     text NOT NULL,
+        state           text NOT NULL CHECK (state IN ('pending', 'succeeded', 'failed')),
+        attempts        integer NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz NOT NULL,
+        lease_owner     text,
+        lease_until     timestamptz,
+        created_at      timestamptz NOT NULL
+      );
+      CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending';
+      CREATE INDEX deliveries_endpoint_event ON deliveries (endpoint_id, event_id);
+      CREATE INDEX deliveries_event ON deliveries (event_id);
+
+      CREATE TABLE delivery_attempts (
+        id              bigserial PRIMARY KEY,
+        delivery_id     bigint NOT NULL,
+        endpoint_id     text NOT NULL,
+        event_id        text NOT NULL,
+        event_type      text NOT NULL,
+        attempt         integer NOT NULL,
+        at              timestamptz NOT NULL,
+        status          integer,
+        outcome         text NOT NULL,
+        error           text,
+        duration_ms     integer NOT NULL,
+        next_attempt_at timestamptz
+      );
+      CREATE INDEX delivery_attempts_endpoint ON delivery_attempts (endpoint_id, id);
+      CREATE INDEX delivery_attempts_at ON delivery_attempts (at);
+    `,
+  },
 ];

@@ -3,9 +3,16 @@ import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
+  AttemptRecord,
   CreateResult,
+  DeliveryJob,
+  EndpointPatch,
+  EndpointRecord,
+  EventRecord,
+  FinishedAttempt,
   IdempotencyClaim,
   IdempotencyRef,
+  NewEvent,
   NewPlant,
   PageQuery,
   PlantRecord,
@@ -13,6 +20,18 @@ import type {
   Store,
   TokenRecord,
 } from '../store.js';
+import {
+  type AttemptRow,
+  type EndpointRow,
+  EVENT_QUERIES,
+  type EventRow,
+  parsePosition,
+  position,
+  toAttempt,
+  toEndpoint,
+  toEvent,
+  typeBit,
+} from './events.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 
 export interface PgOptions {
@@ -100,6 +119,7 @@ const Q = {
   tokensAll: 'SELECT * FROM tokens ORDER BY created_at, id',
   tokensOfUser: 'SELECT * FROM tokens WHERE user_id = $1 ORDER BY created_at, id',
   revokeToken: 'UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+  ...EVENT_QUERIES,
 } as const;
 
 type QueryName = keyof typeof Q;
@@ -200,16 +220,16 @@ export class PgStore implements Store {
     }
   }
 
-  async createPlant(plant: NewPlant, idem?: IdempotencyRef): Promise<CreateResult> {
+  async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     if (plant.id === null && !idem) {
-      // The common case in one round trip, no explicit transaction.
-      const id = await this.insertServerId(plant, this.pool);
+      // The common case in one round trip, no explicit transaction (the event in the same statement).
+      const id = await this.insertServerId(plant, this.pool, event);
       return { created: { ...plant, id } };
     }
     return this.tx(async (c) => {
       let id: number | null;
       if (plant.id === null) {
-        id = await this.insertServerId(plant, c);
+        id = await this.insertServerId(plant, c, event);
       } else {
         const r = await this.q<{ id: number }>(
           'insertClientId',
@@ -221,6 +241,9 @@ export class PgStore implements Store {
           // Serialized so two concurrent client ids cannot lower the sequence below either of them.
           await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
           await this.q('raiseSequence', [id], c);
+          if (event) {
+            await this.q('recordCreated', [id, plant.owner, plant.name, plant.tag, event.id, event.at], c);
+          }
         }
       }
       if (idem) await this.q('finishIdem', [id === null ? 409 : 201, id, idem.user, idem.key], c);
@@ -229,11 +252,21 @@ export class PgStore implements Store {
   }
 
   // nextval may land on an id a client took meanwhile; then take the next one.
-  private async insertServerId(plant: NewPlant, c: pg.Pool | pg.PoolClient): Promise<number> {
+  private async insertServerId(
+    plant: NewPlant,
+    c: pg.Pool | pg.PoolClient,
+    event?: NewEvent,
+  ): Promise<number> {
     for (let attempt = 0; attempt < 100; attempt++) {
       let r: pg.QueryResult<{ id: number }>;
       try {
-        r = await this.q<{ id: number }>('insertServerId', [plant.owner, plant.name, plant.tag], c);
+        r = event
+          ? await this.q<{ id: number }>(
+              'insertServerIdEvent',
+              [plant.owner, plant.name, plant.tag, event.id, event.at],
+              c,
+            )
+          : await this.q<{ id: number }>('insertServerId', [plant.owner, plant.name, plant.tag], c);
       } catch (err) {
         // The sequence stops at 2^53−1 (sequence_generator_limit_exceeded).
         if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
@@ -261,9 +294,151 @@ export class PgStore implements Store {
     return r.rows;
   }
 
-  async deletePlant(id: number, owner: string | null): Promise<boolean> {
-    const r = owner === null ? await this.q('deleteAny', [id]) : await this.q('deleteOwned', [id, owner]);
+  async deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
+    let r: pg.QueryResult;
+    if (event) {
+      r =
+        owner === null
+          ? await this.q('deleteAnyEvent', [id, event.id, event.at])
+          : await this.q('deleteOwnedEvent', [id, event.id, event.at, owner]);
+    } else {
+      r = owner === null ? await this.q('deleteAny', [id]) : await this.q('deleteOwned', [id, owner]);
+    }
     return (r.rowCount ?? 0) > 0;
+  }
+
+  async insertEndpoint(e: EndpointRecord): Promise<void> {
+    await this.q('insertEndpoint', [
+      e.id,
+      e.owner,
+      e.admin,
+      e.url,
+      e.events.reduce((m, t) => m | typeBit(t), 0),
+      e.description,
+      e.secret,
+      e.previousSecret,
+      e.previousSecretUntil,
+      e.status,
+      e.disabledReason,
+      e.createdAt,
+      e.lastSuccessAt,
+    ]);
+  }
+
+  async listEndpoints(owner: string | null): Promise<EndpointRecord[]> {
+    const r =
+      owner === null
+        ? await this.q<EndpointRow>('endpointsAll', [])
+        : await this.q<EndpointRow>('endpointsOf', [owner]);
+    return r.rows.map(toEndpoint);
+  }
+
+  async getEndpoint(id: string): Promise<EndpointRecord | null> {
+    const row = (await this.q<EndpointRow>('endpoint', [id])).rows[0];
+    return row ? toEndpoint(row) : null;
+  }
+
+  async updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
+    const current = await this.getEndpoint(id);
+    if (!current) return null;
+    const n = { ...current, ...patch };
+    const row = (
+      await this.q<EndpointRow>('updateEndpoint', [
+        id,
+        n.secret,
+        n.previousSecret,
+        n.previousSecretUntil,
+        n.status,
+        n.disabledReason,
+      ])
+    ).rows[0];
+    return row ? toEndpoint(row) : null;
+  }
+
+  async deleteEndpoint(id: string): Promise<boolean> {
+    return ((await this.q('deleteEndpoint', [id])).rowCount ?? 0) > 0;
+  }
+
+  async claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
+    const until = new Date(q.now.getTime() + q.leaseMs);
+    const rows = (
+      await this.q<{ id: string; event_id: string; endpoint_id: string; attempts: number }>('claim', [
+        q.leaseOwner,
+        until,
+        q.now,
+        q.skipEndpoints,
+        q.limit,
+        q.perEndpoint,
+        q.limit * 4,
+      ])
+    ).rows;
+    if (rows.length === 0) return [];
+    const [events, endpoints] = await Promise.all([
+      this.q<EventRow>('eventsIn', [[...new Set(rows.map((r) => r.event_id))]]),
+      this.q<EndpointRow>('endpointsIn', [[...new Set(rows.map((r) => r.endpoint_id))]]),
+    ]);
+    const ev = new Map(events.rows.map((r) => [r.id, toEvent(r)]));
+    const ep = new Map(endpoints.rows.map((r) => [r.id, toEndpoint(r)]));
+    return rows.flatMap((r) => {
+      const event = ev.get(r.event_id);
+      const endpoint = ep.get(r.endpoint_id);
+      return event && endpoint ? [{ id: r.id, attempts: r.attempts, event, endpoint }] : [];
+    });
+  }
+
+  async finishDelivery(f: FinishedAttempt): Promise<void> {
+    const a = f.attempt;
+    await this.q('finish', [
+      f.deliveryId,
+      f.leaseOwner,
+      a.endpointId,
+      a.eventId,
+      a.eventType,
+      a.attempt,
+      a.at,
+      a.status,
+      a.outcome,
+      a.error,
+      Math.round(a.durationMs),
+      a.nextAttemptAt,
+      f.disableEndpoint,
+    ]);
+  }
+
+  async listAttempts(
+    endpointId: string,
+    q: { limit: number; beforeId: string | null },
+  ): Promise<AttemptRecord[]> {
+    const before = q.beforeId ?? '9223372036854775807';
+    return (await this.q<AttemptRow>('attempts', [endpointId, before, q.limit])).rows.map(toAttempt);
+  }
+
+  async recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number> {
+    return (await this.q('recover', [endpointId, since, now])).rowCount ?? 0;
+  }
+
+  async eventPosition(id: string): Promise<string | null> {
+    const row = (await this.q<{ xid: string; seq: number }>('position', [id])).rows[0];
+    return row ? position(row.xid, row.seq) : null;
+  }
+
+  async headPosition(): Promise<string> {
+    const row = (await this.q<{ xmin: string }>('head', [])).rows[0]!;
+    // Every event from xmin on is still to come (seq values start at 1, so `.0` is before them all).
+    return position(row.xmin, 0);
+  }
+
+  async listEvents(q: { after: string; owner: string | null; limit: number }): Promise<EventRecord[]> {
+    const [xid, seq] = parsePosition(q.after);
+    const r =
+      q.owner === null
+        ? await this.q<EventRow>('eventsAll', [xid, seq, q.limit])
+        : await this.q<EventRow>('eventsOf', [xid, seq, q.limit, q.owner]);
+    return r.rows.map(toEvent);
+  }
+
+  async purgeEvents(before: Date): Promise<number> {
+    return (await this.q<{ n: number }>('purge', [before])).rows[0]?.n ?? 0;
   }
 
   async claimIdempotencyKey(

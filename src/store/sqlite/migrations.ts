@@ -44,4 +44,72 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
     `,
   },
+  {
+    version: 2,
+    name: '0002_events',
+    // The event log, written in the transaction of the change it describes; SQLite has one writer,
+    // so seq order is commit order. Endpoint event types are a bit mask (1 created, 2 deleted).
+    sql: `
+      CREATE TABLE events (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        id         TEXT NOT NULL UNIQUE,
+        type       TEXT NOT NULL,
+        owner      TEXT NOT NULL,
+        data       TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX events_owner_seq ON events (owner, seq);
+      CREATE INDEX events_created_at ON events (created_at);
+
+      CREATE TABLE webhook_endpoints (
+        id                    TEXT PRIMARY KEY,
+        owner                 TEXT NOT NULL,
+        admin                 INTEGER NOT NULL,
+        url                   TEXT NOT NULL,
+        events                INTEGER NOT NULL,
+        description           TEXT,
+        secret                TEXT NOT NULL,
+        previous_secret       TEXT,
+        previous_secret_until INTEGER,
+        status                TEXT NOT NULL CHECK (status IN ('enabled', 'disabled')),
+        disabled_reason       TEXT,
+        created_at            INTEGER NOT NULL,
+        last_success_at       INTEGER
+      );
+      CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner, created_at);
+      CREATE INDEX webhook_endpoints_admin ON webhook_endpoints (admin) WHERE admin = 1;
+
+      CREATE TABLE deliveries (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id        TEXT NOT NULL,
+        endpoint_id     TEXT NOT NULL,
+        state           TEXT NOT NULL CHECK (state IN ('pending', 'succeeded', 'failed')),
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        lease_owner     TEXT,
+        lease_until     INTEGER,
+        created_at      INTEGER NOT NULL
+      );
+      CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending';
+      CREATE INDEX deliveries_endpoint_event ON deliveries (endpoint_id, event_id);
+      CREATE INDEX deliveries_event ON deliveries (event_id);
+
+      CREATE TABLE delivery_attempts (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        delivery_id     INTEGER NOT NULL,
+        endpoint_id     TEXT NOT NULL,
+        event_id        TEXT NOT NULL,
+        event_type      TEXT NOT NULL,
+        attempt         INTEGER NOT NULL,
+        at              INTEGER NOT NULL,
+        status          INTEGER,
+        outcome         TEXT NOT NULL,
+        error           TEXT,
+        duration_ms     INTEGER NOT NULL,
+        next_attempt_at INTEGER
+      );
+      CREATE INDEX delivery_attempts_endpoint ON delivery_attempts (endpoint_id, id);
+      CREATE INDEX delivery_attempts_at ON delivery_attempts (at);
+    `,
+  },
 ];

@@ -6,9 +6,16 @@ import { MAX_PLANT_ID } from '../../schemas/plant.js';
 import type { Scope } from '../../schemas/token.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
+  AttemptRecord,
   CreateResult,
+  DeliveryJob,
+  EndpointPatch,
+  EndpointRecord,
+  EventRecord,
+  FinishedAttempt,
   IdempotencyClaim,
   IdempotencyRef,
+  NewEvent,
   NewPlant,
   PageQuery,
   PlantRecord,
@@ -16,6 +23,7 @@ import type {
   TokenRecord,
 } from '../store.js';
 import { Checkpointer } from './checkpointer.js';
+import { eventData, SqliteEvents } from './events.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { type Pending, TurnBatch } from './turn-batch.js';
 
@@ -116,6 +124,12 @@ export class SqliteStore implements Store {
     return this.stmts;
   }
 
+  private eventsSql: SqliteEvents | undefined;
+  private get e(): SqliteEvents {
+    this.eventsSql ??= new SqliteEvents(this.db);
+    return this.eventsSql;
+  }
+
   private prepare() {
     const db = this.db;
     return {
@@ -144,10 +158,14 @@ export class SqliteStore implements Store {
           'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
-      deleteAny: db.prepare<[number], string>('DELETE FROM plants WHERE id = ? RETURNING owner').pluck(),
+      deleteAny: db
+        .prepare<[number], Row>('DELETE FROM plants WHERE id = ? RETURNING id, owner, name, tag')
+        .raw(),
       deleteOwned: db
-        .prepare<[number, string], string>('DELETE FROM plants WHERE id = ? AND owner = ? RETURNING owner')
-        .pluck(),
+        .prepare<[number, string], Row>(
+          'DELETE FROM plants WHERE id = ? AND owner = ? RETURNING id, owner, name, tag',
+        )
+        .raw(),
       getIdem: db.prepare<[string, string], IdemRow>(
         'SELECT request_hash, state, status, plant_id, created_at, locked_at FROM idempotency_keys WHERE user_id = ? AND key = ?',
       ),
@@ -347,12 +365,13 @@ export class SqliteStore implements Store {
     });
   }
 
-  createPlant(plant: NewPlant, idem?: IdempotencyRef): Promise<CreateResult> {
+  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     return this.write((): CreateResult => {
       const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag);
       if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
       if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
       if (!row) return { exists: true };
+      if (event) this.e.record(event, 'plant.created', plant.owner, eventData(row.id, plant.name, plant.tag));
       this.changed(plant.owner);
       return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
     });
@@ -383,13 +402,66 @@ export class SqliteStore implements Store {
     });
   }
 
-  deletePlant(id: number, owner: string | null): Promise<boolean> {
+  deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
     return this.write(() => {
-      const deletedFrom = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
-      if (deletedFrom === undefined) return false;
-      this.changed(deletedFrom);
+      const gone = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
+      if (gone === undefined) return false;
+      if (event) this.e.record(event, 'plant.deleted', gone[1], eventData(gone[0], gone[2], gone[3]));
+      this.changed(gone[1]);
       return true;
     });
+  }
+
+  insertEndpoint(endpoint: EndpointRecord): Promise<void> {
+    return this.write(() => this.e.insertEndpoint(endpoint));
+  }
+
+  listEndpoints(owner: string | null): Promise<EndpointRecord[]> {
+    return this.run(() => this.e.listEndpoints(owner));
+  }
+
+  getEndpoint(id: string): Promise<EndpointRecord | null> {
+    return this.run(() => this.e.getEndpoint(id));
+  }
+
+  updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
+    return this.write(() => this.e.updateEndpoint(id, patch));
+  }
+
+  deleteEndpoint(id: string): Promise<boolean> {
+    return this.write(() => this.e.deleteEndpoint(id));
+  }
+
+  claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
+    return this.write(() => this.e.claim(q));
+  }
+
+  finishDelivery(f: FinishedAttempt): Promise<void> {
+    return this.write(() => this.e.finish(f));
+  }
+
+  listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]> {
+    return this.run(() => this.e.listAttempts(endpointId, q));
+  }
+
+  recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number> {
+    return this.write(() => this.e.recover(endpointId, since, now));
+  }
+
+  eventPosition(id: string): Promise<string | null> {
+    return this.run(() => this.e.position(id));
+  }
+
+  headPosition(): Promise<string> {
+    return this.run(() => this.e.head());
+  }
+
+  listEvents(q: { after: string; owner: string | null; limit: number }): Promise<EventRecord[]> {
+    return this.run(() => this.e.list(q));
+  }
+
+  purgeEvents(before: Date): Promise<number> {
+    return this.write(() => this.e.purge(before));
   }
 
   claimIdempotencyKey(

@@ -1,0 +1,204 @@
+import { randomBytes } from 'node:crypto';
+import type { AttemptOutcome, DeliveryJob, Store } from '../store/store.js';
+import { eventPayload } from './event.js';
+import { type PostResult, postWebhook, type Resolver } from './outbound.js';
+import { signWebhook } from './signing.js';
+
+/** An endpoint that has acknowledged nothing for this long while its deliveries fail is disabled. */
+export const FAILING_DISABLE_MS = 5 * 86_400_000;
+
+export interface DispatcherOptions {
+  store: Store;
+  /** How long a receiver has to answer one delivery. */
+  timeoutMs: number;
+  /** Waits before each retry; after the last, the delivery is marked failed. */
+  schedule: number[];
+  allowPrivate: boolean;
+  resolver?: Resolver;
+  clock?: () => number;
+  /** 0 … 1; a retry waits its step plus up to 10 % of it, times this. */
+  jitter?: () => number;
+  /** How often the store is asked for due deliveries when nothing nudged this process. */
+  pollMs?: number;
+  /** Deliveries in flight from this process, at most. */
+  concurrency?: number;
+  /** Deliveries in flight to one endpoint from this process, at most. */
+  perEndpoint?: number;
+  onAttempt?: (outcome: AttemptOutcome) => void;
+  warn?: (obj: object, msg: string) => void;
+}
+
+/**
+ * Sends webhook deliveries: runs in every `serve` process. Deliveries are leased from the store
+ * (any number of processes share the work; a crashed one's leases run out and are taken over),
+ * sent through the one outbound client, and reported back with their next attempt. Concurrency
+ * is bounded overall and per endpoint, so one slow or dead receiver delays no other and nothing
+ * queues in memory beyond what is in flight.
+ */
+export class Dispatcher {
+  private readonly id = `dispatcher-${randomBytes(6).toString('hex')}`;
+  private readonly clock: () => number;
+  private readonly jitter: () => number;
+  private readonly concurrency: number;
+  private readonly perEndpoint: number;
+  private readonly leaseMs: number;
+  private readonly inflight = new Map<string, number>();
+  private inflightTotal = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private again = false;
+  private stopped = false;
+  private readonly sending = new Set<Promise<void>>();
+
+  constructor(private readonly opts: DispatcherOptions) {
+    this.clock = opts.clock ?? Date.now;
+    this.jitter = opts.jitter ?? Math.random;
+    this.concurrency = opts.concurrency ?? 32;
+    this.perEndpoint = opts.perEndpoint ?? 4;
+    // The attempt is bounded by the timeout, and recording it takes moments: a live process keeps
+    // what it leased, and a dead one's deliveries are taken over this long after it died.
+    this.leaseMs = opts.timeoutMs + 10_000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Looks for work now (a change and its event just committed in this process). */
+  nudge(): void {
+    if (this.stopped) return;
+    // Remembered even while a claim is running: its end must not replace this with a poll wait.
+    this.again = true;
+    if (!this.ticking) this.schedule(0);
+  }
+
+  /** Stops claiming; waits for the deliveries in flight (each bounded by the timeout). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.allSettled([...this.sending]);
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      for (;;) {
+        this.again = false;
+        const free = this.concurrency - this.inflightTotal;
+        if (free <= 0 || this.stopped) break;
+        const busy = [...this.inflight].filter(([, n]) => n > 0).map(([id]) => id);
+        const jobs = await this.opts.store.claimDeliveries({
+          now: new Date(this.clock()),
+          leaseMs: this.leaseMs,
+          leaseOwner: this.id,
+          limit: free,
+          perEndpoint: this.perEndpoint,
+          skipEndpoints: busy,
+        });
+        for (const job of jobs) this.launch(job);
+        if (jobs.length < free && !this.again) break;
+      }
+    } catch (err) {
+      this.opts.warn?.({ err }, 'webhook dispatcher could not claim deliveries; retrying');
+    } finally {
+      this.ticking = false;
+      if (!this.stopped) this.schedule(this.again ? 0 : (this.opts.pollMs ?? 1_000));
+    }
+  }
+
+  private launch(job: DeliveryJob): void {
+    const endpointId = job.endpoint.id;
+    this.inflight.set(endpointId, (this.inflight.get(endpointId) ?? 0) + 1);
+    this.inflightTotal++;
+    const p = this.deliver(job)
+      .catch((err) => this.opts.warn?.({ err, delivery: job.id }, 'webhook delivery could not be recorded'))
+      .finally(() => {
+        const n = (this.inflight.get(endpointId) ?? 1) - 1;
+        if (n <= 0) this.inflight.delete(endpointId);
+        else this.inflight.set(endpointId, n);
+        this.inflightTotal--;
+        this.sending.delete(p);
+        this.nudge(); // a slot is free
+      });
+    this.sending.add(p);
+  }
+
+  private async deliver(job: DeliveryJob): Promise<void> {
+    const { endpoint, event } = job;
+    const started = this.clock();
+    const body = JSON.stringify(eventPayload(event));
+    const timestamp = Math.floor(started / 1000);
+    const secrets = [endpoint.secret];
+    if (
+      endpoint.previousSecret &&
+      endpoint.previousSecretUntil &&
+      endpoint.previousSecretUntil.getTime() > started
+    ) {
+      secrets.push(endpoint.previousSecret);
+    }
+    const result = await postWebhook(endpoint.url, {
+      body,
+      headers: {
+        'webhook-id': event.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signWebhook(secrets, event.id, timestamp, body),
+      },
+      timeoutMs: this.opts.timeoutMs,
+      allowPrivate: this.opts.allowPrivate,
+      ...(this.opts.resolver ? { resolver: this.opts.resolver } : {}),
+    });
+    const now = this.clock();
+    const attempt = job.attempts + 1;
+    const verdict = this.judge(job, result, attempt, now);
+    this.opts.onAttempt?.(verdict.outcome);
+    await this.opts.store.finishDelivery({
+      deliveryId: job.id,
+      leaseOwner: this.id,
+      disableEndpoint: verdict.disable,
+      attempt: {
+        deliveryId: job.id,
+        endpointId: endpoint.id,
+        eventId: event.id,
+        eventType: event.type,
+        attempt,
+        at: new Date(now),
+        status: result.kind === 'response' ? result.status : null,
+        outcome: verdict.outcome,
+        error: verdict.error,
+        durationMs: result.kind === 'refused' ? 0 : result.durationMs,
+        nextAttemptAt: verdict.next === null ? null : new Date(verdict.next),
+      },
+    });
+  }
+
+  /** What an attempt's result means: done, retry when, or give up; and whether to disable the endpoint. */
+  private judge(job: DeliveryJob, r: PostResult, attempt: number, now: number) {
+    if (r.kind === 'response' && r.status >= 200 && r.status < 300) {
+      return { outcome: 'succeeded' as const, next: null, error: null, disable: null };
+    }
+    const error =
+      r.kind === 'response'
+        ? `the receiver answered ${r.status}`
+        : `${r.kind === 'refused' ? 'refused' : 'failed'}: ${r.reason}`;
+    if (r.kind === 'response' && r.status === 410) {
+      return { outcome: 'failed' as const, next: null, error, disable: 'the receiver answered 410 Gone' };
+    }
+    const lastGood = job.endpoint.lastSuccessAt?.getTime() ?? job.endpoint.createdAt.getTime();
+    const disable =
+      now - lastGood >= FAILING_DISABLE_MS ? 'nothing acknowledged for 5 days while deliveries failed' : null;
+    const step = this.opts.schedule[attempt - 1];
+    if (step === undefined || disable) return { outcome: 'failed' as const, next: null, error, disable };
+    let wait = step + step * 0.1 * this.jitter();
+    const asked = r.kind === 'response' ? r.retryAfterMs : null;
+    if (asked !== null && asked > wait) wait = Math.min(asked, 86_400_000);
+    return { outcome: 'retrying' as const, next: now + wait, error, disable: null };
+  }
+}

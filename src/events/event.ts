@@ -1,0 +1,22 @@
+import { randomBytes } from 'node:crypto';
+import type { EventRecord } from '../store/store.js';
+
+/** `evt_` and 16 random bytes, base64url: opaque and unique. */
+export const newEventId = (): string => `evt_${randomBytes(16).toString('base64url')}`;
+
+/** The JSON an event is sent as, by webhook and by the live stream (CONTRACT.md section 8). */
+export interface EventPayload {
+  type: EventRecord['type'];
+  timestamp: string;
+  data: EventRecord['data'];
+}
+
+export const eventPayload = (e: EventRecord): EventPayload => ({
+  type: e.type,
+  timestamp: e.createdAt.toISOString(),
+  data: e.data,
+});
+
+/** Who may see an event: its plant's owner, and plants:admin callers and endpoints. */
+export const maySee = (e: Pick<EventRecord, 'owner'>, user: string, admin: boolean): boolean =>
+  admin || e.owner === user;

@@ -1,0 +1,234 @@
+import { lookup } from 'node:dns/promises';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * The one place that opens connections to URLs users gave (webhooks), as Svix keeps its
+ * webhook_http_client: it resolves the name, checks every address, connects only to the address
+ * it checked (no second lookup, so DNS cannot be re-pointed in between), follows no redirect, and
+ * bounds the whole exchange with one deadline.
+ */
+
+export type Resolver = (hostname: string) => Promise<{ address: string; family: 4 | 6 }[]>;
+
+const systemResolver: Resolver = async (hostname) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
+
+// Everything that is not the public internet (OWASP SSRF guidance; IANA special-purpose registries).
+const forbidden = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8], // "this network", unspecified
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10], // CGNAT
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16], // link-local, cloud metadata
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24], // 6to4 relay anycast
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
+] as const) {
+  forbidden.addSubnet(net, bits, 'ipv4');
+}
+for (const [net, bits] of [
+  ['::', 96], // unspecified, loopback, IPv4-compatible (deprecated)
+  ['64:ff9b::', 96], // NAT64: would reach an IPv4 address of any kind
+  ['64:ff9b:1::', 48],
+  ['100::', 64], // discard
+  ['2001::', 32], // Teredo
+  ['2001:db8::', 32], // documentation
+  ['2002::', 16], // 6to4: embeds an IPv4 address of any kind
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated)
+  ['ff00::', 8], // multicast
+] as const) {
+  forbidden.addSubnet(net, bits, 'ipv6');
+}
+
+/** The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d` or `::ffff:XXXX:XXXX`), if it is one. */
+function mappedIpv4(ip: string): string | null {
+  const m = /^(?:0{0,4}:){0,5}:?ffff:(.+)$/i.exec(ip) ?? /^::ffff:(.+)$/i.exec(ip);
+  if (!m) return null;
+  const rest = m[1]!;
+  if (isIP(rest) === 4) return rest;
+  const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(rest);
+  if (!hex) return null;
+  const hi = Number.parseInt(hex[1]!, 16);
+  const lo = Number.parseInt(hex[2]!, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+/** True for any address that is not plainly on the public internet; also for anything that is not an IP. */
+export function isForbiddenAddress(ip: string): boolean {
+  const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
+  const family = isIP(bare);
+  if (family === 0) return true;
+  if (family === 4) return forbidden.check(bare, 'ipv4');
+  const v4 = mappedIpv4(bare);
+  if (v4 !== null) return forbidden.check(v4, 'ipv4');
+  return forbidden.check(bare, 'ipv6');
+}
+
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+
+/** The syntactic check at creation (and before every delivery): what can be known without DNS. */
+export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): UrlCheck {
+  if (raw.length > 2000) return { ok: false, reason: 'the URL is longer than 2,000 characters' };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: 'not an absolute URL' };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { ok: false, reason: 'the scheme must be http or https' };
+  if (url.username || url.password) return { ok: false, reason: 'credentials in the URL are not allowed' };
+  if (!url.hostname) return { ok: false, reason: 'the URL has no host' };
+  if (opts.allowPrivate) return { ok: true, url };
+  const host = url.hostname.toLowerCase();
+  const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+  if (isIP(bare) !== 0) {
+    return isForbiddenAddress(bare)
+      ? { ok: false, reason: `the URL names a private, loopback or otherwise internal address (${bare})` }
+      : { ok: true, url };
+  }
+  if (host === 'localhost' || host.endsWith('.localhost') || host === 'localhost.') {
+    return { ok: false, reason: 'the URL names localhost' };
+  }
+  return { ok: true, url };
+}
+
+export type PostResult =
+  | { kind: 'response'; status: number; retryAfterMs: number | null; durationMs: number; address: string }
+  | { kind: 'refused'; reason: string }
+  | { kind: 'failed'; reason: string; durationMs: number };
+
+export interface PostOptions {
+  body: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  allowPrivate: boolean;
+  resolver?: Resolver;
+  /** Read and thrown away; a longer answer is cut off here. */
+  maxResponseBytes?: number;
+}
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP-date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
+  if (value === undefined) return null;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+class Deadline extends Error {}
+
+/** POSTs a webhook delivery to `url`, under the address policy, within `timeoutMs` in all. */
+export async function postWebhook(rawUrl: string, opts: PostOptions): Promise<PostResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const checked = checkWebhookUrl(rawUrl, { allowPrivate: opts.allowPrivate });
+  if (!checked.ok) return { kind: 'refused', reason: checked.reason };
+  const url = checked.url;
+  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+
+  let timer: NodeJS.Timeout | undefined;
+  let onTimeout: () => void = () => {};
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout();
+      reject(new Deadline());
+    }, opts.timeoutMs);
+  });
+  deadline.catch(() => {});
+  try {
+    let address: string;
+    if (isIP(hostname) !== 0) {
+      address = hostname;
+    } else {
+      const resolved = await Promise.race([(opts.resolver ?? systemResolver)(hostname), deadline]);
+      if (resolved.length === 0)
+        return { kind: 'failed', reason: `${hostname} has no address`, durationMs: elapsed() };
+      if (!opts.allowPrivate) {
+        const bad = resolved.find((a) => isForbiddenAddress(a.address));
+        if (bad)
+          return { kind: 'refused', reason: `${hostname} resolves to an internal address (${bad.address})` };
+      }
+      address = resolved[0]!.address;
+    }
+    const res = await Promise.race([
+      send(url, address, hostname, opts, (abort) => (onTimeout = abort)),
+      deadline,
+    ]);
+    return {
+      kind: 'response',
+      status: res.status,
+      retryAfterMs: parseRetryAfter(res.retryAfter),
+      durationMs: elapsed(),
+      address,
+    };
+  } catch (err) {
+    if (err instanceof Deadline)
+      return { kind: 'failed', reason: `timeout after ${opts.timeoutMs} ms`, durationMs: elapsed() };
+    const e = err as NodeJS.ErrnoException;
+    return { kind: 'failed', reason: e.code ? `${e.code}: ${e.message}` : e.message, durationMs: elapsed() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One request to the checked address; the answer's body is read (bounded) and thrown away. */
+function send(
+  url: URL,
+  address: string,
+  hostname: string,
+  opts: PostOptions,
+  setAbort: (abort: () => void) => void,
+): Promise<{ status: number; retryAfter: string | undefined }> {
+  const limit = opts.maxResponseBytes ?? 64 * 1024;
+  return new Promise((resolve, reject) => {
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = request({
+      host: address,
+      port: url.port || (url.protocol === 'https:' ? 443 : 80),
+      path: `${url.pathname}${url.search}`,
+      method: 'POST',
+      agent: false,
+      // TLS checks the certificate against the name in the URL, not the address connected to.
+      ...(url.protocol === 'https:' && isIP(hostname) === 0 ? { servername: hostname } : {}),
+      headers: {
+        ...opts.headers,
+        host: url.host,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(opts.body),
+        'user-agent': 'plantstore-webhooks/1',
+      },
+    });
+    setAbort(() => req.destroy());
+    req.on('error', reject);
+    req.on('response', (res: IncomingMessage) => {
+      let seen = 0;
+      const done = () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
+      res.on('data', (chunk: Buffer) => {
+        seen += chunk.length;
+        if (seen > limit) {
+          res.destroy();
+          done();
+        }
+      });
+      res.on('end', done);
+      res.on('error', () => done());
+    });
+    req.end(opts.body);
+  });
+}

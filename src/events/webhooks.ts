@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { AppError, BadRequestError } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../plants/cursor.js';
+import type { AttemptRecord, EndpointRecord, EventType, Store } from '../store/store.js';
+import { EVENT_TYPES } from '../store/store.js';
+import type { Caller } from '../tokens/verifier.js';
+import { checkWebhookUrl } from './outbound.js';
+import { newWebhookSecret } from './signing.js';
+
+/** After a rotation the old secret keeps signing this long, beside the new one. */
+export const SECRET_OVERLAP_MS = 24 * 3_600_000;
+
+const isAdmin = (caller: Caller) => caller.scopes.has('plants:admin');
+const notFound = () => new AppError(404, 'not_found', 'webhook endpoint not found');
+
+export interface NewEndpoint {
+  url: string;
+  events?: EventType[];
+  description?: string | null;
+}
+
+export interface AttemptPage {
+  attempts: AttemptRecord[];
+  next: string | null;
+  limit: number;
+}
+
+/** Webhook endpoints: who may see and change them, URL policy, secrets, the deliveries log. No HTTP. */
+export class WebhookService {
+  constructor(
+    private readonly store: Store,
+    private readonly opts: { allowPrivate: boolean; now?: () => Date; onRecover?: () => void },
+  ) {}
+
+  private now(): Date {
+    return this.opts.now?.() ?? new Date();
+  }
+
+  async create(caller: Caller, body: NewEndpoint): Promise<EndpointRecord> {
+    const checked = checkWebhookUrl(body.url, { allowPrivate: this.opts.allowPrivate });
+    if (!checked.ok) {
+      throw new BadRequestError('invalid_webhook_url', `url is refused: ${checked.reason}`, [
+        { field: '/url', message: checked.reason },
+      ]);
+    }
+    const endpoint: EndpointRecord = {
+      id: `whk_${randomBytes(12).toString('base64url')}`,
+      owner: caller.user,
+      admin: isAdmin(caller),
+      url: body.url,
+      events: body.events ? EVENT_TYPES.filter((t) => body.events!.includes(t)) : [...EVENT_TYPES],
+      description: body.description ?? null,
+      secret: newWebhookSecret(),
+      previousSecret: null,
+      previousSecretUntil: null,
+      status: 'enabled',
+      disabledReason: null,
+      createdAt: this.now(),
+      lastSuccessAt: null,
+    };
+    await this.store.insertEndpoint(endpoint);
+    return endpoint;
+  }
+
+  /** The caller's endpoints (everyone's for plants:admin), oldest first. */
+  list(caller: Caller): Promise<EndpointRecord[]> {
+    return this.store.listEndpoints(isAdmin(caller) ? null : caller.user);
+  }
+
+  /** The endpoint, if the caller may see it; 404 otherwise, whether or not it exists. */
+  async get(caller: Caller, id: string): Promise<EndpointRecord> {
+    const e = await this.store.getEndpoint(id);
+    if (!e || (e.owner !== caller.user && !isAdmin(caller))) throw notFound();
+    return e;
+  }
+
+  async remove(caller: Caller, id: string): Promise<void> {
+    await this.get(caller, id);
+    if (!(await this.store.deleteEndpoint(id))) throw notFound();
+  }
+
+  /** A new secret; the old one keeps signing beside it for 24 h. */
+  async rotate(caller: Caller, id: string): Promise<EndpointRecord> {
+    const e = await this.get(caller, id);
+    const now = this.now();
+    const updated = await this.store.updateEndpoint(id, {
+      secret: newWebhookSecret(),
+      previousSecret: e.secret,
+      previousSecretUntil: new Date(now.getTime() + SECRET_OVERLAP_MS),
+    });
+    if (!updated) throw notFound();
+    return updated;
+  }
+
+  async attempts(caller: Caller, id: string, q: { limit: number; cursor?: string }): Promise<AttemptPage> {
+    await this.get(caller, id);
+    const listing = `webhook-deliveries:${id}`;
+    const before = q.cursor === undefined ? null : String(decodeCursor(q.cursor, caller.user, listing));
+    const rows = await this.store.listAttempts(id, { limit: q.limit + 1, beforeId: before });
+    const more = rows.length > q.limit;
+    const attempts = more ? rows.slice(0, q.limit) : rows;
+    const last = attempts[attempts.length - 1];
+    return {
+      attempts,
+      next: more && last ? encodeCursor(Number(last.id), caller.user, listing) : null,
+      limit: q.limit,
+    };
+  }
+
+  /** Re-sends every event since `since` that the endpoint has not acknowledged; enables it again. */
+  async recover(caller: Caller, id: string, since: Date): Promise<number> {
+    const e = await this.get(caller, id);
+    if (e.status === 'disabled')
+      await this.store.updateEndpoint(id, { status: 'enabled', disabledReason: null });
+    const n = await this.store.recoverDeliveries(id, since, this.now());
+    this.opts.onRecover?.();
+    return n;
+  }
+}

@@ -1,0 +1,48 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.js';
+
+// Runs after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
+export function requireJson(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  done(
+    type === 'application/json'
+      ? undefined
+      : new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json'),
+  );
+}
+
+// The router matches `/plants/` to `/plants/:id` with an empty id; that path is unknown, so 404 before auth.
+export function requireIdSegment(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  const empty = (request.params as { id?: string }).id === '';
+  const path = request.url.split('?')[0];
+  done(empty ? new AppError(404, 'not_found', `no route matches ${request.method} ${path}`) : undefined);
+}
+
+/** Answers 405 with Allow for the methods a known path does not take. */
+export function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]): void {
+  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].sort();
+  const others = app.supportedMethods.filter((m) => !allow.includes(m));
+  app.route({
+    method: others,
+    url,
+    schema: { hide: true },
+    onRequest: url.includes(':id') ? requireIdSegment : undefined,
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      reply.header('allow', allow.join(', '));
+      const path = url.replace(':id', '{id}');
+      throw new AppError(
+        405,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; use ${allow.join(', ')}`,
+      );
+    },
+  });
+}

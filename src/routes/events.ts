@@ -1,0 +1,89 @@
+import type {} from '@fastify/swagger';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.js';
+import type { EventStreams } from '../events/stream.js';
+import { type AuthDeps, authenticate } from '../http/auth.js';
+import { methodNotAllowed } from '../http/route-guards.js';
+import { errorResponses } from '../schemas/error.js';
+import type { Store } from '../store/store.js';
+
+// Before authentication reads anything: a client that cannot take a stream is told so first.
+function requireEventStream(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  const accept = request.headers.accept ?? '';
+  done(
+    /(^|,)\s*(text\/event-stream|text\/\*|\*\/\*)\s*(;|,|$)/i.test(accept)
+      ? undefined
+      : new AppError(
+          406,
+          'not_acceptable',
+          'GET /events is a Server-Sent Events stream: send Accept: text/event-stream',
+        ),
+  );
+}
+
+/** The live stream (CONTRACT.md section 8): HTTP only; EventStreams reads the log and writes. */
+export function eventRoutes(streams: EventStreams, store: Store, auth: AuthDeps) {
+  return async (app: FastifyInstance) => {
+    app.get(
+      '/events',
+      {
+        onRequest: [authenticate(auth, 'plants:read'), requireEventStream],
+        schema: {
+          summary: 'Server-Sent Events of the plants the caller may see, as they commit',
+          description:
+            'Each message: `id: <event id>`, `event: <type>`, `data: <event JSON>`; a comment line at least every 15 s. ' +
+            'Send `Last-Event-ID` to resume right after that event; one no longer kept answers 410 `events_expired`.',
+          tags: ['events'],
+          security: auth.security,
+          headers: {
+            type: 'object',
+            properties: {
+              'last-event-id': { type: 'string', maxLength: 200, description: 'Resume after this event.' },
+            },
+          },
+          response: {
+            200: {
+              description: 'The stream (text/event-stream).',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...errorResponses(401, 403, 406, 410, 429, 500, 503),
+          },
+        },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const caller = request.caller!;
+        const last = request.headers['last-event-id'];
+        let position: string;
+        if (typeof last === 'string' && last !== '') {
+          const found = await store.eventPosition(last);
+          if (found === null) {
+            throw new AppError(
+              410,
+              'events_expired',
+              'that event is no longer kept; start a new stream without Last-Event-ID',
+            );
+          }
+          position = found;
+        } else {
+          position = await store.headPosition();
+        }
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+          'x-request-id': request.id,
+        });
+        res.flushHeaders();
+        await streams.serve(res, caller.scopes.has('plants:admin') ? null : caller.user, position);
+      },
+    );
+    methodNotAllowed(app, '/events', ['GET']);
+  };
+}

@@ -1,0 +1,208 @@
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { WebhookService } from '../events/webhooks.js';
+import { type AuthDeps, authenticate } from '../http/auth.js';
+import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { errorResponses } from '../schemas/error.js';
+import {
+  AttemptList,
+  AttemptsQuery,
+  RecoverBody,
+  WebhookCreate,
+  WebhookIdParam,
+  WebhookList,
+  WebhookWithSecret,
+} from '../schemas/webhook.js';
+import type { AttemptRecord, EndpointRecord } from '../store/store.js';
+
+const tags = ['webhooks'];
+const BODY_LIMIT = 16 * 1024;
+
+function view(e: EndpointRecord) {
+  return {
+    id: e.id,
+    url: e.url,
+    events: e.events,
+    description: e.description,
+    status: e.status,
+    ...(e.disabledReason ? { disabledReason: e.disabledReason } : {}),
+    createdAt: e.createdAt.toISOString(),
+  };
+}
+const withSecret = (e: EndpointRecord) => ({ ...view(e), secret: e.secret });
+
+const attemptView = (a: AttemptRecord) => ({
+  id: a.id,
+  eventId: a.eventId,
+  eventType: a.eventType,
+  attempt: a.attempt,
+  timestamp: a.at.toISOString(),
+  status: a.status,
+  outcome: a.outcome,
+  ...(a.error ? { error: a.error } : {}),
+  durationMs: a.durationMs,
+  ...(a.nextAttemptAt ? { nextAttemptAt: a.nextAttemptAt.toISOString() } : {}),
+});
+
+/** The webhook endpoints API (CONTRACT.md section 8): HTTP only; the rules live in WebhookService. */
+export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
+  return async (root: FastifyInstance) => {
+    const app = root.withTypeProvider<TypeBoxTypeProvider>();
+    const read = authenticate(auth, 'plants:read');
+    const write = authenticate(auth, 'plants:write');
+    const security = auth.security;
+    const one = { onRequest: [requireIdSegment, read] };
+
+    app.post(
+      '/webhooks',
+      {
+        onRequest: [write, requireJson],
+        bodyLimit: BODY_LIMIT,
+        schema: {
+          summary: 'Register a webhook endpoint',
+          tags,
+          security,
+          body: WebhookCreate,
+          response: {
+            201: { ...WebhookWithSecret, description: 'Created; `Location: /webhooks/{id}`.' },
+            ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const e = await service.create(request.caller!, request.body);
+        reply.code(201).header('location', `/webhooks/${e.id}`);
+        return withSecret(e);
+      },
+    );
+
+    app.get(
+      '/webhooks',
+      {
+        onRequest: read,
+        schema: {
+          summary: "List the caller's webhook endpoints (everyone's for plants:admin)",
+          tags,
+          security,
+          response: { 200: WebhookList, ...errorResponses(401, 403, 429, 500, 503) },
+        },
+      },
+      async (request) => (await service.list(request.caller!)).map((e) => view(e)),
+    );
+
+    app.get(
+      '/webhooks/:id',
+      {
+        ...one,
+        schema: {
+          summary: 'Read one webhook endpoint, its secret included',
+          tags,
+          security,
+          params: WebhookIdParam,
+          response: { 200: WebhookWithSecret, ...errorResponses(401, 403, 404, 429, 500, 503) },
+        },
+      },
+      async (request) => withSecret(await service.get(request.caller!, request.params.id)),
+    );
+
+    app.delete(
+      '/webhooks/:id',
+      {
+        onRequest: [requireIdSegment, write],
+        schema: {
+          summary: 'Delete a webhook endpoint',
+          tags,
+          security,
+          params: WebhookIdParam,
+          response: {
+            204: Type.Null({ description: 'Deleted; no body.' }),
+            ...errorResponses(401, 403, 404, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        await service.remove(request.caller!, request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      '/webhooks/:id/rotate-secret',
+      {
+        onRequest: [requireIdSegment, write],
+        schema: {
+          summary: 'Rotate the signing secret; the old one keeps signing beside it for 24 h',
+          tags,
+          security,
+          params: WebhookIdParam,
+          response: { 200: WebhookWithSecret, ...errorResponses(401, 403, 404, 429, 500, 503) },
+        },
+      },
+      async (request) => withSecret(await service.rotate(request.caller!, request.params.id)),
+    );
+
+    app.get(
+      '/webhooks/:id/deliveries',
+      {
+        ...one,
+        schema: {
+          summary: 'Delivery attempts to this endpoint, newest first, paged like the plant list',
+          tags,
+          security,
+          params: WebhookIdParam,
+          querystring: AttemptsQuery,
+          response: {
+            200: {
+              ...AttemptList,
+              description: 'A page of attempts; `Link: <…>; rel="next"` while more follow.',
+            },
+            ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { id } = request.params;
+        const limit = request.query.limit === undefined ? 100 : Number(request.query.limit);
+        const page = await service.attempts(request.caller!, id, { limit, cursor: request.query.cursor });
+        if (page.next)
+          reply.header('link', `</webhooks/${id}/deliveries?limit=${limit}&cursor=${page.next}>; rel="next"`);
+        return page.attempts.map(attemptView);
+      },
+    );
+
+    app.post(
+      '/webhooks/:id/recover',
+      {
+        onRequest: [requireIdSegment, write, requireJson],
+        bodyLimit: BODY_LIMIT,
+        schema: {
+          summary: 'Re-send every event since a time that this endpoint has not acknowledged',
+          tags,
+          security,
+          params: WebhookIdParam,
+          body: RecoverBody,
+          response: {
+            202: Type.Object({ queued: Type.Integer({ description: 'Events queued again.' }) }),
+            ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const queued = await service.recover(
+          request.caller!,
+          request.params.id,
+          new Date(request.body.since),
+        );
+        return reply.code(202).send({ queued });
+      },
+    );
+
+    methodNotAllowed(root, '/webhooks', ['GET', 'POST']);
+    methodNotAllowed(root, '/webhooks/:id', ['GET', 'DELETE']);
+    methodNotAllowed(root, '/webhooks/:id/rotate-secret', ['POST']);
+    methodNotAllowed(root, '/webhooks/:id/deliveries', ['GET']);
+    methodNotAllowed(root, '/webhooks/:id/recover', ['POST']);
+  };
+}

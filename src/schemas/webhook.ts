@@ -1,0 +1,162 @@
+import { type Static, Type } from 'typebox';
+
+export const EventTypeSchema = Type.Union([Type.Literal('plant.created'), Type.Literal('plant.deleted')], {
+  description: 'What happened to a plant.',
+});
+
+export const WebhookCreate = Type.Object(
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      description:
+        'Absolute http(s) URL that receives the deliveries. Private, loopback and link-local addresses are refused.',
+      examples: ['https://hooks.example.com/plantstore'],
+    }),
+    events: Type.Optional(
+      Type.Array(EventTypeSchema, {
+        minItems: 1,
+        uniqueItems: true,
+        description: 'Which events to receive; default both.',
+      }),
+    ),
+    description: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ url: 'https://hooks.example.com/plantstore', events: ['plant.created'] }],
+  },
+);
+export type WebhookCreate = Static<typeof WebhookCreate>;
+
+const endpointFields = {
+  id: Type.String({ examples: ['whk_3kTMd8QvWmZb1nXy0aJf2c9R'] }),
+  url: Type.String(),
+  events: Type.Array(EventTypeSchema),
+  description: Type.Union([Type.String(), Type.Null()]),
+  status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
+  disabledReason: Type.Optional(Type.String()),
+  createdAt: Type.String({ format: 'date-time' }),
+};
+
+export const Webhook = Type.Object(endpointFields, {
+  description: 'A webhook endpoint (its secret is not shown here).',
+});
+export const WebhookWithSecret = Type.Object(
+  {
+    ...endpointFields,
+    secret: Type.String({
+      description: 'Standard Webhooks signing secret: `whsec_` and base64 of 32 random bytes.',
+      examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+    }),
+  },
+  { description: 'A webhook endpoint with its signing secret.' },
+);
+export const WebhookList = Type.Array(Webhook);
+
+export const WebhookIdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const Attempt = Type.Object({
+  id: Type.String(),
+  eventId: Type.String(),
+  eventType: EventTypeSchema,
+  attempt: Type.Integer({ minimum: 1, description: '1 for the first attempt of this delivery.' }),
+  timestamp: Type.String({ format: 'date-time' }),
+  status: Type.Union([Type.Integer(), Type.Null()], {
+    description: "The receiver's HTTP status; null when none came.",
+  }),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retrying'), Type.Literal('failed')]),
+  error: Type.Optional(Type.String()),
+  durationMs: Type.Integer(),
+  nextAttemptAt: Type.Optional(Type.String({ format: 'date-time' })),
+});
+export const AttemptList = Type.Array(Attempt);
+
+export const AttemptsQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
+        description: 'Page size: 1 … 1000, default 100.',
+      }),
+    ),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  },
+  { additionalProperties: false },
+);
+
+export const RecoverBody = Type.Object(
+  {
+    since: Type.String({
+      format: 'date-time',
+      description: 'Re-send every event since this time that the endpoint has not acknowledged.',
+      examples: ['2026-11-22T09:00:00Z'],
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const EventSchema = Type.Object(
+  {
+    type: EventTypeSchema,
+    timestamp: Type.String({ format: 'date-time' }),
+    data: Type.Object({
+      id: Type.Integer({ minimum: 1, maximum: 9007199254740991 }),
+      name: Type.String(),
+      tag: Type.Optional(Type.String()),
+    }),
+  },
+  {
+    $id: 'Event',
+    title: 'Event',
+    examples: [
+      {
+        type: 'plant.created',
+        timestamp: '2026-11-22T10:00:00.000Z',
+        data: { id: 42, name: 'Fern', tag: 'indoor' },
+      },
+    ],
+  },
+);
+
+const deliveryHeaders = [
+  ['webhook-id', 'The event id; the same on every retry: use it to drop duplicates.', 'evt_9x2Qm4…'],
+  ['webhook-timestamp', 'Unix seconds of this attempt.', '1795348800'],
+  [
+    'webhook-signature',
+    'Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).',
+    'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+  ],
+].map(([name, description, example]) => ({
+  name,
+  in: 'header',
+  required: true,
+  description,
+  schema: { type: 'string' },
+  example,
+}));
+
+const delivery = (type: string, summary: string) => ({
+  post: {
+    operationId: `webhook_${type.replace('.', '_')}`,
+    summary,
+    description:
+      'A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.',
+    parameters: deliveryHeaders,
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Event' } } },
+    },
+    responses: {
+      '2XX': { description: 'Acknowledged.' },
+      '410': { description: 'Gone: the endpoint is disabled and receives nothing more.' },
+      default: { description: 'Not acknowledged: retried later.' },
+    },
+  },
+});
+
+/** The OpenAPI 3.1 `webhooks` section: the deliveries a registered endpoint receives. */
+export const WEBHOOKS_DOC = {
+  'plant.created': delivery('plant.created', 'A plant was created'),
+  'plant.deleted': delivery('plant.deleted', 'A plant was deleted (data: the plant as it was)'),
+};

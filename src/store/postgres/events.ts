@@ -1,0 +1,182 @@
+import type { AttemptRecord, EndpointRecord, EventData, EventRecord, EventType } from '../store.js';
+
+// The SQL of the event log, webhook endpoints and deliveries on PostgreSQL (mirrors sqlite/events.ts).
+
+/** Endpoint event types as a bit mask: 1 created, 2 deleted. */
+export const typeBit = (t: EventType): number => (t === 'plant.created' ? 1 : 2);
+const typesOf = (mask: number): EventType[] =>
+  (['plant.created', 'plant.deleted'] as const).filter((t) => (mask & typeBit(t)) !== 0);
+
+// A plant row `p` as the event's data: NewPlant's shape, tag only when set, keys in that order.
+const DATA = `(CASE WHEN p.tag IS NULL THEN json_build_object('id', p.id, 'name', p.name)
+  ELSE json_build_object('id', p.id, 'name', p.name, 'tag', p.tag) END)::text`;
+
+// Writes event $E (type T, at $AT) for the rows of CTE `p`, and its deliveries, in one statement.
+const eventFor = (type: EventType, e: string, at: string) => `
+  e AS (INSERT INTO events (id, type, owner, data, created_at)
+        SELECT ${e}, '${type}', p.owner, ${DATA}, ${at} FROM p RETURNING id, owner, created_at),
+  d AS (INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+        SELECT e.id, w.id, 'pending', e.created_at, e.created_at FROM e JOIN webhook_endpoints w
+          ON w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0 AND (w.owner = e.owner OR w.admin))`;
+
+const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, data, created_at';
+
+export const EVENT_QUERIES = {
+  insertServerIdEvent: `WITH p AS (INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
+      ON CONFLICT (id) DO NOTHING RETURNING id, owner, name, tag), ${eventFor('plant.created', '$4', '$5')}
+    SELECT id FROM p`,
+  // For creates done step by step in a transaction: the plant row is given as parameters.
+  recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS name, $4::text AS tag),
+    ${eventFor('plant.created', '$5', '$6')} SELECT 1`,
+  deleteAnyEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 RETURNING id, owner, name, tag),
+    ${eventFor('plant.deleted', '$2', '$3')} SELECT id FROM p`,
+  deleteOwnedEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 AND owner = $4 RETURNING id, owner, name, tag),
+    ${eventFor('plant.deleted', '$2', '$3')} SELECT id FROM p`,
+  insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
+      previous_secret_until, status, disabled_reason, created_at, last_success_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+  endpointsAll: 'SELECT * FROM webhook_endpoints ORDER BY created_at, id',
+  endpointsOf: 'SELECT * FROM webhook_endpoints WHERE owner = $1 ORDER BY created_at, id',
+  endpoint: 'SELECT * FROM webhook_endpoints WHERE id = $1',
+  endpointsIn: 'SELECT * FROM webhook_endpoints WHERE id = ANY($1::text[])',
+  updateEndpoint: `UPDATE webhook_endpoints SET secret = $2, previous_secret = $3, previous_secret_until = $4,
+      status = $5, disabled_reason = $6 WHERE id = $1 RETURNING *`,
+  deleteEndpoint: `WITH a AS (DELETE FROM delivery_attempts WHERE endpoint_id = $1),
+      d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
+    DELETE FROM webhook_endpoints WHERE id = $1`,
+  // Candidates are locked with SKIP LOCKED (another instance's claim passes over them), then at
+  // most $6 per endpoint are picked; window functions cannot sit beside FOR UPDATE, hence two steps.
+  claim: `WITH candidates AS (
+      SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+      WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until <= $3)
+        AND w.status = 'enabled' AND NOT (d.endpoint_id = ANY($4::text[]))
+      ORDER BY d.next_attempt_at LIMIT $7
+      FOR UPDATE OF d SKIP LOCKED),
+    picked AS (
+      SELECT id FROM (SELECT id, next_attempt_at,
+          ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS n FROM candidates) r
+      WHERE n <= $6 ORDER BY next_attempt_at LIMIT $5)
+    UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM picked WHERE deliveries.id = picked.id
+    RETURNING deliveries.id::text AS id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts`,
+  eventsIn: `SELECT ${EVENT_COLS} FROM events WHERE id = ANY($1::text[])`,
+  finish: `WITH a AS (
+      INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status, outcome,
+        error, duration_ms, next_attempt_at)
+      VALUES ($1, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)),
+    d AS (UPDATE deliveries SET attempts = attempts + 1,
+        state = CASE WHEN $9 = 'retrying' THEN 'pending' ELSE $9 END,
+        next_attempt_at = COALESCE($12, next_attempt_at), lease_owner = NULL, lease_until = NULL
+      WHERE id = $1 AND lease_owner = $2)
+    UPDATE webhook_endpoints SET
+      last_success_at = CASE WHEN $9 = 'succeeded' THEN $7 ELSE last_success_at END,
+      status = CASE WHEN $13::text IS NOT NULL THEN 'disabled' ELSE status END,
+      disabled_reason = COALESCE($13::text, disabled_reason)
+    WHERE id = $3 AND ($9 = 'succeeded' OR $13::text IS NOT NULL)`,
+  attempts: 'SELECT * FROM delivery_attempts WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
+  recover: `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+    SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
+      ON ev.created_at >= $2 AND (w.events & (CASE ev.type WHEN 'plant.created' THEN 1 ELSE 2 END)) != 0
+        AND (ev.owner = w.owner OR w.admin)
+    WHERE w.id = $1 AND NOT EXISTS (
+      SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state IN ('pending', 'succeeded'))`,
+  position: 'SELECT xid::text AS xid, seq FROM events WHERE id = $1',
+  // Events of every transaction at or after the oldest one still running have yet to be read.
+  head: `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`,
+  eventsAll: `SELECT ${EVENT_COLS} FROM events
+    WHERE (xid, seq) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY xid, seq LIMIT $3`,
+  eventsOf: `SELECT ${EVENT_COLS} FROM events
+    WHERE owner = $4 AND (xid, seq) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY xid, seq LIMIT $3`,
+  purge: `WITH a AS (DELETE FROM delivery_attempts WHERE at < $1),
+      ev AS (DELETE FROM events WHERE created_at < $1 RETURNING id),
+      d AS (DELETE FROM deliveries WHERE event_id IN (SELECT id FROM ev))
+    SELECT count(*)::int AS n FROM ev`,
+} as const;
+
+export interface EventRow {
+  xid: string;
+  seq: number;
+  id: string;
+  type: EventType;
+  owner: string;
+  data: string;
+  created_at: Date;
+}
+export interface EndpointRow {
+  id: string;
+  owner: string;
+  admin: boolean;
+  url: string;
+  events: number;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
+  status: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  created_at: Date;
+  last_success_at: Date | null;
+}
+export interface AttemptRow {
+  id: number;
+  delivery_id: number;
+  endpoint_id: string;
+  event_id: string;
+  event_type: EventType;
+  attempt: number;
+  at: Date;
+  status: number | null;
+  outcome: AttemptRecord['outcome'];
+  error: string | null;
+  duration_ms: number;
+  next_attempt_at: Date | null;
+}
+
+/** A log position: the writing transaction's id and the sequence value, as "xid.seq". */
+export const position = (xid: string, seq: number | string): string => `${xid}.${seq}`;
+export function parsePosition(p: string): [string, string] {
+  const m = /^([0-9]{1,20})\.([0-9]{1,20})$/.exec(p);
+  if (!m) throw new Error(`not a PostgreSQL log position: ${p}`);
+  return [m[1]!, m[2]!];
+}
+
+export const toEvent = (r: EventRow): EventRecord => ({
+  id: r.id,
+  type: r.type,
+  owner: r.owner,
+  data: JSON.parse(r.data) as EventData,
+  createdAt: r.created_at,
+  position: position(r.xid, r.seq),
+});
+
+export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
+  id: r.id,
+  owner: r.owner,
+  admin: r.admin,
+  url: r.url,
+  events: typesOf(r.events),
+  description: r.description,
+  secret: r.secret,
+  previousSecret: r.previous_secret,
+  previousSecretUntil: r.previous_secret_until,
+  status: r.status,
+  disabledReason: r.disabled_reason,
+  createdAt: r.created_at,
+  lastSuccessAt: r.last_success_at,
+});
+
+export const toAttempt = (r: AttemptRow): AttemptRecord => ({
+  id: String(r.id),
+  deliveryId: String(r.delivery_id),
+  endpointId: r.endpoint_id,
+  eventId: r.event_id,
+  eventType: r.event_type,
+  attempt: r.attempt,
+  at: r.at,
+  status: r.status,
+  outcome: r.outcome,
+  error: r.error,
+  durationMs: r.duration_ms,
+  nextAttemptAt: r.next_attempt_at,
+});

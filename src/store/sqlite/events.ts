@@ -1,0 +1,344 @@
+import type Database from 'better-sqlite3';
+import type {
+  AttemptRecord,
+  DeliveryJob,
+  EndpointPatch,
+  EndpointRecord,
+  EventData,
+  EventRecord,
+  EventType,
+  FinishedAttempt,
+  NewEvent,
+} from '../store.js';
+
+/** Endpoint event types as a bit mask, so matching an event is one AND in SQL. */
+export const typeBit = (t: EventType): number => (t === 'plant.created' ? 1 : 2);
+const typesOf = (mask: number): EventType[] =>
+  (['plant.created', 'plant.deleted'] as const).filter((t) => (mask & typeBit(t)) !== 0);
+const TYPE_BIT_SQL = "CASE ev.type WHEN 'plant.created' THEN 1 ELSE 2 END";
+
+interface EventRow {
+  seq: number;
+  id: string;
+  type: EventType;
+  owner: string;
+  data: string;
+  created_at: number;
+}
+interface EndpointRow {
+  id: string;
+  owner: string;
+  admin: number;
+  url: string;
+  events: number;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: number | null;
+  status: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  created_at: number;
+  last_success_at: number | null;
+}
+interface AttemptRow {
+  id: number;
+  delivery_id: number;
+  endpoint_id: string;
+  event_id: string;
+  event_type: EventType;
+  attempt: number;
+  at: number;
+  status: number | null;
+  outcome: AttemptRecord['outcome'];
+  error: string | null;
+  duration_ms: number;
+  next_attempt_at: number | null;
+}
+
+const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+const toEvent = (r: EventRow): EventRecord => ({
+  id: r.id,
+  type: r.type,
+  owner: r.owner,
+  data: JSON.parse(r.data) as EventData,
+  createdAt: new Date(r.created_at),
+  position: String(r.seq),
+});
+const toEndpoint = (r: EndpointRow): EndpointRecord => ({
+  id: r.id,
+  owner: r.owner,
+  admin: r.admin === 1,
+  url: r.url,
+  events: typesOf(r.events),
+  description: r.description,
+  secret: r.secret,
+  previousSecret: r.previous_secret,
+  previousSecretUntil: date(r.previous_secret_until),
+  status: r.status,
+  disabledReason: r.disabled_reason,
+  createdAt: new Date(r.created_at),
+  lastSuccessAt: date(r.last_success_at),
+});
+const toAttempt = (r: AttemptRow): AttemptRecord => ({
+  id: String(r.id),
+  deliveryId: String(r.delivery_id),
+  endpointId: r.endpoint_id,
+  eventId: r.event_id,
+  eventType: r.event_type,
+  attempt: r.attempt,
+  at: new Date(r.at),
+  status: r.status,
+  outcome: r.outcome,
+  error: r.error,
+  durationMs: r.duration_ms,
+  nextAttemptAt: date(r.next_attempt_at),
+});
+
+/** The plant as an event carries it: NewPlant's shape, tag only when set. */
+export const eventData = (id: number, name: string, tag: string | null): EventData =>
+  tag === null ? { id, name } : { id, name, tag };
+
+/**
+ * The SQL of the event log, webhook endpoints and deliveries. Every method is synchronous and
+ * runs inside whatever transaction its caller (SqliteStore's write or read batch) has open.
+ */
+export class SqliteEvents {
+  private readonly s;
+
+  constructor(db: Database.Database) {
+    this.s = {
+      insertEvent: db.prepare<[string, string, string, string, number]>(
+        'INSERT INTO events (id, type, owner, data, created_at) VALUES (?, ?, ?, ?, ?)',
+      ),
+      // Fans an event out to every enabled endpoint that wants it, in the same transaction.
+      fanOut: db.prepare<[{ event: string; at: number; bit: number; owner: string }]>(
+        `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+         SELECT @event, id, 'pending', @at, @at FROM webhook_endpoints
+         WHERE status = 'enabled' AND (events & @bit) != 0 AND (owner = @owner OR admin = 1)`,
+      ),
+      insertEndpoint: db.prepare(
+        `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
+           previous_secret_until, status, disabled_reason, created_at, last_success_at)
+         VALUES (@id, @owner, @admin, @url, @events, @description, @secret, @previous_secret,
+           @previous_secret_until, @status, @disabled_reason, @created_at, @last_success_at)`,
+      ),
+      endpointsAll: db.prepare<[], EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY created_at, id'),
+      endpointsOf: db.prepare<[string], EndpointRow>(
+        'SELECT * FROM webhook_endpoints WHERE owner = ? ORDER BY created_at, id',
+      ),
+      endpoint: db.prepare<[string], EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?'),
+      updateEndpoint: db.prepare(
+        `UPDATE webhook_endpoints SET secret = @secret, previous_secret = @previous_secret,
+           previous_secret_until = @previous_secret_until, status = @status, disabled_reason = @disabled_reason
+         WHERE id = @id`,
+      ),
+      deleteEndpoint: db.prepare<[string]>('DELETE FROM webhook_endpoints WHERE id = ?'),
+      deleteDeliveriesOf: db.prepare<[string]>('DELETE FROM deliveries WHERE endpoint_id = ?'),
+      deleteAttemptsOf: db.prepare<[string]>('DELETE FROM delivery_attempts WHERE endpoint_id = ?'),
+      // At most `perEndpoint` per endpoint in one claim, so one busy endpoint cannot take every slot.
+      claim: db.prepare<
+        [{ owner: string; until: number; now: number; skip: string; limit: number; per: number }],
+        { id: number; event_id: string; endpoint_id: string; attempts: number }
+      >(
+        `UPDATE deliveries SET lease_owner = @owner, lease_until = @until
+         WHERE id IN (
+           SELECT id FROM (
+             SELECT d.id, d.next_attempt_at,
+               ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS n
+             FROM deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+             WHERE d.state = 'pending' AND d.next_attempt_at <= @now
+               AND (d.lease_until IS NULL OR d.lease_until <= @now)
+               AND e.status = 'enabled'
+               AND d.endpoint_id NOT IN (SELECT value FROM json_each(@skip))
+           ) WHERE n <= @per ORDER BY next_attempt_at LIMIT @limit)
+         RETURNING id, event_id, endpoint_id, attempts`,
+      ),
+      eventById: db.prepare<[string], EventRow>('SELECT * FROM events WHERE id = ?'),
+      insertAttempt: db.prepare(
+        `INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
+           outcome, error, duration_ms, next_attempt_at)
+         VALUES (@delivery_id, @endpoint_id, @event_id, @event_type, @attempt, @at, @status, @outcome, @error,
+           @duration_ms, @next_attempt_at)`,
+      ),
+      finish: db.prepare<[{ state: string; next: number | null; id: number; owner: string }]>(
+        `UPDATE deliveries SET attempts = attempts + 1, state = @state, next_attempt_at = COALESCE(@next, next_attempt_at),
+           lease_owner = NULL, lease_until = NULL
+         WHERE id = @id AND lease_owner = @owner`,
+      ),
+      succeeded: db.prepare<[number, string]>(
+        'UPDATE webhook_endpoints SET last_success_at = ? WHERE id = ?',
+      ),
+      disable: db.prepare<[string, string]>(
+        `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ? WHERE id = ?`,
+      ),
+      attempts: db.prepare<[string, number, number], AttemptRow>(
+        'SELECT * FROM delivery_attempts WHERE endpoint_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+      ),
+      recover: db.prepare<[{ endpoint: string; since: number; now: number }]>(
+        `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+         SELECT ev.id, e.id, 'pending', @now, @now FROM webhook_endpoints e JOIN events ev
+           ON ev.created_at >= @since AND (e.events & ${TYPE_BIT_SQL}) != 0 AND (ev.owner = e.owner OR e.admin = 1)
+         WHERE e.id = @endpoint AND NOT EXISTS (
+           SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ev.id
+             AND d.state IN ('pending', 'succeeded'))`,
+      ),
+      position: db.prepare<[string], number>('SELECT seq FROM events WHERE id = ?').pluck(),
+      head: db.prepare<[], number>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
+      eventsAll: db.prepare<[number, number], EventRow>(
+        'SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
+      ),
+      eventsOf: db.prepare<[string, number, number], EventRow>(
+        'SELECT * FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?',
+      ),
+      purgeAttempts: db.prepare<[number]>('DELETE FROM delivery_attempts WHERE at < ?'),
+      purgeEvents: db.prepare<[number]>('DELETE FROM events WHERE created_at < ?'),
+      // Deliveries whose event is gone: nothing left to send.
+      purgeDeliveries: db.prepare(
+        'DELETE FROM deliveries WHERE NOT EXISTS (SELECT 1 FROM events ev WHERE ev.id = deliveries.event_id)',
+      ),
+    };
+  }
+
+  /** Writes the event and its deliveries; call inside the change's transaction. */
+  record(event: NewEvent, type: EventType, owner: string, data: EventData): void {
+    const at = event.at.getTime();
+    this.s.insertEvent.run(event.id, type, owner, JSON.stringify(data), at);
+    this.s.fanOut.run({ event: event.id, at, bit: typeBit(type), owner });
+  }
+
+  insertEndpoint(e: EndpointRecord): void {
+    this.s.insertEndpoint.run({
+      id: e.id,
+      owner: e.owner,
+      admin: e.admin ? 1 : 0,
+      url: e.url,
+      events: e.events.reduce((m, t) => m | typeBit(t), 0),
+      description: e.description,
+      secret: e.secret,
+      previous_secret: e.previousSecret,
+      previous_secret_until: e.previousSecretUntil?.getTime() ?? null,
+      status: e.status,
+      disabled_reason: e.disabledReason,
+      created_at: e.createdAt.getTime(),
+      last_success_at: e.lastSuccessAt?.getTime() ?? null,
+    });
+  }
+
+  listEndpoints(owner: string | null): EndpointRecord[] {
+    return (owner === null ? this.s.endpointsAll.all() : this.s.endpointsOf.all(owner)).map(toEndpoint);
+  }
+
+  getEndpoint(id: string): EndpointRecord | null {
+    const row = this.s.endpoint.get(id);
+    return row ? toEndpoint(row) : null;
+  }
+
+  updateEndpoint(id: string, patch: EndpointPatch): EndpointRecord | null {
+    const current = this.getEndpoint(id);
+    if (!current) return null;
+    const next = { ...current, ...patch };
+    this.s.updateEndpoint.run({
+      id,
+      secret: next.secret,
+      previous_secret: next.previousSecret,
+      previous_secret_until: next.previousSecretUntil?.getTime() ?? null,
+      status: next.status,
+      disabled_reason: next.disabledReason,
+    });
+    return next;
+  }
+
+  deleteEndpoint(id: string): boolean {
+    this.s.deleteAttemptsOf.run(id);
+    this.s.deleteDeliveriesOf.run(id);
+    return this.s.deleteEndpoint.run(id).changes > 0;
+  }
+
+  claim(q: {
+    now: Date;
+    leaseMs: number;
+    leaseOwner: string;
+    limit: number;
+    skipEndpoints: string[];
+    perEndpoint: number;
+  }): DeliveryJob[] {
+    const now = q.now.getTime();
+    const rows = this.s.claim.all({
+      owner: q.leaseOwner,
+      until: now + q.leaseMs,
+      now,
+      skip: JSON.stringify(q.skipEndpoints),
+      limit: q.limit,
+      per: q.perEndpoint,
+    });
+    const endpoints = new Map<string, EndpointRecord | null>();
+    const jobs: DeliveryJob[] = [];
+    for (const r of rows) {
+      if (!endpoints.has(r.endpoint_id)) endpoints.set(r.endpoint_id, this.getEndpoint(r.endpoint_id));
+      const endpoint = endpoints.get(r.endpoint_id);
+      const event = this.s.eventById.get(r.event_id);
+      if (endpoint && event)
+        jobs.push({ id: String(r.id), attempts: r.attempts, event: toEvent(event), endpoint });
+    }
+    return jobs;
+  }
+
+  finish(f: FinishedAttempt): void {
+    const a = f.attempt;
+    this.s.insertAttempt.run({
+      delivery_id: Number(f.deliveryId),
+      endpoint_id: a.endpointId,
+      event_id: a.eventId,
+      event_type: a.eventType,
+      attempt: a.attempt,
+      at: a.at.getTime(),
+      status: a.status,
+      outcome: a.outcome,
+      error: a.error,
+      duration_ms: Math.round(a.durationMs),
+      next_attempt_at: a.nextAttemptAt?.getTime() ?? null,
+    });
+    const state = a.outcome === 'retrying' ? 'pending' : a.outcome;
+    this.s.finish.run({
+      state,
+      next: a.nextAttemptAt?.getTime() ?? null,
+      id: Number(f.deliveryId),
+      owner: f.leaseOwner,
+    });
+    if (a.outcome === 'succeeded') this.s.succeeded.run(a.at.getTime(), a.endpointId);
+    if (f.disableEndpoint) this.s.disable.run(f.disableEndpoint, a.endpointId);
+  }
+
+  listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): AttemptRecord[] {
+    const before = q.beforeId === null ? Number.MAX_SAFE_INTEGER : Number(q.beforeId);
+    return this.s.attempts.all(endpointId, before, q.limit).map(toAttempt);
+  }
+
+  recover(endpointId: string, since: Date, now: Date): number {
+    return this.s.recover.run({ endpoint: endpointId, since: since.getTime(), now: now.getTime() }).changes;
+  }
+
+  position(id: string): string | null {
+    const seq = this.s.position.get(id);
+    return seq === undefined ? null : String(seq);
+  }
+
+  head(): string {
+    return String(this.s.head.get() ?? 0);
+  }
+
+  list(q: { after: string; owner: string | null; limit: number }): EventRecord[] {
+    const after = Number(q.after);
+    const rows =
+      q.owner === null ? this.s.eventsAll.all(after, q.limit) : this.s.eventsOf.all(q.owner, after, q.limit);
+    return rows.map(toEvent);
+  }
+
+  purge(before: Date): number {
+    const t = before.getTime();
+    this.s.purgeAttempts.run(t);
+    const n = this.s.purgeEvents.run(t).changes;
+    if (n > 0) this.s.purgeDeliveries.run();
+    return n;
+  }
+}

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Webhook } from 'standardwebhooks';
+import { ENGINES } from '../helpers/engines.js';
+import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { cli, serve } from './process.js';
+
+const KILLS = 20;
+
+// At least once, across crashes: every create and delete that was acknowledged reaches the
+// receiver, however often the process is killed in the middle of writing and delivering.
+for (const engine of ENGINES) {
+  describe(`kill -9 with a webhook receiver attached (${engine.name})`, { skip: engine.skip }, () => {
+    const env: Record<string, string> = {
+      DATABASE_URL: '',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_TIMEOUT: '2s',
+      WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,500ms,1s,1s,1s,1s,1s,1s,1s',
+      RATE_LIMIT: '0',
+    };
+    let drop = async () => {};
+    let receiver: Receiver;
+    before(async () => {
+      const db = await engine.database();
+      env.DATABASE_URL = db.url;
+      drop = db.drop;
+      receiver = await startReceiver();
+    });
+    after(async () => {
+      await receiver?.close();
+      await drop();
+    });
+
+    it(`every acknowledged change's event is delivered across ${KILLS} crashes`, async (t) => {
+      const token = (await cli(['token', 'create', '--user', 'crash-events'], env)).stdout.trim();
+      const headers = { authorization: `Bearer ${token}` };
+      const acknowledged = new Set<string>(); // `${type} ${plant id}`
+      let secret = '';
+
+      for (let round = 0; round < KILLS; round++) {
+        const server = await serve([], env);
+        if (round === 0) {
+          const res = await fetch(`${server.url}/webhooks`, {
+            method: 'POST',
+            headers: { ...headers, 'content-type': 'application/json' },
+            body: JSON.stringify({ url: receiver.url }),
+          });
+          assert.equal(res.status, 201);
+          secret = ((await res.json()) as { secret: string }).secret;
+        }
+        let stop = false;
+        const live: number[] = [];
+        const worker = async (w: number) => {
+          for (let i = 0; !stop; i++) {
+            try {
+              const victim = i % 3 === 2 ? live.shift() : undefined;
+              if (victim !== undefined) {
+                const res = await fetch(`${server.url}/plants/${victim}`, { method: 'DELETE', headers });
+                if (res.status === 204) acknowledged.add(`plant.deleted ${victim}`);
+              } else {
+                const res = await fetch(`${server.url}/plants`, {
+                  method: 'POST',
+                  headers: { ...headers, 'content-type': 'application/json' },
+                  body: JSON.stringify({ name: `r${round}-w${w}-${i}` }),
+                });
+                if (res.status === 201) {
+                  const id = Number(/[0-9]+$/.exec(res.headers.get('location')!)![0]);
+                  acknowledged.add(`plant.created ${id}`);
+                  live.push(id);
+                }
+              }
+            } catch {
+              return; // the server died under us
+            }
+          }
+        };
+        const workers = Array.from({ length: 6 }, (_, w) => worker(w));
+        await sleep(150 + Math.random() * 350);
+        const exited = once(server.child, 'exit');
+        server.child.kill('SIGKILL');
+        stop = true;
+        await Promise.all(workers);
+        await exited;
+      }
+      assert.ok(acknowledged.size > KILLS * 10, `too little was acknowledged (${acknowledged.size})`);
+
+      // A last process finishes what the killed ones left: their leases run out (timeout + 10 s).
+      const last = await serve([], env);
+      try {
+        const deadline = Date.now() + 60_000;
+        let missing: string[] = [];
+        for (;;) {
+          const got = new Set(
+            receiver.received.map((d) => {
+              const e = new Webhook(secret).verify(d.body, d.headers as Record<string, string>) as {
+                type: string;
+                data: { id: number };
+              };
+              return `${e.type} ${e.data.id}`;
+            }),
+          );
+          missing = [...acknowledged].filter((k) => !got.has(k));
+          if (missing.length === 0 || Date.now() > deadline) break;
+          await sleep(250);
+        }
+        assert.deepEqual(missing, [], `${missing.length} acknowledged events never delivered`);
+        const ids = receiver.received.map((d) => d.headers['webhook-id']);
+        const duplicates = ids.length - new Set(ids).size;
+        t.diagnostic(
+          `${acknowledged.size} acknowledged changes, ${receiver.received.length} deliveries, ${duplicates} duplicates, 0 missing`,
+        );
+      } finally {
+        await last.stop();
+      }
+    });
+  });
+}

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Harness, harness, locationId } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+import { openStream, type SseReader } from '../helpers/sse.js';
+
+for (const engine of ENGINES) {
+  describe(`GET /events, the live stream, on ${engine.name}`, { skip: engine.skip }, () => {
+    let h: Harness;
+    let base = '';
+    const readers: SseReader[] = [];
+    const stream = async (token: string, headers: Record<string, string> = {}) => {
+      const r = await openStream(`${base}/events`, { authorization: `Bearer ${token}`, ...headers });
+      readers.push(r);
+      return r;
+    };
+    before(async () => {
+      h = await harness(
+        engine,
+        {},
+        { streams: { heartbeatMs: 200, pollMs: 100, maxBufferedBytes: 64 * 1024, stallMs: 1_000 } },
+      );
+      base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    });
+    after(async () => {
+      for (const r of readers) r.close();
+      await h?.close();
+    });
+
+    it('streams the caller’s creates and deletes as they commit, as id/event/data messages', async () => {
+      const c = await h.user();
+      const other = await h.user();
+      const s = await stream(c.token);
+      assert.equal(s.status, 200);
+      await other.create({ name: 'Not mine' });
+      const id = locationId(await c.create({ name: 'Ivy', tag: 'vine' }));
+      await c.request({ method: 'DELETE', url: `/plants/${id}` });
+      const got = await s.waitFor(2);
+      assert.deepEqual(
+        got.map((m) => m.event),
+        ['plant.created', 'plant.deleted'],
+      );
+      for (const m of got) {
+        assert.match(m.id!, /^evt_/);
+        const body = JSON.parse(m.data!);
+        assert.equal(body.type, m.event);
+        assert.deepEqual(body.data, { id, name: 'Ivy', tag: 'vine' });
+        assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
+      }
+      await sleep(250);
+      assert.equal(s.messages.filter((m) => m.data).length, 2, 'nothing of another user');
+    });
+
+    it('plants:admin sees every user’s events', async () => {
+      const admin = await h.user(['plants:admin']);
+      const s = await stream(admin.token);
+      const c = await h.user();
+      await c.create({ name: 'For the admin' });
+      const got = await s.waitFor(1);
+      assert.equal(JSON.parse(got[0]!.data!).data.name, 'For the admin');
+    });
+
+    it('Last-Event-ID resumes right after that event, missing nothing', async () => {
+      const c = await h.user();
+      const first = await stream(c.token);
+      await c.create({ name: 'one' });
+      const [one] = await first.waitFor(1);
+      first.close();
+      for (const name of ['two', 'three', 'four']) await c.create({ name });
+      const resumed = await stream(c.token, { 'last-event-id': one!.id! });
+      const got = await resumed.waitFor(3);
+      assert.deepEqual(
+        got.map((m) => JSON.parse(m.data!).data.name),
+        ['two', 'three', 'four'],
+      );
+    });
+
+    it('an unknown or expired Last-Event-ID is 410 events_expired; no Accept for a stream is 406', async () => {
+      const c = await h.user();
+      const gone = await fetch(`${base}/events`, {
+        headers: {
+          authorization: `Bearer ${c.token}`,
+          accept: 'text/event-stream',
+          'last-event-id': 'evt_nope',
+        },
+      });
+      assert.equal(gone.status, 410);
+      assert.equal(((await gone.json()) as { code: string }).code, 'events_expired');
+      const wrong = await fetch(`${base}/events`, {
+        headers: { authorization: `Bearer ${c.token}`, accept: 'application/json' },
+      });
+      assert.equal(wrong.status, 406);
+      const anon = await fetch(`${base}/events`, { headers: { accept: 'text/event-stream' } });
+      assert.equal(anon.status, 401);
+    });
+
+    it('sends comment lines while idle, and counts open streams in /metrics', async () => {
+      const c = await h.user();
+      const s = await stream(c.token);
+      await sleep(500);
+      assert.ok(s.messages.filter((m) => m.comment === 'keep-alive').length >= 2);
+      const metrics = (await h.app.inject('/metrics')).body;
+      const open = Number(/plantstore_event_streams_open (\d+)/.exec(metrics)?.[1]);
+      assert.ok(open >= 1, metrics.slice(0, 200));
+    });
+  });
+}
+
+describe('closing the app ends open streams cleanly', () => {
+  it('app.close() while a stream is open ends it and returns', async () => {
+    const h = await harness(ENGINES[0]!);
+    const base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const c = await h.user();
+    const s = await openStream(`${base}/events`, { authorization: `Bearer ${c.token}` });
+    assert.equal(s.status, 200);
+    const started = Date.now();
+    await h.close();
+    await s.ended;
+    assert.ok(Date.now() - started < 5_000);
+  });
+});

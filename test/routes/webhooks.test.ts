@@ -1,0 +1,290 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Webhook } from 'standardwebhooks';
+import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+import { type Received, type Receiver, startReceiver } from '../helpers/receiver.js';
+
+const json = { 'content-type': 'application/json' };
+
+async function register(c: Client, body: Record<string, unknown>) {
+  const res = await c.request({
+    method: 'POST',
+    url: '/webhooks',
+    headers: json,
+    payload: JSON.stringify(body),
+  });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json() as { id: string; secret: string; url: string; events: string[]; status: string };
+}
+
+/** Verifies a delivery the way a receiver would, with the official Standard Webhooks library. */
+function verified(
+  secret: string,
+  d: Received,
+): { type: string; timestamp: string; data: Record<string, unknown> } {
+  return new Webhook(secret).verify(d.body, d.headers as Record<string, string>) as never;
+}
+
+for (const engine of ENGINES) {
+  describe(`webhooks on ${engine.name}`, { skip: engine.skip }, () => {
+    let h: Harness;
+    let strict: Harness;
+    const receivers: Receiver[] = [];
+    const receiver = async () => {
+      const r = await startReceiver();
+      receivers.push(r);
+      return r;
+    };
+    before(async () => {
+      h = await harness(
+        engine,
+        { webhookAllowPrivate: true, webhookRetrySchedule: [60, 60, 60], webhookTimeout: 300 },
+        { dispatcher: { pollMs: 50, jitter: () => 0 } },
+      );
+      strict = await harness(
+        engine,
+        {},
+        {
+          resolver: async (name: string) =>
+            name === 'hooks.test'
+              ? [{ address: '127.0.0.1', family: 4 }]
+              : [{ address: '10.0.0.7', family: 4 }],
+          dispatcher: { pollMs: 50 },
+        },
+      );
+    });
+    after(async () => {
+      await h?.close();
+      await strict?.close();
+      for (const r of receivers) await r.close();
+    });
+
+    for (const url of [
+      'http://127.0.0.1:8080/hook',
+      'http://localhost/hook',
+      'http://[::1]/hook',
+      'http://[::ffff:127.0.0.1]/hook',
+      'http://10.1.2.3/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://100.64.0.1/',
+      'ftp://example.com/hook',
+      `https://example.com/${'x'.repeat(2000)}`,
+    ]) {
+      it(`refuses ${url.slice(0, 60)} with 400 invalid_webhook_url`, async () => {
+        const c = await strict.user();
+        const res = await c.request({
+          method: 'POST',
+          url: '/webhooks',
+          headers: json,
+          payload: JSON.stringify({ url }),
+        });
+        assert.equal(res.statusCode, 400);
+        assert.ok(['invalid_webhook_url', 'invalid_body'].includes(errorBody(res).code));
+        const list = await c.request({ method: 'GET', url: '/webhooks' });
+        assert.deepEqual(list.json(), []);
+      });
+    }
+
+    it('a name that resolves to a private address is refused at delivery: the receiver sees nothing', async () => {
+      const r = await receiver();
+      const c = await strict.user();
+      const port = new URL(r.url).port;
+      const e = await register(c, { url: `http://hooks.test:${port}/hook` });
+      assert.equal((await c.create({ name: 'Quiet' })).statusCode, 201);
+      let attempts: { outcome: string; error?: string }[] = [];
+      for (let i = 0; i < 60 && attempts.length === 0; i++) {
+        await sleep(50);
+        attempts = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
+      }
+      assert.ok(attempts.length > 0, 'an attempt was logged');
+      assert.match(attempts[0]!.error ?? '', /refused/);
+      assert.equal(r.connections, 0);
+    });
+
+    it('create and delete are delivered, signed (verified by the standardwebhooks library), same user only', async () => {
+      const r = await receiver();
+      const c = await h.user();
+      const other = await h.user();
+      const e = await register(c, { url: r.url, description: 'mine' });
+      assert.match(e.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+      assert.deepEqual(e.events, ['plant.created', 'plant.deleted']);
+      await other.create({ name: 'Not yours' });
+      const id = locationId(await c.create({ name: 'Fern', tag: 'indoor' }));
+      assert.equal((await c.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      const got = await r.waitFor(2);
+      await sleep(150);
+      assert.equal(r.received.length, 2, 'nothing of the other user');
+      const bodies = got.map((d) => verified(e.secret, d));
+      const byType = Object.fromEntries(bodies.map((b) => [b.type, b]));
+      assert.deepEqual(byType['plant.created']!.data, { id, name: 'Fern', tag: 'indoor' });
+      assert.deepEqual(byType['plant.deleted']!.data, { id, name: 'Fern', tag: 'indoor' });
+      assert.match(got[0]!.headers['webhook-id'] as string, /^evt_/);
+      assert.equal(got[0]!.headers['content-type'], 'application/json');
+    });
+
+    it('an admin endpoint receives every user’s events; an events filter is honoured', async () => {
+      const r = await receiver();
+      const onlyDeletes = await receiver();
+      const admin = await h.user(['plants:admin']);
+      const c = await h.user();
+      await register(admin, { url: r.url });
+      await register(c, { url: onlyDeletes.url, events: ['plant.deleted'] });
+      const id = locationId(await c.create({ name: 'Seen by admin' }));
+      await c.request({ method: 'DELETE', url: `/plants/${id}` });
+      const got = await r.waitFor(2);
+      assert.ok(got.some((d) => JSON.parse(d.body).data.name === 'Seen by admin'));
+      const deletes = await onlyDeletes.waitFor(1);
+      await sleep(150);
+      assert.deepEqual(
+        deletes.map((d) => JSON.parse(d.body).type),
+        ['plant.deleted'],
+      );
+    });
+
+    it('replays, refusals and 404s make no event', async () => {
+      const r = await receiver();
+      const c = await h.user();
+      await register(c, { url: r.url });
+      const key = { 'idempotency-key': `k-${Math.random()}` };
+      const first = await c.create({ name: 'Once', id: 900_000_000 + Math.floor(Math.random() * 1e6) }, key);
+      assert.equal(first.statusCode, 201);
+      const body = JSON.parse(first.payload);
+      assert.equal((await c.create({ name: 'Other' }, key)).statusCode, 422);
+      const again = await c.create({ ...body, id: locationId(first) }, key);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.equal((await c.create({ name: 'Dup', id: locationId(first) })).statusCode, 409);
+      assert.equal((await c.request({ method: 'DELETE', url: '/plants/999999999999' })).statusCode, 404);
+      await r.waitFor(1);
+      await sleep(300);
+      assert.equal(r.received.length, 1);
+    });
+
+    it('failures are retried on the schedule with the same webhook-id; the deliveries log shows each attempt', async () => {
+      const r = await receiver();
+      r.answers.push({ status: 500 }, { status: 502 });
+      const c = await h.user();
+      const e = await register(c, { url: r.url });
+      await c.create({ name: 'Persistent' });
+      const got = await r.waitFor(3);
+      assert.equal(new Set(got.map((d) => d.headers['webhook-id'])).size, 1);
+      assert.notEqual(got[0]!.headers['webhook-timestamp'] === undefined, true);
+      await sleep(100);
+      const log = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
+      assert.deepEqual(
+        log.map((a: { status: number; outcome: string; attempt: number }) => [
+          a.attempt,
+          a.status,
+          a.outcome,
+        ]),
+        [
+          [3, 200, 'succeeded'],
+          [2, 502, 'retrying'],
+          [1, 500, 'retrying'],
+        ],
+      );
+      const page = await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries?limit=2` });
+      assert.equal(page.json().length, 2);
+      const next = /<([^>]+)>; rel="next"/.exec(String(page.headers.link))?.[1];
+      assert.ok(next);
+      const rest = (await c.request({ method: 'GET', url: next })).json();
+      assert.deepEqual(
+        rest.map((a: { attempt: number }) => a.attempt),
+        [1],
+      );
+    });
+
+    it('a Retry-After asking for longer than the schedule is honoured', async () => {
+      const r = await receiver();
+      r.answers.push({ status: 503, headers: { 'retry-after': '1' } });
+      const c = await h.user();
+      await register(c, { url: r.url });
+      await c.create({ name: 'Patient' });
+      const got = await r.waitFor(2, 5_000);
+      assert.ok(got[1]!.at - got[0]!.at >= 900, `retried after ${got[1]!.at - got[0]!.at} ms`);
+    });
+
+    it('a receiver that never answers times out and is retried; after the schedule the delivery fails', async () => {
+      const r = await receiver();
+      r.answers.push('hang', 'hang', 'hang', 'hang');
+      const c = await h.user();
+      const e = await register(c, { url: r.url });
+      await c.create({ name: 'Hung' });
+      await r.waitFor(4, 8_000);
+      let log: { outcome: string; error?: string }[] = [];
+      for (let i = 0; i < 40 && log[0]?.outcome !== 'failed'; i++) {
+        await sleep(100);
+        log = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
+      }
+      assert.equal(log.length, 4);
+      assert.equal(log[0]!.outcome, 'failed');
+      assert.match(log[0]!.error ?? '', /timeout/);
+    });
+
+    it('410 Gone disables the endpoint at once; recover enables it and re-sends what was not acknowledged', async () => {
+      const r = await receiver();
+      r.answers.push({ status: 410 });
+      const c = await h.user();
+      const e = await register(c, { url: r.url });
+      const since = new Date(Date.now() - 1000).toISOString();
+      await c.create({ name: 'First' });
+      await r.waitFor(1);
+      await sleep(200);
+      const disabled = (await c.request({ method: 'GET', url: `/webhooks/${e.id}` })).json();
+      assert.equal(disabled.status, 'disabled');
+      assert.match(disabled.disabledReason, /410/);
+      await c.create({ name: 'Second' });
+      await sleep(300);
+      assert.equal(r.received.length, 1, 'nothing goes to a disabled endpoint');
+      const rec = await c.request({
+        method: 'POST',
+        url: `/webhooks/${e.id}/recover`,
+        headers: json,
+        payload: JSON.stringify({ since }),
+      });
+      assert.equal(rec.statusCode, 202);
+      assert.equal(rec.json().queued, 2);
+      const got = await r.waitFor(3);
+      assert.deepEqual(
+        got
+          .slice(1)
+          .map((d) => JSON.parse(d.body).data.name)
+          .sort(),
+        ['First', 'Second'],
+      );
+    });
+
+    it('after a rotation, deliveries carry signatures of both secrets', async () => {
+      const r = await receiver();
+      const c = await h.user();
+      const e = await register(c, { url: r.url });
+      const rotated = (await c.request({ method: 'POST', url: `/webhooks/${e.id}/rotate-secret` })).json();
+      assert.notEqual(rotated.secret, e.secret);
+      await c.create({ name: 'Rotated' });
+      const [d] = await r.waitFor(1);
+      assert.equal(String(d!.headers['webhook-signature']).split(' ').length, 2);
+      verified(e.secret, d!);
+      verified(rotated.secret, d!);
+    });
+
+    it('another user’s endpoint is 404 everywhere; lists never show secrets', async () => {
+      const c = await h.user();
+      const other = await h.user();
+      const e = await register(c, { url: 'https://example.com/hook' });
+      for (const [method, url] of [
+        ['GET', `/webhooks/${e.id}`],
+        ['DELETE', `/webhooks/${e.id}`],
+        ['POST', `/webhooks/${e.id}/rotate-secret`],
+        ['GET', `/webhooks/${e.id}/deliveries`],
+      ] as const) {
+        assert.equal((await other.request({ method, url })).statusCode, 404, `${method} ${url}`);
+      }
+      const list = (await c.request({ method: 'GET', url: '/webhooks' })).json();
+      assert.equal(list.length, 1);
+      assert.equal(list[0].secret, undefined);
+      assert.equal((await c.request({ method: 'DELETE', url: `/webhooks/${e.id}` })).statusCode, 204);
+      assert.equal((await c.request({ method: 'GET', url: `/webhooks/${e.id}` })).statusCode, 404);
+    });
+  });
+}
