@@ -95,6 +95,26 @@ for (const engine of ENGINES) {
       assert.equal(anon.status, 401);
     });
 
+    it('retention purges events; resuming from a purged one is 410 events_expired', async () => {
+      const c = await h.user();
+      const s = await stream(c.token);
+      await c.create({ name: 'short-lived' });
+      const [m] = await s.waitFor(1);
+      s.close();
+      assert.ok((await h.store.purgeEvents(new Date(Date.now() - 60_000))) >= 0);
+      const kept = await fetch(`${base}/events`, {
+        headers: { authorization: `Bearer ${c.token}`, accept: 'text/event-stream', 'last-event-id': m!.id! },
+      });
+      assert.equal(kept.status, 200, 'an event younger than the retention is kept');
+      await kept.body?.cancel();
+      assert.ok((await h.store.purgeEvents(new Date(Date.now() + 1_000))) >= 1);
+      const gone = await fetch(`${base}/events`, {
+        headers: { authorization: `Bearer ${c.token}`, accept: 'text/event-stream', 'last-event-id': m!.id! },
+      });
+      assert.equal(gone.status, 410);
+      assert.equal(((await gone.json()) as { code: string }).code, 'events_expired');
+    });
+
     it('sends comment lines while idle, and counts open streams in /metrics', async () => {
       const c = await h.user();
       const s = await stream(c.token);

@@ -268,6 +268,29 @@ for (const engine of ENGINES) {
       verified(rotated.secret, d!);
     });
 
+    it('/openapi.json describes the deliveries under `webhooks` and the endpoints API', async () => {
+      const doc = (await h.app.inject('/openapi.json')).json();
+      for (const type of ['plant.created', 'plant.deleted']) {
+        const op = doc.webhooks[type].post;
+        assert.equal(op.requestBody.content['application/json'].schema.$ref, '#/components/schemas/Event');
+        assert.deepEqual(
+          op.parameters.map((p: { name: string }) => p.name),
+          ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
+        );
+      }
+      assert.ok(doc.components.schemas.Event.properties.data);
+      for (const path of [
+        '/webhooks',
+        '/webhooks/{id}',
+        '/webhooks/{id}/rotate-secret',
+        '/webhooks/{id}/deliveries',
+        '/webhooks/{id}/recover',
+        '/events',
+      ]) {
+        assert.ok(doc.paths[path], path);
+      }
+    });
+
     it('another user’s endpoint is 404 everywhere; lists never show secrets', async () => {
       const c = await h.user();
       const other = await h.user();
