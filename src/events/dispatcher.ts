@@ -6,6 +6,7 @@ import { signWebhook } from './signing.js';
 
 /** An endpoint that has acknowledged nothing for this long while its deliveries fail is disabled. */
 export const FAILING_DISABLE_MS = 5 * 86_400_000;
+const NUDGE_MS = 10;
 
 export interface DispatcherOptions {
   store: Store;
@@ -45,6 +46,8 @@ export class Dispatcher {
   private readonly inflight = new Map<string, number>();
   private inflightTotal = 0;
   private timer: NodeJS.Timeout | undefined;
+  private due = 0;
+  private lastClaim = 0;
   private ticking = false;
   private again = false;
   private stopped = false;
@@ -69,20 +72,30 @@ export class Dispatcher {
   nudge(): void {
     if (this.stopped) return;
     // Remembered even while a claim is running: its end must not replace this with a poll wait.
+    // Claims follow nudges at most every NUDGE_MS: under thousands of creates a second, one claim
+    // per create would cost the creates themselves (every claim is a write).
     this.again = true;
-    if (!this.ticking) this.schedule(0);
+    if (!this.ticking) this.schedule(Math.max(0, this.lastClaim + NUDGE_MS - Date.now()));
   }
 
   /** Stops claiming; waits for the deliveries in flight (each bounded by the timeout). */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.timer = undefined;
     await Promise.allSettled([...this.sending]);
   }
 
+  /** Runs a tick in `ms`, unless one is already due sooner. */
   private schedule(ms: number): void {
+    const at = Date.now() + ms;
+    if (this.timer && this.due <= at) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), ms);
+    this.due = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.tick();
+    }, ms);
     this.timer.unref();
   }
 
@@ -95,6 +108,7 @@ export class Dispatcher {
         const free = this.concurrency - this.inflightTotal;
         if (free <= 0 || this.stopped) break;
         const busy = [...this.inflight].filter(([, n]) => n > 0).map(([id]) => id);
+        this.lastClaim = Date.now();
         const jobs = await this.opts.store.claimDeliveries({
           now: new Date(this.clock()),
           leaseMs: this.leaseMs,
@@ -110,7 +124,11 @@ export class Dispatcher {
       this.opts.warn?.({ err }, 'webhook dispatcher could not claim deliveries; retrying');
     } finally {
       this.ticking = false;
-      if (!this.stopped) this.schedule(this.again ? 0 : (this.opts.pollMs ?? 1_000));
+      if (!this.stopped) {
+        this.schedule(
+          this.again ? Math.max(0, this.lastClaim + NUDGE_MS - Date.now()) : (this.opts.pollMs ?? 1_000),
+        );
+      }
     }
   }
 

@@ -191,7 +191,10 @@ export class SqliteEvents {
         'SELECT * FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?',
       ),
       purgeAttempts: db.prepare<[number]>('DELETE FROM delivery_attempts WHERE at < ?'),
-      purgeEvents: db.prepare<[number]>('DELETE FROM events WHERE created_at < ?'),
+      // Oldest first along seq (which follows time), a slice at a time: no index on created_at.
+      purgeEvents: db.prepare<[number]>(
+        'DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT 5000) AND created_at < ?',
+      ),
       // Deliveries whose event is gone: nothing left to send.
       purgeDeliveries: db.prepare(
         'DELETE FROM deliveries WHERE NOT EXISTS (SELECT 1 FROM events ev WHERE ev.id = deliveries.event_id)',
@@ -337,7 +340,10 @@ export class SqliteEvents {
   purge(before: Date): number {
     const t = before.getTime();
     this.s.purgeAttempts.run(t);
-    const n = this.s.purgeEvents.run(t).changes;
+    let n = 0;
+    for (let slice = this.s.purgeEvents.run(t).changes; slice > 0; slice = this.s.purgeEvents.run(t).changes) {
+      n += slice;
+    }
     if (n > 0) this.s.purgeDeliveries.run();
     return n;
   }

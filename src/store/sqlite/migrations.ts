@@ -49,6 +49,8 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     name: '0002_events',
     // The event log, written in the transaction of the change it describes; SQLite has one writer,
     // so seq order is commit order. Endpoint event types are a bit mask (1 created, 2 deleted).
+    // Events carry no index beyond their keys: every page an insert touches is written to the WAL
+    // and synced with the create, and readers (streams, purge) go by seq, which follows time.
     sql: `
       CREATE TABLE events (
         seq        INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -58,8 +60,6 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         data       TEXT NOT NULL,
         created_at INTEGER NOT NULL
       );
-      CREATE INDEX events_owner_seq ON events (owner, seq);
-      CREATE INDEX events_created_at ON events (created_at);
 
       CREATE TABLE webhook_endpoints (
         id                    TEXT PRIMARY KEY,
