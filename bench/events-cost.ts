@@ -5,10 +5,10 @@
  *   events    — this tree: every create writes its event, no webhook endpoints
  *   10 hooks  — this tree with 10 endpoints of the user, delivering to a local receiver
  *
- *   npx tsx bench/events-cost.ts [--base <commit>] [--rounds 5] [--duration 5]
+ *   npx tsx bench/events-cost.ts [--base <commit>] [--rounds 5] [--duration 5]     (needs wrk: apt-get install wrk)
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -134,6 +134,11 @@ await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
 const base = baseTree();
+process.on('exit', () => {
+  // Also when a run fails: leave no worktree behind.
+  spawnSync('git', ['-C', ROOT, 'worktree', 'remove', '--force', base]);
+  rmSync(tmp, { recursive: true, force: true });
+});
 const targets = [
   await start(`before (${opt.base})`, base, 0, receiverUrl),
   await start('events, no endpoints', ROOT, 0, receiverUrl),
@@ -174,5 +179,3 @@ for (const t of targets) {
 }
 console.log(`\nwebhook deliveries received while measuring: ${delivered}`);
 await new Promise((r) => setTimeout(r, 500));
-execFileSync('git', ['-C', ROOT, 'worktree', 'remove', '--force', base], { stdio: 'ignore' });
-if (existsSync(tmp)) rmSync(tmp, { recursive: true, force: true });
