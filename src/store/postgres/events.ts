@@ -1,11 +1,7 @@
+import { typeBit, typesOf } from '../event-mask.js';
 import type { AttemptRecord, EndpointRecord, EventData, EventRecord, EventType } from '../store.js';
 
 // The SQL of the event log, webhook endpoints and deliveries on PostgreSQL (mirrors sqlite/events.ts).
-
-/** Endpoint event types as a bit mask: 1 created, 2 deleted. */
-export const typeBit = (t: EventType): number => (t === 'plant.created' ? 1 : 2);
-const typesOf = (mask: number): EventType[] =>
-  (['plant.created', 'plant.deleted'] as const).filter((t) => (mask & typeBit(t)) !== 0);
 
 // A plant row `p` as the event's data: NewPlant's shape, tag only when set, keys in that order.
 const DATA = `(CASE WHEN p.tag IS NULL THEN json_build_object('id', p.id, 'name', p.name)

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
+import { maskOf } from '../event-mask.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
   AttemptRecord,
@@ -30,7 +31,6 @@ import {
   toAttempt,
   toEndpoint,
   toEvent,
-  typeBit,
 } from './events.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 
@@ -313,7 +313,7 @@ export class PgStore implements Store {
       e.owner,
       e.admin,
       e.url,
-      e.events.reduce((m, t) => m | typeBit(t), 0),
+      maskOf(e.events),
       e.description,
       e.secret,
       e.previousSecret,

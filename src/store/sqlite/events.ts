@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { maskOf, typeBit, typesOf } from '../event-mask.js';
 import type {
   AttemptRecord,
   DeliveryJob,
@@ -11,10 +12,6 @@ import type {
   NewEvent,
 } from '../store.js';
 
-/** Endpoint event types as a bit mask, so matching an event is one AND in SQL. */
-export const typeBit = (t: EventType): number => (t === 'plant.created' ? 1 : 2);
-const typesOf = (mask: number): EventType[] =>
-  (['plant.created', 'plant.deleted'] as const).filter((t) => (mask & typeBit(t)) !== 0);
 const TYPE_BIT_SQL = "CASE ev.type WHEN 'plant.created' THEN 1 ELSE 2 END";
 
 interface EventRow {
@@ -215,7 +212,7 @@ export class SqliteEvents {
       owner: e.owner,
       admin: e.admin ? 1 : 0,
       url: e.url,
-      events: e.events.reduce((m, t) => m | typeBit(t), 0),
+      events: maskOf(e.events),
       description: e.description,
       secret: e.secret,
       previous_secret: e.previousSecret,
@@ -341,7 +338,11 @@ export class SqliteEvents {
     const t = before.getTime();
     this.s.purgeAttempts.run(t);
     let n = 0;
-    for (let slice = this.s.purgeEvents.run(t).changes; slice > 0; slice = this.s.purgeEvents.run(t).changes) {
+    for (
+      let slice = this.s.purgeEvents.run(t).changes;
+      slice > 0;
+      slice = this.s.purgeEvents.run(t).changes
+    ) {
       n += slice;
     }
     if (n > 0) this.s.purgeDeliveries.run();
