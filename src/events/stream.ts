@@ -165,10 +165,13 @@ export class EventStreams {
       .listEvents({ after: s.position, owner: s.owner, limit: BATCH })
       .then((events) => {
         let flowing = true;
+        // Stops at a full socket: the rest is read again from the log once it drains, so what
+        // waits in memory for a reader is at most its socket's buffer and one message.
         for (const e of events) {
           flowing = this.send(s, sseMessage(e));
           s.position = e.position;
           if (s.closed) return;
+          if (!flowing) break;
         }
         s.reading = false;
         // A full batch means more is waiting: read on at once unless the reader must drain first.
