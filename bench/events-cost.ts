@@ -123,15 +123,21 @@ function wrk(t: Target, seconds: number): { rps: number; p50: number; p99: numbe
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-let delivered = 0;
-const receiver = createServer((req, res) => {
-  req.resume().on('end', () => {
-    delivered++;
-    res.writeHead(204).end();
-  });
+// The receiver runs in a process of its own, on core 1 with wrk: this script blocks while wrk runs
+// (execFileSync), and a receiver in it would answer nothing, so deliveries would time out.
+const receiverCode = `
+  let n = 0;
+  const s = require('node:http').createServer((req, res) => req.resume().on('end', () => { n++; res.writeHead(204).end(); }));
+  s.listen(0, '127.0.0.1', () => console.log(s.address().port));
+  process.on('SIGTERM', () => { console.log('delivered ' + n); process.exit(0); });`;
+const receiverProc = spawn('taskset', ['-c', '1', process.execPath, '-e', receiverCode], {
+  stdio: ['ignore', 'pipe', 'inherit'],
 });
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+let receiverOut = '';
+receiverProc.stdout!.on('data', (d) => (receiverOut += d));
+while (!/\n/.test(receiverOut)) await new Promise((r) => setTimeout(r, 20));
+const receiverUrl = `http://127.0.0.1:${receiverOut.trim()}`;
+process.on('exit', () => receiverProc.kill('SIGKILL'));
 
 const base = baseTree();
 process.on('exit', () => {
@@ -165,7 +171,6 @@ try {
     t.child.kill('SIGCONT');
     t.child.kill('SIGTERM');
   }
-  receiver.close();
 }
 const baseRps = median(results.get(targets[0]!.name)!.map((r) => r.rps));
 console.log(`| server | create req/s (median of ${opt.rounds}) | vs before | p50 | p99 |`);
@@ -177,5 +182,7 @@ for (const t of targets) {
     `| ${t.name} | ${rps.toFixed(0)} | ${((rps / baseRps - 1) * 100).toFixed(1)} % | ${median(rs.map((r) => r.p50)).toFixed(2)} ms | ${median(rs.map((r) => r.p99)).toFixed(2)} ms |`,
   );
 }
-console.log(`\nwebhook deliveries received while measuring: ${delivered}`);
+receiverProc.kill('SIGTERM');
+await new Promise((r) => receiverProc.once('exit', r));
+console.log(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
 await new Promise((r) => setTimeout(r, 500));
