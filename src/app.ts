@@ -42,7 +42,7 @@ export interface AppDeps {
   /** Resolves webhook host names (tests map names to addresses of their own). */
   resolver?: Resolver;
   /** Webhook dispatcher settings beyond the configuration (tests: poll interval, jitter). */
-  dispatcher?: Partial<Pick<DispatcherOptions, 'pollMs' | 'jitter' | 'concurrency' | 'perEndpoint'>>;
+  dispatcher?: Partial<Pick<DispatcherOptions, 'pollMs' | 'jitter' | 'concurrency' | 'perEndpoint' | 'clock'>>;
   /** Live stream settings (tests: heartbeat, buffer bound). */
   streams?: StreamOptions;
 }
@@ -125,16 +125,11 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     ...deps.dispatcher,
   });
   metrics?.watchStreams(() => streams.open);
-  // A change and its event committed here: this process's dispatcher and streams look at once.
-  const onEvent = () => {
-    dispatcher.nudge();
-    streams.nudge();
-  };
-  const service = new PlantService(store, undefined, onEvent);
-  const webhooks = new WebhookService(store, {
-    allowPrivate: config.webhookAllowPrivate,
-    onRecover: onEvent,
-  });
+  // A change and its event committed here: this process's streams look at once, and its
+  // dispatcher when the commit queued deliveries (with no endpoint, a create costs it nothing).
+  store.onDeliveriesQueued(() => dispatcher.nudge());
+  const service = new PlantService(store, undefined, () => streams.nudge());
+  const webhooks = new WebhookService(store, { allowPrivate: config.webhookAllowPrivate });
 
   const purgeAll = () => {
     const now = Date.now();

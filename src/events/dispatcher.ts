@@ -209,9 +209,9 @@ export class Dispatcher {
     if (r.kind === 'response' && r.status === 410) {
       return { outcome: 'failed' as const, next: null, error, disable: 'the receiver answered 410 Gone' };
     }
-    const lastGood = job.endpoint.lastSuccessAt?.getTime() ?? job.endpoint.createdAt.getTime();
-    const disable =
-      now - lastGood >= FAILING_DISABLE_MS ? 'nothing acknowledged for 5 days while deliveries failed' : null;
+    // Failing since the first failure after the last success (this one, if the endpoint was not failing).
+    const failingSince = job.endpoint.failingSince?.getTime() ?? now;
+    const disable = now - failingSince >= FAILING_DISABLE_MS ? 'every delivery failed for 5 days' : null;
     const step = this.opts.schedule[attempt - 1];
     if (step === undefined || disable) return { outcome: 'failed' as const, next: null, error, disable };
     let wait = step + step * 0.1 * this.jitter();

@@ -29,7 +29,7 @@ export interface AttemptPage {
 export class WebhookService {
   constructor(
     private readonly store: Store,
-    private readonly opts: { allowPrivate: boolean; now?: () => Date; onRecover?: () => void },
+    private readonly opts: { allowPrivate: boolean; now?: () => Date },
   ) {}
 
   private now(): Date {
@@ -57,6 +57,7 @@ export class WebhookService {
       disabledReason: null,
       createdAt: this.now(),
       lastSuccessAt: null,
+      failingSince: null,
     };
     await this.store.insertEndpoint(endpoint);
     return endpoint;
@@ -111,9 +112,7 @@ export class WebhookService {
   async recover(caller: Caller, id: string, since: Date): Promise<number> {
     const e = await this.get(caller, id);
     if (e.status === 'disabled')
-      await this.store.updateEndpoint(id, { status: 'enabled', disabledReason: null });
-    const n = await this.store.recoverDeliveries(id, since, this.now());
-    this.opts.onRecover?.();
-    return n;
+      await this.store.updateEndpoint(id, { status: 'enabled', disabledReason: null, failingSince: null });
+    return this.store.recoverDeliveries(id, since, this.now());
   }
 }

@@ -135,6 +135,7 @@ export class Metrics {
       close: store.close.bind(store),
       poolStats: store.poolStats?.bind(store),
       listVersion: store.listVersion?.bind(store),
+      onDeliveriesQueued: store.onDeliveriesQueued.bind(store),
     };
     for (const name of TIMED) {
       const fn = store[name] as (...args: unknown[]) => Promise<unknown>;

@@ -106,10 +106,15 @@ export interface EndpointRecord {
   disabledReason: string | null;
   createdAt: Date;
   lastSuccessAt: Date | null;
+  /** When its deliveries began failing with none acknowledged since; null after a success. */
+  failingSince: Date | null;
 }
 
 export type EndpointPatch = Partial<
-  Pick<EndpointRecord, 'secret' | 'previousSecret' | 'previousSecretUntil' | 'status' | 'disabledReason'>
+  Pick<
+    EndpointRecord,
+    'secret' | 'previousSecret' | 'previousSecretUntil' | 'status' | 'disabledReason' | 'failingSince'
+  >
 >;
 
 /** One event to one endpoint, leased to one dispatcher until it reports back or the lease runs out. */
@@ -212,6 +217,11 @@ export interface Store {
    * so that a reader never passes over one that commits late.
    */
   listEvents(q: { after: string; owner: string | null; limit: number }): Promise<EventRecord[]>;
+  /**
+   * Calls `listener` after each commit of this process that queued webhook deliveries (a change
+   * with an event that some endpoint wants, or a recover), so that its dispatcher looks at once.
+   */
+  onDeliveriesQueued(listener: () => void): void;
   /** Deletes events, finished deliveries and attempts older than `before`; returns how many events. */
   purgeEvents(before: Date): Promise<number>;
 

@@ -255,6 +255,62 @@ for (const engine of ENGINES) {
       );
     });
 
+    it('five days of failure disable an endpoint: counted from its first failure after a success, not from its creation', async () => {
+      // The dispatcher's clock is the test's: a retry an hour away is due when the test moves it.
+      let offset = 0;
+      const HOUR = 3_600_000;
+      const DAY = 24 * HOUR;
+      const clocked = await harness(
+        engine,
+        { webhookAllowPrivate: true, webhookRetrySchedule: Array(8).fill(HOUR), webhookTimeout: 300 },
+        { dispatcher: { pollMs: 20, jitter: () => 0, clock: () => Date.now() + offset } },
+      );
+      try {
+        const r = await receiver();
+        const c = await clocked.user();
+        const e = await register(c, { url: r.url });
+        const status = async () => (await c.request({ method: 'GET', url: `/webhooks/${e.id}` })).json();
+        const settled = () => sleep(150);
+        // Ten days after the endpoint was made its deliveries begin to fail: not five days of failure.
+        offset = 10 * DAY;
+        r.answers.push({ status: 500 });
+        await c.create({ name: 'First failure' });
+        await r.waitFor(1);
+        await settled();
+        assert.equal((await status()).status, 'enabled');
+        offset = 10 * DAY + 2 * HOUR; // its retry is due, and succeeds
+        await r.waitFor(2);
+        // Failing again from 10 days 2 hours; four days on, still failing: enabled.
+        r.answers.push({ status: 500 });
+        await c.create({ name: 'Failing' });
+        await r.waitFor(3);
+        await settled();
+        r.answers.push({ status: 500 });
+        offset = 14 * DAY;
+        await r.waitFor(4);
+        await settled();
+        assert.equal((await status()).status, 'enabled');
+        // Five days and an hour since that first failure: the next failure disables it.
+        r.answers.push({ status: 500 });
+        offset = 15 * DAY + 3 * HOUR;
+        await r.waitFor(5);
+        await settled();
+        const disabled = await status();
+        assert.equal(disabled.status, 'disabled');
+        assert.match(disabled.disabledReason, /5 days/);
+        const log = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
+        assert.deepEqual(
+          log.map((a: { outcome: string }) => a.outcome),
+          ['failed', 'retrying', 'retrying', 'succeeded', 'retrying'],
+        );
+        await c.create({ name: 'Not sent' });
+        await settled();
+        assert.equal(r.received.length, 5, 'nothing goes to a disabled endpoint');
+      } finally {
+        await clocked.close();
+      }
+    });
+
     it('after a rotation, deliveries carry signatures of both secrets', async () => {
       const r = await receiver();
       const c = await h.user();

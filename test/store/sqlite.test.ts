@@ -26,6 +26,7 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(db.prepare('SELECT version, name FROM schema_migrations').all(), [
       { version: 1, name: '0001_init' },
       { version: 2, name: '0002_events' },
+      { version: 3, name: '0003_endpoint_failing_since' },
     ]);
     db.close();
   });

@@ -13,21 +13,24 @@ const eventFor = (type: EventType, e: string, at: string) => `
         SELECT ${e}, '${type}', p.owner, ${DATA}, ${at} FROM p RETURNING id, owner, created_at),
   d AS (INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
         SELECT e.id, w.id, 'pending', e.created_at, e.created_at FROM e JOIN webhook_endpoints w
-          ON w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0 AND (w.owner = e.owner OR w.admin))`;
+          ON w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0 AND (w.owner = e.owner OR w.admin)
+        RETURNING 1)`;
+// How many deliveries the statement queued (the dispatcher is told when there are some).
+const QUEUED = '(SELECT count(*) FROM d)::int AS queued';
 
 const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, data, created_at';
 
 export const EVENT_QUERIES = {
   insertServerIdEvent: `WITH p AS (INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
       ON CONFLICT (id) DO NOTHING RETURNING id, owner, name, tag), ${eventFor('plant.created', '$4', '$5')}
-    SELECT id FROM p`,
+    SELECT id, ${QUEUED} FROM p`,
   // For creates done step by step in a transaction: the plant row is given as parameters.
   recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS name, $4::text AS tag),
-    ${eventFor('plant.created', '$5', '$6')} SELECT 1`,
+    ${eventFor('plant.created', '$5', '$6')} SELECT ${QUEUED}`,
   deleteAnyEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 RETURNING id, owner, name, tag),
-    ${eventFor('plant.deleted', '$2', '$3')} SELECT id FROM p`,
+    ${eventFor('plant.deleted', '$2', '$3')} SELECT id, ${QUEUED} FROM p`,
   deleteOwnedEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 AND owner = $4 RETURNING id, owner, name, tag),
-    ${eventFor('plant.deleted', '$2', '$3')} SELECT id FROM p`,
+    ${eventFor('plant.deleted', '$2', '$3')} SELECT id, ${QUEUED} FROM p`,
   insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
       previous_secret_until, status, disabled_reason, created_at, last_success_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
@@ -36,7 +39,10 @@ export const EVENT_QUERIES = {
   endpoint: 'SELECT * FROM webhook_endpoints WHERE id = $1',
   endpointsIn: 'SELECT * FROM webhook_endpoints WHERE id = ANY($1::text[])',
   updateEndpoint: `UPDATE webhook_endpoints SET secret = $2, previous_secret = $3, previous_secret_until = $4,
-      status = $5, disabled_reason = $6 WHERE id = $1 RETURNING *`,
+      status = $5, disabled_reason = $6,
+      -- Only when the patch sets it: a delivery finishing meanwhile keeps what it wrote.
+      failing_since = CASE WHEN $8 THEN $7 ELSE failing_since END
+    WHERE id = $1 RETURNING *`,
   deleteEndpoint: `WITH a AS (DELETE FROM delivery_attempts WHERE endpoint_id = $1),
       d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
     DELETE FROM webhook_endpoints WHERE id = $1`,
@@ -65,9 +71,10 @@ export const EVENT_QUERIES = {
       WHERE id = $1 AND lease_owner = $2)
     UPDATE webhook_endpoints SET
       last_success_at = CASE WHEN $9 = 'succeeded' THEN $7 ELSE last_success_at END,
+      failing_since = CASE WHEN $9 = 'succeeded' THEN NULL ELSE COALESCE(failing_since, $7) END,
       status = CASE WHEN $13::text IS NOT NULL THEN 'disabled' ELSE status END,
       disabled_reason = COALESCE($13::text, disabled_reason)
-    WHERE id = $3 AND ($9 = 'succeeded' OR $13::text IS NOT NULL)`,
+    WHERE id = $3 AND ($9 = 'succeeded' OR $13::text IS NOT NULL OR failing_since IS NULL)`,
   attempts: 'SELECT * FROM delivery_attempts WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
   recover: `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
@@ -113,6 +120,7 @@ export interface EndpointRow {
   disabled_reason: string | null;
   created_at: Date;
   last_success_at: Date | null;
+  failing_since: Date | null;
 }
 export interface AttemptRow {
   id: number;
@@ -160,6 +168,7 @@ export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   disabledReason: r.disabled_reason,
   createdAt: r.created_at,
   lastSuccessAt: r.last_success_at,
+  failingSince: r.failing_since,
 });
 
 export const toAttempt = (r: AttemptRow): AttemptRecord => ({

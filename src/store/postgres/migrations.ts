@@ -117,4 +117,11 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX delivery_attempts_at ON delivery_attempts (at);
     `,
   },
+  {
+    version: 3,
+    name: '0003_endpoint_failing_since',
+    // When an endpoint's deliveries began failing with none acknowledged since: five days of that
+    // disables it. Endpoints failing when this lands start counting at their next failure.
+    sql: 'ALTER TABLE webhook_endpoints ADD COLUMN failing_since timestamptz;',
+  },
 ];

@@ -223,13 +223,17 @@ export class PgStore implements Store {
   async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     if (plant.id === null && !idem) {
       // The common case in one round trip, no explicit transaction (the event in the same statement).
-      const id = await this.insertServerId(plant, this.pool, event);
-      return { created: { ...plant, id } };
+      const r = await this.insertServerId(plant, this.pool, event);
+      this.queued(r.queued);
+      return { created: { ...plant, id: r.id } };
     }
-    return this.tx(async (c) => {
+    let queued = 0;
+    const result = await this.tx(async (c) => {
       let id: number | null;
       if (plant.id === null) {
-        id = await this.insertServerId(plant, c, event);
+        const r = await this.insertServerId(plant, c, event);
+        id = r.id;
+        queued = r.queued;
       } else {
         const r = await this.q<{ id: number }>(
           'insertClientId',
@@ -242,13 +246,31 @@ export class PgStore implements Store {
           await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
           await this.q('raiseSequence', [id], c);
           if (event) {
-            await this.q('recordCreated', [id, plant.owner, plant.name, plant.tag, event.id, event.at], c);
+            const e = await this.q<{ queued: number }>(
+              'recordCreated',
+              [id, plant.owner, plant.name, plant.tag, event.id, event.at],
+              c,
+            );
+            queued = e.rows[0]?.queued ?? 0;
           }
         }
       }
       if (idem) await this.q('finishIdem', [id === null ? 409 : 201, id, idem.user, idem.key], c);
       return id === null ? { exists: true as const } : { created: { ...plant, id } };
     });
+    this.queued(queued);
+    return result;
+  }
+
+  private readonly queuedListeners: (() => void)[] = [];
+
+  onDeliveriesQueued(listener: () => void): void {
+    this.queuedListeners.push(listener);
+  }
+
+  // After a commit that queued deliveries: this process's dispatcher looks at once.
+  private queued(n: number): void {
+    if (n > 0) for (const listener of this.queuedListeners) listener();
   }
 
   // nextval may land on an id a client took meanwhile; then take the next one.
@@ -256,12 +278,12 @@ export class PgStore implements Store {
     plant: NewPlant,
     c: pg.Pool | pg.PoolClient,
     event?: NewEvent,
-  ): Promise<number> {
+  ): Promise<{ id: number; queued: number }> {
     for (let attempt = 0; attempt < 100; attempt++) {
-      let r: pg.QueryResult<{ id: number }>;
+      let r: pg.QueryResult<{ id: number; queued?: number }>;
       try {
         r = event
-          ? await this.q<{ id: number }>(
+          ? await this.q<{ id: number; queued: number }>(
               'insertServerIdEvent',
               [plant.owner, plant.name, plant.tag, event.id, event.at],
               c,
@@ -272,8 +294,8 @@ export class PgStore implements Store {
         if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
         throw err;
       }
-      const id = r.rows[0]?.id;
-      if (id !== undefined) return id;
+      const row = r.rows[0];
+      if (row !== undefined) return { id: row.id, queued: row.queued ?? 0 };
     }
     throw new StoreUnavailableError('could not find a free plant id; retry later');
   }
@@ -295,15 +317,15 @@ export class PgStore implements Store {
   }
 
   async deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
-    let r: pg.QueryResult;
     if (event) {
-      r =
+      const r =
         owner === null
-          ? await this.q('deleteAnyEvent', [id, event.id, event.at])
-          : await this.q('deleteOwnedEvent', [id, event.id, event.at, owner]);
-    } else {
-      r = owner === null ? await this.q('deleteAny', [id]) : await this.q('deleteOwned', [id, owner]);
+          ? await this.q<{ queued: number }>('deleteAnyEvent', [id, event.id, event.at])
+          : await this.q<{ queued: number }>('deleteOwnedEvent', [id, event.id, event.at, owner]);
+      this.queued(r.rows[0]?.queued ?? 0);
+      return (r.rowCount ?? 0) > 0;
     }
+    const r = owner === null ? await this.q('deleteAny', [id]) : await this.q('deleteOwned', [id, owner]);
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -350,6 +372,8 @@ export class PgStore implements Store {
         n.previousSecretUntil,
         n.status,
         n.disabledReason,
+        n.failingSince,
+        'failingSince' in patch,
       ])
     ).rows[0];
     return row ? toEndpoint(row) : null;
@@ -414,7 +438,9 @@ export class PgStore implements Store {
   }
 
   async recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number> {
-    return (await this.q('recover', [endpointId, since, now])).rowCount ?? 0;
+    const n = (await this.q('recover', [endpointId, since, now])).rowCount ?? 0;
+    this.queued(n);
+    return n;
   }
 
   async eventPosition(id: string): Promise<string | null> {

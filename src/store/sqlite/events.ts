@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { maskOf, typeBit, typesOf } from '../event-mask.js';
+import { maskOf, typesOf } from '../event-mask.js';
 import type {
   AttemptRecord,
   DeliveryJob,
@@ -36,6 +36,7 @@ interface EndpointRow {
   disabled_reason: string | null;
   created_at: number;
   last_success_at: number | null;
+  failing_since: number | null;
 }
 interface AttemptRow {
   id: number;
@@ -75,6 +76,7 @@ const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   disabledReason: r.disabled_reason,
   createdAt: new Date(r.created_at),
   lastSuccessAt: date(r.last_success_at),
+  failingSince: date(r.failing_since),
 });
 const toAttempt = (r: AttemptRow): AttemptRecord => ({
   id: String(r.id),
@@ -107,11 +109,14 @@ export class SqliteEvents {
       insertEvent: db.prepare<[string, string, string, string, number]>(
         'INSERT INTO events (id, type, owner, data, created_at) VALUES (?, ?, ?, ?, ?)',
       ),
-      // Fans an event out to every enabled endpoint that wants it, in the same transaction.
-      fanOut: db.prepare<[{ event: string; at: number; bit: number; owner: string }]>(
+      // Fans the events written since @first (this transaction's) out to every enabled endpoint that
+      // wants them: one statement per commit batch rather than one per event.
+      fanOut: db.prepare<[number]>(
         `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
-         SELECT @event, id, 'pending', @at, @at FROM webhook_endpoints
-         WHERE status = 'enabled' AND (events & @bit) != 0 AND (owner = @owner OR admin = 1)`,
+         SELECT ev.id, e.id, 'pending', ev.created_at, ev.created_at FROM events ev JOIN webhook_endpoints e
+           ON e.status = 'enabled' AND (e.events & ${TYPE_BIT_SQL}) != 0 AND (e.owner = ev.owner OR e.admin = 1)
+         WHERE ev.seq >= ?
+         ORDER BY ev.seq`,
       ),
       insertEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
@@ -126,7 +131,8 @@ export class SqliteEvents {
       endpoint: db.prepare<[string], EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?'),
       updateEndpoint: db.prepare(
         `UPDATE webhook_endpoints SET secret = @secret, previous_secret = @previous_secret,
-           previous_secret_until = @previous_secret_until, status = @status, disabled_reason = @disabled_reason
+           previous_secret_until = @previous_secret_until, status = @status, disabled_reason = @disabled_reason,
+           failing_since = @failing_since
          WHERE id = @id`,
       ),
       deleteEndpoint: db.prepare<[string]>('DELETE FROM webhook_endpoints WHERE id = ?'),
@@ -163,7 +169,10 @@ export class SqliteEvents {
          WHERE id = @id AND lease_owner = @owner`,
       ),
       succeeded: db.prepare<[number, string]>(
-        'UPDATE webhook_endpoints SET last_success_at = ? WHERE id = ?',
+        'UPDATE webhook_endpoints SET last_success_at = ?, failing_since = NULL WHERE id = ?',
+      ),
+      failing: db.prepare<[number, string]>(
+        'UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since IS NULL',
       ),
       disable: db.prepare<[string, string]>(
         `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ? WHERE id = ?`,
@@ -199,11 +208,33 @@ export class SqliteEvents {
     };
   }
 
-  /** Writes the event and its deliveries; call inside the change's transaction. */
+  // The first event written in the open transaction, whose deliveries queueDeliveries() queues, and
+  // the deliveries it queued otherwise (recover).
+  private firstSeq: number | null = null;
+  private queuedOtherwise = 0;
+
+  /** Writes the event; call inside the change's transaction, and queueDeliveries() before it commits. */
   record(event: NewEvent, type: EventType, owner: string, data: EventData): void {
-    const at = event.at.getTime();
-    this.s.insertEvent.run(event.id, type, owner, JSON.stringify(data), at);
-    this.s.fanOut.run({ event: event.id, at, bit: typeBit(type), owner });
+    const seq = this.s.insertEvent.run(event.id, type, owner, JSON.stringify(data), event.at.getTime())
+      .lastInsertRowid as number;
+    this.firstSeq ??= seq;
+  }
+
+  /**
+   * Queues the deliveries of every event recorded in the open transaction, to each enabled
+   * endpoint that wants it and may see it; returns how many deliveries the transaction queued.
+   */
+  queueDeliveries(): number {
+    const first = this.firstSeq;
+    const n = this.queuedOtherwise + (first === null ? 0 : this.s.fanOut.run(first).changes);
+    this.forget();
+    return n;
+  }
+
+  /** Forgets what the open transaction wrote (it is being rolled back). */
+  forget(): void {
+    this.firstSeq = null;
+    this.queuedOtherwise = 0;
   }
 
   insertEndpoint(e: EndpointRecord): void {
@@ -244,6 +275,7 @@ export class SqliteEvents {
       previous_secret_until: next.previousSecretUntil?.getTime() ?? null,
       status: next.status,
       disabled_reason: next.disabledReason,
+      failing_since: next.failingSince?.getTime() ?? null,
     });
     return next;
   }
@@ -306,6 +338,7 @@ export class SqliteEvents {
       owner: f.leaseOwner,
     });
     if (a.outcome === 'succeeded') this.s.succeeded.run(a.at.getTime(), a.endpointId);
+    else this.s.failing.run(a.at.getTime(), a.endpointId);
     if (f.disableEndpoint) this.s.disable.run(f.disableEndpoint, a.endpointId);
   }
 
@@ -315,7 +348,13 @@ export class SqliteEvents {
   }
 
   recover(endpointId: string, since: Date, now: Date): number {
-    return this.s.recover.run({ endpoint: endpointId, since: since.getTime(), now: now.getTime() }).changes;
+    const n = this.s.recover.run({
+      endpoint: endpointId,
+      since: since.getTime(),
+      now: now.getTime(),
+    }).changes;
+    this.queuedOtherwise += n;
+    return n;
   }
 
   position(id: string): string | null {

@@ -211,12 +211,19 @@ export class SqliteStore implements Store {
   // COMMIT has returned, i.e. after the batch is durable.
   private readonly writes = new TurnBatch((batch) => this.commitBatch(batch));
 
+  private readonly queuedListeners: (() => void)[] = [];
+
+  onDeliveriesQueued(listener: () => void): void {
+    this.queuedListeners.push(listener);
+  }
+
   private write<T>(fn: () => T): Promise<T> {
     return this.writes.push(fn);
   }
 
   private commitBatch(batch: Pending[]): void {
     let outcomes: Outcome[];
+    let queued = 0;
     try {
       // Inside the try: preparing the statements fails on a closed database, and every queued
       // write must still be answered.
@@ -229,16 +236,21 @@ export class SqliteStore implements Store {
       let ran = this.runWrites(batch, false);
       if (ran === null) {
         s.rollback.run();
+        this.eventsSql?.forget();
         s.begin.run();
         ran = this.runWrites(batch, true) as Outcome[];
       }
       outcomes = ran;
+      // The batch's events go out to the endpoints that want them in one statement, in its transaction.
+      queued = this.eventsSql?.queueDeliveries() ?? 0;
       s.commit.run();
     } catch (err) {
+      this.eventsSql?.forget();
       if (this.db.open && this.db.inTransaction) this.s.rollback.run();
       for (const item of batch) item.reject(this.translate(err));
       return;
     }
+    if (queued > 0) for (const listener of this.queuedListeners) listener();
     batch.forEach((item, i) => {
       const o = outcomes[i]!;
       if (o.ok) item.resolve(o.value);
