@@ -42,7 +42,9 @@ export interface AppDeps {
   /** Resolves webhook host names (tests map names to addresses of their own). */
   resolver?: Resolver;
   /** Webhook dispatcher settings beyond the configuration (tests: poll interval, jitter). */
-  dispatcher?: Partial<Pick<DispatcherOptions, 'pollMs' | 'jitter' | 'concurrency' | 'perEndpoint' | 'clock'>>;
+  dispatcher?: Partial<
+    Pick<DispatcherOptions, 'pollMs' | 'jitter' | 'concurrency' | 'perEndpoint' | 'clock'>
+  >;
   /** Live stream settings (tests: heartbeat, buffer bound). */
   streams?: StreamOptions;
 }

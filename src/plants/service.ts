@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { AppError, ConflictError, NotFoundError } from '../errors.js';
-import { newEventId } from '../events/event.js';
 import type { PlantCreate } from '../schemas/plant.js';
 import type { Scope } from '../schemas/token.js';
 import type { NewEvent, PlantRecord, Store } from '../store/store.js';
@@ -59,7 +58,7 @@ export class PlantService {
 
   // Every successful create and delete records an event, in the change's own transaction.
   private event(): NewEvent {
-    return { id: newEventId(), at: this.now() };
+    return { at: this.now() };
   }
 
   /** Creates a plant owned by the caller; replays or refuses per the Idempotency-Key. */

@@ -66,9 +66,11 @@ export type CreateResult = { created: PlantRecord } | { exists: true };
 export type EventType = 'plant.created' | 'plant.deleted';
 export const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.deleted'];
 
-/** An event the service decided a change makes; the store writes it in the change's own transaction. */
+/**
+ * An event the service decided a change makes; the store writes it in the change's own
+ * transaction and gives it its id (`evt_…`, unique; each engine makes them its cheapest way).
+ */
 export interface NewEvent {
-  id: string;
   at: Date;
 }
 

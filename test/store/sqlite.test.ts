@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { IdSpaceExhaustedError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import { sqlitePath } from '../../src/store/index.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
 describe('SQLite store specifics', () => {
@@ -26,7 +27,7 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(db.prepare('SELECT version, name FROM schema_migrations').all(), [
       { version: 1, name: '0001_init' },
       { version: 2, name: '0002_events' },
-      { version: 3, name: '0003_endpoint_failing_since' },
+      { version: 3, name: '0003_compact_event_log' },
     ]);
     db.close();
   });
@@ -64,14 +65,16 @@ describe('SQLite store specifics', () => {
     await store.migrate();
     await store.createPlant({ id: MAX_PLANT_ID, owner: 'o', name: 'last', tag: null });
     // Issued in one turn, so they form one batch: every server-assigned id is now past 2^53−1.
+    // Each with its event: the batch runs once whole, is rolled back, and runs again write by write.
+    const ev = { at: new Date() };
     const outcomes = await Promise.allSettled([
-      store.createPlant({ id: null, owner: 'o', name: 'first fails', tag: null }),
-      store.createPlant({ id: 5, owner: 'o', name: 'five', tag: null }),
-      store.createPlant({ id: null, owner: 'o', name: 'middle fails', tag: null }),
-      store.createPlant({ id: 5, owner: 'o', name: 'five again', tag: null }),
-      store.deletePlant(MAX_PLANT_ID, 'o'),
-      store.createPlant({ id: 6, owner: 'p', name: 'six', tag: 't' }),
-      store.createPlant({ id: null, owner: 'o', name: 'last fails', tag: null }),
+      store.createPlant({ id: null, owner: 'o', name: 'first fails', tag: null }, undefined, ev),
+      store.createPlant({ id: 5, owner: 'o', name: 'five', tag: null }, undefined, ev),
+      store.createPlant({ id: null, owner: 'o', name: 'middle fails', tag: null }, undefined, ev),
+      store.createPlant({ id: 5, owner: 'o', name: 'five again', tag: null }, undefined, ev),
+      store.deletePlant(MAX_PLANT_ID, 'o', ev),
+      store.createPlant({ id: 6, owner: 'p', name: 'six', tag: 't' }, undefined, ev),
+      store.createPlant({ id: null, owner: 'o', name: 'last fails', tag: null }, undefined, ev),
     ]);
     assert.deepEqual(
       outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).constructor.name)),
@@ -83,6 +86,15 @@ describe('SQLite store specifics', () => {
         true,
         { created: { id: 6, owner: 'p', name: 'six', tag: 't' } },
         'IdSpaceExhaustedError',
+      ],
+    );
+    // Its events: one per acknowledged change, in order, and none of what was refused or rolled back.
+    assert.deepEqual(
+      (await store.listEvents({ after: '0', owner: null, limit: 10 })).map((e) => [e.type, e.data.name]),
+      [
+        ['plant.created', 'five'],
+        ['plant.deleted', 'last'],
+        ['plant.created', 'six'],
       ],
     );
     await store.close();
@@ -161,6 +173,57 @@ describe('SQLite store specifics', () => {
     await store.close();
     assert.deepEqual(await Promise.all(late), [{ id: ids[1], owner: 'o1', name: 'p1', tag: 't' }, null]);
     await assert.rejects(store.getPlant(ids[1]!), (err: { status?: number }) => err.status === 503);
+  });
+
+  it('migration 3 keeps the ids, order and deliveries of events written before it; new ids never repeat one', async () => {
+    const path = join(dir, 'v2.db');
+    const old = new Database(path);
+    for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 2)) old.exec(m.sql);
+    old.exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+      INSERT INTO schema_migrations VALUES (1, '0001_init', ''), (2, '0002_events', '');`);
+    const ins = old.prepare('INSERT INTO events (id, type, owner, data, created_at) VALUES (?, ?, ?, ?, ?)');
+    ins.run('evt_old1', 'plant.created', 'o', '{"id":1,"name":"Fern","tag":"green"}', 1000);
+    ins.run('evt_old2', 'plant.deleted', 'o', '{"id":1,"name":"Fern","tag":"green"}', 2000);
+    ins.run('evt_old3', 'plant.created', 'o', '{"id":2,"name":"Ivy"}', 3000);
+    old.exec("DELETE FROM events WHERE id = 'evt_old3'"); // purged: its seq (3) must not come back
+    old.exec(`INSERT INTO webhook_endpoints (id, owner, admin, url, events, secret, status, created_at)
+      VALUES ('we_1', 'o', 0, 'https://example.com/h', 3, 'whsec_x', 'enabled', 0);
+      INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+      VALUES ('evt_old2', 'we_1', 'pending', 0, 0);`);
+    old.close();
+
+    const store = new SqliteStore({ path, durability: 'full' });
+    assert.deepEqual(await store.migrate(), ['0003_compact_event_log']);
+    const events = await store.listEvents({ after: '0', owner: null, limit: 10 });
+    assert.deepEqual(
+      events.map((e) => [e.id, e.type, e.data, e.createdAt.getTime(), e.position]),
+      [
+        ['evt_old1', 'plant.created', { id: 1, name: 'Fern', tag: 'green' }, 1000, '1'],
+        ['evt_old2', 'plant.deleted', { id: 1, name: 'Fern', tag: 'green' }, 2000, '2'],
+      ],
+    );
+    assert.equal(await store.eventPosition('evt_old2'), '2');
+    assert.equal(await store.headPosition(), '3');
+    const jobs = await store.claimDeliveries({
+      now: new Date(),
+      leaseMs: 1000,
+      leaseOwner: 't',
+      limit: 10,
+      perEndpoint: 4,
+      skipEndpoints: [],
+    });
+    assert.deepEqual(
+      jobs.map((j) => [j.event.id, j.event.data.name]),
+      [['evt_old2', 'Fern']],
+    );
+    await store.createPlant({ id: null, owner: 'o', name: 'New', tag: null }, undefined, { at: new Date(5000) });
+    const [fresh] = await store.listEvents({ after: '2', owner: 'o', limit: 10 });
+    assert.equal(fresh!.position, '4', 'after the purged seq 3');
+    assert.match(fresh!.id, /^evt_[0-9a-f]{16}0{15}4$/);
+    assert.equal(await store.eventPosition(fresh!.id), '4');
+    assert.equal(await store.eventPosition(fresh!.id.replace(/4$/, '3')), null, 'purged');
+    assert.equal(await store.eventPosition('evt_nope'), null);
+    await store.close();
   });
 
   it('parses sqlite: URLs', () => {

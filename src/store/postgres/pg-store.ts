@@ -248,7 +248,7 @@ export class PgStore implements Store {
           if (event) {
             const e = await this.q<{ queued: number }>(
               'recordCreated',
-              [id, plant.owner, plant.name, plant.tag, event.id, event.at],
+              [id, plant.owner, plant.name, plant.tag, event.at],
               c,
             );
             queued = e.rows[0]?.queued ?? 0;
@@ -285,7 +285,7 @@ export class PgStore implements Store {
         r = event
           ? await this.q<{ id: number; queued: number }>(
               'insertServerIdEvent',
-              [plant.owner, plant.name, plant.tag, event.id, event.at],
+              [plant.owner, plant.name, plant.tag, event.at],
               c,
             )
           : await this.q<{ id: number }>('insertServerId', [plant.owner, plant.name, plant.tag], c);
@@ -320,8 +320,8 @@ export class PgStore implements Store {
     if (event) {
       const r =
         owner === null
-          ? await this.q<{ queued: number }>('deleteAnyEvent', [id, event.id, event.at])
-          : await this.q<{ queued: number }>('deleteOwnedEvent', [id, event.id, event.at, owner]);
+          ? await this.q<{ queued: number }>('deleteAnyEvent', [id, event.at])
+          : await this.q<{ queued: number }>('deleteOwnedEvent', [id, event.at, owner]);
       this.queued(r.rows[0]?.queued ?? 0);
       return (r.rowCount ?? 0) > 0;
     }

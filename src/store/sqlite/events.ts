@@ -12,16 +12,21 @@ import type {
   NewEvent,
 } from '../store.js';
 
-const TYPE_BIT_SQL = "CASE ev.type WHEN 'plant.created' THEN 1 ELSE 2 END";
+// Event types as the log stores them; the numbers are also their bits in endpoint masks.
+const TYPE_CODE: Record<EventType, number> = { 'plant.created': 1, 'plant.deleted': 2 };
+const TYPE_OF: Record<number, EventType> = { 1: 'plant.created', 2: 'plant.deleted' };
 
 interface EventRow {
   seq: number;
-  id: string;
-  type: EventType;
+  type: number;
   owner: string;
-  data: string;
+  plant_id: number;
+  name: string;
+  tag: string | null;
   created_at: number;
+  legacy_id: string | null;
 }
+const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id';
 interface EndpointRow {
   id: string;
   owner: string;
@@ -54,14 +59,15 @@ interface AttemptRow {
 }
 
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
-const toEvent = (r: EventRow): EventRecord => ({
-  id: r.id,
-  type: r.type,
-  owner: r.owner,
-  data: JSON.parse(r.data) as EventData,
-  createdAt: new Date(r.created_at),
-  position: String(r.seq),
-});
+/**
+ * Event ids: `evt_`, this log's key (16 hex digits, random, made with the database) and the seq (16
+ * hex digits). Unique without an index: the seq is never reused within a log, and another
+ * database has another key. Events written before the log took this shape keep their own ids.
+ */
+const eventId = (key: string, seq: number): string => `evt_${key}${seq.toString(16).padStart(16, '0')}`;
+const ID_SQL = (key: string, ev: string) =>
+  `coalesce(${ev}.legacy_id, 'evt_${key}' || printf('%016x', ${ev}.seq))`;
+const ID_PATTERN = /^evt_([0-9a-f]{16})([0-9a-f]{16})$/;
 const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   id: r.id,
   owner: r.owner,
@@ -97,25 +103,36 @@ const toAttempt = (r: AttemptRow): AttemptRecord => ({
 export const eventData = (id: number, name: string, tag: string | null): EventData =>
   tag === null ? { id, name } : { id, name, tag };
 
+// An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at.
+type PendingEvent = [number, string, number, string, string | null, number];
+
 /**
  * The SQL of the event log, webhook endpoints and deliveries. Every method is synchronous and
  * runs inside whatever transaction its caller (SqliteStore's write or read batch) has open.
  */
 export class SqliteEvents {
   private readonly s;
+  /** This log's key, part of every event id it makes. */
+  private readonly key: string;
 
   constructor(db: Database.Database) {
+    const key = db.prepare<[], string>('SELECT key FROM event_log').pluck().get();
+    if (key === undefined || !/^[0-9a-f]{16}$/.test(key)) throw new Error('the event log has no key');
+    this.key = key;
+    const id = (ev: string) => ID_SQL(key, ev);
     this.s = {
-      insertEvent: db.prepare<[string, string, string, string, number]>(
-        'INSERT INTO events (id, type, owner, data, created_at) VALUES (?, ?, ?, ?, ?)',
+      // A commit batch's events in one statement: far cheaper than one insert per event.
+      insertEvents: db.prepare<[string]>(
+        `INSERT INTO events (type, owner, plant_id, name, tag, created_at)
+         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each(?) ORDER BY key`,
       ),
-      // Fans the events written since @first (this transaction's) out to every enabled endpoint that
-      // wants them: one statement per commit batch rather than one per event.
+      // Fans the events after @after (this transaction's) out to every enabled endpoint that wants
+      // them and may see them.
       fanOut: db.prepare<[number]>(
-        `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
-         SELECT ev.id, e.id, 'pending', ev.created_at, ev.created_at FROM events ev JOIN webhook_endpoints e
-           ON e.status = 'enabled' AND (e.events & ${TYPE_BIT_SQL}) != 0 AND (e.owner = ev.owner OR e.admin = 1)
-         WHERE ev.seq >= ?
+        `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
+         SELECT ${id('ev')}, ev.seq, e.id, 'pending', ev.created_at, ev.created_at FROM events ev JOIN webhook_endpoints e
+           ON e.status = 'enabled' AND (e.events & ev.type) != 0 AND (e.owner = ev.owner OR e.admin = 1)
+         WHERE ev.seq > ?
          ORDER BY ev.seq`,
       ),
       insertEndpoint: db.prepare(
@@ -141,7 +158,7 @@ export class SqliteEvents {
       // At most `perEndpoint` per endpoint in one claim, so one busy endpoint cannot take every slot.
       claim: db.prepare<
         [{ owner: string; until: number; now: number; skip: string; limit: number; per: number }],
-        { id: number; event_id: string; endpoint_id: string; attempts: number }
+        { id: number; event_seq: number; endpoint_id: string; attempts: number }
       >(
         `UPDATE deliveries SET lease_owner = @owner, lease_until = @until
          WHERE id IN (
@@ -154,9 +171,9 @@ export class SqliteEvents {
                AND e.status = 'enabled'
                AND d.endpoint_id NOT IN (SELECT value FROM json_each(@skip))
            ) WHERE n <= @per ORDER BY next_attempt_at LIMIT @limit)
-         RETURNING id, event_id, endpoint_id, attempts`,
+         RETURNING id, event_seq, endpoint_id, attempts`,
       ),
-      eventById: db.prepare<[string], EventRow>('SELECT * FROM events WHERE id = ?'),
+      eventBySeq: db.prepare<[number], EventRow>(`SELECT ${EVENT_COLS} FROM events WHERE seq = ?`),
       insertAttempt: db.prepare(
         `INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
            outcome, error, duration_ms, next_attempt_at)
@@ -181,60 +198,87 @@ export class SqliteEvents {
         'SELECT * FROM delivery_attempts WHERE endpoint_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
       ),
       recover: db.prepare<[{ endpoint: string; since: number; now: number }]>(
-        `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
-         SELECT ev.id, e.id, 'pending', @now, @now FROM webhook_endpoints e JOIN events ev
-           ON ev.created_at >= @since AND (e.events & ${TYPE_BIT_SQL}) != 0 AND (ev.owner = e.owner OR e.admin = 1)
+        `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
+         SELECT ${id('ev')}, ev.seq, e.id, 'pending', @now, @now FROM webhook_endpoints e JOIN events ev
+           ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND (ev.owner = e.owner OR e.admin = 1)
          WHERE e.id = @endpoint AND NOT EXISTS (
-           SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ev.id
-             AND d.state IN ('pending', 'succeeded'))`,
+           SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ${id('ev')}
+             AND d.state IN ('pending', 'succeeded'))
+         ORDER BY ev.seq`,
       ),
-      position: db.prepare<[string], number>('SELECT seq FROM events WHERE id = ?').pluck(),
+      hasSeq: db.prepare<[number], number>('SELECT seq FROM events WHERE seq = ?').pluck(),
+      legacyPosition: db.prepare<[string], number>('SELECT seq FROM events WHERE legacy_id = ?').pluck(),
       head: db.prepare<[], number>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
       eventsAll: db.prepare<[number, number], EventRow>(
-        'SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
+        `SELECT ${EVENT_COLS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
       ),
       eventsOf: db.prepare<[string, number, number], EventRow>(
-        'SELECT * FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?',
+        `SELECT ${EVENT_COLS} FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?`,
       ),
       purgeAttempts: db.prepare<[number]>('DELETE FROM delivery_attempts WHERE at < ?'),
       // Oldest first along seq (which follows time), a slice at a time: no index on created_at.
       purgeEvents: db.prepare<[number]>(
         'DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT 5000) AND created_at < ?',
       ),
-      // Deliveries whose event is gone: nothing left to send.
+      // Deliveries whose event is gone (purge takes the oldest): nothing left to send.
       purgeDeliveries: db.prepare(
-        'DELETE FROM deliveries WHERE NOT EXISTS (SELECT 1 FROM events ev WHERE ev.id = deliveries.event_id)',
+        `DELETE FROM deliveries WHERE event_seq < coalesce((SELECT min(seq) FROM events),
+           (SELECT seq + 1 FROM sqlite_sequence WHERE name = 'events'), 0)`,
       ),
     };
   }
 
-  // The first event written in the open transaction, whose deliveries queueDeliveries() queues, and
+  // The open transaction's events, inserted together by queueDeliveries() before it commits, and
   // the deliveries it queued otherwise (recover).
-  private firstSeq: number | null = null;
+  private pending: PendingEvent[] = [];
   private queuedOtherwise = 0;
 
-  /** Writes the event; call inside the change's transaction, and queueDeliveries() before it commits. */
+  /** Records an event of the open transaction; queueDeliveries() writes it before the commit. */
   record(event: NewEvent, type: EventType, owner: string, data: EventData): void {
-    const seq = this.s.insertEvent.run(event.id, type, owner, JSON.stringify(data), event.at.getTime())
-      .lastInsertRowid as number;
-    this.firstSeq ??= seq;
+    this.pending.push([TYPE_CODE[type], owner, data.id, data.name, data.tag ?? null, event.at.getTime()]);
+  }
+
+  /** How many events are recorded and not yet written (a savepoint's rollback returns to it). */
+  mark(): number {
+    return this.pending.length;
+  }
+
+  /** Forgets the events recorded after `mark` (their write was rolled back to a savepoint). */
+  rewind(mark: number): void {
+    this.pending.length = mark;
   }
 
   /**
-   * Queues the deliveries of every event recorded in the open transaction, to each enabled
-   * endpoint that wants it and may see it; returns how many deliveries the transaction queued.
+   * Writes the events recorded in the open transaction, in order, and queues their deliveries to
+   * each enabled endpoint that wants them and may see them; returns how many deliveries the
+   * transaction queued in all.
    */
   queueDeliveries(): number {
-    const first = this.firstSeq;
-    const n = this.queuedOtherwise + (first === null ? 0 : this.s.fanOut.run(first).changes);
+    const events = this.pending;
+    let n = this.queuedOtherwise;
     this.forget();
+    if (events.length > 0) {
+      const last = this.s.insertEvents.run(JSON.stringify(events)).lastInsertRowid as number;
+      n += this.s.fanOut.run(last - events.length).changes;
+    }
     return n;
   }
 
-  /** Forgets what the open transaction wrote (it is being rolled back). */
+  /** Forgets what the open transaction recorded (it is being rolled back). */
   forget(): void {
-    this.firstSeq = null;
+    this.pending = [];
     this.queuedOtherwise = 0;
+  }
+
+  private toEvent(r: EventRow): EventRecord {
+    return {
+      id: r.legacy_id ?? eventId(this.key, r.seq),
+      type: TYPE_OF[r.type]!,
+      owner: r.owner,
+      data: eventData(r.plant_id, r.name, r.tag),
+      createdAt: new Date(r.created_at),
+      position: String(r.seq),
+    };
   }
 
   insertEndpoint(e: EndpointRecord): void {
@@ -308,9 +352,9 @@ export class SqliteEvents {
     for (const r of rows) {
       if (!endpoints.has(r.endpoint_id)) endpoints.set(r.endpoint_id, this.getEndpoint(r.endpoint_id));
       const endpoint = endpoints.get(r.endpoint_id);
-      const event = this.s.eventById.get(r.event_id);
+      const event = this.s.eventBySeq.get(r.event_seq);
       if (endpoint && event)
-        jobs.push({ id: String(r.id), attempts: r.attempts, event: toEvent(event), endpoint });
+        jobs.push({ id: String(r.id), attempts: r.attempts, event: this.toEvent(event), endpoint });
     }
     return jobs;
   }
@@ -358,7 +402,9 @@ export class SqliteEvents {
   }
 
   position(id: string): string | null {
-    const seq = this.s.position.get(id);
+    const m = ID_PATTERN.exec(id);
+    const seq =
+      m?.[1] === this.key ? this.s.hasSeq.get(Number.parseInt(m[2]!, 16)) : this.s.legacyPosition.get(id);
     return seq === undefined ? null : String(seq);
   }
 
@@ -370,7 +416,7 @@ export class SqliteEvents {
     const after = Number(q.after);
     const rows =
       q.owner === null ? this.s.eventsAll.all(after, q.limit) : this.s.eventsOf.all(q.owner, after, q.limit);
-    return rows.map(toEvent);
+    return rows.map((r) => this.toEvent(r));
   }
 
   purge(before: Date): number {

@@ -241,7 +241,7 @@ export class SqliteStore implements Store {
         ran = this.runWrites(batch, true) as Outcome[];
       }
       outcomes = ran;
-      // The batch's events go out to the endpoints that want them in one statement, in its transaction.
+      // The batch's events are written, and their deliveries queued, in its transaction.
       queued = this.eventsSql?.queueDeliveries() ?? 0;
       s.commit.run();
     } catch (err) {
@@ -273,10 +273,12 @@ export class SqliteStore implements Store {
       }
       // Prepared SAVEPOINT statements: no transaction wrapper built per write.
       s.savepoint.run();
+      const mark = this.eventsSql?.mark() ?? 0;
       try {
         outcomes.push({ ok: true, value: item.fn() });
       } catch (err) {
         s.rollbackTo.run();
+        this.eventsSql?.rewind(mark);
         outcomes.push({ ok: false, value: err });
       }
       s.release.run();
