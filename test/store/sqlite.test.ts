@@ -216,7 +216,9 @@ describe('SQLite store specifics', () => {
       jobs.map((j) => [j.event.id, j.event.data.name]),
       [['evt_old2', 'Fern']],
     );
-    await store.createPlant({ id: null, owner: 'o', name: 'New', tag: null }, undefined, { at: new Date(5000) });
+    await store.createPlant({ id: null, owner: 'o', name: 'New', tag: null }, undefined, {
+      at: new Date(5000),
+    });
     const [fresh] = await store.listEvents({ after: '2', owner: 'o', limit: 10 });
     assert.equal(fresh!.position, '4', 'after the purged seq 3');
     assert.match(fresh!.id, /^evt_[0-9a-f]{16}0{15}4$/);

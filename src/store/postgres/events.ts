@@ -55,16 +55,18 @@ export const EVENT_QUERIES = {
     DELETE FROM webhook_endpoints WHERE id = $1`,
   // Candidates are locked with SKIP LOCKED (another instance's claim passes over them), then at
   // most $6 per endpoint are picked; window functions cannot sit beside FOR UPDATE, hence two steps.
-  claim: `WITH candidates AS (
-      SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-      WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until <= $3)
-        AND w.status = 'enabled' AND NOT (d.endpoint_id = ANY($4::text[]))
-      ORDER BY d.next_attempt_at LIMIT $7
-      FOR UPDATE OF d SKIP LOCKED),
-    picked AS (
-      SELECT id FROM (SELECT id, next_attempt_at,
-          ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS n FROM candidates) r
-      WHERE n <= $6 ORDER BY next_attempt_at LIMIT $5)
+  // Per enabled endpoint, its first $6 due deliveries through the deliveries_endpoint_due index
+  // (locked with SKIP LOCKED: another instance's claim passes over them), then the $5 most overdue
+  // of those: the cost follows the endpoints and what is claimed, not how long the queue is.
+  claim: `WITH picked AS (
+      SELECT d.id FROM webhook_endpoints w CROSS JOIN LATERAL (
+        SELECT x.id, x.next_attempt_at FROM deliveries x
+        WHERE x.endpoint_id = w.id AND x.state = 'pending' AND x.next_attempt_at <= $3
+          AND (x.lease_until IS NULL OR x.lease_until <= $3)
+        ORDER BY x.next_attempt_at, x.id LIMIT $6
+        FOR UPDATE SKIP LOCKED) d
+      WHERE w.status = 'enabled' AND NOT (w.id = ANY($4::text[]))
+      ORDER BY d.next_attempt_at LIMIT $5)
     UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM picked WHERE deliveries.id = picked.id
     RETURNING deliveries.id::text AS id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts`,
   eventsIn: `SELECT ${EVENT_COLS} FROM events WHERE id = ANY($1::text[])`,

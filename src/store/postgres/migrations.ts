@@ -122,6 +122,10 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
     name: '0003_endpoint_failing_since',
     // When an endpoint's deliveries began failing with none acknowledged since: five days of that
     // disables it. Endpoints failing when this lands start counting at their next failure.
-    sql: 'ALTER TABLE webhook_endpoints ADD COLUMN failing_since timestamptz;',
+    // Claims take each endpoint's due deliveries through deliveries_endpoint_due.
+    sql: `
+      ALTER TABLE webhook_endpoints ADD COLUMN failing_since timestamptz;
+      CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE state = 'pending';
+    `,
   },
 ];

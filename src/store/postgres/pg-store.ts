@@ -393,7 +393,6 @@ export class PgStore implements Store {
         q.skipEndpoints,
         q.limit,
         q.perEndpoint,
-        q.limit * 4,
       ])
     ).rows;
     if (rows.length === 0) return [];

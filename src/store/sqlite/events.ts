@@ -155,22 +155,22 @@ export class SqliteEvents {
       deleteEndpoint: db.prepare<[string]>('DELETE FROM webhook_endpoints WHERE id = ?'),
       deleteDeliveriesOf: db.prepare<[string]>('DELETE FROM deliveries WHERE endpoint_id = ?'),
       deleteAttemptsOf: db.prepare<[string]>('DELETE FROM delivery_attempts WHERE endpoint_id = ?'),
-      // At most `perEndpoint` per endpoint in one claim, so one busy endpoint cannot take every slot.
+      // At most `perEndpoint` per endpoint in one claim, so one busy endpoint cannot take every slot;
+      // each endpoint's due deliveries come from deliveries_endpoint_due, so the cost follows the
+      // endpoints and what is claimed, not how long the queue is.
       claim: db.prepare<
         [{ owner: string; until: number; now: number; skip: string; limit: number; per: number }],
         { id: number; event_seq: number; endpoint_id: string; attempts: number }
       >(
         `UPDATE deliveries SET lease_owner = @owner, lease_until = @until
          WHERE id IN (
-           SELECT id FROM (
-             SELECT d.id, d.next_attempt_at,
-               ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS n
-             FROM deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-             WHERE d.state = 'pending' AND d.next_attempt_at <= @now
-               AND (d.lease_until IS NULL OR d.lease_until <= @now)
-               AND e.status = 'enabled'
-               AND d.endpoint_id NOT IN (SELECT value FROM json_each(@skip))
-           ) WHERE n <= @per ORDER BY next_attempt_at LIMIT @limit)
+           SELECT d.id FROM webhook_endpoints e JOIN deliveries d ON d.id IN (
+             SELECT x.id FROM deliveries x
+             WHERE x.endpoint_id = e.id AND x.state = 'pending' AND x.next_attempt_at <= @now
+               AND (x.lease_until IS NULL OR x.lease_until <= @now)
+             ORDER BY x.next_attempt_at, x.id LIMIT @per)
+           WHERE e.status = 'enabled' AND e.id NOT IN (SELECT value FROM json_each(@skip))
+           ORDER BY d.next_attempt_at LIMIT @limit)
          RETURNING id, event_seq, endpoint_id, attempts`,
       ),
       eventBySeq: db.prepare<[number], EventRow>(`SELECT ${EVENT_COLS} FROM events WHERE seq = ?`),

@@ -122,6 +122,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     // even after the log was purged empty. Deliveries carry their event's seq.
     // Endpoints: when their deliveries began failing with none acknowledged since (five days of that
     // disables one); endpoints failing when this lands start counting at their next failure.
+    // Claims take each endpoint's due deliveries through deliveries_endpoint_due.
     sql: `
       CREATE TABLE event_log (key TEXT NOT NULL);
       INSERT INTO event_log (key) VALUES (lower(hex(randomblob(8))));
@@ -152,6 +153,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       UPDATE deliveries SET event_seq = coalesce((SELECT seq FROM events WHERE legacy_id = deliveries.event_id), 0);
 
       ALTER TABLE webhook_endpoints ADD COLUMN failing_since INTEGER;
+      CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE state = 'pending';
     `,
   },
 ];
