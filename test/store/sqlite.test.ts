@@ -185,7 +185,7 @@ describe('SQLite store specifics', () => {
     ins.run('evt_old1', 'plant.created', 'o', '{"id":1,"name":"Fern","tag":"green"}', 1000);
     ins.run('evt_old2', 'plant.deleted', 'o', '{"id":1,"name":"Fern","tag":"green"}', 2000);
     ins.run('evt_old3', 'plant.created', 'o', '{"id":2,"name":"Ivy"}', 3000);
-    old.exec("DELETE FROM events WHERE id = 'evt_old3'"); // purged: its seq (3) must not come back
+    old.exec("DELETE FROM events WHERE id = 'evt_old3'"); // purged
     old.exec(`INSERT INTO webhook_endpoints (id, owner, admin, url, events, secret, status, created_at)
       VALUES ('we_1', 'o', 0, 'https://example.com/h', 3, 'whsec_x', 'enabled', 0);
       INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
@@ -203,7 +203,7 @@ describe('SQLite store specifics', () => {
       ],
     );
     assert.equal(await store.eventPosition('evt_old2'), '2');
-    assert.equal(await store.headPosition(), '3');
+    assert.equal(await store.headPosition(), '2');
     const jobs = await store.claimDeliveries({
       now: new Date(),
       leaseMs: 1000,
@@ -220,11 +220,35 @@ describe('SQLite store specifics', () => {
       at: new Date(5000),
     });
     const [fresh] = await store.listEvents({ after: '2', owner: 'o', limit: 10 });
-    assert.equal(fresh!.position, '4', 'after the purged seq 3');
-    assert.match(fresh!.id, /^evt_[0-9a-f]{16}0{15}4$/);
-    assert.equal(await store.eventPosition(fresh!.id), '4');
-    assert.equal(await store.eventPosition(fresh!.id.replace(/4$/, '3')), null, 'purged');
+    assert.equal(fresh!.position, '3');
+    assert.match(fresh!.id, /^evt_[0-9a-f]{16}0{15}3$/, 'an id of the new shape, unlike any before');
+    assert.equal(await store.eventPosition(fresh!.id), '3');
+    assert.equal(await store.eventPosition(fresh!.id.replace(/3$/, '4')), null, 'not written');
+    assert.equal(await store.eventPosition('evt_old3'), null, 'purged');
     assert.equal(await store.eventPosition('evt_nope'), null);
+    // Purging everything old keeps the newest event: the next seq is never one that was used.
+    assert.equal(await store.purgeEvents(new Date(10_000)), 2);
+    await store.createPlant({ id: null, owner: 'o', name: 'Newer', tag: null }, undefined, {
+      at: new Date(6000),
+    });
+    assert.deepEqual(
+      (await store.listEvents({ after: '0', owner: 'o', limit: 10 })).map((e) => e.position),
+      ['3', '4'],
+    );
+    // An hour on, every lease has run out: what is left to claim is the new events' deliveries only.
+    const later = await store.claimDeliveries({
+      now: new Date(Date.now() + 3_600_000),
+      leaseMs: 1000,
+      leaseOwner: 'u',
+      limit: 10,
+      perEndpoint: 4,
+      skipEndpoints: [],
+    });
+    assert.deepEqual(
+      later.map((j) => j.event.data.name),
+      ['New', 'Newer'],
+      'the purged event’s delivery went with it',
+    );
     await store.close();
   });
 

@@ -61,8 +61,9 @@ interface AttemptRow {
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 /**
  * Event ids: `evt_`, this log's key (16 hex digits, random, made with the database) and the seq (16
- * hex digits). Unique without an index: the seq is never reused within a log, and another
- * database has another key. Events written before the log took this shape keep their own ids.
+ * hex digits). Unique without an index: a seq is never reused within a log (purge keeps the
+ * newest event), and another database has another key. Events written before the log took this
+ * shape keep their own ids.
  */
 const eventId = (key: string, seq: number): string => `evt_${key}${seq.toString(16).padStart(16, '0')}`;
 const ID_SQL = (key: string, ev: string) =>
@@ -208,7 +209,7 @@ export class SqliteEvents {
       ),
       hasSeq: db.prepare<[number], number>('SELECT seq FROM events WHERE seq = ?').pluck(),
       legacyPosition: db.prepare<[string], number>('SELECT seq FROM events WHERE legacy_id = ?').pluck(),
-      head: db.prepare<[], number>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
+      head: db.prepare<[], number>('SELECT coalesce(max(seq), 0) FROM events').pluck(),
       eventsAll: db.prepare<[number, number], EventRow>(
         `SELECT ${EVENT_COLS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
       ),
@@ -216,14 +217,15 @@ export class SqliteEvents {
         `SELECT ${EVENT_COLS} FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?`,
       ),
       purgeAttempts: db.prepare<[number]>('DELETE FROM delivery_attempts WHERE at < ?'),
-      // Oldest first along seq (which follows time), a slice at a time: no index on created_at.
+      // Oldest first along seq (which follows time), a slice at a time: no index on created_at. Never
+      // the newest: the next seq is the highest plus one, and must not be one that was used.
       purgeEvents: db.prepare<[number]>(
-        'DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT 5000) AND created_at < ?',
+        `DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT 5000) AND created_at < ?
+           AND seq < (SELECT max(seq) FROM events)`,
       ),
       // Deliveries whose event is gone (purge takes the oldest): nothing left to send.
       purgeDeliveries: db.prepare(
-        `DELETE FROM deliveries WHERE event_seq < coalesce((SELECT min(seq) FROM events),
-           (SELECT seq + 1 FROM sqlite_sequence WHERE name = 'events'), 0)`,
+        'DELETE FROM deliveries WHERE event_seq < coalesce((SELECT min(seq) FROM events), 0)',
       ),
     };
   }

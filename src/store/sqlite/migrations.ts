@@ -118,8 +118,9 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     // The event log in a cheaper shape: every create and delete writes a row, synced with it, so the
     // row is small (type as a number, the plant as columns) and has no index beyond its seq. Event
     // ids are derived from the log's own key and the seq (events.ts), so nothing indexes them;
-    // events written before keep their ids in legacy_id. AUTOINCREMENT: a seq is never used twice,
-    // even after the log was purged empty. Deliveries carry their event's seq.
+    // events written before keep their ids in legacy_id. No AUTOINCREMENT (it writes a page of its
+    // own with every commit): purging never takes the newest event, so a seq is never used twice.
+    // Deliveries carry their event's seq.
     // Endpoints: when their deliveries began failing with none acknowledged since (five days of that
     // disables one); endpoints failing when this lands start counting at their next failure.
     // Claims take each endpoint's due deliveries through deliveries_endpoint_due.
@@ -128,7 +129,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       INSERT INTO event_log (key) VALUES (lower(hex(randomblob(8))));
 
       CREATE TABLE events_v3 (
-        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq        INTEGER PRIMARY KEY,
         type       INTEGER NOT NULL,
         owner      TEXT NOT NULL,
         plant_id   INTEGER NOT NULL,
@@ -141,10 +142,6 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         SELECT seq, CASE type WHEN 'plant.created' THEN 1 ELSE 2 END, owner, json_extract(data, '$.id'),
           json_extract(data, '$.name'), json_extract(data, '$.tag'), created_at, id
         FROM events;
-      INSERT INTO sqlite_sequence (name, seq)
-        SELECT 'events_v3', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events_v3');
-      UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))
-        WHERE name = 'events_v3';
       DROP TABLE events;
       ALTER TABLE events_v3 RENAME TO events;
       CREATE UNIQUE INDEX events_legacy_id ON events (legacy_id) WHERE legacy_id IS NOT NULL;
