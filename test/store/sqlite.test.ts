@@ -226,14 +226,16 @@ describe('SQLite store specifics', () => {
     assert.equal(await store.eventPosition(fresh!.id.replace(/3$/, '4')), null, 'not written');
     assert.equal(await store.eventPosition('evt_old3'), null, 'purged');
     assert.equal(await store.eventPosition('evt_nope'), null);
-    // Purging everything old keeps the newest event: the next seq is never one that was used.
-    assert.equal(await store.purgeEvents(new Date(10_000)), 2);
+    // Purging everything leaves the newest row, emptied: the next seq is never one that was used.
+    assert.equal(await store.purgeEvents(new Date(10_000)), 3);
+    assert.deepEqual(await store.listEvents({ after: '0', owner: null, limit: 10 }), []);
+    assert.equal(await store.eventPosition(fresh!.id), null, 'purged');
     await store.createPlant({ id: null, owner: 'o', name: 'Newer', tag: null }, undefined, {
       at: new Date(6000),
     });
     assert.deepEqual(
       (await store.listEvents({ after: '0', owner: 'o', limit: 10 })).map((e) => e.position),
-      ['3', '4'],
+      ['4'],
     );
     // An hour on, every lease has run out: what is left to claim is the new events' deliveries only.
     const later = await store.claimDeliveries({
@@ -246,8 +248,8 @@ describe('SQLite store specifics', () => {
     });
     assert.deepEqual(
       later.map((j) => j.event.data.name),
-      ['New', 'Newer'],
-      'the purged event’s delivery went with it',
+      ['Newer'],
+      'the purged events’ deliveries went with them',
     );
     await store.close();
   });

@@ -61,8 +61,8 @@ interface AttemptRow {
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 /**
  * Event ids: `evt_`, this log's key (16 hex digits, random, made with the database) and the seq (16
- * hex digits). Unique without an index: a seq is never reused within a log (purge keeps the
- * newest event), and another database has another key. Events written before the log took this
+ * hex digits). Unique without an index: a seq is never reused within a log (purge leaves the
+ * newest row, emptied), and another database has another key. Events written before the log took this
  * shape keep their own ids.
  */
 const eventId = (key: string, seq: number): string => `evt_${key}${seq.toString(16).padStart(16, '0')}`;
@@ -174,7 +174,9 @@ export class SqliteEvents {
            ORDER BY d.next_attempt_at LIMIT @limit)
          RETURNING id, event_seq, endpoint_id, attempts`,
       ),
-      eventBySeq: db.prepare<[number], EventRow>(`SELECT ${EVENT_COLS} FROM events WHERE seq = ?`),
+      eventBySeq: db.prepare<[number], EventRow>(
+        `SELECT ${EVENT_COLS} FROM events WHERE seq = ? AND type != 0`,
+      ),
       insertAttempt: db.prepare(
         `INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
            outcome, error, duration_ms, next_attempt_at)
@@ -207,25 +209,31 @@ export class SqliteEvents {
              AND d.state IN ('pending', 'succeeded'))
          ORDER BY ev.seq`,
       ),
-      hasSeq: db.prepare<[number], number>('SELECT seq FROM events WHERE seq = ?').pluck(),
+      hasSeq: db.prepare<[number], number>('SELECT seq FROM events WHERE seq = ? AND type != 0').pluck(),
       legacyPosition: db.prepare<[string], number>('SELECT seq FROM events WHERE legacy_id = ?').pluck(),
       head: db.prepare<[], number>('SELECT coalesce(max(seq), 0) FROM events').pluck(),
       eventsAll: db.prepare<[number, number], EventRow>(
-        `SELECT ${EVENT_COLS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
+        `SELECT ${EVENT_COLS} FROM events WHERE seq > ? AND type != 0 ORDER BY seq LIMIT ?`,
       ),
       eventsOf: db.prepare<[string, number, number], EventRow>(
-        `SELECT ${EVENT_COLS} FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?`,
+        `SELECT ${EVENT_COLS} FROM events WHERE owner = ? AND seq > ? AND type != 0 ORDER BY seq LIMIT ?`,
       ),
       purgeAttempts: db.prepare<[number]>('DELETE FROM delivery_attempts WHERE at < ?'),
-      // Oldest first along seq (which follows time), a slice at a time: no index on created_at. Never
-      // the newest: the next seq is the highest plus one, and must not be one that was used.
+      // Oldest first along seq (which follows time), a slice at a time: no index on created_at. The
+      // newest row stays, emptied to a tombstone (type 0): the next seq is the highest plus one, and
+      // must never be one that was used.
       purgeEvents: db.prepare<[number]>(
         `DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT 5000) AND created_at < ?
            AND seq < (SELECT max(seq) FROM events)`,
       ),
-      // Deliveries whose event is gone (purge takes the oldest): nothing left to send.
+      purgeNewest: db.prepare<[number]>(
+        `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL
+         WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0`,
+      ),
+      // Deliveries whose event is gone (purge takes the oldest, and empties the newest).
       purgeDeliveries: db.prepare(
-        'DELETE FROM deliveries WHERE event_seq < coalesce((SELECT min(seq) FROM events), 0)',
+        `DELETE FROM deliveries WHERE event_seq < coalesce((SELECT min(seq) FROM events), 0)
+           OR event_seq IN (SELECT seq FROM events WHERE type = 0)`,
       ),
     };
   }
@@ -432,6 +440,7 @@ export class SqliteEvents {
     ) {
       n += slice;
     }
+    n += this.s.purgeNewest.run(t).changes;
     if (n > 0) this.s.purgeDeliveries.run();
     return n;
   }

@@ -119,7 +119,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     // row is small (type as a number, the plant as columns) and has no index beyond its seq. Event
     // ids are derived from the log's own key and the seq (events.ts), so nothing indexes them;
     // events written before keep their ids in legacy_id. No AUTOINCREMENT (it writes a page of its
-    // own with every commit): purging never takes the newest event, so a seq is never used twice.
+    // own with every commit): purging leaves the newest row, emptied, so a seq is never used twice.
     // Deliveries carry their event's seq.
     // Endpoints: when their deliveries began failing with none acknowledged since (five days of that
     // disables one); endpoints failing when this lands start counting at their next failure.
