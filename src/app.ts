@@ -23,6 +23,7 @@ import { opsRoutes } from './routes/ops.js';
 import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
 import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { documentRoute } from './schemas/document.js';
 import { ErrorBody } from './schemas/error.js';
 import { EventSchema, WEBHOOKS_DOC } from './schemas/webhook.js';
 import { openStore } from './store/index.js';
@@ -208,6 +209,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       ],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: documentRoute,
     // OpenAPI 3.1's `webhooks`: what a registered endpoint receives, for generators and /docs.
     transformObject: (doc) =>
       ({

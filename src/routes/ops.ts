@@ -1,8 +1,9 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../http/metrics.js';
-import { errorResponses } from '../schemas/error.js';
+import { errorResponses, REQUEST_ID } from '../schemas/error.js';
 import type { Store } from '../store/store.js';
+import { origin } from './protected-resource.js';
 
 const Status = {
   type: 'object',
@@ -17,9 +18,11 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
       '/healthz',
       {
         schema: {
+          operationId: 'health',
           summary: 'Liveness: 200 while the process is up',
           tags: ['operations'],
-          response: { 200: Status },
+          security: [],
+          response: { 200: { ...Status, description: 'Up.', headers: REQUEST_ID } },
         },
       },
       async () => ({ status: 'ok' }),
@@ -29,9 +32,14 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
       '/readyz',
       {
         schema: {
+          operationId: 'ready',
           summary: 'Readiness: 200 when the store answers, 503 otherwise',
           tags: ['operations'],
-          response: { 200: Status, ...errorResponses(503) },
+          security: [],
+          response: {
+            200: { ...Status, description: 'Ready.', headers: REQUEST_ID },
+            ...errorResponses(503),
+          },
         },
       },
       async () => {
@@ -45,10 +53,12 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
         '/metrics',
         {
           schema: {
+            operationId: 'metrics',
             summary: 'Prometheus metrics',
             tags: ['operations'],
+            security: [],
             produces: ['text/plain'],
-            response: { 200: { type: 'string', description: 'Prometheus text format' } },
+            response: { 200: { type: 'string', description: 'Prometheus text format', headers: REQUEST_ID } },
           },
         },
         async (_request, reply) => {
@@ -62,12 +72,23 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
       '/openapi.json',
       {
         schema: {
+          operationId: 'openapi',
           summary: 'This OpenAPI 3.1 document',
           tags: ['operations'],
-          response: { 200: { type: 'object', additionalProperties: true } },
+          security: [],
+          response: {
+            200: {
+              type: 'object',
+              additionalProperties: true,
+              description: 'This document.',
+              headers: REQUEST_ID,
+            },
+          },
         },
       },
-      async () => app.swagger(),
+      // `servers`: this service as the client reached it, so that examples and generated clients
+      // work when copied (behind a proxy, with --trust-proxy, as the proxy says).
+      async (request) => ({ ...app.swagger(), servers: [{ url: origin(request) }] }),
     );
   };
 }

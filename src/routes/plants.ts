@@ -7,7 +7,7 @@ import { type AuthDeps, authenticate } from '../http/auth.js';
 import { type CachedPage, PageCache } from '../http/page-cache.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import type { PlantService } from '../plants/service.js';
-import { errorResponses } from '../schemas/error.js';
+import { errorResponses, RATE_LIMIT, REQUEST_ID } from '../schemas/error.js';
 import {
   ListQuery,
   MAX_PLANT_ID,
@@ -20,6 +20,8 @@ import {
 import type { PlantRecord } from '../store/store.js';
 
 export const BODY_LIMIT = 16 * 1024;
+// The headers of every successful answer to an authenticated request.
+const OK_HEADERS = { ...REQUEST_ID, ...RATE_LIMIT };
 const tags = ['plants'];
 
 const IdempotencyHeaders = Type.Object({
@@ -73,6 +75,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         onRequest: [write, requireJson],
         bodyLimit: BODY_LIMIT,
         schema: {
+          operationId: 'createPlant',
           summary: 'Create a plant',
           tags,
           security,
@@ -82,7 +85,15 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
             201: {
               ...Plant,
               description: 'Created. `Location: /plants/{id}` names the new plant.',
-              headers: { location: { type: 'string', description: '/plants/{id}' } },
+              headers: {
+                location: { type: 'string', description: '/plants/{id}' },
+                'idempotent-replayed': {
+                  type: 'string',
+                  enum: ['true'],
+                  description: 'Present when this answer replays the first one for the same Idempotency-Key.',
+                },
+                ...OK_HEADERS,
+              },
             },
             ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503),
           },
@@ -101,6 +112,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       {
         onRequest: read,
         schema: {
+          operationId: 'listPlants',
           summary: 'List the plants the caller may see, by id ascending',
           tags,
           security,
@@ -109,6 +121,14 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
             200: {
               ...PlantList,
               description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
+              headers: {
+                link: {
+                  type: 'string',
+                  description:
+                    'The next page, `</plants?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page.',
+                },
+                ...OK_HEADERS,
+              },
             },
             ...errorResponses(400, 401, 403, 429, 500, 503),
           },
@@ -169,11 +189,15 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       {
         onRequest: [requireIdSegment, read],
         schema: {
+          operationId: 'getPlant',
           summary: 'Read one plant',
           tags,
           security,
           params: PlantIdParam,
-          response: { 200: Plant, ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+          response: {
+            200: { ...Plant, description: 'The plant.', headers: OK_HEADERS },
+            ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+          },
         },
       },
       async (request) => view(await service.get(request.caller!, plantId(request.params.id))),
@@ -184,12 +208,13 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       {
         onRequest: [requireIdSegment, write],
         schema: {
+          operationId: 'deletePlant',
           summary: 'Delete one plant',
           tags,
           security,
           params: PlantIdParam,
           response: {
-            204: Type.Null({ description: 'Deleted; no body.' }),
+            204: Type.Null({ description: 'Deleted; no body.', headers: OK_HEADERS }),
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },

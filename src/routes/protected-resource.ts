@@ -9,7 +9,7 @@ const PATH = '/.well-known/oauth-protected-resource';
  * A Host header with anything but host-name characters is cut down to them: it lands in a
  * quoted challenge parameter.
  */
-function origin(request: FastifyRequest): string {
+export function origin(request: FastifyRequest): string {
   const host = request.host.replace(/[^A-Za-z0-9.:[\]-]/g, '');
   return `${request.protocol}://${host}`;
 }
@@ -35,6 +35,7 @@ export function protectedResourceRoutes(issuer: string) {
       PATH,
       {
         schema: {
+          operationId: 'protectedResourceMetadata',
           summary:
             'OAuth 2.0 protected-resource metadata (RFC 9728): the issuer whose JWTs this service accepts',
           tags: ['operations'],

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import type { WebhookService } from '../events/webhooks.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
-import { errorResponses } from '../schemas/error.js';
+import { errorResponses, RATE_LIMIT, REQUEST_ID } from '../schemas/error.js';
 import {
   AttemptList,
   AttemptsQuery,
@@ -16,6 +16,9 @@ import {
   WebhookWithSecret,
 } from '../schemas/webhook.js';
 import type { AttemptRecord, EndpointRecord } from '../store/store.js';
+
+// The headers of every successful answer to an authenticated request.
+const OK_HEADERS = { ...REQUEST_ID, ...RATE_LIMIT };
 
 const tags = ['webhooks'];
 const BODY_LIMIT = 16 * 1024;
@@ -61,12 +64,17 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         onRequest: [write, requireJson],
         bodyLimit: BODY_LIMIT,
         schema: {
+          operationId: 'createWebhook',
           summary: 'Register a webhook endpoint',
           tags,
           security,
           body: WebhookCreate,
           response: {
-            201: { ...WebhookWithSecret, description: 'Created; `Location: /webhooks/{id}`.' },
+            201: {
+              ...WebhookWithSecret,
+              description: 'Created; `Location: /webhooks/{id}`.',
+              headers: { location: { type: 'string', description: '/webhooks/{id}' }, ...OK_HEADERS },
+            },
             ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
           },
         },
@@ -83,10 +91,14 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
       {
         onRequest: read,
         schema: {
+          operationId: 'listWebhooks',
           summary: "List the caller's webhook endpoints (everyone's for plants:admin)",
           tags,
           security,
-          response: { 200: WebhookList, ...errorResponses(401, 403, 429, 500, 503) },
+          response: {
+            200: { ...WebhookList, description: 'The endpoints.', headers: OK_HEADERS },
+            ...errorResponses(401, 403, 429, 500, 503),
+          },
         },
       },
       async (request) => (await service.list(request.caller!)).map((e) => view(e)),
@@ -97,11 +109,19 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
       {
         ...one,
         schema: {
+          operationId: 'getWebhook',
           summary: 'Read one webhook endpoint, its secret included',
           tags,
           security,
           params: WebhookIdParam,
-          response: { 200: WebhookWithSecret, ...errorResponses(401, 403, 404, 429, 500, 503) },
+          response: {
+            200: {
+              ...WebhookWithSecret,
+              description: 'The endpoint, its secret included.',
+              headers: OK_HEADERS,
+            },
+            ...errorResponses(401, 403, 404, 429, 500, 503),
+          },
         },
       },
       async (request) => withSecret(await service.get(request.caller!, request.params.id)),
@@ -112,12 +132,13 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
       {
         onRequest: [requireIdSegment, write],
         schema: {
+          operationId: 'deleteWebhook',
           summary: 'Delete a webhook endpoint',
           tags,
           security,
           params: WebhookIdParam,
           response: {
-            204: Type.Null({ description: 'Deleted; no body.' }),
+            204: Type.Null({ description: 'Deleted; no body.', headers: OK_HEADERS }),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },
@@ -133,11 +154,19 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
       {
         onRequest: [requireIdSegment, write],
         schema: {
+          operationId: 'rotateWebhookSecret',
           summary: 'Rotate the signing secret; the old one keeps signing beside it for 24 h',
           tags,
           security,
           params: WebhookIdParam,
-          response: { 200: WebhookWithSecret, ...errorResponses(401, 403, 404, 429, 500, 503) },
+          response: {
+            200: {
+              ...WebhookWithSecret,
+              description: 'The endpoint with its new secret.',
+              headers: OK_HEADERS,
+            },
+            ...errorResponses(401, 403, 404, 429, 500, 503),
+          },
         },
       },
       async (request) => withSecret(await service.rotate(request.caller!, request.params.id)),
@@ -148,6 +177,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
       {
         ...one,
         schema: {
+          operationId: 'listWebhookDeliveries',
           summary: 'Delivery attempts to this endpoint, newest first, paged like the plant list',
           tags,
           security,
@@ -157,6 +187,10 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
             200: {
               ...AttemptList,
               description: 'A page of attempts; `Link: <…>; rel="next"` while more follow.',
+              headers: {
+                link: { type: 'string', description: 'The next page, when more follow.' },
+                ...OK_HEADERS,
+              },
             },
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
@@ -178,13 +212,17 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         onRequest: [requireIdSegment, write, requireJson],
         bodyLimit: BODY_LIMIT,
         schema: {
+          operationId: 'recoverWebhook',
           summary: 'Re-send every event since a time that this endpoint has not acknowledged',
           tags,
           security,
           params: WebhookIdParam,
           body: RecoverBody,
           response: {
-            202: Type.Object({ queued: Type.Integer({ description: 'Events queued again.' }) }),
+            202: Type.Object(
+              { queued: Type.Integer({ description: 'Events queued again.' }) },
+              { description: 'Accepted; the deliveries are queued.', headers: OK_HEADERS },
+            ),
             ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
           },
         },

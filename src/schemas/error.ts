@@ -34,9 +34,44 @@ const DESCRIPTIONS: Record<number, string> = {
   503: 'The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After.',
 };
 
-/** Response schemas for the given error statuses, each with the contract's error body. */
+const header = (description: string, type: 'string' | 'integer' = 'string') => ({ type, description });
+
+/** Sent on every response. */
+export const REQUEST_ID = {
+  'x-request-id': header('This request’s id (the caller’s own when it sent a valid one); also in the logs.'),
+};
+/** Sent on every response to an authenticated request while rate limiting is on. */
+export const RATE_LIMIT = {
+  'ratelimit-limit': header('Requests allowed per window for this caller.', 'integer'),
+  'ratelimit-remaining': header('Requests left in the current window.', 'integer'),
+  'ratelimit-reset': header('Seconds until the window resets.', 'integer'),
+};
+const RETRY_AFTER = { 'retry-after': header('Seconds to wait before trying again.', 'integer') };
+
+const HEADERS: Record<number, Record<string, unknown>> = {
+  401: {
+    'www-authenticate': header(
+      'The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728).',
+    ),
+  },
+  403: {
+    'www-authenticate': header(
+      'The Bearer challenge with `error="insufficient_scope"` and the scope needed.',
+    ),
+  },
+  429: RETRY_AFTER,
+  503: RETRY_AFTER,
+};
+
+/** Response schemas for the given error statuses, each with the contract's error body and headers. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
   const out: Record<number, unknown> = {};
-  for (const s of statuses) out[s] = { ...ref, description: DESCRIPTIONS[s] ?? 'Error.' };
+  for (const s of statuses) {
+    out[s] = {
+      ...ref,
+      description: DESCRIPTIONS[s] ?? 'Error.',
+      headers: { ...REQUEST_ID, ...(s === 401 || s === 500 ? {} : RATE_LIMIT), ...HEADERS[s] },
+    };
+  }
   return out;
 }

@@ -37,7 +37,12 @@ export const PlantCreate = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, title: 'PlantCreate' },
+  {
+    additionalProperties: false,
+    title: 'PlantCreate',
+    // The request example: a client, /docs or a contract tester sends this and gets a 201.
+    examples: [{ name: 'Monstera', tag: 'indoor' }],
+  },
 );
 export type PlantCreate = Static<typeof PlantCreate>;
 
@@ -59,11 +64,14 @@ export type PlantListItem = Static<typeof PlantListItem>;
 
 export const PlantList = Type.Array(PlantListItem, { title: 'PlantList' });
 
-// Path and query parameters arrive as text; their exact forms are the contract's.
+// Path and query parameters arrive as text; their exact forms are the contract's (the OpenAPI
+// document shows them as the integers they are: schemas/document.ts).
+export const ID_TEXT = '^[1-9][0-9]{0,15}$';
+export const LIMIT_TEXT = '^(?:[1-9][0-9]{0,2}|1000)$';
 export const PlantIdParam = Type.Object(
   {
     id: Type.String({
-      pattern: '^[1-9][0-9]{0,15}$',
+      pattern: ID_TEXT,
       description: 'Plant id in decimal, 1 … 9007199254740991, no sign or leading zero.',
     }),
   },
@@ -74,7 +82,7 @@ export const ListQuery = Type.Object(
   {
     limit: Type.Optional(
       Type.String({
-        pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
+        pattern: LIMIT_TEXT,
         description: 'Page size: 1 … 1000 in decimal digits, default 100.',
         examples: ['20'],
       }),

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { LIMIT_TEXT } from './plant.js';
 
 export const EventTypeSchema = Type.Union([Type.Literal('plant.created'), Type.Literal('plant.deleted')], {
   description: 'What happened to a plant.',
@@ -54,7 +55,14 @@ export const WebhookWithSecret = Type.Object(
 );
 export const WebhookList = Type.Array(Webhook);
 
-export const WebhookIdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const WebhookIdParam = Type.Object({
+  id: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: 'The endpoint id.',
+    examples: ['whk_3kq9xv7m2p'],
+  }),
+});
 
 export const Attempt = Type.Object({
   id: Type.String(),
@@ -76,7 +84,7 @@ export const AttemptsQuery = Type.Object(
   {
     limit: Type.Optional(
       Type.String({
-        pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
+        pattern: LIMIT_TEXT,
         description: 'Page size: 1 … 1000, default 100.',
       }),
     ),
@@ -93,7 +101,7 @@ export const RecoverBody = Type.Object(
       examples: ['2026-11-22T09:00:00Z'],
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ since: '2026-11-22T09:00:00Z' }] },
 );
 
 export const EventSchema = Type.Object(

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Harness, harness } from '../helpers/app.js';
+import { type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 
 // The contract's plant API: path → method → the statuses it may answer. The served OpenAPI
@@ -105,6 +105,68 @@ for (const engine of ENGINES) {
         'error',
         'message',
       ]);
+    });
+
+    it('/openapi.json is complete enough to generate a client from (CONTRACT.md section 9)', async () => {
+      const res = await h.app.inject({ url: '/openapi.json', headers: { host: 'plants.example:8080' } });
+      // biome-ignore lint/suspicious/noExplicitAny: a JSON document walked generically
+      type Json = any;
+      const doc = res.json() as Json;
+      assert.deepEqual(doc.servers, [{ url: 'http://plants.example:8080' }], 'this service as reached');
+      const ids = new Set<string>();
+      for (const [path, methods] of Object.entries(doc.paths) as [string, Record<string, Json>][]) {
+        for (const [method, op] of Object.entries(methods)) {
+          const where = `${method} ${path}`;
+          assert.match(op.operationId ?? '', /^[a-z][A-Za-z]+$/, `${where}: operationId`);
+          assert.ok(!ids.has(op.operationId), `${where}: operationId ${op.operationId} twice`);
+          ids.add(op.operationId);
+          if (op.requestBody) {
+            assert.ok(op.requestBody.content['application/json'].example, `${where}: a request example`);
+          }
+          for (const p of op.parameters ?? []) {
+            if (p.in === 'path') {
+              assert.ok(p.example ?? p.examples ?? p.schema.examples, `${where}: an example for ${p.name}`);
+            }
+          }
+          if (path.startsWith('/plants') || path.startsWith('/webhooks') || path === '/events') {
+            assert.ok(op.security.length > 0, `${where}: needs a token`);
+          } else {
+            assert.deepEqual(op.security, [], `${where}: public`);
+          }
+          for (const [status, r] of Object.entries(op.responses) as [string, Json][]) {
+            assert.ok(r.description && r.description !== 'Default Response', `${where} ${status}: described`);
+            assert.ok(r.headers?.['x-request-id'], `${where} ${status}: X-Request-Id declared`);
+          }
+          if (op.responses['401']) assert.ok(op.responses['401'].headers['www-authenticate']);
+          if (op.responses['429']) assert.ok(op.responses['429'].headers['retry-after']);
+          if (op.responses['503']) assert.ok(op.responses['503'].headers['retry-after']);
+        }
+      }
+      // What the service reads as strict text, the document types as the integers they are.
+      const list = doc.paths['/plants'].get;
+      const limit = list.parameters.find((p: { name: string }) => p.name === 'limit');
+      assert.deepEqual([limit.schema.type, limit.schema.minimum, limit.schema.maximum], ['integer', 1, 1000]);
+      const id = doc.paths['/plants/{id}'].get.parameters.find((p: { name: string }) => p.name === 'id');
+      assert.deepEqual(
+        [id.schema.type, id.schema.minimum, id.schema.maximum],
+        ['integer', 1, 9007199254740991],
+      );
+      assert.ok(list.responses['200'].headers.link, 'Link, the only way to the next page, is declared');
+      assert.ok(list.responses['200'].headers['ratelimit-remaining']);
+      const create = doc.paths['/plants'].post;
+      assert.ok(create.responses['201'].headers.location);
+      assert.ok(create.responses['201'].headers['idempotent-replayed']);
+      assert.deepEqual(create.requestBody.content['application/json'].example, {
+        name: 'Monstera',
+        tag: 'indoor',
+      });
+      // ... and still answers its text rules: a generated client's numbers pass, other spellings do not.
+      const c = await h.user();
+      const made = locationId(await c.create({ name: 'Monstera', tag: 'indoor' }));
+      assert.equal((await c.request({ method: 'GET', url: `/plants/${made}` })).statusCode, 200);
+      assert.equal((await c.request({ method: 'GET', url: `/plants/0${made}` })).statusCode, 400);
+      assert.equal((await c.request({ method: 'GET', url: '/plants?limit=20' })).statusCode, 200);
+      assert.equal((await c.request({ method: 'GET', url: '/plants?limit=20.0' })).statusCode, 400);
     });
 
     it('/docs serves an API reference with no external scripts or fonts', async () => {
