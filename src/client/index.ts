@@ -1,0 +1,421 @@
+/**
+ * The plantstore client: `import { PlantStore } from 'plantstore/client'`. Types come from the
+ * served OpenAPI document (./openapi.ts, generated at build time); the rest is a small layer on
+ * `fetch`, with no dependencies, for Node 22+ and browsers.
+ */
+import type { components, operations } from './openapi.js';
+
+type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+
+/** A plant as the service answers it (the original specification's NewPlant without its id). */
+export type Plant = Json<operations['getPlant']['responses'][200]>;
+/** What a create sends: `name`, and optionally `tag` and `id`. */
+export type PlantCreate = Json<operations['createPlant']['requestBody']>;
+/** A plant of a list page, with its id. */
+export type ListedPlant = Plant & { id: number };
+/** The service's error body. */
+export type ErrorBody = components['schemas']['Error'];
+/** A plant event (CONTRACT.md section 8) with its id. */
+export type PlantEvent = components['schemas']['Event'] & { id: string };
+
+/** A refusal from the service, or a failure to reach it (`status` 0, `code` `unreachable`). */
+export class PlantStoreError extends Error {
+  override readonly name = 'PlantStoreError';
+  constructor(
+    /** The HTTP status; 0 when the service could not be reached. */
+    readonly status: number,
+    /** The contract's stable snake_case code (`unreachable`, `deadline_exceeded` from the client). */
+    readonly code: string,
+    message: string,
+    readonly details: ErrorBody['details'] = undefined,
+    /** The service's X-Request-Id for this request, for its logs. */
+    readonly requestId: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** Gives a bearer token for each request (a string, or a provider such as clientCredentials()). */
+export type TokenSource = string | (() => string | Promise<string>);
+
+export interface PlantStoreOptions {
+  /** The service, e.g. `http://127.0.0.1:3000`. */
+  url: string;
+  token: TokenSource;
+  /** How long one call may take in all, retries and waits included (default 30 s). */
+  deadlineMs?: number;
+  /** Retries after the first attempt, at most (default 4). */
+  retries?: number;
+  /** The fetch to use (default globalThis.fetch). */
+  fetch?: typeof fetch;
+}
+
+const RETRY_STATUS = new Set([408, 429, 502, 503, 504]);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Seconds or an HTTP date, as milliseconds from now; null when absent or unreadable. */
+function retryAfterMs(value: string | null): number | null {
+  if (value === null) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+/** The next page's path from a `Link: <…>; rel="next"` header. */
+function nextLink(link: string | null): string | null {
+  const m = link && /<([^>]+)>\s*;\s*rel="?next"?/.exec(link);
+  return m ? m[1]! : null;
+}
+
+export class PlantStore {
+  private readonly base: string;
+  private readonly fetch: typeof fetch;
+  private readonly deadlineMs: number;
+  private readonly retries: number;
+
+  constructor(private readonly opts: PlantStoreOptions) {
+    this.base = opts.url.replace(/\/+$/, '');
+    this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.deadlineMs = opts.deadlineMs ?? 30_000;
+    this.retries = opts.retries ?? 4;
+  }
+
+  /** Creates a plant; retried safely under one Idempotency-Key (made here unless given). */
+  async create(plant: PlantCreate, opts: { idempotencyKey?: string } = {}): Promise<ListedPlant> {
+    const key = opts.idempotencyKey ?? crypto.randomUUID();
+    const res = await this.call('POST', '/plants', {
+      body: plant,
+      headers: { 'idempotency-key': key },
+      retryable: true,
+    });
+    const id = Number(/\/plants\/(\d+)$/.exec(res.headers.get('location') ?? '')?.[1]);
+    return { id, ...((await res.json()) as Plant) };
+  }
+
+  /** One plant; a PlantStoreError with status 404 when there is none the caller may see. */
+  async get(id: number): Promise<Plant> {
+    return (await (await this.call('GET', `/plants/${plantId(id)}`, { retryable: true })).json()) as Plant;
+  }
+
+  /** Deletes one plant (404 when there is none the caller may see). */
+  async delete(id: number): Promise<void> {
+    await this.call('DELETE', `/plants/${plantId(id)}`, { retryable: true });
+  }
+
+  /** One page of plants, with ids, and the path of the next page (null on the last). */
+  async page(
+    q: { limit?: number; tag?: string; next?: string | null } = {},
+  ): Promise<{ plants: ListedPlant[]; next: string | null }> {
+    let path = q.next ?? null;
+    if (path === null) {
+      const params = new URLSearchParams({ include: 'id' });
+      if (q.limit !== undefined) params.set('limit', String(q.limit));
+      if (q.tag !== undefined) params.set('tag', q.tag);
+      path = `/plants?${params}`;
+    }
+    const res = await this.call('GET', path, { retryable: true });
+    return { plants: (await res.json()) as ListedPlant[], next: nextLink(res.headers.get('link')) };
+  }
+
+  /** Every plant the caller may see, page after page through `Link`: `for await (const p of store.list())`. */
+  async *list(q: { limit?: number; tag?: string } = {}): AsyncGenerator<ListedPlant> {
+    let next: string | null = null;
+    do {
+      const page: { plants: ListedPlant[]; next: string | null } = await this.page({ ...q, next });
+      yield* page.plants;
+      next = page.next;
+    } while (next !== null);
+  }
+
+  /**
+   * The live stream of plant events, as they commit. Resumes after a lost connection with
+   * `Last-Event-ID`, missing nothing still kept; ends when `signal` aborts. A 410 (the last event
+   * seen is no longer kept) ends it with a PlantStoreError.
+   */
+  async *events(opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<PlantEvent> {
+    let last = opts.lastEventId;
+    let failures = 0;
+    while (!opts.signal?.aborted) {
+      let res: Response;
+      try {
+        res = await this.fetch(`${this.base}/events`, {
+          headers: {
+            authorization: `Bearer ${await this.token()}`,
+            accept: 'text/event-stream',
+            ...(last ? { 'last-event-id': last } : {}),
+          },
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
+      } catch (err) {
+        if (opts.signal?.aborted) return;
+        if (++failures > this.retries) throw unreachable(err);
+        await sleep(backoff(failures));
+        continue;
+      }
+      if (!res.ok) {
+        if (RETRY_STATUS.has(res.status) && ++failures <= this.retries) {
+          await res.body?.cancel();
+          await sleep(retryAfterMs(res.headers.get('retry-after')) ?? backoff(failures));
+          continue;
+        }
+        throw await refusal(res);
+      }
+      try {
+        for await (const m of sseMessages(res.body!)) {
+          failures = 0;
+          if (m.id === undefined || m.data === undefined) continue;
+          last = m.id;
+          yield { id: m.id, ...(JSON.parse(m.data) as components['schemas']['Event']) };
+        }
+      } catch (err) {
+        if (opts.signal?.aborted) return;
+        if (++failures > this.retries) throw unreachable(err);
+      }
+      // The stream ended (the service closed it, or the connection was lost): resume.
+      await sleep(backoff(Math.max(1, failures)));
+    }
+  }
+
+  private async token(): Promise<string> {
+    return typeof this.opts.token === 'string' ? this.opts.token : this.opts.token();
+  }
+
+  /**
+   * One call with retries: network errors, 408, 409 idempotency_key_in_flight, 429, 502, 503 and
+   * 504 are tried again with exponential backoff and jitter, or after Retry-After when the service
+   * says, within the deadline. Anything else not 2xx is a PlantStoreError.
+   */
+  private async call(
+    method: string,
+    path: string,
+    o: { body?: unknown; headers?: Record<string, string>; retryable: boolean },
+  ): Promise<Response> {
+    const deadline = Date.now() + this.deadlineMs;
+    for (let attempt = 0; ; attempt++) {
+      const left = deadline - Date.now();
+      if (left <= 0)
+        throw new PlantStoreError(0, 'deadline_exceeded', `no answer within ${this.deadlineMs} ms`);
+      let res: Response;
+      try {
+        res = await this.fetch(`${this.base}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${await this.token()}`,
+            ...(o.body === undefined ? {} : { 'content-type': 'application/json' }),
+            ...o.headers,
+          },
+          ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) }),
+          signal: AbortSignal.timeout(left),
+        });
+      } catch (err) {
+        if (!o.retryable || attempt >= this.retries) throw unreachable(err);
+        await this.wait(backoff(attempt + 1), deadline);
+        continue;
+      }
+      if (res.ok) return res;
+      const error = await refusal(res);
+      const again =
+        RETRY_STATUS.has(res.status) || (res.status === 409 && error.code === 'idempotency_key_in_flight');
+      if (!o.retryable || !again || attempt >= this.retries) throw error;
+      await this.wait(retryAfterMs(res.headers.get('retry-after')) ?? backoff(attempt + 1), deadline, error);
+    }
+  }
+
+  private async wait(ms: number, deadline: number, error?: PlantStoreError): Promise<void> {
+    if (Date.now() + ms > deadline) {
+      throw error ?? new PlantStoreError(0, 'deadline_exceeded', `no answer within ${this.deadlineMs} ms`);
+    }
+    await sleep(ms);
+  }
+}
+
+function plantId(id: number): string {
+  if (!Number.isSafeInteger(id) || id < 1) throw new TypeError(`not a plant id: ${id}`);
+  return String(id);
+}
+
+/** 200 ms, 400 ms, 800 ms … up to 5 s, each with up to half again of jitter. */
+const backoff = (n: number) => Math.min(5_000, 100 * 2 ** n) * (1 + Math.random() / 2);
+
+function unreachable(err: unknown): PlantStoreError {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  return new PlantStoreError(
+    0,
+    'unreachable',
+    `the service could not be reached: ${cause?.code ?? cause?.message ?? (err as Error)?.message ?? err}`,
+  );
+}
+
+async function refusal(res: Response): Promise<PlantStoreError> {
+  const requestId = res.headers.get('x-request-id');
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as ErrorBody;
+    if (typeof body.code === 'string' && typeof body.message === 'string') {
+      return new PlantStoreError(res.status, body.code, body.message, body.details, requestId);
+    }
+  } catch {
+    // Not the contract's error body (a proxy's page, say): described by its status.
+  }
+  return new PlantStoreError(
+    res.status,
+    `http_${res.status}`,
+    `HTTP ${res.status} ${res.statusText}`,
+    undefined,
+    requestId,
+  );
+}
+
+/** Server-Sent Events messages from a response body (the WHATWG parsing rules for id, event, data). */
+export async function* sseMessages(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
+  const reader = body
+    .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
+    .getReader();
+  let buffer = '';
+  let msg: { id?: string; event?: string; data?: string } = {};
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let nl = buffer.search(/\r\n|\n|\r/);
+      while (nl >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + (buffer.startsWith('\r\n', nl) ? 2 : 1));
+        nl = buffer.search(/\r\n|\n|\r/);
+        if (line === '') {
+          if (msg.data !== undefined) yield msg;
+          msg = {};
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? '' : line.slice(colon + 1);
+        if (value.startsWith(' ')) value = value.slice(1);
+        if (field === 'data') msg.data = msg.data === undefined ? value : `${msg.data}\n${value}`;
+        else if (field === 'id') msg.id = value;
+        else if (field === 'event') msg.event = value;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+    await body.cancel().catch(() => {});
+  }
+}
+
+const enc = new TextEncoder();
+const b64 = (bytes: ArrayBuffer) => btoa(String.fromCharCode(...new Uint8Array(bytes)));
+const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+
+async function hmac(secret: string, content: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    'raw',
+    unb64(secret.replace(/^whsec_/, '')),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
+  return b64(await crypto.subtle.sign('HMAC', key, enc.encode(content)));
+}
+
+/** Signs a delivery as Standard Webhooks 1.0 does: the `webhook-signature` header's value. */
+export async function signWebhook(
+  secret: string,
+  id: string,
+  timestamp: number,
+  body: string,
+): Promise<string> {
+  return `v1,${await hmac(secret, `${id}.${timestamp}.${body}`)}`;
+}
+
+/**
+ * Verifies a webhook delivery (Standard Webhooks 1.0): one of its signatures is the secret's, and
+ * its timestamp is within `toleranceS` (default 5 minutes) of now. Returns the event; throws a
+ * PlantStoreError (`invalid_signature`) otherwise. Keep the raw body: verify before parsing.
+ */
+export async function verifyWebhook(
+  secret: string,
+  headers: Record<string, string | string[] | undefined> | Headers,
+  body: string,
+  opts: { toleranceS?: number; now?: number } = {},
+): Promise<PlantEvent> {
+  const get = (name: string) => {
+    const v = headers instanceof Headers ? headers.get(name) : headers[name];
+    return Array.isArray(v) ? v[0] : (v ?? undefined);
+  };
+  const id = get('webhook-id');
+  const ts = Number(get('webhook-timestamp'));
+  const signatures = get('webhook-signature');
+  const bad = (why: string) => new PlantStoreError(400, 'invalid_signature', why);
+  if (!id || !signatures || !Number.isInteger(ts)) throw bad('missing webhook-id, -timestamp or -signature');
+  const now = Math.floor((opts.now ?? Date.now()) / 1000);
+  if (Math.abs(now - ts) > (opts.toleranceS ?? 300)) throw bad('timestamp outside the tolerance');
+  const expected = (await hmac(secret, `${id}.${ts}.${body}`)).trim();
+  const match = signatures
+    .split(' ')
+    .map((s) => s.split(','))
+    .some(([v, sig]) => v === 'v1' && sig !== undefined && timingSafeEqual(sig, expected));
+  if (!match) throw bad('no signature matches the secret');
+  return { id, ...(JSON.parse(body) as components['schemas']['Event']) };
+}
+
+function timingSafeEqual(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/**
+ * A token provider for JWT issuers (OAuth 2.0 client credentials, RFC 6749 4.4): fetches an access
+ * token from the issuer's token endpoint (found by discovery when only `issuer` is given), keeps
+ * it until 30 s before it expires, and shares one fetch between concurrent callers.
+ */
+export function clientCredentials(o: {
+  issuer?: string;
+  tokenEndpoint?: string;
+  clientId: string;
+  clientSecret: string;
+  scope?: string;
+  /** RFC 8707 resource indicator: the audience the token is for. */
+  resource?: string;
+  fetch?: typeof fetch;
+}): () => Promise<string> {
+  const f = o.fetch ?? globalThis.fetch.bind(globalThis);
+  let cached: { token: string; until: number } | null = null;
+  let inflight: Promise<string> | null = null;
+  const endpoint = async (): Promise<string> => {
+    if (o.tokenEndpoint) return o.tokenEndpoint;
+    if (!o.issuer) throw new TypeError('clientCredentials needs issuer or tokenEndpoint');
+    const res = await f(`${o.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`);
+    if (!res.ok) throw await refusal(res);
+    return ((await res.json()) as { token_endpoint: string }).token_endpoint;
+  };
+  const fetchToken = async (): Promise<string> => {
+    const form = new URLSearchParams({ grant_type: 'client_credentials' });
+    if (o.scope) form.set('scope', o.scope);
+    if (o.resource) form.set('resource', o.resource);
+    const res = await f(await endpoint(), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${btoa(`${encodeURIComponent(o.clientId)}:${encodeURIComponent(o.clientSecret)}`)}`,
+      },
+      body: form,
+    });
+    if (!res.ok) throw await refusal(res);
+    const body = (await res.json()) as { access_token: string; expires_in?: number };
+    cached = { token: body.access_token, until: Date.now() + ((body.expires_in ?? 300) - 30) * 1000 };
+    return body.access_token;
+  };
+  return async () => {
+    if (cached && cached.until > Date.now()) return cached.token;
+    inflight ??= fetchToken().finally(() => {
+      inflight = null;
+    });
+    return inflight;
+  };
+}
