@@ -1,14 +1,14 @@
 import { existsSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import { registerClientCommands } from './client/commands.js';
+import { PlantStoreError } from './client/index.js';
 import { serveAll } from './cluster.js';
 import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
 import { openStore, sqlitePath } from './store/index.js';
 import type { Store } from './store/store.js';
 import { createToken, isValidUser, parseDuration, tokenStatus } from './tokens/tokens.js';
-
-/** A bad flag or value: one line on stderr, exit status 2, nothing written. */
-class UsageError extends Error {}
+import { UsageError } from './usage-error.js';
 
 const CONFIG_KEYS = Object.keys(FIELDS) as (keyof Config)[];
 
@@ -197,6 +197,7 @@ export function buildCli(): Command {
       process.stderr.write(outcome === 'revoked' ? `revoked ${id}\n` : `${id} was already revoked\n`);
     }
   });
+  registerClientCommands(program);
   return program;
 }
 
@@ -208,6 +209,12 @@ export async function main(argv: string[]): Promise<void> {
       if (err.exitCode === 0) return; // --help, --version
       process.stderr.write(`plantstore: ${err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')}\n`);
       process.exit(2);
+    }
+    if (err instanceof PlantStoreError) {
+      // 3: the service could not be reached; 1: it refused, with its own message.
+      const refused = err.status === 0 ? '' : ` (${err.code}, HTTP ${err.status})`;
+      process.stderr.write(`plantstore: ${err.message}${refused}\n`);
+      process.exit(err.status === 0 ? 3 : 1);
     }
     if (err instanceof UsageError || err instanceof ConfigError) {
       process.stderr.write(`plantstore: ${err.message}\n`);

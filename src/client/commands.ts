@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import type { Command } from 'commander';
+import { UsageError } from '../usage-error.js';
+import { type ListedPlant, type PlantEvent, PlantStore, signWebhook } from './index.js';
+
+/**
+ * The client commands of CONTRACT.md section 7: `plants create|list|get|delete` and `events tail`,
+ * speaking HTTP to a running service through the project's own client. Exit status: 0 success,
+ * 1 the service refused (its message on stderr), 2 bad usage, 3 the service could not be reached.
+ */
+interface ClientOpts {
+  url?: string;
+  token?: string;
+  json?: boolean;
+}
+
+function connect(opts: ClientOpts): PlantStore {
+  const url = opts.url ?? process.env.PLANTSTORE_URL ?? 'http://127.0.0.1:3000';
+  const token = opts.token ?? process.env.PLANTSTORE_TOKEN;
+  if (!token) throw new UsageError('a token is needed: --token or PLANTSTORE_TOKEN');
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new UsageError(`--url must be an http(s) URL; got ${JSON.stringify(url)}`);
+  }
+  return new PlantStore({ url, token });
+}
+
+function withClient(cmd: Command): Command {
+  return cmd
+    .option('--url <url>', 'the service (env PLANTSTORE_URL, default http://127.0.0.1:3000)')
+    .option('--token <token>', 'bearer token (env PLANTSTORE_TOKEN)')
+    .option('--json', 'print JSON instead of lines');
+}
+
+function plantId(text: string): number {
+  const id = Number(text);
+  if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(id)) {
+    throw new UsageError(`a plant id is a whole number 1 … 9007199254740991; got ${JSON.stringify(text)}`);
+  }
+  return id;
+}
+
+const line = (p: ListedPlant) => `${p.id}\t${p.name}${p.tag === undefined ? '' : `\t${p.tag}`}`;
+const out = (text: string) => process.stdout.write(`${text}\n`);
+
+export function registerClientCommands(program: Command): void {
+  const plants = program
+    .command('plants')
+    .description('create, list, read and delete plants on a running service');
+
+  withClient(
+    plants
+      .command('create')
+      .description('create a plant; prints its id')
+      .requiredOption('--name <name>', 'the plant’s name')
+      .option('--tag <tag>', 'its tag')
+      .option('--id <id>', 'an id of your choosing (default: the service assigns one)'),
+  ).action(async (o: ClientOpts & { name: string; tag?: string; id?: string }) => {
+    const store = connect(o);
+    const p = await store.create({
+      name: o.name,
+      ...(o.tag === undefined ? {} : { tag: o.tag }),
+      ...(o.id === undefined ? {} : { id: plantId(o.id) }),
+    });
+    out(o.json ? JSON.stringify(p) : String(p.id));
+  });
+
+  withClient(
+    plants
+      .command('list')
+      .description('one line per plant: id, name, tag')
+      .option('--tag <tag>', 'only plants with this tag')
+      .option('--limit <n>', 'page size, 1 … 1000 (default 100)')
+      .option('--all', 'follow every next link, not only the first page'),
+  ).action(async (o: ClientOpts & { tag?: string; limit?: string; all?: boolean }) => {
+    if (o.limit !== undefined && !/^(?:[1-9][0-9]{0,2}|1000)$/.test(o.limit)) {
+      throw new UsageError(`--limit must be 1 … 1000; got ${JSON.stringify(o.limit)}`);
+    }
+    const store = connect(o);
+    const q = {
+      ...(o.tag === undefined ? {} : { tag: o.tag }),
+      ...(o.limit ? { limit: Number(o.limit) } : {}),
+    };
+    const plants: ListedPlant[] = [];
+    if (o.all) {
+      for await (const p of store.list(q)) {
+        if (o.json) plants.push(p);
+        else out(line(p));
+      }
+    } else {
+      const page = await store.page(q);
+      if (o.json) plants.push(...page.plants);
+      else for (const p of page.plants) out(line(p));
+      if (page.next && !o.json) process.stderr.write('more plants follow: --all lists them all\n');
+    }
+    if (o.json) out(JSON.stringify(plants));
+  });
+
+  withClient(plants.command('get').description('read one plant').argument('<id>', 'plant id')).action(
+    async (id: string, o: ClientOpts) => {
+      const n = plantId(id);
+      const p = { id: n, ...(await connect(o).get(n)) };
+      out(o.json ? JSON.stringify(p) : line(p));
+    },
+  );
+
+  withClient(plants.command('delete').description('delete one plant').argument('<id>', 'plant id')).action(
+    async (id: string, o: ClientOpts) => {
+      const n = plantId(id);
+      await connect(o).delete(n);
+      if (o.json) out(JSON.stringify({ id: n, deleted: true }));
+      else process.stderr.write(`deleted plant ${n}\n`);
+    },
+  );
+
+  const events = program.command('events').description('the live stream of plant events');
+  withClient(
+    events
+      .command('tail')
+      .description('print events as they happen (resuming after a lost connection); Ctrl-C stops')
+      .option(
+        '--forward-to <url>',
+        'also POST each event to this URL, signed as Standard Webhooks deliveries are, with a secret printed at start',
+      )
+      .option('--last-event-id <id>', 'start right after this event'),
+  ).action(async (o: ClientOpts & { forwardTo?: string; lastEventId?: string }) => {
+    if (
+      o.forwardTo !== undefined &&
+      (!URL.canParse(o.forwardTo) || !/^https?:$/.test(new URL(o.forwardTo).protocol))
+    ) {
+      throw new UsageError(`--forward-to must be an http(s) URL; got ${JSON.stringify(o.forwardTo)}`);
+    }
+    const store = connect(o);
+    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+    if (o.forwardTo) {
+      process.stderr.write(`forwarding events to ${o.forwardTo}\nsigning secret: ${secret}\n`);
+    }
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      for await (const e of store.events({
+        signal: stop.signal,
+        ...(o.lastEventId ? { lastEventId: o.lastEventId } : {}),
+      })) {
+        out(o.json ? JSON.stringify(e) : `${e.id}\t${e.type}\t${JSON.stringify(e.data)}`);
+        if (o.forwardTo) await forward(o.forwardTo, secret, e);
+      }
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  });
+}
+
+/** POSTs one event to a local receiver as a Standard Webhooks delivery; reports the outcome on stderr. */
+async function forward(url: string, secret: string, e: PlantEvent): Promise<void> {
+  const { id, ...payload } = e;
+  const body = JSON.stringify(payload);
+  const timestamp = Math.floor(Date.now() / 1000);
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': await signWebhook(secret, id, timestamp, body),
+      },
+      body,
+      signal: AbortSignal.timeout(15_000),
+    });
+    await res.body?.cancel();
+    process.stderr.write(`${id} → ${res.status}\n`);
+  } catch (err) {
+    process.stderr.write(`${id} → not delivered: ${(err as Error).message}\n`);
+  }
+}

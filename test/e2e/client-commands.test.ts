@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { startReceiver } from '../helpers/receiver.js';
+import { BIN, cli, type Server, serve } from './process.js';
+
+describe('client commands against a running service (CONTRACT.md section 7)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-client-cli-'));
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` };
+  let server: Server;
+  let as: Record<string, string>;
+  before(async () => {
+    server = await serve([], env);
+    const token = (await cli(['token', 'create', '--user', 'cli-user'], env)).stdout.trim();
+    as = { PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: token };
+  });
+  after(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('plants create, get, list (every page, JSON) and delete, with exit status 0', async () => {
+    const made = await cli(['plants', 'create', '--name', 'Fern', '--tag', 'green'], as);
+    assert.equal(made.code, 0, made.stderr);
+    const id = made.stdout.trim();
+    assert.match(id, /^[1-9][0-9]*$/);
+    const second = await cli(['plants', 'create', '--name', 'Ivy', '--id', '4242'], as);
+    assert.deepEqual([second.code, second.stdout], [0, '4242\n']);
+    assert.deepEqual((await cli(['plants', 'get', id], as)).stdout, `${id}\tFern\tgreen\n`);
+    const all = await cli(['plants', 'list', '--limit', '1', '--all'], as);
+    assert.equal(all.code, 0);
+    assert.deepEqual(all.stdout, `${id}\tFern\tgreen\n4242\tIvy\n`);
+    const first = await cli(['plants', 'list', '--limit', '1'], as);
+    assert.deepEqual([first.stdout, /--all/.test(first.stderr)], [`${id}\tFern\tgreen\n`, true]);
+    const json = await cli(['plants', 'list', '--json', '--tag', 'green'], as);
+    assert.deepEqual(JSON.parse(json.stdout), [{ id: Number(id), name: 'Fern', tag: 'green' }]);
+    const del = await cli(['plants', 'delete', '4242'], as);
+    assert.equal(del.code, 0, del.stderr);
+    const gone = await cli(['plants', 'get', '4242'], as);
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /^plantstore: plant not found \(plant_not_found, HTTP 404\)\n$/);
+  });
+
+  it('exit 1 when the service refuses, 2 for bad usage, 3 when it cannot be reached', async () => {
+    const refused = await cli(['plants', 'create', '--name', ' '], as);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /invalid_body, HTTP 400/);
+    const denied = await cli(['plants', 'list'], { ...as, PLANTSTORE_TOKEN: 'pst_wrong' });
+    assert.equal(denied.code, 1);
+    for (const args of [
+      ['plants', 'get', 'abc'],
+      ['plants', 'get', '007'],
+      ['plants', 'create'],
+      ['plants', 'list', '--limit', '0'],
+      ['plants', 'frobnicate'],
+      ['events', 'tail', '--forward-to', 'ftp://x'],
+    ]) {
+      const r = await cli(args, as);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stderr.split('\n').length, 2, 'one line');
+    }
+    const noToken = await cli(['plants', 'list'], { PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: '' });
+    assert.equal(noToken.code, 2);
+    const down = await cli(['plants', 'list'], { ...as, PLANTSTORE_URL: 'http://127.0.0.1:1' });
+    assert.equal(down.code, 3, down.stderr);
+    assert.match(down.stderr, /could not be reached/);
+  });
+
+  it('events tail prints events and forwards each, signed, to a local receiver', async () => {
+    const r = await startReceiver();
+    const tail = spawn(BIN, ['events', 'tail', '--forward-to', `${r.url}/hook`], {
+      env: { ...process.env, ...as },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let stdout = '';
+      let stderr = '';
+      tail.stdout!.on('data', (d) => (stdout += d));
+      tail.stderr!.on('data', (d) => (stderr += d));
+      const deadline = Date.now() + 10_000;
+      while (!/signing secret: (whsec_\S+)/.test(stderr) && Date.now() < deadline) await sleep(50);
+      const secret = /signing secret: (whsec_\S+)/.exec(stderr)?.[1];
+      assert.ok(secret, stderr);
+      await sleep(300); // the stream is open
+      const id = (await cli(['plants', 'create', '--name', 'Forwarded'], as)).stdout.trim();
+      const [d] = await r.waitFor(1, 10_000);
+      const event = new Webhook(secret!).verify(d!.body, d!.headers as Record<string, string>) as {
+        type: string;
+        data: { id: number; name: string };
+      };
+      assert.deepEqual([event.type, event.data], ['plant.created', { id: Number(id), name: 'Forwarded' }]);
+      while (!stdout.includes('Forwarded') && Date.now() < deadline) await sleep(50);
+      assert.match(
+        stdout,
+        new RegExp(`^evt_\\S+\\tplant.created\\t\\{"id":${id},"name":"Forwarded"\\}\\n`, 'm'),
+      );
+      tail.kill('SIGINT');
+      const code = await new Promise<number | null>((res) => tail.once('exit', (c) => res(c)));
+      assert.equal(code, 0);
+    } finally {
+      tail.kill('SIGKILL');
+      await r.close();
+    }
+  });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
