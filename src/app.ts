@@ -177,6 +177,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
         title: 'plantstore',
         version: VERSION,
         description: 'A store of plants: create, list, read and delete, each with a bearer token.',
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'plantstore maintainers' },
       },
       components: {
         securitySchemes: {

@@ -9,10 +9,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the plants the caller may see, by id ascending */
+        /**
+         * List the plants the caller may see, by id ascending
+         * @description The plants the caller may see (its own; everyone's with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant's id.
+         */
         get: operations["listPlants"];
         put?: never;
-        /** Create a plant */
+        /**
+         * Create a plant
+         * @description Creates a plant owned by the caller. With an `Idempotency-Key`, a retry with the same key and body replays the first answer (with `Idempotent-Replayed: true`) instead of creating a second plant; the same key with another body is 422. An `id` of the caller's choosing that exists is 409.
+         */
         post: operations["createPlant"];
         delete?: never;
         options?: never;
@@ -27,11 +33,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one plant */
+        /**
+         * Read one plant
+         * @description One plant by id. A plant the caller may not see answers 404, exactly as one that does not exist.
+         */
         get: operations["getPlant"];
         put?: never;
         post?: never;
-        /** Delete one plant */
+        /**
+         * Delete one plant
+         * @description Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist.
+         */
         delete: operations["deletePlant"];
         options?: never;
         head?: never;
@@ -45,10 +57,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's webhook endpoints (everyone's for plants:admin) */
+        /**
+         * List the caller's webhook endpoints (everyone's for plants:admin)
+         * @description The caller's endpoints (everyone's for `plants:admin`), oldest first, without their secrets.
+         */
         get: operations["listWebhooks"];
         put?: never;
-        /** Register a webhook endpoint */
+        /**
+         * Register a webhook endpoint
+         * @description Registers an endpoint that receives the caller's plant events (everyone's, when registered with `plants:admin`) as signed Standard Webhooks deliveries. The answer carries the signing secret. Private, loopback and link-local addresses are refused.
+         */
         post: operations["createWebhook"];
         delete?: never;
         options?: never;
@@ -63,11 +81,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one webhook endpoint, its secret included */
+        /**
+         * Read one webhook endpoint, its secret included
+         * @description One endpoint with its secret; another user's answers 404.
+         */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint */
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes an endpoint with its pending deliveries and their log.
+         */
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
@@ -83,7 +107,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rotate the signing secret; the old one keeps signing beside it for 24 h */
+        /**
+         * Rotate the signing secret; the old one keeps signing beside it for 24 h
+         * @description Gives the endpoint a new signing secret. For 24 hours deliveries carry signatures of both the new and the old secret, so receivers can switch without losing any.
+         */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
@@ -98,7 +125,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Delivery attempts to this endpoint, newest first, paged like the plant list */
+        /**
+         * Delivery attempts to this endpoint, newest first, paged like the plant list
+         * @description Every delivery attempt to this endpoint, newest first: event, attempt number, status, outcome, error, duration and the next attempt's time.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -117,7 +147,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-send every event since a time that this endpoint has not acknowledged */
+        /**
+         * Re-send every event since a time that this endpoint has not acknowledged
+         * @description Queues again every event since `since` that this endpoint may receive and has not acknowledged, and enables the endpoint if it was disabled.
+         */
         post: operations["recoverWebhook"];
         delete?: never;
         options?: never;
@@ -152,7 +185,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: 200 while the process is up */
+        /**
+         * Liveness: 200 while the process is up
+         * @description 200 while the process is up; it asks nothing of the store.
+         */
         get: operations["health"];
         put?: never;
         post?: never;
@@ -169,7 +205,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: 200 when the store answers, 503 otherwise */
+        /**
+         * Readiness: 200 when the store answers, 503 otherwise
+         * @description 200 when the store answers a query; 503 otherwise, so a load balancer sends nothing here meanwhile.
+         */
         get: operations["ready"];
         put?: never;
         post?: never;
@@ -186,7 +225,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description Prometheus text: HTTP requests and latencies by route and status, store operations, authentication failures, webhook attempts, open event streams and process metrics.
+         */
         get: operations["metrics"];
         put?: never;
         post?: never;
@@ -203,7 +245,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This OpenAPI 3.1 document */
+        /**
+         * This OpenAPI 3.1 document
+         * @description This OpenAPI 3.1 document, with `servers` naming this service as the client reached it.
+         */
         get: operations["openapi"];
         put?: never;
         post?: never;

@@ -20,6 +20,7 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
         schema: {
           operationId: 'health',
           summary: 'Liveness: 200 while the process is up',
+          description: '200 while the process is up; it asks nothing of the store.',
           tags: ['operations'],
           security: [],
           response: { 200: { ...Status, description: 'Up.', headers: REQUEST_ID } },
@@ -34,6 +35,8 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
         schema: {
           operationId: 'ready',
           summary: 'Readiness: 200 when the store answers, 503 otherwise',
+          description:
+            '200 when the store answers a query; 503 otherwise, so a load balancer sends nothing here meanwhile.',
           tags: ['operations'],
           security: [],
           response: {
@@ -55,6 +58,8 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
           schema: {
             operationId: 'metrics',
             summary: 'Prometheus metrics',
+            description:
+              'Prometheus text: HTTP requests and latencies by route and status, store operations, authentication failures, webhook attempts, open event streams and process metrics.',
             tags: ['operations'],
             security: [],
             produces: ['text/plain'],
@@ -74,6 +79,8 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
         schema: {
           operationId: 'openapi',
           summary: 'This OpenAPI 3.1 document',
+          description:
+            'This OpenAPI 3.1 document, with `servers` naming this service as the client reached it.',
           tags: ['operations'],
           security: [],
           response: {

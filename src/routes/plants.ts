@@ -77,6 +77,8 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         schema: {
           operationId: 'createPlant',
           summary: 'Create a plant',
+          description:
+            "Creates a plant owned by the caller. With an `Idempotency-Key`, a retry with the same key and body replays the first answer (with `Idempotent-Replayed: true`) instead of creating a second plant; the same key with another body is 422. An `id` of the caller's choosing that exists is 409.",
           tags,
           security,
           headers: IdempotencyHeaders,
@@ -114,6 +116,8 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         schema: {
           operationId: 'listPlants',
           summary: 'List the plants the caller may see, by id ascending',
+          description:
+            'The plants the caller may see (its own; everyone\'s with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant\'s id.',
           tags,
           security,
           querystring: ListQuery,
@@ -191,6 +195,8 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         schema: {
           operationId: 'getPlant',
           summary: 'Read one plant',
+          description:
+            'One plant by id. A plant the caller may not see answers 404, exactly as one that does not exist.',
           tags,
           security,
           params: PlantIdParam,
@@ -210,6 +216,8 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         schema: {
           operationId: 'deletePlant',
           summary: 'Delete one plant',
+          description:
+            'Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist.',
           tags,
           security,
           params: PlantIdParam,

@@ -38,6 +38,8 @@ export function protectedResourceRoutes(issuer: string) {
           operationId: 'protectedResourceMetadata',
           summary:
             'OAuth 2.0 protected-resource metadata (RFC 9728): the issuer whose JWTs this service accepts',
+          description:
+            'Where a client gets tokens for this API: the issuer whose JWTs it accepts, the scopes it knows, and that tokens go in the Authorization header. Every 401 names this document in `resource_metadata`.',
           tags: ['operations'],
           security: [],
           response: { 200: Metadata },

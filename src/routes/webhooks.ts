@@ -66,6 +66,8 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         schema: {
           operationId: 'createWebhook',
           summary: 'Register a webhook endpoint',
+          description:
+            "Registers an endpoint that receives the caller's plant events (everyone's, when registered with `plants:admin`) as signed Standard Webhooks deliveries. The answer carries the signing secret. Private, loopback and link-local addresses are refused.",
           tags,
           security,
           body: WebhookCreate,
@@ -93,6 +95,8 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         schema: {
           operationId: 'listWebhooks',
           summary: "List the caller's webhook endpoints (everyone's for plants:admin)",
+          description:
+            "The caller's endpoints (everyone's for `plants:admin`), oldest first, without their secrets.",
           tags,
           security,
           response: {
@@ -111,6 +115,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         schema: {
           operationId: 'getWebhook',
           summary: 'Read one webhook endpoint, its secret included',
+          description: "One endpoint with its secret; another user's answers 404.",
           tags,
           security,
           params: WebhookIdParam,
@@ -134,6 +139,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         schema: {
           operationId: 'deleteWebhook',
           summary: 'Delete a webhook endpoint',
+          description: 'Deletes an endpoint with its pending deliveries and their log.',
           tags,
           security,
           params: WebhookIdParam,
@@ -156,6 +162,8 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         schema: {
           operationId: 'rotateWebhookSecret',
           summary: 'Rotate the signing secret; the old one keeps signing beside it for 24 h',
+          description:
+            'Gives the endpoint a new signing secret. For 24 hours deliveries carry signatures of both the new and the old secret, so receivers can switch without losing any.',
           tags,
           security,
           params: WebhookIdParam,
@@ -179,6 +187,8 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         schema: {
           operationId: 'listWebhookDeliveries',
           summary: 'Delivery attempts to this endpoint, newest first, paged like the plant list',
+          description:
+            "Every delivery attempt to this endpoint, newest first: event, attempt number, status, outcome, error, duration and the next attempt's time.",
           tags,
           security,
           params: WebhookIdParam,
@@ -214,6 +224,8 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         schema: {
           operationId: 'recoverWebhook',
           summary: 'Re-send every event since a time that this endpoint has not acknowledged',
+          description:
+            'Queues again every event since `since` that this endpoint may receive and has not acknowledged, and enables the endpoint if it was disabled.',
           tags,
           security,
           params: WebhookIdParam,

@@ -148,6 +148,8 @@ const delivery = (type: string, summary: string) => ({
   post: {
     operationId: `webhook_${type.replace('.', '_')}`,
     summary,
+    // plantstore sends no bearer token: a delivery proves itself by its signature.
+    security: [],
     description:
       'A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.',
     parameters: deliveryHeaders,
