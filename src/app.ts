@@ -219,10 +219,28 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
         webhooks: WEBHOOKS_DOC,
       }) as never,
   });
+  // /docs as a self-hosted service's page: it reads this service's own /openapi.json (with
+  // `servers`, so its examples work when pasted), sends nothing off the machine (no agent, MCP,
+  // telemetry, request proxy or registry) and offers nothing that would (no toolbar with deploy
+  // and share, no developer tools, no button to Scalar's hosted client).
   await app.register(scalar, {
     routePrefix: '/docs',
     logLevel: 'warn',
-    configuration: { withDefaultFonts: false, title: 'plantstore API reference' },
+    configuration: {
+      url: '/openapi.json',
+      pageTitle: 'plantstore API reference',
+      title: 'plantstore API reference',
+      favicon: '/favicon.svg',
+      authentication: { preferredSecurityScheme: 'bearerAuth' },
+      hideClientButton: true,
+      withDefaultFonts: false,
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      telemetry: false,
+      showDeveloperTools: 'never',
+      showToolbar: 'never',
+      externalUrls: { dashboardUrl: '', registryUrl: '', proxyUrl: '', apiBaseUrl: '' },
+    } as never,
   });
 
   const auth = {

@@ -5,6 +5,12 @@ import { errorResponses, REQUEST_ID } from '../schemas/error.js';
 import type { Store } from '../store/store.js';
 import { origin } from './protected-resource.js';
 
+// A leaf, drawn in a 16×16 box.
+const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><title>plantstore</title>
+<path fill="#2e7d32" d="M13.5 2.5C7 2.5 3 6 3 10.5c0 1.2.3 2.2.8 3L2.5 15l1 .5 1.3-1.4c.9.6 2 .9 3.2.9 4.4 0 5.5-5 5.5-12.5z"/>
+<path fill="none" stroke="#c8e6c9" stroke-width=".8" d="M4.5 13.5C6.5 10 9 7.5 12 5"/></svg>
+`;
+
 const Status = {
   type: 'object',
   properties: { status: { type: 'string' } },
@@ -70,6 +76,13 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
           reply.type(metrics.registry.contentType);
           return metrics.registry.metrics();
         },
+      );
+    }
+
+    // plantstore's icon, for /docs and for browsers that ask /favicon.ico by themselves.
+    for (const url of ['/favicon.svg', '/favicon.ico']) {
+      app.get(url, { schema: { hide: true } }, async (_request, reply) =>
+        reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(FAVICON),
       );
     }
 
