@@ -322,7 +322,7 @@ export interface components {
             message: string;
             details?: {
                 /**
-                 * @description JSON pointer to the offending field.
+                 * @description JSON pointer to the offending field in its part of the request: `/name` in the body, `/limit` in the query, `/id` in the path.
                  * @example /name
                  */
                 field: string;

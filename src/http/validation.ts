@@ -91,15 +91,18 @@ export function validationError(
     seen.add(pointer);
     const name = pointer.split('/').pop() ?? '';
     const message = describe(e, pointer === '' ? root : valueAt(root, pointer), name, context);
-    details.push({ field: inBody ? pointer : name, message });
+    // One form everywhere: a JSON pointer into the part of the request the field is in
+    // (`/name` in the body, `/limit` in the query, `/id` in the path).
+    details.push({ field: pointer, message });
   }
   const label = (d: ErrorDetail) => {
-    if (!inBody) return context === 'querystring' ? `query parameter ${d.field}` : d.field;
-    return d.field === '' ? 'request body' : d.field.slice(1);
+    const field = d.field.slice(1);
+    if (!inBody) return context === 'querystring' ? `query parameter ${field}` : field;
+    return d.field === '' ? 'request body' : field;
   };
   const sentence = (d: ErrorDetail) =>
     !inBody && d.message === 'is not a known field'
-      ? `${d.field} is not a known query parameter`
+      ? `${d.field.slice(1)} is not a known query parameter`
       : `${label(d)} ${d.message}`;
   const message = details.map(sentence).join('; ') || 'the request is invalid';
   const code = inBody

@@ -19,7 +19,7 @@ export function encodeCursor(afterId: number, user: string, tag: string | null):
 /** The id a cursor continues after; 400 when it is malformed or belongs to another listing. */
 export function decodeCursor(cursor: string, user: string, tag: string | null): number {
   const bad = (why: string) =>
-    new BadRequestError('invalid_cursor', `cursor ${why}`, [{ field: 'cursor', message: why }]);
+    new BadRequestError('invalid_cursor', `cursor ${why}`, [{ field: '/cursor', message: why }]);
   if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad('is not a cursor this service issued');
   const m = /^1\.([1-9][0-9]{0,15})\.([A-Za-z0-9_-]{16})$/.exec(
     Buffer.from(cursor, 'base64url').toString('latin1'),

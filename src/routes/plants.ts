@@ -49,7 +49,7 @@ function plantId(raw: string): number {
   const id = Number(raw);
   if (!(id <= MAX_PLANT_ID)) {
     throw new BadRequestError('invalid_parameter', `id must be a whole number from 1 to ${MAX_PLANT_ID}`, [
-      { field: 'id', message: `must be a whole number from 1 to ${MAX_PLANT_ID}` },
+      { field: '/id', message: `must be a whole number from 1 to ${MAX_PLANT_ID}` },
     ]);
   }
   return id;

@@ -8,7 +8,11 @@ export const ErrorBody = Type.Object(
     details: Type.Optional(
       Type.Array(
         Type.Object({
-          field: Type.String({ description: 'JSON pointer to the offending field.', examples: ['/name'] }),
+          field: Type.String({
+            description:
+              'JSON pointer to the offending field in its part of the request: `/name` in the body, `/limit` in the query, `/id` in the path.',
+            examples: ['/name'],
+          }),
           message: Type.String({ examples: ['must not be blank'] }),
         }),
       ),

@@ -32,6 +32,24 @@ for (const engine of ENGINES) {
     });
     after(() => h?.close());
 
+    it('details[].field is a JSON pointer wherever the field is: query, path, cursor and body alike', async () => {
+      const c = await h.user();
+      const field = async (url: string, method = 'GET') =>
+        (await c.request({ method: method as 'GET', url }))
+          .json()
+          .details.map((d: { field: string }) => d.field);
+      assert.deepEqual(await field('/plants?limit=0'), ['/limit']);
+      assert.deepEqual(await field('/plants?color=green'), ['/color']);
+      assert.deepEqual(await field('/plants?cursor=nonsense'), ['/cursor']);
+      assert.deepEqual(await field('/plants/007'), ['/id']);
+      assert.deepEqual(await field('/plants/9007199254740992', 'DELETE'), ['/id']);
+      const body = await c.create({ name: '' });
+      assert.deepEqual(
+        body.json().details.map((d: { field: string }) => d.field),
+        ['/name'],
+      );
+    });
+
     it('include=id adds each id, on every page, and the next link repeats it; other values are 400', async () => {
       const c = await h.user();
       const ids: number[] = [];
