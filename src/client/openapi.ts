@@ -11,7 +11,7 @@ export interface paths {
         };
         /**
          * List the plants the caller may see, by id ascending
-         * @description The plants the caller may see (its own; everyone's with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant's id.
+         * @description The plants the caller may see (its own; everyone's with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant's id. A query parameter not listed here is 400 `invalid_parameter`.
          */
         get: operations["listPlants"];
         put?: never;

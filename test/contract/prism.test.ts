@@ -1,0 +1,302 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createToken } from '../../src/tokens/tokens.js';
+import { type Client, type Harness, harness } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+// Prism 5.16 runs on Node 24.18 or newer only; the Node 24 half of CI runs this file.
+const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+const skip =
+  major > 24 || (major === 24 && minor >= 18)
+    ? false
+    : `Prism 5.16 needs Node 24.18+; this is ${process.version}`;
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+interface Exchange {
+  name: string;
+  method: string;
+  path: string;
+  status: number;
+  client?: Client | null;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * The served document as a contract, checked by a tool nobody here wrote: Prism as a validating
+ * proxy (`--errors`) between these requests and the service. Every documented operation, and every
+ * status the tests can provoke, goes through it; a response that breaks the document (a status,
+ * header or body it does not describe) is a violation, and fails this test. Requests are passed on
+ * unchecked (`--validate-request false`) so that the service itself answers bad ones.
+ */
+describe('every operation through Prism, validating against the served document', { skip }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-prism-'));
+  let h: Harness;
+  let prism: ChildProcess;
+  let proxy: string;
+  let log = '';
+  before(async () => {
+    h = await harness(ENGINES[0]!, { rateLimit: 3 });
+    const base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const doc = await h.app.inject({ url: '/openapi.json', headers: { host: new URL(base).host } });
+    writeFileSync(join(dir, 'openapi.json'), doc.body);
+    const port = await freePort();
+    prism = spawn(
+      join(ROOT, 'node_modules/.bin/prism'),
+      [
+        'proxy',
+        join(dir, 'openapi.json'),
+        base,
+        '--errors',
+        '--validate-request',
+        'false',
+        '--port',
+        String(port),
+      ],
+      {
+        env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    prism.stdout!.on('data', (d) => (log += d));
+    prism.stderr!.on('data', (d) => (log += d));
+    proxy = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 30_000;
+    while (!/Prism is listening/.test(log)) {
+      if (Date.now() > deadline || prism.exitCode !== null) throw new Error(`Prism did not start: ${log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+  after(async () => {
+    prism?.kill();
+    await h?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers every exchange as documented: 0 violations', async () => {
+    const owner = await h.user();
+    const reader = await h.user(['plants:read']);
+    const writer = await h.user(['plants:write']);
+    const json = { 'content-type': 'application/json' };
+    const plant = (await owner.create({ name: 'Contract fern', tag: 'green' })).headers.location as string;
+    await owner.create({ name: 'Second', tag: 'green' });
+    const reg = await owner.request({
+      method: 'POST',
+      url: '/webhooks',
+      headers: json,
+      payload: JSON.stringify({ url: 'https://hooks.example.com/plantstore' }),
+    });
+    const hook = `/webhooks/${reg.json().id}`;
+    const limited = await h.user();
+
+    const exchanges: Exchange[] = [
+      {
+        name: 'create',
+        method: 'POST',
+        path: '/plants',
+        status: 201,
+        headers: { ...json, 'idempotency-key': 'k-1' },
+        body: '{"name":"Monstera","tag":"indoor"}',
+      },
+      {
+        name: 'create replayed',
+        method: 'POST',
+        path: '/plants',
+        status: 201,
+        headers: { ...json, 'idempotency-key': 'k-1' },
+        body: '{"name":"Monstera","tag":"indoor"}',
+      },
+      {
+        name: 'create, key reused with another body',
+        method: 'POST',
+        path: '/plants',
+        status: 422,
+        headers: { ...json, 'idempotency-key': 'k-1' },
+        body: '{"name":"Other"}',
+      },
+      {
+        name: 'create, bad body',
+        method: 'POST',
+        path: '/plants',
+        status: 400,
+        headers: json,
+        body: '{"name":""}',
+      },
+      {
+        name: 'create, taken id',
+        method: 'POST',
+        path: '/plants',
+        status: 409,
+        headers: json,
+        body: `{"id":${plant.split('/').pop()},"name":"Again"}`,
+      },
+      {
+        name: 'create, too large',
+        method: 'POST',
+        path: '/plants',
+        status: 413,
+        headers: json,
+        body: JSON.stringify({ name: 'x'.repeat(20_000) }),
+      },
+      {
+        name: 'create, not JSON',
+        method: 'POST',
+        path: '/plants',
+        status: 415,
+        headers: { 'content-type': 'text/plain' },
+        body: 'fern',
+      },
+      {
+        name: 'create, no token',
+        method: 'POST',
+        path: '/plants',
+        status: 401,
+        client: null,
+        headers: json,
+        body: '{"name":"x"}',
+      },
+      {
+        name: 'create, read-only token',
+        method: 'POST',
+        path: '/plants',
+        status: 403,
+        client: reader,
+        headers: json,
+        body: '{"name":"x"}',
+      },
+      { name: 'list', method: 'GET', path: '/plants?limit=1', status: 200 },
+      { name: 'list with ids and tag', method: 'GET', path: '/plants?include=id&tag=green', status: 200 },
+      { name: 'list, bad limit', method: 'GET', path: '/plants?limit=0', status: 400 },
+      { name: 'list, unknown parameter', method: 'GET', path: '/plants?color=red', status: 400 },
+      { name: 'list, write-only token', method: 'GET', path: '/plants', status: 403, client: writer },
+      {
+        name: 'list, bad token',
+        method: 'GET',
+        path: '/plants',
+        status: 401,
+        headers: { authorization: 'Bearer pst_nope' },
+        client: null,
+      },
+      { name: 'read', method: 'GET', path: plant, status: 200 },
+      { name: 'read, none', method: 'GET', path: '/plants/999999', status: 404 },
+      { name: 'read, bad id', method: 'GET', path: '/plants/007', status: 400 },
+      {
+        name: 'webhook create',
+        method: 'POST',
+        path: '/webhooks',
+        status: 201,
+        headers: json,
+        body: '{"url":"https://hooks.example.com/x"}',
+      },
+      {
+        name: 'webhook create, private',
+        method: 'POST',
+        path: '/webhooks',
+        status: 400,
+        headers: json,
+        body: '{"url":"http://10.0.0.1/x"}',
+      },
+      { name: 'webhooks', method: 'GET', path: '/webhooks', status: 200 },
+      { name: 'webhook', method: 'GET', path: hook, status: 200 },
+      { name: 'webhook, none', method: 'GET', path: '/webhooks/whk_none', status: 404 },
+      { name: 'rotate', method: 'POST', path: `${hook}/rotate-secret`, status: 200 },
+      { name: 'deliveries', method: 'GET', path: `${hook}/deliveries?limit=5`, status: 200 },
+      {
+        name: 'recover',
+        method: 'POST',
+        path: `${hook}/recover`,
+        status: 202,
+        headers: json,
+        body: '{"since":"2026-01-01T00:00:00Z"}',
+      },
+      {
+        name: 'events, not a stream request',
+        method: 'GET',
+        path: '/events',
+        status: 406,
+        headers: { accept: 'application/json' },
+      },
+      {
+        name: 'events, expired Last-Event-ID',
+        method: 'GET',
+        path: '/events',
+        status: 410,
+        headers: { accept: 'text/event-stream', 'last-event-id': 'evt_gone' },
+      },
+      { name: 'webhook delete', method: 'DELETE', path: hook, status: 204 },
+      { name: 'delete', method: 'DELETE', path: plant, status: 204 },
+      { name: 'delete, gone', method: 'DELETE', path: plant, status: 404 },
+      { name: 'health', method: 'GET', path: '/healthz', status: 200, client: null },
+      { name: 'ready', method: 'GET', path: '/readyz', status: 200, client: null },
+      { name: 'metrics', method: 'GET', path: '/metrics', status: 200, client: null },
+      { name: 'document', method: 'GET', path: '/openapi.json', status: 200, client: null },
+      // The fourth request of one token in a window is 429.
+      ...[1, 2, 3].map((i) => ({
+        name: `limited ${i}`,
+        method: 'GET',
+        path: '/plants',
+        status: 200,
+        client: limited,
+      })),
+      { name: 'rate limited', method: 'GET', path: '/plants', status: 429, client: limited },
+    ];
+    const problems: string[] = [];
+    // The per-token limit is 3 a window: each exchange of the owner's goes with a token of its own.
+    const ownerToken = async () =>
+      (
+        await createToken(h.store, {
+          user: owner.user,
+          scopes: ['plants:read', 'plants:write'],
+          name: null,
+          expiresInMs: null,
+        })
+      ).secret;
+    for (const x of exchanges) {
+      const who = x.client === undefined ? { authorization: `Bearer ${await ownerToken()}` } : x.client?.auth;
+      let res: Response;
+      try {
+        res = await fetch(`${proxy}${x.path}`, {
+          method: x.method,
+          headers: { ...who, ...x.headers },
+          ...(x.body === undefined ? {} : { body: x.body }),
+          signal: AbortSignal.timeout(10_000),
+        });
+      } catch (err) {
+        problems.push(`${x.name}: ${x.method} ${x.path} → no answer: ${(err as Error).message}`);
+        continue;
+      }
+      const text = await res.text();
+      const violations = res.headers.get('sl-violations');
+      if (res.status !== x.status || violations) {
+        problems.push(
+          `${x.name}: ${x.method} ${x.path} → ${res.status} (wanted ${x.status}) ${violations ?? ''} ${text.slice(0, 300)}`,
+        );
+      }
+    }
+    assert.deepEqual(
+      problems,
+      [],
+      log
+        .split('\n')
+        .filter((l) => /violation|error/i.test(l))
+        .slice(-20)
+        .join('\n'),
+    );
+    assert.ok(exchanges.length >= 38);
+  });
+});
