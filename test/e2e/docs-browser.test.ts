@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,7 +17,7 @@ const skip = existsSync(CHROMIUM)
     ? false
     : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set PLANTSTORE_TEST_CHROMIUM)`;
 
-describe('/docs as a person meets it, in Chromium (CONTRACT.md section 9)', { skip }, () => {
+describe('in Chromium: /docs as a person meets it (CONTRACT.md section 9), and the client in a browser', { skip }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'plantstore-docs-'));
   const env = { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` };
   let server: Server;
@@ -105,6 +105,55 @@ describe('/docs as a person meets it, in Chromium (CONTRACT.md section 9)', { sk
     const id = /\/plants\/(\d+)$/.exec((await res.headerValue('location')) ?? '')?.[1];
     const listed = await cli(['plants', 'get', id!], { PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: token });
     assert.equal(listed.stdout, `${id}\tMonstera\tindoor\n`);
+    assert.deepEqual([...origins], [server.url]);
+    await page.close();
+  });
+
+  it('the typed client runs in the browser: create, list every page, read, verify a signature', async () => {
+    const page = await browser.newPage();
+    const origins = new Set<string>();
+    page.on('request', (r) => origins.add(new URL(r.url()).origin));
+    // A page of the service's own origin, so that the client's requests are same-origin.
+    await page.goto(`${server.url}/healthz`);
+    // The built module as shipped (dist/client/index.js: no imports at run time).
+    const code = readFileSync(fileURLToPath(new URL('../../dist/client/index.js', import.meta.url)), 'utf8');
+    assert.doesNotMatch(code, /^import /m, 'the client has no run-time imports');
+    await page.addScriptTag({
+      type: 'module',
+      content: `${code}\nwindow.plantstoreClient = { PlantStore, signWebhook, verifyWebhook };`,
+    });
+    await page.waitForFunction(() => 'plantstoreClient' in window);
+    const out = await page.evaluate(
+      async ({ url, token }) => {
+        // biome-ignore lint/suspicious/noExplicitAny: the module's exports, set on window above
+        const { PlantStore, signWebhook, verifyWebhook } = (window as any).plantstoreClient;
+        const store = new PlantStore({ url, token });
+        const made = [];
+        for (let i = 0; i < 5; i++)
+          made.push(await store.create({ name: `Browser fern ${i}`, tag: 'browser' }));
+        const listed = [];
+        for await (const p of store.list({ limit: 2, tag: 'browser' })) listed.push(p.id);
+        const one = await store.get(made[2].id);
+        const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+        const now = Math.floor(Date.now() / 1000);
+        const body = JSON.stringify({
+          type: 'plant.created',
+          timestamp: new Date().toISOString(),
+          data: { id: 1, name: 'x' },
+        });
+        const headers = {
+          'webhook-id': 'evt_1',
+          'webhook-timestamp': String(now),
+          'webhook-signature': await signWebhook(secret, 'evt_1', now, body),
+        };
+        const verified = await verifyWebhook(secret, headers, body);
+        return { made: made.map((p) => p.id), listed, one, verified: verified.id };
+      },
+      { url: server.url, token },
+    );
+    assert.deepEqual(out.listed, out.made);
+    assert.deepEqual(out.one, { name: 'Browser fern 2', tag: 'browser' });
+    assert.equal(out.verified, 'evt_1');
     assert.deepEqual([...origins], [server.url]);
     await page.close();
   });
