@@ -17,7 +17,7 @@ const skip = existsSync(CHROMIUM)
     ? false
     : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set PLANTSTORE_TEST_CHROMIUM)`;
 
-describe('in Chromium: /docs as a person meets it (CONTRACT.md section 9), and the client in a browser', { skip }, () => {
+describe('in Chromium: /docs as a person meets it, and the client in a browser', { skip }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'plantstore-docs-'));
   const env = { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` };
   let server: Server;
