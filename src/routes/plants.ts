@@ -4,9 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { type CachedPage, PageCache } from '../http/page-cache.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
-import type { PlantService } from '../plants/service.js';
+import { ListCache } from '../plants/list-cache.js';
+import type { Page, PlantService } from '../plants/service.js';
 import { errorResponses, RATE_LIMIT, REQUEST_ID } from '../schemas/error.js';
 import {
   ListQuery,
@@ -45,6 +45,14 @@ const pageView = (p: PlantRecord): PlantListItem =>
 const pageViewWithId = (p: PlantRecord): PlantListItem =>
   p.tag === null ? { id: p.id, name: p.name } : { id: p.id, name: p.name, tag: p.tag };
 
+// The next page's link: the same query, with the page's limit and the next cursor.
+function nextLink(page: Page, q: ListQuery): string | undefined {
+  if (page.next === null) return undefined;
+  const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
+  const include = q.include === undefined ? '' : '&include=id';
+  return `</plants?limit=${page.limit}&cursor=${page.next}${tag}${include}>; rel="next"`;
+}
+
 function plantId(raw: string): number {
   const id = Number(raw);
   if (!(id <= MAX_PLANT_ID)) {
@@ -57,12 +65,7 @@ function plantId(raw: string): number {
 
 /** The plant API of the interface document: HTTP only; the rules live in PlantService. */
 export function plantRoutes(service: PlantService, auth: AuthDeps) {
-  const pages = new PageCache();
-  // Pages being built, by cache key and version: the requests that miss the cache together (after
-  // a write, every connection's next list) wait for one build instead of each querying and
-  // serializing the same page. Fifty concurrent builds of a 1,000-plant page held the event loop
-  // for ~50 ms.
-  const building = new Map<string, Promise<CachedPage>>();
+  const lists = new ListCache(service);
   return async (root: FastifyInstance) => {
     const app = root.withTypeProvider<TypeBoxTypeProvider>();
     const security = auth.security;
@@ -140,49 +143,16 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const q = request.query;
-        const caller = request.caller!;
-        // Read the version before the store: a write landing in between only makes the entry stale.
-        const asked = service.listVersion(caller);
-        const version = asked === undefined ? undefined : await asked;
-        const key = `${caller.scopes.has('plants:admin') ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
-        const build = async (): Promise<{ body: string; link: string | undefined }> => {
-          const page = await service.list(caller, {
-            limit: q.limit === undefined ? undefined : Number(q.limit),
-            tag: q.tag,
-            cursor: q.cursor,
-          });
-          let link: string | undefined;
-          if (page.next !== null) {
-            const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
-            const include = q.include === undefined ? '' : '&include=id';
-            link = `</plants?limit=${page.limit}&cursor=${page.next}${tag}${include}>; rel="next"`;
-          }
-          const view = q.include === 'id' ? pageViewWithId : pageView;
-          return { body: reply.serialize(page.plants.map(view)) as string, link };
+        const query = {
+          limit: q.limit === undefined ? undefined : Number(q.limit),
+          tag: q.tag,
+          cursor: q.cursor,
+          include: q.include,
         };
-        let out: { body: string | Buffer; link: string | undefined };
-        if (version === undefined) {
-          out = await build();
-        } else {
-          const hit = pages.get(key, version);
-          if (hit) {
-            out = hit;
-          } else {
-            const flight = `${key}\0${version}`;
-            let pending = building.get(flight);
-            if (pending === undefined) {
-              pending = build()
-                .then(({ body, link }) => {
-                  const page = { version, body: Buffer.from(body), link };
-                  pages.set(key, page);
-                  return page;
-                })
-                .finally(() => building.delete(flight));
-              building.set(flight, pending);
-            }
-            out = await pending;
-          }
-        }
+        const out = await lists.get(request.caller!, query, (page) => ({
+          body: reply.serialize(page.plants.map(q.include === 'id' ? pageViewWithId : pageView)) as string,
+          link: nextLink(page, q),
+        }));
         if (out.link) reply.header('link', out.link);
         return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
       },
