@@ -141,6 +141,7 @@ export function registerClientCommands(program: Command): void {
     try {
       for await (const e of store.events({
         signal: stop.signal,
+        onOpen: () => process.stderr.write('connected: streaming events as they commit\n'),
         ...(o.lastEventId ? { lastEventId: o.lastEventId } : {}),
       })) {
         out(o.json ? JSON.stringify(e) : `${e.id}\t${e.type}\t${JSON.stringify(e.data)}`);

@@ -130,9 +130,12 @@ export class PlantStore {
   /**
    * The live stream of plant events, as they commit. Resumes after a lost connection with
    * `Last-Event-ID`, missing nothing still kept; ends when `signal` aborts. A 410 (the last event
-   * seen is no longer kept) ends it with a PlantStoreError.
+   * seen is no longer kept) ends it with a PlantStoreError. `onOpen` is called each time the
+   * stream is (re)connected.
    */
-  async *events(opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<PlantEvent> {
+  async *events(
+    opts: { lastEventId?: string; signal?: AbortSignal; onOpen?: () => void } = {},
+  ): AsyncGenerator<PlantEvent> {
     let last = opts.lastEventId;
     let failures = 0;
     while (!opts.signal?.aborted) {
@@ -160,6 +163,7 @@ export class PlantStore {
         }
         throw await refusal(res);
       }
+      opts.onOpen?.();
       try {
         for await (const m of sseMessages(res.body!)) {
           failures = 0;

@@ -85,6 +85,8 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
       while (!/signing secret: (whsec_\S+)/.test(stderr) && Date.now() < deadline) await sleep(50);
       const secret = /signing secret: (whsec_\S+)/.exec(stderr)?.[1];
       assert.ok(secret, stderr);
+      while (!/connected/.test(stderr) && Date.now() < deadline) await sleep(50);
+      assert.match(stderr, /connected: streaming events/, `events tail did not connect: ${stderr}`);
       // The stream starts at the log's head once connected: create until one arrives (a slow start
       // may miss the first), then check the delivery against what was created.
       const created = new Map<number, string>();
@@ -93,7 +95,12 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
         created.set(Number((await cli(['plants', 'create', '--name', name], as)).stdout.trim()), name);
         await sleep(400);
       }
-      const [d] = await r.waitFor(1, 1_000);
+      const [d] = await r.waitFor(1, 1_000).catch((err) => {
+        const logs = server.logs.slice(-20).join('\n');
+        throw new Error(
+          `${(err as Error).message}; events tail wrote: ${stderr} / ${stdout}; server: ${logs}`,
+        );
+      });
       const event = new Webhook(secret!).verify(d!.body, d!.headers as Record<string, string>) as {
         type: string;
         data: { id: number; name: string };

@@ -40,6 +40,14 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
     stderr += d;
   });
   const url = await new Promise<string>((resolve, reject) => {
+    // Only until it listens: a timer left running killed a server whose tests took over 20 s on a
+    // loaded CI machine, mid-test.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(`serve did not report listening within 20 s (LOG_LEVEL must be info or lower): ${stderr}`),
+      );
+    }, 20_000);
     let buf = '';
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
@@ -49,17 +57,17 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
         buf = buf.slice(i + 1);
         logs.push(line);
         const m = /Server listening at (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(line);
-        if (m) resolve(m[1]!);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
         i = buf.indexOf('\n');
       }
     });
-    child.once('exit', (code) => reject(new Error(`serve exited ${code} before listening: ${stderr}`)));
-    setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(
-        new Error(`serve did not report listening within 20 s (LOG_LEVEL must be info or lower): ${stderr}`),
-      );
-    }, 20_000).unref();
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited ${code} before listening: ${stderr}`));
+    });
   });
   return {
     child,
