@@ -40,7 +40,10 @@ function init(args)
   math.randomseed(now_us() + (wrk.thread and 0 or 0))
 end
 
-latencies = {}
+-- Flat globals only: wrk copies a thread's globals to the main state in done(), and nested tables
+-- crashed it. One array of latencies (µs) per class, and status counts by "class:status".
+local CLASSES = { 'list', 'deep', 'read', 'create' }
+for _, c in ipairs(CLASSES) do _G['lat_' .. c] = {} end
 statuses = {}
 
 function request()
@@ -60,8 +63,8 @@ function response(status, hdrs, body)
   if not id then return end
   local class, sent = id:match('^(%a+)-(%d+)$')
   if not class then return end
-  local l = latencies[class]
-  if not l then l = {}; latencies[class] = l end
+  local l = _G['lat_' .. class]
+  if not l then return end
   l[#l + 1] = now_us() - tonumber(sent)
   local key = class .. ':' .. status
   statuses[key] = (statuses[key] or 0) + 1
@@ -80,9 +83,12 @@ end
 function done(summary, latency, requests)
   local all, counts = {}, {}
   for _, t in ipairs(threads) do
-    for class, l in pairs(t:get('latencies') or {}) do
-      all[class] = all[class] or {}
-      for _, v in ipairs(l) do table.insert(all[class], v) end
+    for _, class in ipairs(CLASSES) do
+      local l = t:get('lat_' .. class) or {}
+      if #l > 0 then
+        all[class] = all[class] or {}
+        for _, v in ipairs(l) do table.insert(all[class], v) end
+      end
     end
     for key, n in pairs(t:get('statuses') or {}) do counts[key] = (counts[key] or 0) + n end
   end

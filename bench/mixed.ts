@@ -31,6 +31,8 @@ const { values: opt } = parseArgs({
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     mix: { type: 'string', multiple: true, default: ['list:36,deep:24,read:25,create:15', 'create:100'] },
+    // Writes the server's CPU profile (--cpu-prof) into this folder.
+    profile: { type: 'string' },
   },
 });
 const USERS = Number(opt.users);
@@ -257,4 +259,9 @@ for (const mix of opt.mix!) {
     `| ${mix} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(ours.map((r) => r.p50)).toFixed(2)} ms | ${median(ours.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
   );
 }
+// A clean stop, so that a profile is written.
+ceil.kill('SIGCONT');
+ps.kill('SIGCONT');
+ps.kill('SIGTERM');
+await new Promise((r) => ps.once('exit', r));
 process.exit(0);
