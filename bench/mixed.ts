@@ -263,5 +263,8 @@ for (const mix of opt.mix!) {
 ceil.kill('SIGCONT');
 ps.kill('SIGCONT');
 ps.kill('SIGTERM');
-await new Promise((r) => ps.once('exit', r));
+const [code, signal] = await new Promise<[number | null, string | null]>((r) =>
+  ps.once('exit', (c, s) => r([c, s])),
+);
+if (opt.profile) console.error(`server exited: ${code ?? signal}`);
 process.exit(0);
