@@ -9,11 +9,10 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort, waitReady } from './ports.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -35,14 +34,6 @@ function baseTree(): string {
     stdio: 'inherit',
   });
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 interface Target {
@@ -74,16 +65,7 @@ async function start(name: string, tree: string, hooks: number, receiver: string
     },
   );
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    if (
-      await fetch(`${url}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitReady(url, '/readyz');
   for (let i = 0; i < hooks; i++) {
     const res = await fetch(`${url}/webhooks`, {
       method: 'POST',

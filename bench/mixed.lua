@@ -17,7 +17,6 @@ local function now_us()
   return tonumber(ts.tv_sec) * 1000000 + math.floor(tonumber(ts.tv_nsec) / 1000)
 end
 
-local pool = {}
 local byClass = {}
 for line in io.lines(os.getenv('MIXED_POOL')) do
   local class, method, path, token, body = line:match('^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t?(.*)$')
@@ -37,7 +36,7 @@ for name, w in (os.getenv('MIXED_MIX') or ''):gmatch('(%w+):(%d+)') do
 end
 
 function init(args)
-  math.randomseed(now_us() + (wrk.thread and 0 or 0))
+  math.randomseed(now_us())
 end
 
 -- Flat globals only: wrk copies a thread's globals to the main state in done(), and nested tables

@@ -14,14 +14,13 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { openStore } from '../src/store/index.js';
 import { createToken } from '../src/tokens/tokens.js';
+import { freePort, waitReady } from './ports.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -56,28 +55,6 @@ const rand = () => {
   return state / 2 ** 31;
 };
 const tagOf = (i: number) => (i % 2 === 0 ? `tag-${(i >> 1) % TAGS}` : null);
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-async function ready(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (
-      await fetch(`${url}/healthz`).then(
-        (r) => r.status < 500,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not start`);
-}
 
 // The store: USERS × PER_USER plants, ids interleaved across users as real traffic makes them.
 const dbPath = join(tmp, 'plants.db');
@@ -137,8 +114,8 @@ const ceil = spawn('taskset', ['-c', '0', process.execPath, join(ROOT, 'bench/ce
 });
 children.push(ceil);
 const ceiling = `http://127.0.0.1:${cport}`;
-await ready(plantstore);
-await ready(ceiling);
+await waitReady(plantstore, '/readyz');
+await waitReady(ceiling, '/healthz'); // the ceiling answers any GET
 
 // The pool of real requests, drawn before the run.
 const db = new Database(dbPath, { readonly: true });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
+import { ID_TEXT, LIMIT_TEXT } from '../schemas/plant.js';
 import { UsageError } from '../usage-error.js';
 import { type ListedPlant, type PlantEvent, PlantStore, signWebhook } from './index.js';
 
@@ -33,7 +34,7 @@ function withClient(cmd: Command): Command {
 
 function plantId(text: string): number {
   const id = Number(text);
-  if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(id)) {
+  if (!new RegExp(ID_TEXT).test(text) || !Number.isSafeInteger(id)) {
     throw new UsageError(`a plant id is a whole number 1 … 9007199254740991; got ${JSON.stringify(text)}`);
   }
   return id;
@@ -72,7 +73,7 @@ export function registerClientCommands(program: Command): void {
       .option('--limit <n>', 'page size, 1 … 1000 (default 100)')
       .option('--all', 'follow every next link, not only the first page'),
   ).action(async (o: ClientOpts & { tag?: string; limit?: string; all?: boolean }) => {
-    if (o.limit !== undefined && !/^(?:[1-9][0-9]{0,2}|1000)$/.test(o.limit)) {
+    if (o.limit !== undefined && !new RegExp(LIMIT_TEXT).test(o.limit)) {
       throw new UsageError(`--limit must be 1 … 1000; got ${JSON.stringify(o.limit)}`);
     }
     const store = connect(o);

@@ -4,7 +4,7 @@ import { AppError } from '../errors.js';
 import type { EventStreams } from '../events/stream.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed } from '../http/route-guards.js';
-import { errorResponses, RATE_LIMIT, REQUEST_ID } from '../schemas/error.js';
+import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import type { Store } from '../store/store.js';
 
 // Before authentication reads anything: a client that cannot take a stream is told so first.
@@ -49,7 +49,7 @@ export function eventRoutes(streams: EventStreams, store: Store, auth: AuthDeps)
           response: {
             200: {
               description: 'The stream (text/event-stream).',
-              headers: { ...REQUEST_ID, ...RATE_LIMIT },
+              headers: SUCCESS_HEADERS,
               content: { 'text/event-stream': { schema: { type: 'string' } } },
             },
             ...errorResponses(401, 403, 406, 410, 429, 500, 503),

@@ -7,7 +7,7 @@ import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { Page, PlantService } from '../plants/service.js';
-import { errorResponses, RATE_LIMIT, REQUEST_ID } from '../schemas/error.js';
+import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
   ListQuery,
   MAX_PLANT_ID,
@@ -20,8 +20,6 @@ import {
 import type { PlantRecord } from '../store/store.js';
 
 export const BODY_LIMIT = 16 * 1024;
-// The headers of every successful answer to an authenticated request.
-const OK_HEADERS = { ...REQUEST_ID, ...RATE_LIMIT };
 const tags = ['plants'];
 
 const IdempotencyHeaders = Type.Object({
@@ -97,7 +95,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
                   enum: ['true'],
                   description: 'Present when this answer replays the first one for the same Idempotency-Key.',
                 },
-                ...OK_HEADERS,
+                ...SUCCESS_HEADERS,
               },
             },
             ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503),
@@ -134,7 +132,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
                   description:
                     'The next page, `</plants?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page.',
                 },
-                ...OK_HEADERS,
+                ...SUCCESS_HEADERS,
               },
             },
             ...errorResponses(400, 401, 403, 429, 500, 503),
@@ -171,7 +169,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           security,
           params: PlantIdParam,
           response: {
-            200: { ...Plant, description: 'The plant.', headers: OK_HEADERS },
+            200: { ...Plant, description: 'The plant.', headers: SUCCESS_HEADERS },
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },
@@ -192,7 +190,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           security,
           params: PlantIdParam,
           response: {
-            204: Type.Null({ description: 'Deleted; no body.', headers: OK_HEADERS }),
+            204: Type.Null({ description: 'Deleted; no body.', headers: SUCCESS_HEADERS }),
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },

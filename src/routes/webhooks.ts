@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import type { WebhookService } from '../events/webhooks.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
-import { errorResponses, RATE_LIMIT, REQUEST_ID } from '../schemas/error.js';
+import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
   AttemptList,
   AttemptsQuery,
@@ -16,9 +16,6 @@ import {
   WebhookWithSecret,
 } from '../schemas/webhook.js';
 import type { AttemptRecord, EndpointRecord } from '../store/store.js';
-
-// The headers of every successful answer to an authenticated request.
-const OK_HEADERS = { ...REQUEST_ID, ...RATE_LIMIT };
 
 const tags = ['webhooks'];
 const BODY_LIMIT = 16 * 1024;
@@ -75,7 +72,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
             201: {
               ...WebhookWithSecret,
               description: 'Created; `Location: /webhooks/{id}`.',
-              headers: { location: { type: 'string', description: '/webhooks/{id}' }, ...OK_HEADERS },
+              headers: { location: { type: 'string', description: '/webhooks/{id}' }, ...SUCCESS_HEADERS },
             },
             ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
           },
@@ -100,7 +97,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           tags,
           security,
           response: {
-            200: { ...WebhookList, description: 'The endpoints.', headers: OK_HEADERS },
+            200: { ...WebhookList, description: 'The endpoints.', headers: SUCCESS_HEADERS },
             ...errorResponses(401, 403, 429, 500, 503),
           },
         },
@@ -123,7 +120,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
             200: {
               ...WebhookWithSecret,
               description: 'The endpoint, its secret included.',
-              headers: OK_HEADERS,
+              headers: SUCCESS_HEADERS,
             },
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
@@ -144,7 +141,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           security,
           params: WebhookIdParam,
           response: {
-            204: Type.Null({ description: 'Deleted; no body.', headers: OK_HEADERS }),
+            204: Type.Null({ description: 'Deleted; no body.', headers: SUCCESS_HEADERS }),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },
@@ -171,7 +168,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
             200: {
               ...WebhookWithSecret,
               description: 'The endpoint with its new secret.',
-              headers: OK_HEADERS,
+              headers: SUCCESS_HEADERS,
             },
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
@@ -199,7 +196,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
               description: 'A page of attempts; `Link: <…>; rel="next"` while more follow.',
               headers: {
                 link: { type: 'string', description: 'The next page, when more follow.' },
-                ...OK_HEADERS,
+                ...SUCCESS_HEADERS,
               },
             },
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
@@ -233,7 +230,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           response: {
             202: Type.Object(
               { queued: Type.Integer({ description: 'Events queued again.' }) },
-              { description: 'Accepted; the deliveries are queued.', headers: OK_HEADERS },
+              { description: 'Accepted; the deliveries are queued.', headers: SUCCESS_HEADERS },
             ),
             ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
           },

@@ -50,6 +50,8 @@ export const RATE_LIMIT = {
   'ratelimit-remaining': header('Requests left in the current window.', 'integer'),
   'ratelimit-reset': header('Seconds until the window resets.', 'integer'),
 };
+/** The headers of every successful answer to an authenticated request. */
+export const SUCCESS_HEADERS = { ...REQUEST_ID, ...RATE_LIMIT };
 const RETRY_AFTER = { 'retry-after': header('Seconds to wait before trying again.', 'integer') };
 
 const HEADERS: Record<number, Record<string, unknown>> = {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { maskOf, typesOf } from '../event-mask.js';
+import { maskOf, typeBit, typeOfBit, typesOf } from '../event-mask.js';
 import type {
   AttemptRecord,
   DeliveryJob,
@@ -12,9 +12,8 @@ import type {
   NewEvent,
 } from '../store.js';
 
-// Event types as the log stores them; the numbers are also their bits in endpoint masks.
-const TYPE_CODE: Record<EventType, number> = { 'plant.created': 1, 'plant.deleted': 2 };
-const TYPE_OF: Record<number, EventType> = { 1: 'plant.created', 2: 'plant.deleted' };
+// The log stores an event's type as its bit in endpoint masks (event-mask.ts), so that matching
+// an endpoint is one AND in SQL.
 
 interface EventRow {
   seq: number;
@@ -245,7 +244,7 @@ export class SqliteEvents {
 
   /** Records an event of the open transaction; queueDeliveries() writes it before the commit. */
   record(event: NewEvent, type: EventType, owner: string, data: EventData): void {
-    this.pending.push([TYPE_CODE[type], owner, data.id, data.name, data.tag ?? null, event.at.getTime()]);
+    this.pending.push([typeBit(type), owner, data.id, data.name, data.tag ?? null, event.at.getTime()]);
   }
 
   /** How many events are recorded and not yet written (a savepoint's rollback returns to it). */
@@ -283,7 +282,7 @@ export class SqliteEvents {
   private toEvent(r: EventRow): EventRecord {
     return {
       id: r.legacy_id ?? eventId(this.key, r.seq),
-      type: TYPE_OF[r.type]!,
+      type: typeOfBit(r.type)!,
       owner: r.owner,
       data: eventData(r.plant_id, r.name, r.tag),
       createdAt: new Date(r.created_at),
