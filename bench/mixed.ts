@@ -93,6 +93,7 @@ const ps = spawn(
     '-c',
     '0',
     process.execPath,
+    ...(opt.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opt.profile)}`] : []),
     join(ROOT, 'bin/plantstore'),
     'serve',
     '--port',

@@ -134,7 +134,7 @@ export class Metrics {
       migrate: store.migrate.bind(store),
       close: store.close.bind(store),
       poolStats: store.poolStats?.bind(store),
-      listVersion: store.listVersion?.bind(store),
+      listMarks: store.listMarks?.bind(store),
       onDeliveriesQueued: store.onDeliveriesQueued.bind(store),
     };
     for (const name of TIMED) {

@@ -1,3 +1,4 @@
+import type { ListMarks } from '../store/store.js';
 import type { Caller } from '../tokens/verifier.js';
 import type { Page, PlantService } from './service.js';
 
@@ -17,18 +18,27 @@ export interface ListQuery {
 interface Entry {
   body: Buffer;
   link: string | undefined;
-  version: string;
+  /** The store's marks read before the page was: it is exact for any marks that agree with these. */
+  marks: ListMarks;
+  /** The last page (no next): a plant created after every other one lands on it. */
+  last: boolean;
 }
 
+/** Whether a page built under `was` still shows what the store holds under `now`. */
+const stillExact = (page: Entry, now: ListMarks): boolean =>
+  page.marks.reorder === now.reorder && (!page.last || page.marks.top === now.top);
+
 /**
- * List pages, rendered, kept while the store's list version for their owner is unchanged: a
- * caching layer over PlantService.list. Only engines that know every write (SQLite) give a
- * version, so a page can never outlive a change to the plants it shows; elsewhere every list
- * goes to the store. Requests that miss together (after a write, every connection's next list)
- * wait for one build instead of each querying and serializing the same page: fifty concurrent
- * builds of a 1,000-plant page held the event loop for ~50 ms. Bounded by total body size; the
- * oldest entries go first. The body is kept as bytes, so a hit neither encodes a string to UTF-8
- * nor measures it again.
+ * List pages, rendered, kept while the store's marks (ListMarks) say they are still exact: a
+ * caching layer over PlantService.list. A plant created with a server-assigned id comes after every
+ * other, so it changes only the last page of each list it belongs to; every other page of that
+ * owner survives it. A delete, or a create below the newest id, drops all the owner's pages. Only
+ * engines that know every write (SQLite) give marks, so a page can never outlive a change to the
+ * plants it shows; elsewhere every list goes to the store. Requests that miss together (after a
+ * write, every connection's next list) wait for one build instead of each querying and
+ * serializing the same page: fifty concurrent builds of a 1,000-plant page held the event loop for
+ * ~50 ms. Bounded by total body size; the oldest entries go first. The body is kept as bytes, so a
+ * hit neither encodes a string to UTF-8 nor measures it again.
  */
 export class ListCache {
   private readonly pages = new Map<string, Entry>();
@@ -37,7 +47,7 @@ export class ListCache {
 
   constructor(
     private readonly service: PlantService,
-    private readonly maxBytes = 16 * 1024 * 1024,
+    private readonly maxBytes = 64 * 1024 * 1024,
   ) {}
 
   /** The caller's page for `q`, rendered by `render` when it is not kept. */
@@ -46,21 +56,22 @@ export class ListCache {
     q: ListQuery,
     render: (page: Page) => { body: string; link: string | undefined },
   ): Promise<RenderedPage> {
-    // Read the version before the store: a write landing in between only makes the entry stale.
-    const asked = this.service.listVersion(caller);
-    const build = async () => render(await this.service.list(caller, q));
-    if (asked === undefined) return build();
-    const version = await asked;
+    // Read the marks before the store: a write landing in between only makes the entry stale.
+    const asked = this.service.listMarks(caller, q.tag);
+    if (asked === undefined) return render(await this.service.list(caller, q));
+    const marks = await asked;
     const admin = caller.scopes.has('plants:admin');
     const key = `${admin ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
-    const hit = this.lookup(key, version);
+    const hit = this.lookup(key, marks);
     if (hit) return hit;
-    const flight = `${key}\0${version}`;
+    const flight = `${key}\0${marks.reorder}\0${marks.top}`;
     let pending = this.building.get(flight);
     if (pending === undefined) {
-      pending = build()
-        .then(({ body, link }) => {
-          const entry = { body: Buffer.from(body), link, version };
+      pending = this.service
+        .list(caller, q)
+        .then((page) => {
+          const { body, link } = render(page);
+          const entry = { body: Buffer.from(body), link, marks, last: page.next === null };
           this.store(key, entry);
           return entry;
         })
@@ -70,10 +81,10 @@ export class ListCache {
     return pending;
   }
 
-  private lookup(key: string, version: string): Entry | undefined {
+  private lookup(key: string, marks: ListMarks): Entry | undefined {
     const page = this.pages.get(key);
     if (page === undefined) return undefined;
-    if (page.version === version) return page;
+    if (stillExact(page, marks)) return page;
     this.delete(key, page);
     return undefined;
   }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { AppError, ConflictError, NotFoundError } from '../errors.js';
 import type { PlantCreate } from '../schemas/plant.js';
 import type { Scope } from '../schemas/token.js';
-import type { NewEvent, PlantRecord, Store } from '../store/store.js';
+import type { ListMarks, NewEvent, PlantRecord, Store } from '../store/store.js';
 import type { Caller } from '../tokens/verifier.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
@@ -123,9 +123,9 @@ export class PlantService {
     return { plants, next: more && last ? encodeCursor(last.id, caller.user, tag) : null, limit };
   }
 
-  /** Changes whenever the caller's list may have changed; undefined when the engine cannot tell. */
-  listVersion(caller: Caller): Promise<string> | undefined {
-    return this.store.listVersion?.(isAdmin(caller) ? null : caller.user);
+  /** What the caller's pages with `tag` depend on (ListMarks); undefined when the engine cannot tell. */
+  listMarks(caller: Caller, tag: string | undefined): Promise<ListMarks> | undefined {
+    return this.store.listMarks?.(isAdmin(caller) ? null : caller.user, tag ?? null);
   }
 
   /** The plant, if the caller may see it; 404 otherwise, whether or not it exists. */

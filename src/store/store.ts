@@ -160,6 +160,16 @@ export interface FinishedAttempt {
  * Everything the service needs from persistence, in domain terms. Every engine implements it
  * and passes the same contract tests (test/store). A resolved write is durable.
  */
+/**
+ * A page of a list stays exact while `reorder` is unchanged, and a last page also while `top` is:
+ * `reorder` moves when a plant in the scope is deleted or created below the newest id the scope has
+ * had, `top` when one with the tag is created above it (which only the last page can show).
+ */
+export interface ListMarks {
+  reorder: number;
+  top: number;
+}
+
 export interface Store {
   readonly engine: string;
   /** Applies pending migrations; returns the names applied now. */
@@ -245,11 +255,11 @@ export interface Store {
   revokeToken(id: string, at: Date): Promise<boolean>;
 
   /**
-   * A value that changes whenever the plants visible to `owner` (null: everyone's) may have
-   * changed, through this process or any other, as of the moment it is read. Engines that cannot
-   * know every write omit it, and their list pages are never cached.
+   * What a cached list page of `owner`'s plants (null: everyone's) with `tag` (null: any) depends
+   * on, as of the moment it is read, whichever process wrote. Engines that cannot know every write
+   * omit it, and their list pages are never cached.
    */
-  listVersion?(owner: string | null): Promise<string>;
+  listMarks?(owner: string | null, tag: string | null): Promise<ListMarks>;
   /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
   backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */

@@ -41,7 +41,7 @@ for (const engine of ENGINES) {
             calls++;
             return listPlants.apply(store, args);
           };
-          versioned = store.listVersion !== undefined;
+          versioned = store.listMarks !== undefined;
           return store;
         },
       });
@@ -61,6 +61,71 @@ for (const engine of ENGINES) {
         }
         // Engines that cannot version their pages (PostgreSQL) never cache, so they query each time.
         assert.equal(calls, versioned ? 1 : 10);
+      } finally {
+        await counted.close();
+      }
+    });
+
+    it('a create after every id renews only the last pages; one below the newest, or a delete, renews all', async () => {
+      let calls = 0;
+      let marked = false;
+      const counted = await harness({
+        ...engine,
+        async open() {
+          const store = await engine.open();
+          const listPlants = store.listPlants;
+          store.listPlants = (...args) => {
+            calls++;
+            return listPlants.apply(store, args);
+          };
+          marked = store.listMarks !== undefined;
+          return store;
+        },
+      });
+      try {
+        const c = await counted.user();
+        const base = 4_000_000 + Math.floor(Math.random() * 1_000_000) * 10;
+        for (const i of [1, 3, 5, 7]) await c.create({ id: base + i, name: `p${i}`, tag: 'k' });
+        const get = async (url: string) => {
+          const before = calls;
+          const res = await c.request({ method: 'GET', url });
+          assert.equal(res.statusCode, 200);
+          return { names: names(res), queried: calls - before, link: res.headers.link as string | undefined };
+        };
+        const first = await get('/plants?limit=2');
+        assert.deepEqual(first.names, ['p1', 'p3']);
+        const second = `/plants${/<\/plants([^>]*)>/.exec(first.link!)![1]}`;
+        assert.deepEqual((await get(second)).names, ['p5', 'p7']);
+        assert.deepEqual((await get('/plants?limit=2&tag=k')).names, ['p1', 'p3']);
+        // A server-assigned id lands after every page but the last.
+        await c.create({ name: 'p9', tag: 'k' });
+        const again = await get('/plants?limit=2');
+        assert.deepEqual(again.names, ['p1', 'p3']);
+        assert.equal(again.link, first.link);
+        assert.deepEqual((await get('/plants?limit=2&tag=k')).names, ['p1', 'p3']);
+        const last = await get(second);
+        assert.deepEqual(last.names, ['p5', 'p7'], 'the page that was last is full, and now has a next');
+        assert.ok(last.link, 'and it links to the new plant');
+        const third = `/plants${/<\/plants([^>]*)>/.exec(last.link!)![1]}`;
+        assert.deepEqual((await get(third)).names, ['p9']);
+        if (marked) {
+          assert.equal(again.queried, 0, 'the first page is kept across a create after it');
+          assert.equal(last.queried, 1, 'the last page is built again');
+        }
+        // A client's id below the newest lands inside earlier pages.
+        await c.create({ id: base + 2, name: 'p2', tag: 'k' });
+        assert.deepEqual((await get('/plants?limit=2')).names, ['p1', 'p2']);
+        assert.deepEqual((await get('/plants?limit=2&tag=k')).names, ['p1', 'p2']);
+        // A delete renews every page of the owner.
+        assert.equal((await c.request({ method: 'DELETE', url: `/plants/${base + 1}` })).statusCode, 204);
+        assert.deepEqual((await get('/plants?limit=2')).names, ['p2', 'p3']);
+        assert.deepEqual((await get('/plants?limit=2&tag=k')).names, ['p2', 'p3']);
+        // Another user's writes leave this user's pages alone.
+        const other = await counted.user();
+        await other.create({ name: 'theirs' });
+        const kept = await get('/plants?limit=2');
+        assert.deepEqual(kept.names, ['p2', 'p3']);
+        if (marked) assert.equal(kept.queried, 0);
       } finally {
         await counted.close();
       }
@@ -140,6 +205,22 @@ describe('list pages and writes from another process (SQLite file)', () => {
     await other.createPlant({ id: null, owner: c.user, name: 'from elsewhere', tag: null });
     await other.close();
     assert.deepEqual(names(await c.request({ method: 'GET', url: '/plants' })), ['from elsewhere']);
+  });
+
+  it('a delete and a create below the newest through another connection reach a kept first page', async () => {
+    const c = await h.user();
+    const ids: number[] = [];
+    for (let i = 0; i < 4; i++) ids.push(locationId(await c.create({ name: `n${i}` })));
+    const first = () => c.request({ method: 'GET', url: '/plants?limit=2' });
+    assert.deepEqual(names(await first()), ['n0', 'n1']);
+    assert.deepEqual(names(await first()), ['n0', 'n1']);
+    const other = new SqliteStore({ path, durability: 'full' });
+    assert.equal(await other.deletePlant(ids[0]!, null), true);
+    assert.deepEqual(names(await first()), ['n1', 'n2']);
+    await other.createPlant({ id: ids[1]! + 0, owner: c.user, name: 'dup', tag: null }); // taken: nothing changes
+    await other.createPlant({ id: ids[0]!, owner: c.user, name: 'back', tag: null });
+    await other.close();
+    assert.deepEqual(names(await first()), ['back', 'n1']);
   });
 
   it('a plant deleted through another connection is gone from the next single read', async () => {

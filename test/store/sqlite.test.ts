@@ -28,6 +28,7 @@ describe('SQLite store specifics', () => {
       { version: 1, name: '0001_init' },
       { version: 2, name: '0002_events' },
       { version: 3, name: '0003_compact_event_log' },
+      { version: 4, name: '0004_list_pages' },
     ]);
     db.close();
   });
@@ -193,7 +194,7 @@ describe('SQLite store specifics', () => {
     old.close();
 
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0003_compact_event_log']);
+    assert.deepEqual(await store.migrate(), ['0003_compact_event_log', '0004_list_pages']);
     const events = await store.listEvents({ after: '0', owner: null, limit: 10 });
     assert.deepEqual(
       events.map((e) => [e.id, e.type, e.data, e.createdAt.getTime(), e.position]),
@@ -252,6 +253,58 @@ describe('SQLite store specifics', () => {
       'the purged events’ deliveries went with them',
     );
     await store.close();
+  });
+
+  it('migration 4 seeds the list marks from the plants already stored; the list paths read only their index', async () => {
+    const path = join(dir, 'v3.db');
+    const old = new Database(path);
+    for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 3)) old.exec(m.sql);
+    old.exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+      INSERT INTO schema_migrations VALUES (1, '0001_init', ''), (2, '0002_events', ''), (3, '0003_compact_event_log', '');
+      INSERT INTO plants (id, owner, name, tag) VALUES (3, 'a', 'x', 'green'), (5, 'a', 'y', NULL), (9, 'b', 'z', 'green'), (12, 'b', 'w', 'red');`);
+    old.close();
+    const store = new SqliteStore({ path, durability: 'full' });
+    assert.deepEqual(await store.migrate(), ['0004_list_pages']);
+    assert.deepEqual(await store.listMarks('a', null), { reorder: 0, top: 5 });
+    assert.deepEqual(await store.listMarks('a', 'green'), { reorder: 0, top: 3 });
+    assert.deepEqual(await store.listMarks('a', 'red'), { reorder: 0, top: 0 });
+    assert.deepEqual(await store.listMarks(null, null), { reorder: 0, top: 12 });
+    assert.deepEqual(await store.listMarks(null, 'green'), { reorder: 0, top: 9 });
+    assert.deepEqual(await store.listMarks('nobody', null), { reorder: 0, top: 0 });
+    // After every id: only `top` moves, for the owner, everyone, and the tag.
+    await store.createPlant({ id: null, owner: 'a', name: 'v', tag: 'red' });
+    assert.deepEqual(await store.listMarks('a', null), { reorder: 0, top: 13 });
+    assert.deepEqual(await store.listMarks('a', 'red'), { reorder: 0, top: 13 });
+    assert.deepEqual(await store.listMarks('a', 'green'), { reorder: 0, top: 3 });
+    assert.deepEqual(await store.listMarks(null, 'red'), { reorder: 0, top: 13 });
+    assert.deepEqual(await store.listMarks('b', null), { reorder: 0, top: 12 });
+    // Below the newest id, and a delete: `reorder` moves, for the owner and everyone, not others.
+    await store.createPlant({ id: 4, owner: 'a', name: 'u', tag: null });
+    assert.deepEqual(await store.listMarks('a', null), { reorder: 1, top: 13 });
+    assert.deepEqual(await store.listMarks(null, null), { reorder: 1, top: 13 });
+    assert.equal(await store.deletePlant(9, 'b'), true);
+    assert.deepEqual(await store.listMarks('b', 'green'), { reorder: 1, top: 9 });
+    assert.deepEqual(await store.listMarks(null, null), { reorder: 2, top: 13 });
+    assert.deepEqual(await store.listMarks('a', null), { reorder: 1, top: 13 });
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const plan = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
+    assert.match(
+      plan("SELECT id, owner, name, tag FROM plants WHERE owner = 'a' AND id > 0 ORDER BY id LIMIT 10"),
+      /COVERING INDEX plants_owner_page/,
+    );
+    assert.match(
+      plan(
+        "SELECT id, owner, name, tag FROM plants WHERE owner = 'a' AND tag = 'red' AND id > 0 ORDER BY id LIMIT 10",
+      ),
+      /COVERING INDEX plants_owner_tag_page/,
+    );
+    assert.match(
+      plan("SELECT id, owner, name, tag FROM plants WHERE tag = 'red' AND id > 0 ORDER BY id LIMIT 10"),
+      /COVERING INDEX plants_tag_page/,
+    );
+    db.close();
   });
 
   it('parses sqlite: URLs', () => {

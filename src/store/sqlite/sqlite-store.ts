@@ -15,6 +15,7 @@ import type {
   FinishedAttempt,
   IdempotencyClaim,
   IdempotencyRef,
+  ListMarks,
   NewEvent,
   NewPlant,
   PageQuery,
@@ -88,13 +89,6 @@ export class SqliteStore implements Store {
   readonly engine = 'sqlite';
   private readonly db: Database.Database;
   private checkpointer: Checkpointer | undefined;
-  // Versions for list caching: bumped by every plant write of this connection; `epoch` moves when
-  // PRAGMA data_version says another connection (another process) committed something.
-  private readonly ownerVersions = new Map<string, number>();
-  private anyVersion = 0;
-  private epoch = 0;
-  private dataVersion = -1;
-
   // Prepared on first use: the tables exist only once migrate() has run.
   private stmts: ReturnType<SqliteStore['prepare']> | undefined;
 
@@ -195,7 +189,13 @@ export class SqliteStore implements Store {
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
       ping: db.prepare('SELECT 1'),
-      dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
+      // Both marks in one statement; a scope or tag never written has neither row (0, 0).
+      listMarks: db
+        .prepare<[string, string, string], [number | null, number | null]>(
+          `SELECT (SELECT reorder FROM list_marks WHERE scope = ? AND tag = '*'),
+                  (SELECT top FROM list_marks WHERE scope = ? AND tag = ?)`,
+        )
+        .raw(),
       begin: db.prepare('BEGIN IMMEDIATE'),
       beginRead: db.prepare('BEGIN'),
       commit: db.prepare('COMMIT'),
@@ -322,23 +322,16 @@ export class SqliteStore implements Store {
     }
   }
 
-  private changed(owner: string): void {
-    this.ownerVersions.set(owner, (this.ownerVersions.get(owner) ?? 0) + 1);
-    this.anyVersion++;
-  }
-
   // Read in the turn's read batch, so asking costs no lock of its own.
-  listVersion(owner: string | null): Promise<string> {
-    return this.read(() => this.versionOf(owner));
-  }
-
-  private versionOf(owner: string | null): string {
-    const dv = this.s.dataVersion.get() as number;
-    if (dv !== this.dataVersion) {
-      this.dataVersion = dv;
-      this.epoch++;
-    }
-    return `${this.epoch}.${owner === null ? this.anyVersion : (this.ownerVersions.get(owner) ?? 0)}`;
+  listMarks(owner: string | null, tag: string | null): Promise<ListMarks> {
+    return this.read(() => {
+      const scope = owner === null ? '*' : `u:${owner}`;
+      const [reorder, top] = this.s.listMarks.get(scope, scope, tag === null ? '*' : `t:${tag}`) as [
+        number | null,
+        number | null,
+      ];
+      return { reorder: reorder ?? 0, top: top ?? 0 };
+    });
   }
 
   // Runs `fn`, turning driver failures that mean "cannot serve now" into a 503.
@@ -386,7 +379,6 @@ export class SqliteStore implements Store {
       if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
       if (!row) return { exists: true };
       if (event) this.e.record(event, 'plant.created', plant.owner, eventData(row.id, plant.name, plant.tag));
-      this.changed(plant.owner);
       return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
     });
   }
@@ -421,7 +413,6 @@ export class SqliteStore implements Store {
       const gone = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
       if (gone === undefined) return false;
       if (event) this.e.record(event, 'plant.deleted', gone[1], eventData(gone[0], gone[2], gone[3]));
-      this.changed(gone[1]);
       return true;
     });
   }
