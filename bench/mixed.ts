@@ -1,11 +1,20 @@
 /**
  * The mixed workload (issue 16): many users, random page sizes and tags, deep pages reached by
- * following real `Link` headers, reads and creates mixed in — against plantstore on SQLite (full
- * durability, events on, no webhook endpoint) and the node:http ceiling, in interleaved rounds,
- * each server alone on core 0 (the other SIGSTOPped), wrk on core 1.
+ * following real `Link` headers, reads and creates mixed in — against plantstore variants and the
+ * node:http ceiling, in interleaved rounds, each server alone on core 0 (the others SIGSTOPped),
+ * wrk on core 1. `npm run bench` runs it after the single-operation benchmark.
  *
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
+ *                          [--variants sqlite,endpoints,postgres] [--profile DIR]
+ *
+ * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
+ * always on, SQLite with full durability):
+ *   sqlite     the default
+ *   endpoints  SQLite with webhook endpoints: one of an admin (every event) and one for each of
+ *              ten users, delivering to a receiver on core 1
+ *   inline     SQLite with its writes committed on the event loop (PLANTSTORE_SQLITE_WRITER=inline)
+ *   postgres   PostgreSQL, one instance (--pg URL; skipped, and said so, when unreachable)
  *
  * Classes: `list` a first page (limit 10–100, half of them with one of 20 tags), `deep` a later
  * page (a path taken from a real `Link` header, 1–8 pages in), `read` one of the user's plants,
@@ -13,11 +22,12 @@
  * bench/mixed.lua (each request's X-Request-Id carries its class and send time).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { openStore } from '../src/store/index.js';
 import { createToken } from '../src/tokens/tokens.js';
 import { freePort, waitReady } from './ports.js';
@@ -30,7 +40,12 @@ const { values: opt } = parseArgs({
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     mix: { type: 'string', multiple: true, default: ['list:36,deep:24,read:25,create:15', 'create:100'] },
-    // Writes the server's CPU profile (--cpu-prof) into this folder.
+    variants: { type: 'string', default: 'sqlite,endpoints,postgres' },
+    pg: {
+      type: 'string',
+      default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    },
+    // Writes the first variant's CPU profile (--cpu-prof) into this folder.
     profile: { type: 'string' },
   },
 });
@@ -73,6 +88,10 @@ for (let u = 0; u < USERS; u++) {
     ).secret,
   );
 }
+const adminToken = (
+  await createToken(store, { user: 'bench-admin', scopes: ['plants:admin'], name: null, expiresInMs: null })
+).secret;
+const tokenRecords = await store.listTokens(null);
 await store.close();
 {
   const db = new Database(dbPath);
@@ -85,37 +104,141 @@ await store.close();
 }
 console.error(`seeded ${USERS} users × ${PER_USER} plants`);
 
-// plantstore and the ceiling, each pinned to core 0, stopped while the other is measured.
-const port = await freePort();
-const ps = spawn(
-  'taskset',
-  [
-    '-c',
-    '0',
-    process.execPath,
-    ...(opt.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opt.profile)}`] : []),
-    join(ROOT, 'bin/plantstore'),
-    'serve',
-    '--port',
-    String(port),
-    '--log-level',
-    'warn',
-    '--rate-limit',
-    '0',
-    '--auth-failure-limit',
-    '0',
-  ],
-  { env: { ...process.env, DATABASE_URL: `sqlite:${dbPath}` }, stdio: 'inherit' },
-);
-children.push(ps);
-const plantstore = `http://127.0.0.1:${port}`;
+// The receiver of the endpoints variant's deliveries: a process of its own on core 1 (this script
+// blocks while wrk runs, so a receiver in it would answer nothing).
+const receiverCode = `
+  let n = 0;
+  const s = require('node:http').createServer((req, res) => req.resume().on('end', () => { n++; res.writeHead(204).end(); }));
+  s.listen(0, '127.0.0.1', () => console.log(s.address().port));
+  process.on('SIGTERM', () => { console.log('delivered ' + n); process.exit(0); });`;
+
+interface Server {
+  name: string;
+  url: string;
+  child: ChildProcess;
+}
+
+async function serve(name: string, database: string, env: Record<string, string>, profile?: string) {
+  const port = await freePort();
+  const child = spawn(
+    'taskset',
+    [
+      '-c',
+      '0',
+      process.execPath,
+      ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profile)}`] : []),
+      join(ROOT, 'bin/plantstore'),
+      'serve',
+      '--port',
+      String(port),
+      '--log-level',
+      'warn',
+      '--rate-limit',
+      '0',
+      '--auth-failure-limit',
+      '0',
+    ],
+    { env: { ...process.env, ...env, DATABASE_URL: database }, stdio: 'inherit' },
+  );
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitReady(url, '/readyz');
+  return { name, url, child };
+}
+
+/** A PostgreSQL database of its own holding the same tokens and plants (same ids) as the file. */
+async function postgresCopy(): Promise<string | null> {
+  const admin = new pg.Client({ connectionString: opt.pg });
+  try {
+    await admin.connect();
+  } catch (err) {
+    console.error(`postgres variant skipped: ${opt.pg} unreachable (${(err as Error).message})`);
+    return null;
+  }
+  const name = `plantstore_mixed_${process.pid}`;
+  await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(opt.pg!);
+  url.pathname = `/${name}`;
+  dropPg = async () => {
+    const c = new pg.Client({ connectionString: opt.pg });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  };
+  const pgStore = await openStore({ url: url.toString(), durability: 'full', poolSize: 1 });
+  await pgStore.migrate();
+  for (const t of tokenRecords) await pgStore.insertToken(t);
+  await pgStore.close();
+  const c = new pg.Client({ connectionString: url.toString() });
+  await c.connect();
+  await c.query(
+    `INSERT INTO plants (id, owner, name, tag)
+     SELECT nextval('plants_id_seq'), 'user-' || (g % $2), 'plant ' || g,
+            CASE WHEN (g / $2) % 2 = 0 THEN 'tag-' || ((g / $2 / 2) % $3) END
+     FROM generate_series(0, $1 - 1) g`,
+    [USERS * PER_USER, USERS, TAGS],
+  );
+  await c.query('ANALYZE plants');
+  await c.end();
+  return url.toString();
+}
+let dropPg = async () => {};
+
+const wanted = opt.variants!.split(',').map((v) => v.trim());
+const unknown = wanted.filter((v) => !['sqlite', 'endpoints', 'inline', 'postgres'].includes(v));
+if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
+const servers: Server[] = [];
+let receiver: ChildProcess | undefined;
+let receiverOut = '';
+for (const v of wanted) {
+  const file = join(tmp, `${v}.db`);
+  if (v !== 'postgres') copyFileSync(dbPath, file);
+  const profile = servers.length === 0 ? opt.profile : undefined;
+  if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, profile));
+  if (v === 'inline') {
+    servers.push(
+      await serve('sqlite, writes inline', `sqlite:${file}`, { PLANTSTORE_SQLITE_WRITER: 'inline' }, profile),
+    );
+  }
+  if (v === 'postgres') {
+    const url = await postgresCopy();
+    if (url) servers.push(await serve('postgres', url, {}, profile));
+  }
+  if (v === 'endpoints') {
+    receiver = spawn('taskset', ['-c', '1', process.execPath, '-e', receiverCode], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(receiver);
+    receiver.stdout!.on('data', (d) => (receiverOut += d));
+    while (!/\n/.test(receiverOut)) await new Promise((r) => setTimeout(r, 20));
+    const hook = `http://127.0.0.1:${receiverOut.trim()}`;
+    const server = await serve(
+      'sqlite + 11 endpoints',
+      `sqlite:${file}`,
+      { WEBHOOK_ALLOW_PRIVATE: 'true' },
+      profile,
+    );
+    for (const token of [adminToken, ...tokens.slice(0, 10)]) {
+      const res = await fetch(`${server.url}/webhooks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: hook }),
+      });
+      if (res.status !== 201) throw new Error(`webhook registration: ${res.status} ${await res.text()}`);
+    }
+    servers.push(server);
+  }
+}
+if (servers.length === 0) throw new Error('no variant to measure');
+const plantstore = servers[0]!.url;
 const cport = await freePort();
 const ceil = spawn('taskset', ['-c', '0', process.execPath, join(ROOT, 'bench/ceiling.mjs'), String(cport)], {
   stdio: 'inherit',
 });
 children.push(ceil);
 const ceiling = `http://127.0.0.1:${cport}`;
-await waitReady(plantstore, '/readyz');
 await waitReady(ceiling, '/healthz'); // the ceiling answers any GET
 
 // The pool of real requests, drawn before the run.
@@ -193,56 +316,78 @@ function wrk(url: string, mix: string, seconds: number): Run {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-/** Runs `fn` with the other server stopped, so that it does no housekeeping on the pinned core. */
-const measured = (other: ChildProcess, fn: () => Run): Run => {
-  other.kill('SIGSTOP');
+const everyone = [...servers.map((s) => s.child), ceil];
+/** Runs `fn` with every other server stopped, so that none does housekeeping on the pinned core. */
+const measured = (only: ChildProcess, fn: () => Run): Run => {
+  // A moment for the last run's server to finish what wrk left in flight before it is stopped (a
+  // server stopped mid-query finds its database timeouts expired when it resumes).
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+  for (const c of everyone) if (c !== only) c.kill('SIGSTOP');
   try {
     return fn();
   } finally {
-    other.kill('SIGCONT');
+    for (const c of everyone) if (c !== only) c.kill('SIGCONT');
   }
 };
 
-console.log(
-  '| workload | plantstore req/s | ceiling req/s | ratio | p50 | p99 | per class: p50 / p99 (ms) |',
-);
-console.log('|---|---|---|---|---|---|---|');
+console.log('| workload | server | req/s | ceiling req/s | ratio | p50 | p99 | per class: p50 / p99 (ms) |');
+console.log('|---|---|---|---|---|---|---|---|');
 for (const mix of opt.mix!) {
-  measured(ceil, () => wrk(plantstore, mix, 2)); // warm-up
-  const ours: Run[] = [];
+  const ours = new Map<Server, Run[]>(servers.map((s) => [s, []]));
   const theirs: Run[] = [];
+  for (const s of servers) measured(s.child, () => wrk(s.url, mix, 2)); // warm-up
   for (let round = 0; round < Number(opt.rounds); round++) {
-    const order = round % 2 ? ['ceiling', 'plantstore'] : ['plantstore', 'ceiling'];
+    // Each round in another order, the ceiling's place moving too.
+    const order: (Server | null)[] = [null, ...servers];
+    for (let k = 0; k < round % order.length; k++) order.push(order.shift()!);
     for (const who of order) {
-      if (who === 'plantstore') ours.push(measured(ceil, () => wrk(plantstore, mix, Number(opt.duration))));
-      else theirs.push(measured(ps, () => wrk(ceiling, mix, Number(opt.duration))));
+      if (who === null) {
+        theirs.push(measured(ceil, () => wrk(ceiling, mix, Number(opt.duration))));
+        continue;
+      }
+      const run = measured(who.child, () => wrk(who.url, mix, Number(opt.duration)));
+      const bad = Object.entries(run.statuses).filter(([k]) => !/:(200|201)$/.test(k));
+      if (bad.length) throw new Error(`${who.name} answered ${JSON.stringify(bad)}`);
+      ours.get(who)!.push(run);
     }
-    const last = ours[ours.length - 1]!;
-    const bad = Object.entries(last.statuses).filter(([k]) => !/:(200|201)$/.test(k));
-    if (bad.length) throw new Error(`plantstore answered ${JSON.stringify(bad)}`);
     console.error(
-      `${mix} round ${round + 1}: plantstore ${last.rps.toFixed(0)} req/s, ceiling ${theirs[theirs.length - 1]!.rps.toFixed(0)}`,
+      `${mix} round ${round + 1}: ${servers.map((s) => `${s.name} ${ours.get(s)!.at(-1)!.rps.toFixed(0)}`).join(', ')}, ceiling ${theirs.at(-1)!.rps.toFixed(0)} req/s`,
     );
   }
-  const rps = median(ours.map((r) => r.rps));
   const crps = median(theirs.map((r) => r.rps));
-  const classes = Object.keys(ours[0]!.classes).sort();
-  const per = classes
-    .map(
-      (c) =>
-        `${c} ${median(ours.map((r) => r.classes[c]!.p50_us / 1000)).toFixed(1)} / ${median(ours.map((r) => r.classes[c]!.p99_us / 1000)).toFixed(1)}`,
-    )
-    .join(', ');
-  console.log(
-    `| ${mix} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(ours.map((r) => r.p50)).toFixed(2)} ms | ${median(ours.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
-  );
+  for (const s of servers) {
+    const runs = ours.get(s)!;
+    const rps = median(runs.map((r) => r.rps));
+    const classes = Object.keys(runs[0]!.classes).sort();
+    const per = classes
+      .map(
+        (c) =>
+          `${c} ${median(runs.map((r) => r.classes[c]!.p50_us / 1000)).toFixed(1)} / ${median(runs.map((r) => r.classes[c]!.p99_us / 1000)).toFixed(1)}`,
+      )
+      .join(', ');
+    console.log(
+      `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
+    );
+  }
 }
-// A clean stop, so that a profile is written.
-ceil.kill('SIGCONT');
-ps.kill('SIGCONT');
-ps.kill('SIGTERM');
-const [code, signal] = await new Promise<[number | null, string | null]>((r) =>
-  ps.once('exit', (c, s) => r([c, s])),
+// Clean stops, so that a profile is written and the receiver says what it took.
+for (const c of everyone) c.kill('SIGCONT');
+await Promise.all(
+  servers.map(
+    (s) =>
+      new Promise<void>((r) => {
+        s.child.once('exit', (code, signal) => {
+          if (opt.profile && s === servers[0]) console.error(`${s.name} exited: ${code ?? signal}`);
+          r();
+        });
+        s.child.kill('SIGTERM');
+      }),
+  ),
 );
-if (opt.profile) console.error(`server exited: ${code ?? signal}`);
+if (receiver) {
+  receiver.kill('SIGTERM');
+  await new Promise((r) => receiver!.once('exit', r));
+  console.log(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
+}
+await dropPg();
 process.exit(0);

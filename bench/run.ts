@@ -6,6 +6,8 @@
  *                                          instances when it is reachable (docs/scale-out.md)
  *   npm run bench -- --scale               only the PostgreSQL part
  *   npm run bench -- --no-postgres         only the SQLite part
+ *   npm run bench -- --mixed               only the mixed workload (bench/mixed.ts), which otherwise
+ *                                          follows the rest; --no-mixed leaves it out
  *   options: --rounds N --duration S --plants N --connections N --pg URL --load wrk|autocannon
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -37,6 +39,8 @@ const { values: opt } = parseArgs({
     load: { type: 'string' },
     scale: { type: 'boolean', default: false },
     'no-postgres': { type: 'boolean', default: false },
+    mixed: { type: 'boolean', default: false },
+    'no-mixed': { type: 'boolean', default: false },
     pg: {
       type: 'string',
       default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -447,7 +451,7 @@ try {
   const header =
     `${date}, ${availableParallelism()} cores, Node ${process.version}, ` +
     `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), load generator ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians (ratios: the median of the per-round ratios)`;
-  if (!opt.scale) {
+  if (!opt.scale && !opt.mixed) {
     const big = PLANTS * 10;
     const plantstore = await startPlantstore('plantstore', `sqlite:${join(tmp, 'bench.db')}`, 1, PIN);
     cleanups.unshift(plantstore.stop);
@@ -488,7 +492,7 @@ try {
     // The SQLite servers stop before the PostgreSQL part, so they take nothing from it.
     await runCleanups();
   }
-  if (!opt['no-postgres']) {
+  if (!opt['no-postgres'] && !opt.mixed) {
     const version = await pgServerVersion();
     if (version !== null) {
       // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
@@ -509,6 +513,18 @@ try {
         `\nPostgreSQL is not reachable at ${opt.pg}: the PostgreSQL part (1 and 2 instances) was skipped.`,
       );
     }
+  }
+  if (!opt['no-mixed'] && !opt.scale) {
+    // Many users, deep pages and writes mixed in (issue 16): a script of its own, as it seeds its
+    // own stores; its table goes to docs/benchmarks.md by hand, with the profiles' findings.
+    await runCleanups();
+    const variants = opt['no-postgres'] ? 'sqlite,endpoints' : 'sqlite,endpoints,postgres';
+    const mixed = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'mixed.ts'), '--variants', variants, '--pg', opt.pg!],
+      { stdio: 'inherit' },
+    );
+    if (mixed.status !== 0) process.exitCode = 1;
   }
 } finally {
   await cleanUp();

@@ -19,7 +19,12 @@ export function sqlitePath(url: string): string {
 /** Opens the store the URL names. Does not migrate. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.url.startsWith('sqlite:')) {
-    return new SqliteStore({ path: sqlitePath(opts.url), durability: opts.durability });
+    return new SqliteStore({
+      path: sqlitePath(opts.url),
+      durability: opts.durability,
+      // For comparing the two in benchmarks; the writer thread is the default.
+      writer: process.env.PLANTSTORE_SQLITE_WRITER === 'inline' ? 'inline' : 'thread',
+    });
   }
   if (/^postgres(ql)?:\/\//.test(opts.url)) return new PgStore({ url: opts.url, poolSize: opts.poolSize });
   throw new Error(`unsupported database URL ${JSON.stringify(opts.url)}: use sqlite:PATH or postgres://…`);

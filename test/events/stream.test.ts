@@ -24,13 +24,14 @@ describe('EventStreams: a reader too slow to keep up', () => {
     const reader = stalledReader();
     const head = await store.headPosition();
     const served = streams.serve(reader as unknown as ServerResponse, 'slow', head);
-    for (let i = 0; i < 400; i++) {
-      await store.createPlant(
-        { id: null, owner: 'slow', name: `${'x'.repeat(150)}${i}`, tag: null },
-        undefined,
-        { at: new Date() },
-      );
-    }
+    // Together, so that they commit in one batch, well within stallMs even with an fsync each.
+    await Promise.all(
+      Array.from({ length: 400 }, (_, i) =>
+        store.createPlant({ id: null, owner: 'slow', name: `${'x'.repeat(150)}${i}`, tag: null }, undefined, {
+          at: new Date(),
+        }),
+      ),
+    );
     streams.nudge();
     await sleep(100);
     // Reading stopped at the socket's high-water mark: memory stays bounded while it stalls.

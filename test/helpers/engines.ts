@@ -49,9 +49,17 @@ if (pgSkip && process.env.CI === 'true') throw new Error(`CI=true and ${pgSkip}`
 const sqlite: Engine = {
   name: 'sqlite',
   skip: false,
+  // A file, as served: its writes are committed by the writer thread (':memory:' writes inline,
+  // which test/store/sqlite.test.ts covers).
   async open() {
-    const store = new SqliteStore({ path: ':memory:', durability: 'full' });
+    const dir = mkdtempSync(join(tmpdir(), 'plantstore-store-'));
+    const store = new SqliteStore({ path: join(dir, 'plants.db'), durability: 'full' });
     await store.migrate();
+    const close = store.close.bind(store);
+    store.close = async () => {
+      await close();
+      rmSync(dir, { recursive: true, force: true });
+    };
     return store;
   },
   async database() {

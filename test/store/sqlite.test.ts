@@ -307,6 +307,39 @@ describe('SQLite store specifics', () => {
     db.close();
   });
 
+  it('commits from a thread of its own: a write waiting for the lock holds up no read', async () => {
+    const path = join(dir, 'writer.db');
+    const store = new SqliteStore({ path, durability: 'full' });
+    await store.migrate();
+    const r = await store.createPlant({ id: null, owner: 'o', name: 'first', tag: null });
+    const id = 'created' in r ? r.created.id : 0;
+    // Another connection takes the write lock; the store's next write waits for it (busy_timeout).
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    let written = false;
+    const write = store.createPlant({ id: null, owner: 'o', name: 'second', tag: null }).then((w) => {
+      written = true;
+      return w;
+    });
+    // Reads go on meanwhile: the event loop is not held by the waiting write (it would be, for up
+    // to busy_timeout, if the commit ran on it).
+    for (let i = 0; i < 3; i++) {
+      assert.deepEqual(await store.getPlant(id), { id, owner: 'o', name: 'first', tag: null });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(written, false, 'the write still waits for the lock');
+    other.exec('COMMIT');
+    other.close();
+    const second = await write;
+    assert.ok('created' in second);
+    assert.deepEqual(await store.getPlant(second.created.id), { ...second.created });
+    await store.close();
+    await assert.rejects(
+      store.createPlant({ id: null, owner: 'o', name: 'late', tag: null }),
+      (err: { status?: number }) => err.status === 503,
+    );
+  });
+
   it('parses sqlite: URLs', () => {
     assert.equal(sqlitePath('sqlite:./data/plantstore.db'), './data/plantstore.db');
     assert.equal(sqlitePath('sqlite:///var/lib/p.db'), '/var/lib/p.db');

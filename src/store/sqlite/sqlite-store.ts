@@ -1,8 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
-import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
-import { MAX_PLANT_ID } from '../../schemas/plant.js';
+import type Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
@@ -24,17 +21,21 @@ import type {
   TokenRecord,
 } from '../store.js';
 import { Checkpointer } from './checkpointer.js';
-import { eventData, SqliteEvents } from './events.js';
+import { SqliteEvents } from './events.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { type Pending, TurnBatch } from './turn-batch.js';
-
-type Outcome = { ok: boolean; value: unknown };
+import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
 
 export interface SqliteOptions {
   /** File path, or ':memory:'. */
   path: string;
   /** 'full': a commit survives power loss; 'normal': it survives a process crash. */
   durability: 'full' | 'normal';
+  /**
+   * Where writes are committed: 'thread' (a file's default), a thread of their own, so that no
+   * commit holds the event loop; 'inline', on the serving thread ('\:memory:' always is).
+   */
+  writer?: 'thread' | 'inline';
 }
 
 interface TokenRow {
@@ -46,15 +47,6 @@ interface TokenRow {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
-}
-
-interface IdemRow {
-  request_hash: string;
-  state: 'pending' | 'done';
-  status: number | null;
-  plant_id: number | null;
-  created_at: number;
-  locked_at: number;
 }
 
 // id, owner, name, tag
@@ -89,28 +81,26 @@ export class SqliteStore implements Store {
   readonly engine = 'sqlite';
   private readonly db: Database.Database;
   private checkpointer: Checkpointer | undefined;
+  private readonly writer: Writer;
   // Prepared on first use: the tables exist only once migrate() has run.
   private stmts: ReturnType<SqliteStore['prepare']> | undefined;
 
   constructor(opts: SqliteOptions) {
     try {
-      if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
-      this.db = new Database(opts.path);
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${opts.durability === 'full' ? 'FULL' : 'NORMAL'}`);
-      this.db.pragma('busy_timeout = 5000');
-      if (opts.path !== ':memory:') {
-        // Checkpoints happen in a worker thread; the automatic one stays as a backstop only.
-        this.db.pragma('wal_autocheckpoint = 10000');
-        this.checkpointer = new Checkpointer(opts.path);
-      }
-      this.db.pragma('foreign_keys = ON');
+      this.db = openConnection(opts.path, opts.durability);
+      if (opts.path !== ':memory:') this.checkpointer = new Checkpointer(opts.path);
     } catch (err) {
       throw new StoreUnavailableError(
         `cannot open SQLite database ${opts.path}: ${(err as Error).message}`,
         err,
       );
     }
+    const translate = (err: unknown) => this.translate(err);
+    // ':memory:' is private to its connection, so its writes stay on it.
+    this.writer =
+      opts.path === ':memory:' || opts.writer === 'inline'
+        ? new InlineWriter(this.db, translate)
+        : new ThreadWriter(opts.path, opts.durability, translate);
   }
 
   private get s() {
@@ -127,9 +117,6 @@ export class SqliteStore implements Store {
   private prepare() {
     const db = this.db;
     return {
-      insertPlant: db.prepare<[number | null, string, string, string | null], { id: number }>(
-        'INSERT INTO plants (id, owner, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
-      ),
       // Rows come back as arrays: far cheaper for the driver to build than objects.
       getPlant: db.prepare<[number], Row>('SELECT id, owner, name, tag FROM plants WHERE id = ?').raw(),
       listAll: db
@@ -152,41 +139,10 @@ export class SqliteStore implements Store {
           'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
-      deleteAny: db
-        .prepare<[number], Row>('DELETE FROM plants WHERE id = ? RETURNING id, owner, name, tag')
-        .raw(),
-      deleteOwned: db
-        .prepare<[number, string], Row>(
-          'DELETE FROM plants WHERE id = ? AND owner = ? RETURNING id, owner, name, tag',
-        )
-        .raw(),
-      getIdem: db.prepare<[string, string], IdemRow>(
-        'SELECT request_hash, state, status, plant_id, created_at, locked_at FROM idempotency_keys WHERE user_id = ? AND key = ?',
-      ),
-      putIdem: db.prepare<[string, string, string, number, number]>(
-        `INSERT OR REPLACE INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
-         VALUES (?, ?, ?, 'pending', ?, ?)`,
-      ),
-      relockIdem: db.prepare<[number, string, string]>(
-        'UPDATE idempotency_keys SET locked_at = ? WHERE user_id = ? AND key = ?',
-      ),
-      finishIdem: db.prepare<[number, number | null, string, string]>(
-        `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ? WHERE user_id = ? AND key = ?`,
-      ),
-      dropIdem: db.prepare<[string, string]>(
-        `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND state = 'pending'`,
-      ),
-      purgeIdem: db.prepare<[number]>('DELETE FROM idempotency_keys WHERE created_at < ?'),
-      insertToken: db.prepare<[string, string, string | null, string, string, number, number | null]>(
-        `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
       tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
       tokensAll: db.prepare<[], TokenRow>('SELECT * FROM tokens ORDER BY created_at, id'),
       tokensOfUser: db.prepare<[string], TokenRow>(
         'SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, id',
-      ),
-      revokeToken: db.prepare<[number, string]>(
-        'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
       ping: db.prepare('SELECT 1'),
       // Both marks in one statement; a scope or tag never written has neither row (0, 0).
@@ -196,94 +152,13 @@ export class SqliteStore implements Store {
                   (SELECT top FROM list_marks WHERE scope = ? AND tag = ?)`,
         )
         .raw(),
-      begin: db.prepare('BEGIN IMMEDIATE'),
       beginRead: db.prepare('BEGIN'),
       commit: db.prepare('COMMIT'),
-      rollback: db.prepare('ROLLBACK'),
-      savepoint: db.prepare('SAVEPOINT w'),
-      release: db.prepare('RELEASE w'),
-      rollbackTo: db.prepare('ROLLBACK TO w'),
     };
   }
 
-  // Group commit: writes that arrive while the event loop is busy are committed together in one
-  // transaction (one fsync); a failing write fails alone. Every promise settles only after the
-  // COMMIT has returned, i.e. after the batch is durable.
-  private readonly writes = new TurnBatch((batch) => this.commitBatch(batch));
-
-  private readonly queuedListeners: (() => void)[] = [];
-
   onDeliveriesQueued(listener: () => void): void {
-    this.queuedListeners.push(listener);
-  }
-
-  private write<T>(fn: () => T): Promise<T> {
-    return this.writes.push(fn);
-  }
-
-  private commitBatch(batch: Pending[]): void {
-    let outcomes: Outcome[];
-    let queued = 0;
-    try {
-      // Inside the try: preparing the statements fails on a closed database, and every queued
-      // write must still be answered.
-      const s = this.s;
-      s.begin.run();
-      // Writes rarely fail, so the batch first runs without a savepoint per write; if one throws,
-      // the whole transaction is rolled back and the batch runs again with a savepoint around each
-      // write. (A write's function only runs statements and bumps list versions, so running it
-      // twice is harmless.)
-      let ran = this.runWrites(batch, false);
-      if (ran === null) {
-        s.rollback.run();
-        this.eventsSql?.forget();
-        s.begin.run();
-        ran = this.runWrites(batch, true) as Outcome[];
-      }
-      outcomes = ran;
-      // The batch's events are written, and their deliveries queued, in its transaction.
-      queued = this.eventsSql?.queueDeliveries() ?? 0;
-      s.commit.run();
-    } catch (err) {
-      this.eventsSql?.forget();
-      if (this.db.open && this.db.inTransaction) this.s.rollback.run();
-      for (const item of batch) item.reject(this.translate(err));
-      return;
-    }
-    if (queued > 0) for (const listener of this.queuedListeners) listener();
-    batch.forEach((item, i) => {
-      const o = outcomes[i]!;
-      if (o.ok) item.resolve(o.value);
-      else item.reject(this.translate(o.value));
-    });
-  }
-
-  /** Runs the writes in the open transaction; without savepoints, null as soon as one throws. */
-  private runWrites(batch: Pending[], isolated: boolean): Outcome[] | null {
-    const s = this.s;
-    const outcomes: Outcome[] = [];
-    for (const item of batch) {
-      if (!isolated) {
-        try {
-          outcomes.push({ ok: true, value: item.fn() });
-        } catch {
-          return null;
-        }
-        continue;
-      }
-      // Prepared SAVEPOINT statements: no transaction wrapper built per write.
-      s.savepoint.run();
-      const mark = this.eventsSql?.mark() ?? 0;
-      try {
-        outcomes.push({ ok: true, value: item.fn() });
-      } catch (err) {
-        s.rollbackTo.run();
-        this.eventsSql?.rewind(mark);
-        outcomes.push({ ok: false, value: err });
-      }
-      s.release.run();
-    }
-    return outcomes;
+    this.writer.onQueued(listener);
   }
 
   // Read batching: the reads that arrive in one turn of the event loop run in one read
@@ -373,14 +248,7 @@ export class SqliteStore implements Store {
   }
 
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
-    return this.write((): CreateResult => {
-      const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag);
-      if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
-      if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
-      if (!row) return { exists: true };
-      if (event) this.e.record(event, 'plant.created', plant.owner, eventData(row.id, plant.name, plant.tag));
-      return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
-    });
+    return this.writer.write('createPlant', plant, idem, event);
   }
 
   getPlant(id: number): Promise<PlantRecord | null> {
@@ -409,16 +277,11 @@ export class SqliteStore implements Store {
   }
 
   deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
-    return this.write(() => {
-      const gone = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
-      if (gone === undefined) return false;
-      if (event) this.e.record(event, 'plant.deleted', gone[1], eventData(gone[0], gone[2], gone[3]));
-      return true;
-    });
+    return this.writer.write('deletePlant', id, owner, event);
   }
 
   insertEndpoint(endpoint: EndpointRecord): Promise<void> {
-    return this.write(() => this.e.insertEndpoint(endpoint));
+    return this.writer.write('insertEndpoint', endpoint);
   }
 
   listEndpoints(owner: string | null): Promise<EndpointRecord[]> {
@@ -430,19 +293,19 @@ export class SqliteStore implements Store {
   }
 
   updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
-    return this.write(() => this.e.updateEndpoint(id, patch));
+    return this.writer.write('updateEndpoint', id, patch);
   }
 
   deleteEndpoint(id: string): Promise<boolean> {
-    return this.write(() => this.e.deleteEndpoint(id));
+    return this.writer.write('deleteEndpoint', id);
   }
 
   claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
-    return this.write(() => this.e.claim(q));
+    return this.writer.write('claimDeliveries', q);
   }
 
   finishDelivery(f: FinishedAttempt): Promise<void> {
-    return this.write(() => this.e.finish(f));
+    return this.writer.write('finishDelivery', f);
   }
 
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]> {
@@ -450,7 +313,7 @@ export class SqliteStore implements Store {
   }
 
   recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number> {
-    return this.write(() => this.e.recover(endpointId, since, now));
+    return this.writer.write('recoverDeliveries', endpointId, since, now);
   }
 
   eventPosition(id: string): Promise<string | null> {
@@ -466,7 +329,7 @@ export class SqliteStore implements Store {
   }
 
   purgeEvents(before: Date): Promise<number> {
-    return this.write(() => this.e.purge(before));
+    return this.writer.write('purgeEvents', before);
   }
 
   claimIdempotencyKey(
@@ -474,45 +337,26 @@ export class SqliteStore implements Store {
     requestHash: string,
     opts: { now: Date; staleAfterMs: number; retainMs: number },
   ): Promise<IdempotencyClaim> {
-    const now = opts.now.getTime();
-    return this.write((): IdempotencyClaim => {
-      const row = this.s.getIdem.get(ref.user, ref.key);
-      if (!row || row.created_at < now - opts.retainMs) {
-        this.s.putIdem.run(ref.user, ref.key, requestHash, now, now);
-        return { state: 'claimed' };
-      }
-      if (row.request_hash !== requestHash) return { state: 'mismatch' };
-      if (row.state === 'pending') {
-        if (row.locked_at >= now - opts.staleAfterMs) return { state: 'in_flight' };
-        this.s.relockIdem.run(now, ref.user, ref.key);
-        return { state: 'claimed' };
-      }
-      return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
-    });
+    return this.writer.write(
+      'claimIdempotencyKey',
+      ref,
+      requestHash,
+      opts.now.getTime(),
+      opts.staleAfterMs,
+      opts.retainMs,
+    );
   }
 
   releaseIdempotencyKey(ref: IdempotencyRef): Promise<void> {
-    return this.write(() => {
-      this.s.dropIdem.run(ref.user, ref.key);
-    });
+    return this.writer.write('releaseIdempotencyKey', ref);
   }
 
   purgeIdempotencyKeys(before: Date): Promise<number> {
-    return this.write(() => this.s.purgeIdem.run(before.getTime()).changes);
+    return this.writer.write('purgeIdempotencyKeys', before.getTime());
   }
 
   insertToken(t: TokenRecord): Promise<void> {
-    return this.write(() => {
-      this.s.insertToken.run(
-        t.id,
-        t.user,
-        t.name,
-        t.scopes.join(' '),
-        t.hash,
-        t.createdAt.getTime(),
-        t.expiresAt ? t.expiresAt.getTime() : null,
-      );
-    });
+    return this.writer.write('insertToken', t);
   }
 
   findTokenByHash(hash: string): Promise<TokenRecord | null> {
@@ -529,7 +373,7 @@ export class SqliteStore implements Store {
   }
 
   revokeToken(id: string, at: Date): Promise<boolean> {
-    return this.write(() => this.s.revokeToken.run(at.getTime(), id).changes > 0);
+    return this.writer.write('revokeToken', id, at.getTime());
   }
 
   /** SQLite's online backup API: a consistent snapshot, taken while others keep reading and writing. */
@@ -548,10 +392,9 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) {
-      this.writes.drainNow();
-      this.reads.drainNow();
-    }
+    // Writes first: every queued write is committed and answered before the connections close.
+    await this.writer.close();
+    if (this.db.open) this.reads.drainNow();
     await this.checkpointer?.stop();
     this.checkpointer = undefined;
     if (this.db.open) this.db.close();

@@ -1,0 +1,62 @@
+/**
+ * The SQLite writer's thread (writer.ts, ThreadWriter): one connection, one transaction per batch.
+ * The batches that arrive while a commit is being made durable are committed together next, so a
+ * slow fsync makes batches larger rather than writes slower one by one.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { type BatchResult, openConnection, SqliteWrites, sendError, type WriteOp } from './writes.js';
+
+interface Sent {
+  n: number;
+  ops: WriteOp[];
+}
+
+const port = parentPort!;
+const { path, durability } = workerData as { path: string; durability: 'full' | 'normal' };
+const db = openConnection(path, durability);
+const writes = new SqliteWrites(db);
+let queue: Sent[] = [];
+let scheduled = false;
+let closing = false;
+
+function drain(): void {
+  scheduled = false;
+  const batches = queue;
+  queue = [];
+  if (batches.length > 0) {
+    const ops = batches.flatMap((b) => b.ops);
+    let result: BatchResult | undefined;
+    let failed: unknown;
+    try {
+      result = writes.commit(ops);
+    } catch (err) {
+      failed = err;
+    }
+    // Each batch the serving thread sent gets its own outcomes back.
+    let at = 0;
+    for (const b of batches) {
+      if (result === undefined) port.postMessage({ n: b.n, failed: sendError(failed) });
+      else {
+        const outcomes = result.outcomes
+          .slice(at, at + b.ops.length)
+          .map((o) => (o.ok ? o : { ok: false, error: sendError(o.error) }));
+        // The dispatcher needs waking once per commit that queued deliveries.
+        port.postMessage({ n: b.n, result: { outcomes, queued: at === 0 ? result.queued : 0 } });
+      }
+      at += b.ops.length;
+    }
+  }
+  if (closing) {
+    db.close();
+    port.close();
+  }
+}
+
+port.on('message', (msg: Sent | 'close') => {
+  if (msg === 'close') closing = true;
+  else queue.push(msg);
+  if (!scheduled) {
+    scheduled = true;
+    setImmediate(drain);
+  }
+});

@@ -1,0 +1,185 @@
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../../errors.js';
+import { type Pending, TurnBatch } from './turn-batch.js';
+import {
+  type BatchResult,
+  openConnection,
+  receiveError,
+  type SentError,
+  SqliteWrites,
+  type WriteName,
+  type WriteOp,
+} from './writes.js';
+
+type Args<K extends WriteName> = Parameters<SqliteWrites[K]>;
+type Result<K extends WriteName> = ReturnType<SqliteWrites[K]>;
+
+/**
+ * Where the store's writes run. Every promise settles only after the COMMIT of the write's batch
+ * has returned, i.e. after the batch is durable; the writes queued during one turn of the event
+ * loop go to the writer together (one transaction, one fsync).
+ */
+export interface Writer {
+  write<K extends WriteName>(op: K, ...args: Args<K>): Promise<Result<K>>;
+  /** Called after a batch that queued webhook deliveries has committed. */
+  onQueued(listener: () => void): void;
+  /** Answers what is queued, then stops; writes after it fail as the store being unavailable. */
+  close(): Promise<void>;
+}
+
+type Translate = (err: unknown) => unknown;
+
+abstract class BatchingWriter implements Writer {
+  protected readonly listeners: (() => void)[] = [];
+  protected readonly batch = new TurnBatch((items) => this.send(items));
+  protected closed = false;
+
+  constructor(protected readonly translate: Translate) {}
+
+  write<K extends WriteName>(op: K, ...args: Args<K>): Promise<Result<K>> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError());
+    // The op rides in the pending item's fn slot; send() reads it back.
+    const item: WriteOp = { op, args };
+    return this.batch.push(() => item) as Promise<Result<K>>;
+  }
+
+  onQueued(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  protected settle(items: Pending[], result: BatchResult): void {
+    if (result.queued > 0) for (const listener of this.listeners) listener();
+    items.forEach((item, i) => {
+      const o = result.outcomes[i]!;
+      if (o.ok) item.resolve(o.value);
+      else item.reject(this.translate(o.error));
+    });
+  }
+
+  protected ops(items: Pending[]): WriteOp[] {
+    return items.map((item) => item.fn() as WriteOp);
+  }
+
+  protected abstract send(items: Pending[]): void;
+  abstract close(): Promise<void>;
+}
+
+/** Writes on the serving thread's own connection (':memory:', which no other thread can open). */
+export class InlineWriter extends BatchingWriter {
+  private readonly writes: SqliteWrites;
+
+  constructor(db: Database.Database, translate: Translate) {
+    super(translate);
+    this.writes = new SqliteWrites(db);
+  }
+
+  protected send(items: Pending[]): void {
+    let result: BatchResult;
+    try {
+      result = this.writes.commit(this.ops(items));
+    } catch (err) {
+      for (const item of items) item.reject(this.translate(err));
+      return;
+    }
+    this.settle(items, result);
+  }
+
+  async close(): Promise<void> {
+    this.batch.drainNow();
+    this.closed = true;
+  }
+}
+
+type Reply = { n: number; result: BatchResult } | { n: number; failed: SentError };
+
+/**
+ * Writes from a thread of their own, on a connection of their own: a commit and its fsync never
+ * hold the event loop, so reads keep being answered while a batch is made durable, and the next
+ * batch gathers meanwhile. The serving thread reads through its own connection; WAL lets it read
+ * while the writer writes, and SQLite publishes a commit to readers only after it is synced, so a
+ * reader never sees a write that is not yet durable.
+ */
+export class ThreadWriter extends BatchingWriter {
+  private worker: Worker | undefined;
+  private sent = 0;
+  private readonly inFlight = new Map<number, Pending[]>();
+  private idle: (() => void) | undefined;
+
+  constructor(
+    private readonly path: string,
+    private readonly durability: 'full' | 'normal',
+    translate: Translate,
+  ) {
+    super(translate);
+  }
+
+  private start(): Worker {
+    // Compiled, the thread's module sits beside this one; under tsx (tests), so does its source.
+    const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+    const worker = new Worker(new URL(`./writer-thread${ext}`, import.meta.url), {
+      workerData: { path: this.path, durability: this.durability },
+    });
+    worker.on('message', (reply: Reply) => this.receive(reply));
+    worker.on('error', () => {});
+    worker.once('exit', () => {
+      if (this.worker === worker) this.worker = undefined;
+      // Whatever it had not answered is lost to it: a 503, and the next write starts a new thread.
+      for (const items of this.inFlight.values()) {
+        for (const item of items) item.reject(new StoreUnavailableError('the SQLite writer stopped'));
+      }
+      this.inFlight.clear();
+      this.checkIdle();
+    });
+    return worker;
+  }
+
+  protected send(items: Pending[]): void {
+    const n = ++this.sent;
+    this.inFlight.set(n, items);
+    this.worker ??= this.start();
+    this.worker.postMessage({ n, ops: this.ops(items) });
+  }
+
+  private receive(reply: Reply): void {
+    const items = this.inFlight.get(reply.n);
+    if (items === undefined) return;
+    this.inFlight.delete(reply.n);
+    if ('failed' in reply) {
+      const err = this.translate(receiveError(reply.failed));
+      for (const item of items) item.reject(err);
+    } else {
+      const outcomes = reply.result.outcomes.map((o) =>
+        o.ok ? o : { ok: false as const, error: receiveError(o.error as SentError) },
+      );
+      this.settle(items, { outcomes, queued: reply.result.queued });
+    }
+    this.checkIdle();
+  }
+
+  private checkIdle(): void {
+    if (this.inFlight.size === 0 && this.idle) this.idle();
+  }
+
+  async close(): Promise<void> {
+    this.batch.drainNow();
+    this.closed = true;
+    const worker = this.worker;
+    if (worker === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, 10_000)));
+    try {
+      // Every batch sent is answered before the thread closes its connection.
+      if (this.inFlight.size > 0) await Promise.race([new Promise<void>((r) => (this.idle = r)), limit]);
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      worker.postMessage('close');
+      await Promise.race([exited, limit]);
+    } finally {
+      clearTimeout(timer);
+      if (this.worker === worker) await worker.terminate();
+      this.worker = undefined;
+    }
+  }
+}
+
+export { openConnection };

@@ -1,0 +1,312 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { IdSpaceExhaustedError } from '../../errors.js';
+import { MAX_PLANT_ID } from '../../schemas/plant.js';
+import type {
+  CreateResult,
+  DeliveryJob,
+  EndpointPatch,
+  EndpointRecord,
+  FinishedAttempt,
+  IdempotencyClaim,
+  IdempotencyRef,
+  NewEvent,
+  NewPlant,
+  TokenRecord,
+} from '../store.js';
+import { eventData, SqliteEvents } from './events.js';
+
+/** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
+export function openConnection(path: string, durability: 'full' | 'normal'): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.pragma('busy_timeout = 5000');
+    // Checkpoints happen in a worker thread of their own; the automatic one stays as a backstop.
+    if (path !== ':memory:') db.pragma('wal_autocheckpoint = 10000');
+    db.pragma('foreign_keys = ON');
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+interface IdemRow {
+  request_hash: string;
+  state: 'pending' | 'done';
+  status: number | null;
+  plant_id: number | null;
+  created_at: number;
+  locked_at: number;
+}
+
+// id, owner, name, tag
+type Row = [number, string, string, string | null];
+
+/** One write's outcome: its value, or what it threw. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** A write as it travels to the writer: the SqliteWrites method and its arguments. */
+export interface WriteOp {
+  op: WriteName;
+  args: unknown[];
+}
+
+/** What a committed batch tells the serving thread. */
+export interface BatchResult {
+  outcomes: Outcome[];
+  /** Webhook deliveries the batch queued (the dispatcher is woken when there are any). */
+  queued: number;
+}
+
+/**
+ * Every write plantstore makes to SQLite, and group commit: the writes of a batch run in one
+ * transaction (one fsync); a failing write fails alone. Runs wherever the store's writer is: in a
+ * thread of its own for a file (so that no commit, and no fsync, holds the event loop), inline for
+ * ':memory:'. Everything a write needs is in its arguments, so a write can be sent to a thread.
+ */
+export class SqliteWrites {
+  private stmts: ReturnType<SqliteWrites['prepare']> | undefined;
+  private eventsSql: SqliteEvents | undefined;
+
+  constructor(private readonly db: Database.Database) {}
+
+  // Prepared on first use: the tables exist only once migrate() has run.
+  private get s() {
+    this.stmts ??= this.prepare();
+    return this.stmts;
+  }
+
+  private get e(): SqliteEvents {
+    this.eventsSql ??= new SqliteEvents(this.db);
+    return this.eventsSql;
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      insertPlant: db.prepare<[number | null, string, string, string | null], { id: number }>(
+        'INSERT INTO plants (id, owner, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
+      ),
+      deleteAny: db
+        .prepare<[number], Row>('DELETE FROM plants WHERE id = ? RETURNING id, owner, name, tag')
+        .raw(),
+      deleteOwned: db
+        .prepare<[number, string], Row>(
+          'DELETE FROM plants WHERE id = ? AND owner = ? RETURNING id, owner, name, tag',
+        )
+        .raw(),
+      getIdem: db.prepare<[string, string], IdemRow>(
+        'SELECT request_hash, state, status, plant_id, created_at, locked_at FROM idempotency_keys WHERE user_id = ? AND key = ?',
+      ),
+      putIdem: db.prepare<[string, string, string, number, number]>(
+        `INSERT OR REPLACE INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
+         VALUES (?, ?, ?, 'pending', ?, ?)`,
+      ),
+      relockIdem: db.prepare<[number, string, string]>(
+        'UPDATE idempotency_keys SET locked_at = ? WHERE user_id = ? AND key = ?',
+      ),
+      finishIdem: db.prepare<[number, number | null, string, string]>(
+        `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ? WHERE user_id = ? AND key = ?`,
+      ),
+      dropIdem: db.prepare<[string, string]>(
+        `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND state = 'pending'`,
+      ),
+      purgeIdem: db.prepare<[number]>('DELETE FROM idempotency_keys WHERE created_at < ?'),
+      insertToken: db.prepare<[string, string, string | null, string, string, number, number | null]>(
+        `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      revokeToken: db.prepare<[number, string]>(
+        'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
+      ),
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT w'),
+      release: db.prepare('RELEASE w'),
+      rollbackTo: db.prepare('ROLLBACK TO w'),
+    };
+  }
+
+  /**
+   * Runs the batch in one transaction and commits it; throws when the transaction itself cannot
+   * be (then no write of the batch took effect). Returns only after COMMIT, i.e. once the batch is
+   * durable as the connection's durability says.
+   */
+  commit(batch: WriteOp[]): BatchResult {
+    let queued = 0;
+    try {
+      // Inside the try: preparing the statements fails on a closed database.
+      const s = this.s;
+      s.begin.run();
+      // Writes rarely fail, so the batch first runs without a savepoint per write; if one throws,
+      // the whole transaction is rolled back and the batch runs again with a savepoint around each
+      // write. (A write only runs statements, so running it twice is harmless.)
+      let outcomes = this.run(batch, false);
+      if (outcomes === null) {
+        s.rollback.run();
+        this.eventsSql?.forget();
+        s.begin.run();
+        outcomes = this.run(batch, true) as Outcome[];
+      }
+      // The batch's events are written, and their deliveries queued, in its transaction.
+      queued = this.eventsSql?.queueDeliveries() ?? 0;
+      s.commit.run();
+      return { outcomes, queued };
+    } catch (err) {
+      this.eventsSql?.forget();
+      if (this.db.open && this.db.inTransaction) this.s.rollback.run();
+      throw err;
+    }
+  }
+
+  /** Runs the writes in the open transaction; without savepoints, null as soon as one throws. */
+  private run(batch: WriteOp[], isolated: boolean): Outcome[] | null {
+    const s = this.s;
+    const outcomes: Outcome[] = [];
+    for (const { op, args } of batch) {
+      const fn = this[op] as (...a: unknown[]) => unknown;
+      if (!isolated) {
+        try {
+          outcomes.push({ ok: true, value: fn.apply(this, args) });
+        } catch {
+          return null;
+        }
+        continue;
+      }
+      // Prepared SAVEPOINT statements: no transaction wrapper built per write.
+      s.savepoint.run();
+      const mark = this.eventsSql?.mark() ?? 0;
+      try {
+        outcomes.push({ ok: true, value: fn.apply(this, args) });
+      } catch (error) {
+        s.rollbackTo.run();
+        this.eventsSql?.rewind(mark);
+        outcomes.push({ ok: false, error });
+      }
+      s.release.run();
+    }
+    return outcomes;
+  }
+
+  // The writes. Each runs inside commit()'s transaction.
+
+  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
+    const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag);
+    if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
+    if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
+    if (!row) return { exists: true };
+    if (event) this.e.record(event, 'plant.created', plant.owner, eventData(row.id, plant.name, plant.tag));
+    return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
+  }
+
+  deletePlant(id: number, owner: string | null, event?: NewEvent): boolean {
+    const gone = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
+    if (gone === undefined) return false;
+    if (event) this.e.record(event, 'plant.deleted', gone[1], eventData(gone[0], gone[2], gone[3]));
+    return true;
+  }
+
+  insertEndpoint(endpoint: EndpointRecord): void {
+    this.e.insertEndpoint(endpoint);
+  }
+
+  updateEndpoint(id: string, patch: EndpointPatch): EndpointRecord | null {
+    return this.e.updateEndpoint(id, patch);
+  }
+
+  deleteEndpoint(id: string): boolean {
+    return this.e.deleteEndpoint(id);
+  }
+
+  claimDeliveries(q: Parameters<SqliteEvents['claim']>[0]): DeliveryJob[] {
+    return this.e.claim(q);
+  }
+
+  finishDelivery(f: FinishedAttempt): void {
+    this.e.finish(f);
+  }
+
+  recoverDeliveries(endpointId: string, since: Date, now: Date): number {
+    return this.e.recover(endpointId, since, now);
+  }
+
+  purgeEvents(before: Date): number {
+    return this.e.purge(before);
+  }
+
+  claimIdempotencyKey(
+    ref: IdempotencyRef,
+    requestHash: string,
+    now: number,
+    staleAfterMs: number,
+    retainMs: number,
+  ): IdempotencyClaim {
+    const row = this.s.getIdem.get(ref.user, ref.key);
+    if (!row || row.created_at < now - retainMs) {
+      this.s.putIdem.run(ref.user, ref.key, requestHash, now, now);
+      return { state: 'claimed' };
+    }
+    if (row.request_hash !== requestHash) return { state: 'mismatch' };
+    if (row.state === 'pending') {
+      if (row.locked_at >= now - staleAfterMs) return { state: 'in_flight' };
+      this.s.relockIdem.run(now, ref.user, ref.key);
+      return { state: 'claimed' };
+    }
+    return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
+  }
+
+  releaseIdempotencyKey(ref: IdempotencyRef): void {
+    this.s.dropIdem.run(ref.user, ref.key);
+  }
+
+  purgeIdempotencyKeys(before: number): number {
+    return this.s.purgeIdem.run(before).changes;
+  }
+
+  insertToken(t: TokenRecord): void {
+    this.s.insertToken.run(
+      t.id,
+      t.user,
+      t.name,
+      t.scopes.join(' '),
+      t.hash,
+      t.createdAt.getTime(),
+      t.expiresAt ? t.expiresAt.getTime() : null,
+    );
+  }
+
+  revokeToken(id: string, at: number): boolean {
+    return this.s.revokeToken.run(at, id).changes > 0;
+  }
+}
+
+/** The names of the writes (the methods a WriteOp may call). */
+export type WriteName = Exclude<keyof SqliteWrites, 'commit'>;
+
+/** An error as it crosses from the writer's thread: enough to rebuild what the store answers. */
+export type SentError =
+  | { kind: 'id_space' }
+  | { kind: 'error'; name: string; message: string; code?: string };
+
+export function sendError(err: unknown): SentError {
+  if (err instanceof IdSpaceExhaustedError) return { kind: 'id_space' };
+  const e = err as { name?: unknown; message?: unknown; code?: unknown };
+  return {
+    kind: 'error',
+    name: typeof e?.name === 'string' ? e.name : 'Error',
+    message: typeof e?.message === 'string' ? e.message : String(err),
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+  };
+}
+
+export function receiveError(sent: SentError): Error {
+  if (sent.kind === 'id_space') return new IdSpaceExhaustedError();
+  const err = sent.name === 'TypeError' ? new TypeError(sent.message) : new Error(sent.message);
+  if (sent.code !== undefined) Object.assign(err, { code: sent.code });
+  return err;
+}
