@@ -52,6 +52,7 @@ export class Dispatcher {
   private again = false;
   private stopped = false;
   private readonly sending = new Set<Promise<void>>();
+  private tickRun: Promise<void> | undefined;
 
   constructor(private readonly opts: DispatcherOptions) {
     this.clock = opts.clock ?? Date.now;
@@ -83,6 +84,8 @@ export class Dispatcher {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    // A claim still under way launches what it claimed: wait for it, then for every send.
+    await this.tickRun;
     await Promise.allSettled([...this.sending]);
   }
 
@@ -99,8 +102,13 @@ export class Dispatcher {
     this.timer.unref();
   }
 
-  private async tick(): Promise<void> {
-    if (this.ticking) return;
+  private tick(): Promise<void> {
+    if (this.ticking) return Promise.resolve();
+    this.tickRun = this.claimAndLaunch();
+    return this.tickRun;
+  }
+
+  private async claimAndLaunch(): Promise<void> {
     this.ticking = true;
     try {
       for (;;) {
