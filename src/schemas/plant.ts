@@ -1,7 +1,9 @@
 import { type Static, Type } from 'typebox';
 
-/** Largest id the contract allows: 2^53 − 1, the largest integer every JSON client can hold. */
-export const MAX_PLANT_ID = Number.MAX_SAFE_INTEGER;
+// Its own module, so that the SQLite writer thread does not load TypeBox to know it.
+import { MAX_PLANT_ID } from '../plant-id.js';
+
+export { MAX_PLANT_ID };
 
 // One pattern for "no control characters and at least one non-whitespace character";
 // the error formatter looks at the value to say which half failed.

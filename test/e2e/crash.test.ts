@@ -19,7 +19,7 @@ for (const engine of ENGINES) {
     });
     after(() => drop());
 
-    it(`loses no acknowledged create or delete across ${KILLS} crashes`, async () => {
+    it(`loses no acknowledged create or delete across ${KILLS} crashes`, async (t) => {
       const token = (await cli(['token', 'create', '--user', 'crash'], env)).stdout.trim();
       const headers = { authorization: `Bearer ${token}` };
       const live = new Set<number>(); // acknowledged created, not acknowledged deleted
@@ -75,6 +75,7 @@ for (const engine of ENGINES) {
         await Promise.all(workers);
         await exited;
       }
+      t.diagnostic(`${live.size + gone.size} acknowledged creates and deletes across ${KILLS} crashes`);
       assert.ok(
         live.size + gone.size > KILLS * 10,
         `too little was acknowledged to prove anything (${live.size + gone.size})`,

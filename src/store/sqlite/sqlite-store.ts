@@ -227,8 +227,8 @@ export class SqliteStore implements Store {
     return err;
   }
 
-  migrate(): Promise<string[]> {
-    return this.run(() => {
+  async migrate(): Promise<string[]> {
+    const applied = await this.run(() => {
       this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
       // IMMEDIATE takes the write lock first, so two processes migrating at once take turns.
@@ -245,6 +245,9 @@ export class SqliteStore implements Store {
       });
       return apply.immediate();
     });
+    // Serving starts after migrating: by then the writer takes writes at once.
+    await this.writer.ready;
+    return applied;
   }
 
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {

@@ -15,6 +15,7 @@ const port = parentPort!;
 const { path, durability } = workerData as { path: string; durability: 'full' | 'normal' };
 const db = openConnection(path, durability);
 const writes = new SqliteWrites(db);
+port.postMessage('ready');
 let queue: Sent[] = [];
 let scheduled = false;
 let closing = false;

@@ -24,6 +24,8 @@ export interface Writer {
   write<K extends WriteName>(op: K, ...args: Args<K>): Promise<Result<K>>;
   /** Called after a batch that queued webhook deliveries has committed. */
   onQueued(listener: () => void): void;
+  /** Settles once the writer can take writes at once (or has failed to start). */
+  readonly ready: Promise<void>;
   /** Answers what is queued, then stops; writes after it fail as the store being unavailable. */
   close(): Promise<void>;
 }
@@ -62,12 +64,14 @@ abstract class BatchingWriter implements Writer {
   }
 
   protected abstract send(items: Pending[]): void;
+  abstract readonly ready: Promise<void>;
   abstract close(): Promise<void>;
 }
 
 /** Writes on the serving thread's own connection (':memory:', which no other thread can open). */
 export class InlineWriter extends BatchingWriter {
   private readonly writes: SqliteWrites;
+  readonly ready = Promise.resolve();
 
   constructor(db: Database.Database, translate: Translate) {
     super(translate);
@@ -91,7 +95,7 @@ export class InlineWriter extends BatchingWriter {
   }
 }
 
-type Reply = { n: number; result: BatchResult } | { n: number; failed: SentError };
+type Reply = { n: number; result: BatchResult } | { n: number; failed: SentError } | 'ready';
 
 /**
  * Writes from a thread of their own, on a connection of their own: a commit and its fsync never
@@ -105,6 +109,8 @@ export class ThreadWriter extends BatchingWriter {
   private sent = 0;
   private readonly inFlight = new Map<number, Pending[]>();
   private idle: (() => void) | undefined;
+  private started: (() => void) | undefined;
+  readonly ready = new Promise<void>((resolve) => (this.started = resolve));
 
   constructor(
     private readonly path: string,
@@ -112,17 +118,27 @@ export class ThreadWriter extends BatchingWriter {
     translate: Translate,
   ) {
     super(translate);
+    // Started now, not at the first write: loading it takes a few hundred ms, which the store's
+    // opening and migration cover.
+    this.worker = this.start();
   }
 
   private start(): Worker {
-    // Compiled, the thread's module sits beside this one; under tsx (tests), so does its source.
-    const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-    const worker = new Worker(new URL(`./writer-thread${ext}`, import.meta.url), {
-      workerData: { path: this.path, durability: this.durability },
-    });
+    const workerData = { path: this.path, durability: this.durability };
+    // Compiled, the thread's module sits beside this one. Run from source (tsx: tests, `npm run
+    // dev`), so does its source, which the thread loads through tsx too: hooks registered on this
+    // thread do not reach it, and Node 22 does not read TypeScript by itself.
+    const worker = import.meta.url.endsWith('.ts')
+      ? new Worker(
+          `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register();
+           return import(${JSON.stringify(new URL('./writer-thread.ts', import.meta.url).href)}); });`,
+          { eval: true, workerData },
+        )
+      : new Worker(new URL('./writer-thread.js', import.meta.url), { workerData });
     worker.on('message', (reply: Reply) => this.receive(reply));
     worker.on('error', () => {});
     worker.once('exit', () => {
+      this.started?.();
       if (this.worker === worker) this.worker = undefined;
       // Whatever it had not answered is lost to it: a 503, and the next write starts a new thread.
       for (const items of this.inFlight.values()) {
@@ -138,10 +154,16 @@ export class ThreadWriter extends BatchingWriter {
     const n = ++this.sent;
     this.inFlight.set(n, items);
     this.worker ??= this.start();
+    this.worker.ref();
     this.worker.postMessage({ n, ops: this.ops(items) });
   }
 
   private receive(reply: Reply): void {
+    if (reply === 'ready') {
+      this.started?.();
+      this.checkIdle();
+      return;
+    }
     const items = this.inFlight.get(reply.n);
     if (items === undefined) return;
     this.inFlight.delete(reply.n);
@@ -157,8 +179,12 @@ export class ThreadWriter extends BatchingWriter {
     this.checkIdle();
   }
 
+  // Only a start or writes under way keep the process alive (a command that opened the store exits
+  // as usual once it is done).
   private checkIdle(): void {
-    if (this.inFlight.size === 0 && this.idle) this.idle();
+    if (this.inFlight.size > 0) return;
+    this.worker?.unref();
+    this.idle?.();
   }
 
   async close(): Promise<void> {
@@ -166,11 +192,13 @@ export class ThreadWriter extends BatchingWriter {
     this.closed = true;
     const worker = this.worker;
     if (worker === undefined) return;
+    worker.ref();
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, 10_000)));
     try {
       // Every batch sent is answered before the thread closes its connection.
       if (this.inFlight.size > 0) await Promise.race([new Promise<void>((r) => (this.idle = r)), limit]);
+      worker.ref();
       const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
       worker.postMessage('close');
       await Promise.race([exited, limit]);

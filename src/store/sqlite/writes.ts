@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { IdSpaceExhaustedError } from '../../errors.js';
-import { MAX_PLANT_ID } from '../../schemas/plant.js';
+import { MAX_PLANT_ID } from '../../plant-id.js';
 import type {
   CreateResult,
   DeliveryJob,
@@ -22,9 +22,10 @@ export function openConnection(path: string, durability: 'full' | 'normal'): Dat
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   try {
+    // First, so that the pragmas after it wait for a lock (another connection migrating) too.
+    db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
-    db.pragma('busy_timeout = 5000');
     // Checkpoints happen in a worker thread of their own; the automatic one stays as a backstop.
     if (path !== ':memory:') db.pragma('wal_autocheckpoint = 10000');
     db.pragma('foreign_keys = ON');
