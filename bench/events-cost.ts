@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, waitReady } from './ports.js';
+import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -56,14 +56,10 @@ async function start(name: string, tree: string, hooks: number, receiver: string
   ).trim();
   const port = await freePort();
   const args = ['-c', '0', process.execPath, join(tree, 'bin/plantstore'), 'serve', '--port', String(port)];
-  const child = spawn(
-    'taskset',
-    [...args, '--log-level', 'warn', '--rate-limit', '0', '--auth-failure-limit', '0'],
-    {
-      env,
-      stdio: 'inherit',
-    },
-  );
+  const child = spawn('taskset', [...args, ...BENCH_SERVE_FLAGS], {
+    env,
+    stdio: 'inherit',
+  });
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/readyz');
   for (let i = 0; i < hooks; i++) {

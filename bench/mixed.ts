@@ -30,7 +30,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { openStore } from '../src/store/index.js';
 import { createToken } from '../src/tokens/tokens.js';
-import { freePort, waitReady } from './ports.js';
+import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -131,12 +131,7 @@ async function serve(name: string, database: string, env: Record<string, string>
       'serve',
       '--port',
       String(port),
-      '--log-level',
-      'warn',
-      '--rate-limit',
-      '0',
-      '--auth-failure-limit',
-      '0',
+      ...BENCH_SERVE_FLAGS,
     ],
     { env: { ...process.env, ...env, DATABASE_URL: database }, stdio: 'inherit' },
   );

@@ -19,3 +19,6 @@ export async function waitReady(url: string, path: string): Promise<void> {
   }
   throw new Error(`${url} did not become ready`);
 }
+
+/** `serve` flags every benchmarked plantstore gets: quiet logs, no rate limits in the way. */
+export const BENCH_SERVE_FLAGS = ['--log-level', 'warn', '--rate-limit', '0', '--auth-failure-limit', '0'];

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { freePort, waitReady } from './ports.js';
+import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 import {
   chart,
   median,
@@ -198,12 +198,7 @@ async function startPlantstore(
       String(port),
       '--database',
       database,
-      '--log-level',
-      'warn',
-      '--rate-limit',
-      '0',
-      '--auth-failure-limit',
-      '0',
+      ...BENCH_SERVE_FLAGS,
     ];
     children.push(spawnServer(args, pin));
     urls.push(`http://127.0.0.1:${port}`);
