@@ -22,7 +22,7 @@
  * bench/mixed.lua (each request's X-Request-Id carries its class and send time).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -47,6 +47,8 @@ const { values: opt } = parseArgs({
     },
     // Writes the first variant's CPU profile (--cpu-prof) into this folder.
     profile: { type: 'string' },
+    // Writes the first variant's --trace-gc lines to this file, and sums up its pauses at the end.
+    'trace-gc': { type: 'string' },
   },
 });
 const USERS = Number(opt.users);
@@ -118,7 +120,9 @@ interface Server {
   child: ChildProcess;
 }
 
-async function serve(name: string, database: string, env: Record<string, string>, profile?: string) {
+async function serve(name: string, database: string, env: Record<string, string>, first = false) {
+  const profile = first ? opt.profile : undefined;
+  const traceGc = first ? opt['trace-gc'] : undefined;
   const port = await freePort();
   const child = spawn(
     'taskset',
@@ -127,13 +131,17 @@ async function serve(name: string, database: string, env: Record<string, string>
       '0',
       process.execPath,
       ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profile)}`] : []),
+      ...(traceGc ? ['--trace-gc'] : []),
       join(ROOT, 'bin/plantstore'),
       'serve',
       '--port',
       String(port),
       ...BENCH_SERVE_FLAGS,
     ],
-    { env: { ...process.env, ...env, DATABASE_URL: database }, stdio: 'inherit' },
+    {
+      env: { ...process.env, ...env, DATABASE_URL: database },
+      stdio: ['ignore', traceGc ? openSync(traceGc, 'w') : 'inherit', 'inherit'],
+    },
   );
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
@@ -190,16 +198,16 @@ let receiverOut = '';
 for (const v of wanted) {
   const file = join(tmp, `${v}.db`);
   if (v !== 'postgres') copyFileSync(dbPath, file);
-  const profile = servers.length === 0 ? opt.profile : undefined;
-  if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, profile));
+  const first = servers.length === 0;
+  if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, first));
   if (v === 'inline') {
     servers.push(
-      await serve('sqlite, writes inline', `sqlite:${file}`, { PLANTSTORE_SQLITE_WRITER: 'inline' }, profile),
+      await serve('sqlite, writes inline', `sqlite:${file}`, { PLANTSTORE_SQLITE_WRITER: 'inline' }, first),
     );
   }
   if (v === 'postgres') {
     const url = await postgresCopy();
-    if (url) servers.push(await serve('postgres', url, {}, profile));
+    if (url) servers.push(await serve('postgres', url, {}, first));
   }
   if (v === 'endpoints') {
     receiver = spawn('taskset', ['-c', '1', process.execPath, '-e', receiverCode], {
@@ -213,7 +221,7 @@ for (const v of wanted) {
       'sqlite + 11 endpoints',
       `sqlite:${file}`,
       { WEBHOOK_ALLOW_PRIVATE: 'true' },
-      profile,
+      first,
     );
     for (const token of [adminToken, ...tokens.slice(0, 10)]) {
       const res = await fetch(`${server.url}/webhooks`, {
@@ -383,6 +391,19 @@ if (receiver) {
   receiver.kill('SIGTERM');
   await new Promise((r) => receiver!.once('exit', r));
   console.log(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
+}
+if (opt['trace-gc']) {
+  // `… ms: Scavenge 20.1 (25.0) -> 10.2 (26.0) MB, 1.23 / 0.00 ms …`: the pause is the figure after "MB, ".
+  const pauses = new Map<string, number[]>();
+  for (const m of readFileSync(opt['trace-gc'], 'utf8').matchAll(/ms: ([A-Za-z-]+).*? MB, ([0-9.]+) \//g)) {
+    pauses.set(m[1]!, [...(pauses.get(m[1]!) ?? []), Number(m[2])]);
+  }
+  for (const [kind, ms] of pauses) {
+    const sorted = [...ms].sort((a, b) => a - b);
+    console.log(
+      `GC ${kind}: ${ms.length} pauses, ${ms.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, median ${median(sorted).toFixed(2)} ms, max ${sorted.at(-1)!.toFixed(2)} ms`,
+    );
+  }
 }
 await dropPg();
 process.exit(0);
