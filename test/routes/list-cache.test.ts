@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { type Harness, harness, locationId } from '../helpers/app.js';
-import { ENGINES, type Engine } from '../helpers/engines.js';
+import { createPgDatabase, ENGINES, type Engine } from '../helpers/engines.js';
 
 const names = (res: { json(): unknown }) => (res.json() as { name: string }[]).map((p) => p.name);
 
@@ -230,5 +231,45 @@ describe('list pages and writes from another process (SQLite file)', () => {
     assert.equal(await other.deletePlant(id, null), true);
     await other.close();
     assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 404);
+  });
+});
+
+describe('list pages and writes from another instance (PostgreSQL)', { skip: ENGINES[1]!.skip }, () => {
+  let h: Harness;
+  let db: { url: string; drop(): Promise<void> };
+  before(async () => {
+    db = await createPgDatabase();
+    h = await harness({
+      ...ENGINES[1]!,
+      async open() {
+        const s = new PgStore({ url: db.url, poolSize: 2 });
+        await s.migrate();
+        return s;
+      },
+    });
+  });
+  after(async () => {
+    await h?.close();
+    await db?.drop();
+  });
+
+  it('a create and a delete through another instance reach a kept page', async () => {
+    const c = await h.user();
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) ids.push(locationId(await c.create({ name: `m${i}`, tag: 'k' })));
+    const first = () => c.request({ method: 'GET', url: '/plants?limit=2&tag=k' });
+    const all = () => c.request({ method: 'GET', url: '/plants' });
+    assert.deepEqual(names(await first()), ['m0', 'm1']);
+    assert.deepEqual(names(await all()), ['m0', 'm1', 'm2']);
+    const other = new PgStore({ url: db.url, poolSize: 1 });
+    try {
+      await other.createPlant({ id: null, owner: c.user, name: 'm3', tag: 'k' });
+      assert.deepEqual(names(await all()), ['m0', 'm1', 'm2', 'm3'], 'the last page shows it');
+      assert.deepEqual(names(await first()), ['m0', 'm1']);
+      assert.equal(await other.deletePlant(ids[0]!, null), true);
+      assert.deepEqual(names(await first()), ['m1', 'm2'], 'a delete elsewhere renews the kept page');
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -28,6 +28,32 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.migrate(), []);
     });
 
+    it('list marks: a create after the newest id moves top only; one below it, or a delete, moves reorder', async () => {
+      const marks = store.listMarks?.bind(store);
+      assert.ok(marks, 'both engines keep list marks');
+      const o = owner();
+      const other = owner();
+      assert.deepEqual(await marks(o, null), { reorder: 0, top: 0 });
+      const a = await create(o, null, 'green');
+      assert.deepEqual(await marks(o, null), { reorder: 0, top: a.id });
+      assert.deepEqual(await marks(o, 'green'), { reorder: 0, top: a.id });
+      assert.deepEqual(await marks(o, 'red'), { reorder: 0, top: 0 });
+      const b = await create(o, null, null);
+      assert.deepEqual(await marks(o, null), { reorder: 0, top: b.id });
+      assert.deepEqual(await marks(o, 'green'), { reorder: 0, top: a.id }, 'untagged: the tag keeps its top');
+      await create(other);
+      assert.deepEqual(await marks(o, null), { reorder: 0, top: b.id }, 'another owner changes nothing');
+      assert.equal(await store.deletePlant(a.id, o), true);
+      assert.deepEqual(await marks(o, null), { reorder: 1, top: b.id });
+      assert.deepEqual(await marks(o, 'green'), { reorder: 1, top: a.id });
+      await create(o, a.id, 'green'); // the freed id, below top
+      assert.deepEqual(await marks(o, null), { reorder: 2, top: b.id });
+      // Everyone's lists: SQLite keeps marks for them; PostgreSQL keeps none (never cached there).
+      const all = await marks(null, null);
+      if (engine.name === 'postgres') assert.equal(all, null);
+      else assert.ok(all && all.top >= b.id);
+    });
+
     it('server-assigned ids increase and are not reused after a delete', async () => {
       const o = owner();
       const a = await create(o);

@@ -128,4 +128,50 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE state = 'pending';
     `,
   },
+  {
+    version: 4,
+    name: '0004_list_marks',
+    // What a cached list page of one owner depends on (ListMarks, as in SQLite's migration 4), kept
+    // by triggers in the write's own transaction, so every instance reads the same truth: per owner
+    // and tag ('t:' || tag, or '*' for every tag), `top` is the largest id ever created there, and
+    // on the '*' row `reorder` moves when a plant is deleted or created below `top` (a create whose
+    // id was drawn earlier but commits later counts as below). Only owners' rows: a row for
+    // everyone's plants would be updated by every create, serialising them all, so an admin's
+    // lists are not cached on PostgreSQL.
+    sql: `
+      CREATE TABLE list_marks (
+        owner   text NOT NULL,
+        tag     text NOT NULL,
+        reorder bigint NOT NULL DEFAULT 0,
+        top     bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (owner, tag)
+      );
+      INSERT INTO list_marks (owner, tag, top)
+        SELECT owner, '*', max(id) FROM plants GROUP BY owner
+        UNION ALL SELECT owner, 't:' || tag, max(id) FROM plants WHERE tag IS NOT NULL GROUP BY owner, tag;
+
+      CREATE FUNCTION plants_marks_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO list_marks AS m (owner, tag, top) VALUES (NEW.owner, '*', NEW.id)
+          ON CONFLICT (owner, tag) DO UPDATE
+          SET reorder = m.reorder + CASE WHEN excluded.top < m.top THEN 1 ELSE 0 END,
+              top = greatest(m.top, excluded.top);
+        IF NEW.tag IS NOT NULL THEN
+          INSERT INTO list_marks AS m (owner, tag, top) VALUES (NEW.owner, 't:' || NEW.tag, NEW.id)
+            ON CONFLICT (owner, tag) DO UPDATE SET top = greatest(m.top, excluded.top);
+        END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER plants_marks_insert AFTER INSERT ON plants
+        FOR EACH ROW EXECUTE FUNCTION plants_marks_insert();
+
+      CREATE FUNCTION plants_marks_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE list_marks SET reorder = reorder + 1 WHERE owner = OLD.owner AND tag = '*';
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER plants_marks_delete AFTER DELETE ON plants
+        FOR EACH ROW EXECUTE FUNCTION plants_marks_delete();
+    `,
+  },
 ];
