@@ -32,10 +32,9 @@ const stillExact = (page: Entry, now: ListMarks): boolean =>
  * List pages, rendered, kept while the store's marks (ListMarks) say they are still exact: a
  * caching layer over PlantService.list. A plant created with a server-assigned id comes after every
  * other, so it changes only the last page of each list it belongs to; every other page of that
- * owner survives it. A delete, or a create below the newest id, drops all the owner's pages. The
- * marks are kept by the database in the write's own transaction, so a page can never outlive a
- * change to the plants it shows, whichever process or instance made it; lists without marks (an
- * admin's, on PostgreSQL) always go to the store. Requests that miss together (after a
+ * owner survives it. A delete, or a create below the newest id, drops all the owner's pages. Only
+ * engines that know every write (SQLite) give marks, so a page can never outlive a change to the
+ * plants it shows; elsewhere every list goes to the store. Requests that miss together (after a
  * write, every connection's next list) wait for one build instead of each querying and
  * serializing the same page: fifty concurrent builds of a 1,000-plant page held the event loop for
  * ~50 ms. Bounded by total body size; the oldest entries go first. The body is kept as bytes, so a
@@ -58,8 +57,9 @@ export class ListCache {
     render: (page: Page) => { body: string; link: string | undefined },
   ): Promise<RenderedPage> {
     // Read the marks before the store: a write landing in between only makes the entry stale.
-    const marks = await this.service.listMarks(caller, q.tag);
-    if (!marks) return render(await this.service.list(caller, q));
+    const asked = this.service.listMarks(caller, q.tag);
+    if (asked === undefined) return render(await this.service.list(caller, q));
+    const marks = await asked;
     const admin = caller.scopes.has('plants:admin');
     const key = `${admin ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
     const hit = this.lookup(key, marks);

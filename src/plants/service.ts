@@ -124,7 +124,7 @@ export class PlantService {
   }
 
   /** What the caller's pages with `tag` depend on (ListMarks); undefined when the engine cannot tell. */
-  listMarks(caller: Caller, tag: string | undefined): Promise<ListMarks | null> | undefined {
+  listMarks(caller: Caller, tag: string | undefined): Promise<ListMarks> | undefined {
     return this.store.listMarks?.(isAdmin(caller) ? null : caller.user, tag ?? null);
   }
 

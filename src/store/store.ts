@@ -256,10 +256,10 @@ export interface Store {
 
   /**
    * What a cached list page of `owner`'s plants (null: everyone's) with `tag` (null: any) depends
-   * on, as of the moment it is read, whichever process or instance wrote; null when the engine
-   * keeps no marks for that list (it is then never cached).
+   * on, as of the moment it is read, whichever process wrote. Engines that cannot know every write
+   * omit it, and their list pages are never cached.
    */
-  listMarks?(owner: string | null, tag: string | null): Promise<ListMarks | null>;
+  listMarks?(owner: string | null, tag: string | null): Promise<ListMarks>;
   /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
   backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */

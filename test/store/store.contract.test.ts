@@ -30,7 +30,12 @@ for (const engine of ENGINES) {
 
     it('list marks: a create after the newest id moves top only; one below it, or a delete, moves reorder', async () => {
       const marks = store.listMarks?.bind(store);
-      assert.ok(marks, 'both engines keep list marks');
+      if (!marks) {
+        // PostgreSQL keeps none: a per-owner row updated by every create serialised one owner's
+        // creates (docs/benchmarks.md), so its pages are not cached.
+        assert.equal(engine.name, 'postgres');
+        return;
+      }
       const o = owner();
       const other = owner();
       assert.deepEqual(await marks(o, null), { reorder: 0, top: 0 });
@@ -48,10 +53,10 @@ for (const engine of ENGINES) {
       assert.deepEqual(await marks(o, 'green'), { reorder: 1, top: a.id });
       await create(o, a.id, 'green'); // the freed id, below top
       assert.deepEqual(await marks(o, null), { reorder: 2, top: b.id });
-      // Everyone's lists: SQLite keeps marks for them; PostgreSQL keeps none (never cached there).
+      // Everyone's lists have marks of their own.
       const all = await marks(null, null);
-      if (engine.name === 'postgres') assert.equal(all, null);
-      else assert.ok(all && all.top >= b.id);
+      assert.ok(all.top >= b.id);
+      assert.ok(all.reorder >= 2);
     });
 
     it('server-assigned ids increase and are not reused after a delete', async () => {

@@ -13,7 +13,6 @@ import type {
   FinishedAttempt,
   IdempotencyClaim,
   IdempotencyRef,
-  ListMarks,
   NewEvent,
   NewPlant,
   PageQuery,
@@ -95,8 +94,6 @@ const Q = {
     'INSERT INTO plants (id, owner, name, tag) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING id',
   raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
   getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
-  listMarks: `SELECT (SELECT reorder FROM list_marks WHERE owner = $1 AND tag = '*') AS reorder,
-    (SELECT top FROM list_marks WHERE owner = $1 AND tag = $2) AS top`,
   listAll: `SELECT ${COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
   listAllTag: `SELECT ${COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
   listOwner: `SELECT ${COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
@@ -305,17 +302,6 @@ export class PgStore implements Store {
 
   async getPlant(id: number): Promise<PlantRecord | null> {
     return (await this.q<PlantRecord>('getPlant', [id])).rows[0] ?? null;
-  }
-
-  /** An owner's marks; null for everyone's lists, which PostgreSQL keeps no marks for. */
-  async listMarks(owner: string | null, tag: string | null): Promise<ListMarks | null> {
-    if (owner === null) return null;
-    const r = await this.q<{ reorder: number | null; top: number | null }>('listMarks', [
-      owner,
-      tag === null ? '*' : `t:${tag}`,
-    ]);
-    const row = r.rows[0];
-    return { reorder: row?.reorder ?? 0, top: row?.top ?? 0 };
   }
 
   async listPlants(q: PageQuery): Promise<PlantRecord[]> {
