@@ -22,7 +22,15 @@
  * bench/mixed.lua (each request's X-Request-Id carries its class and send time).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -280,6 +288,8 @@ console.error(
 );
 
 interface Run {
+  /** CPU the server's threads used during the run, as a share of the run's wall time, by thread name. */
+  cpu?: Record<string, number>;
   rps: number;
   p50: number;
   p99: number;
@@ -319,6 +329,63 @@ function wrk(url: string, mix: string, seconds: number): Run {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** CPU ticks (user + system) of each thread of `pid`, keyed "name/tid". */
+function threadTicks(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // The name sits in parentheses and may hold spaces; utime and stime are fields 14 and 15.
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(`${name}/${tid}`, Number(f[11]) + Number(f[12]));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
+const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+
+/** CPU ticks of every PostgreSQL server process on the machine (its backends included). */
+function postgresTicks(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks;
+}
+
+/**
+ * Per thread name, the share of one core the server's threads used while `fn` ran, and that of
+ * PostgreSQL's processes (which share the machine's cores with the server and wrk).
+ */
+function withCpu(pid: number | undefined, fn: () => Run): Run {
+  if (pid === undefined) return fn();
+  const before = threadTicks(pid);
+  const pgBefore = postgresTicks();
+  const t0 = performance.now();
+  const run = fn();
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu: Record<string, number> = {};
+  for (const [key, ticks] of threadTicks(pid)) {
+    const name = key.slice(0, key.lastIndexOf('/'));
+    const used = (ticks - (before.get(key) ?? 0)) / TICKS_PER_S / seconds;
+    if (used > 0) cpu[name] = (cpu[name] ?? 0) + used;
+  }
+  const pgUsed = (postgresTicks() - pgBefore) / TICKS_PER_S / seconds;
+  if (pgUsed > 0.01) cpu.postgres = pgUsed;
+  return { ...run, cpu };
+}
 const everyone = [...servers.map((s) => s.child), ceil];
 /** Runs `fn` with every other server stopped, so that none does housekeeping on the pinned core. */
 const measured = (only: ChildProcess, fn: () => Run): Run => {
@@ -348,7 +415,9 @@ for (const mix of opt.mix!) {
         theirs.push(measured(ceil, () => wrk(ceiling, mix, Number(opt.duration))));
         continue;
       }
-      const run = measured(who.child, () => wrk(who.url, mix, Number(opt.duration)));
+      const run = measured(who.child, () =>
+        withCpu(who.child.pid, () => wrk(who.url, mix, Number(opt.duration))),
+      );
       const bad = Object.entries(run.statuses).filter(([k]) => !/:(200|201)$/.test(k));
       if (bad.length) throw new Error(`${who.name} answered ${JSON.stringify(bad)}`);
       ours.get(who)!.push(run);
@@ -368,6 +437,14 @@ for (const mix of opt.mix!) {
           `${c} ${median(runs.map((r) => r.classes[c]!.p50_us / 1000)).toFixed(1)} / ${median(runs.map((r) => r.classes[c]!.p99_us / 1000)).toFixed(1)}`,
       )
       .join(', ');
+    const cpu = new Map<string, number[]>();
+    for (const r of runs)
+      for (const [k, v] of Object.entries(r.cpu ?? {})) cpu.set(k, [...(cpu.get(k) ?? []), v]);
+    console.error(
+      `${mix} ${s.name} CPU per thread (share of a core, median): ${[...cpu]
+        .map(([k, v]) => `${k} ${median(v).toFixed(2)}`)
+        .join(', ')}`,
+    );
     console.log(
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
     );
