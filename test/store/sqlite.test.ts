@@ -29,6 +29,7 @@ describe('SQLite store specifics', () => {
       { version: 2, name: '0002_events' },
       { version: 3, name: '0003_compact_event_log' },
       { version: 4, name: '0004_list_pages' },
+      { version: 5, name: '0005_write_clock' },
     ]);
     db.close();
   });
@@ -194,7 +195,11 @@ describe('SQLite store specifics', () => {
     old.close();
 
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0003_compact_event_log', '0004_list_pages']);
+    assert.deepEqual(await store.migrate(), [
+      '0003_compact_event_log',
+      '0004_list_pages',
+      '0005_write_clock',
+    ]);
     const events = await store.listEvents({ after: '0', owner: null, limit: 10 });
     assert.deepEqual(
       events.map((e) => [e.id, e.type, e.data, e.createdAt.getTime(), e.position]),
@@ -255,37 +260,38 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
-  it('migration 4 seeds the list marks from the plants already stored; the list paths read only their index', async () => {
-    const path = join(dir, 'v3.db');
+  it('migration 5 moves the list marks into memory; the list paths read only their index', async () => {
+    const path = join(dir, 'v4.db');
     const old = new Database(path);
-    for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 3)) old.exec(m.sql);
+    for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 4)) old.exec(m.sql);
     old.exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
-      INSERT INTO schema_migrations VALUES (1, '0001_init', ''), (2, '0002_events', ''), (3, '0003_compact_event_log', '');
+      INSERT INTO schema_migrations VALUES (1, '0001_init', ''), (2, '0002_events', ''), (3, '0003_compact_event_log', ''), (4, '0004_list_pages', '');
       INSERT INTO plants (id, owner, name, tag) VALUES (3, 'a', 'x', 'green'), (5, 'a', 'y', NULL), (9, 'b', 'z', 'green'), (12, 'b', 'w', 'red');`);
     old.close();
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0004_list_pages']);
-    assert.deepEqual(await store.listMarks('a', null), { reorder: 0, top: 5 });
-    assert.deepEqual(await store.listMarks('a', 'green'), { reorder: 0, top: 3 });
-    assert.deepEqual(await store.listMarks('a', 'red'), { reorder: 0, top: 0 });
-    assert.deepEqual(await store.listMarks(null, null), { reorder: 0, top: 12 });
-    assert.deepEqual(await store.listMarks(null, 'green'), { reorder: 0, top: 9 });
-    assert.deepEqual(await store.listMarks('nobody', null), { reorder: 0, top: 0 });
+    assert.deepEqual(await store.migrate(), ['0005_write_clock']);
+    const start = await store.listMarks('a', null);
     // After every id: only `top` moves, for the owner, everyone, and the tag.
     await store.createPlant({ id: null, owner: 'a', name: 'v', tag: 'red' });
-    assert.deepEqual(await store.listMarks('a', null), { reorder: 0, top: 13 });
-    assert.deepEqual(await store.listMarks('a', 'red'), { reorder: 0, top: 13 });
-    assert.deepEqual(await store.listMarks('a', 'green'), { reorder: 0, top: 3 });
-    assert.deepEqual(await store.listMarks(null, 'red'), { reorder: 0, top: 13 });
-    assert.deepEqual(await store.listMarks('b', null), { reorder: 0, top: 12 });
+    assert.deepEqual(await store.listMarks('a', null), { reorder: start.reorder, top: 13 });
+    assert.deepEqual(await store.listMarks('a', 'red'), { reorder: start.reorder, top: 13 });
+    assert.equal(
+      (await store.listMarks('a', 'green')).top,
+      0,
+      'no green plant created since the store opened',
+    );
+    assert.deepEqual(await store.listMarks(null, 'red'), { reorder: start.reorder, top: 13 });
+    const b = await store.listMarks('b', null);
     // Below the newest id, and a delete: `reorder` moves, for the owner and everyone, not others.
     await store.createPlant({ id: 4, owner: 'a', name: 'u', tag: null });
-    assert.deepEqual(await store.listMarks('a', null), { reorder: 1, top: 13 });
-    assert.deepEqual(await store.listMarks(null, null), { reorder: 1, top: 13 });
+    const a1 = await store.listMarks('a', null);
+    assert.notEqual(a1.reorder, start.reorder);
+    assert.deepEqual(await store.listMarks('b', null), b);
+    const all1 = await store.listMarks(null, null);
     assert.equal(await store.deletePlant(9, 'b'), true);
-    assert.deepEqual(await store.listMarks('b', 'green'), { reorder: 1, top: 9 });
-    assert.deepEqual(await store.listMarks(null, null), { reorder: 2, top: 13 });
-    assert.deepEqual(await store.listMarks('a', null), { reorder: 1, top: 13 });
+    assert.notEqual((await store.listMarks('b', 'green')).reorder, b.reorder);
+    assert.notEqual((await store.listMarks(null, null)).reorder, all1.reorder);
+    assert.deepEqual(await store.listMarks('a', null), a1);
     await store.close();
     const db = new Database(path, { readonly: true });
     const plan = (sql: string) =>
@@ -305,6 +311,45 @@ describe('SQLite store specifics', () => {
       /COVERING INDEX plants_tag_page/,
     );
     db.close();
+  });
+
+  it('list marks: another store’s write, or a hand-made one, moves every mark; the store’s own do not', async () => {
+    const path = join(dir, 'clock.db');
+    const store = new SqliteStore({ path, durability: 'full' });
+    await store.migrate();
+    const mine = async () => {
+      const r = await store.createPlant({ id: null, owner: 'a', name: 'mine', tag: null });
+      return 'created' in r ? r.created.id : 0;
+    };
+    await mine();
+    const b0 = await store.listMarks('b', null);
+    for (let i = 0; i < 3; i++) await mine();
+    assert.deepEqual(await store.listMarks('b', null), b0, 'the store’s own creates leave b alone');
+    // Another store on the file (another process, as far as the file can tell).
+    const other = new SqliteStore({ path, durability: 'full' });
+    await other.createPlant({ id: null, owner: 'c', name: 'elsewhere', tag: null });
+    await other.close();
+    const b1 = await store.listMarks('b', null);
+    assert.notEqual(b1.reorder, b0.reorder, 'a write by another writer moves every mark');
+    // Own writes after it, and the other's write seen once, leave the marks where they are.
+    await mine();
+    await mine();
+    assert.deepEqual(await store.listMarks('b', null), b1);
+    // A hand-made change (sqlite3 on the file): counted by the triggers, not by a plantstore writer.
+    const raw = new Database(path);
+    raw.prepare("UPDATE plants SET name = 'renamed' WHERE owner = 'a'").run();
+    raw.close();
+    const b2 = await store.listMarks('b', null);
+    assert.notEqual(b2.reorder, b1.reorder, 'a change made outside plantstore moves every mark');
+    await mine();
+    assert.deepEqual(await store.listMarks('b', null), b2);
+    // Another writer that wrote first and then this store: still seen (its commit was not the last).
+    const third = new SqliteStore({ path, durability: 'full' });
+    await third.deletePlant(1, null);
+    await third.close();
+    await mine();
+    assert.notEqual((await store.listMarks('b', null)).reorder, b2.reorder);
+    await store.close();
   });
 
   it('commits from a thread of its own: a write waiting for the lock holds up no read', async () => {

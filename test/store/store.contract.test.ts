@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import type { Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
@@ -38,25 +39,44 @@ for (const engine of ENGINES) {
       }
       const o = owner();
       const other = owner();
-      assert.deepEqual(await marks(o, null), { reorder: 0, top: 0 });
+      const start = await marks(o, null);
+      assert.equal(start.top, 0, 'nothing created here yet');
       const a = await create(o, null, 'green');
-      assert.deepEqual(await marks(o, null), { reorder: 0, top: a.id });
-      assert.deepEqual(await marks(o, 'green'), { reorder: 0, top: a.id });
-      assert.deepEqual(await marks(o, 'red'), { reorder: 0, top: 0 });
+      assert.deepEqual(await marks(o, null), { reorder: start.reorder, top: a.id });
+      assert.deepEqual(await marks(o, 'green'), { reorder: start.reorder, top: a.id });
+      assert.deepEqual(await marks(o, 'red'), { reorder: start.reorder, top: 0 });
       const b = await create(o, null, null);
-      assert.deepEqual(await marks(o, null), { reorder: 0, top: b.id });
-      assert.deepEqual(await marks(o, 'green'), { reorder: 0, top: a.id }, 'untagged: the tag keeps its top');
+      assert.deepEqual(await marks(o, null), { reorder: start.reorder, top: b.id });
+      const green = await marks(o, 'green');
+      assert.deepEqual(green, { reorder: start.reorder, top: a.id }, 'untagged: the tag keeps its top');
       await create(other);
-      assert.deepEqual(await marks(o, null), { reorder: 0, top: b.id }, 'another owner changes nothing');
+      assert.deepEqual(
+        await marks(o, null),
+        { reorder: start.reorder, top: b.id },
+        'another owner changes nothing',
+      );
+      const before = await marks(o, null);
+      const otherBefore = await marks(other, null);
+      const allBefore = await marks(null, null);
       assert.equal(await store.deletePlant(a.id, o), true);
-      assert.deepEqual(await marks(o, null), { reorder: 1, top: b.id });
-      assert.deepEqual(await marks(o, 'green'), { reorder: 1, top: a.id });
+      const afterDelete = await marks(o, null);
+      assert.notEqual(afterDelete.reorder, before.reorder, 'a delete moves reorder');
+      assert.equal(afterDelete.top, b.id);
+      assert.equal(
+        (await marks(o, 'green')).reorder,
+        afterDelete.reorder,
+        'reorder is the owner’s, every tag',
+      );
+      assert.notEqual((await marks(null, null)).reorder, allBefore.reorder, 'and everyone’s');
+      assert.deepEqual(await marks(other, null), otherBefore, 'not another owner’s');
       await create(o, a.id, 'green'); // the freed id, below top
-      assert.deepEqual(await marks(o, null), { reorder: 2, top: b.id });
+      assert.notEqual(
+        (await marks(o, null)).reorder,
+        afterDelete.reorder,
+        'a create below top moves reorder',
+      );
       // Everyone's lists have marks of their own.
-      const all = await marks(null, null);
-      assert.ok(all.top >= b.id);
-      assert.ok(all.reorder >= 2);
+      assert.ok((await marks(null, null)).top >= b.id);
     });
 
     it('server-assigned ids increase and are not reused after a delete', async () => {
@@ -198,4 +218,187 @@ for (const engine of ENGINES) {
       await store.ping();
     });
   });
+}
+
+// Reads that arrive in one turn of the event loop are batched (one read transaction on SQLite,
+// one statement per kind of read on PostgreSQL); each must still answer as it would alone.
+for (const engine of ENGINES) {
+  describe(`store read batching: ${engine.name}`, { skip: engine.skip }, () => {
+    let store: Store;
+    // Owners and tags with characters that need quoting in an array literal, and a tag spelt NULL.
+    const owners = [owner(), `${owner()} "quoted", {braced} \\ back`, owner()];
+    const tags = ['red', 'NULL', 'a,b "c" {d} \\e', '彩 ', null];
+    const ids: number[] = [];
+    let deleted = 0;
+
+    before(async () => {
+      store = await engine.open();
+      for (let i = 0; i < 60; i++) {
+        const r = await store.createPlant({
+          id: null,
+          owner: owners[i % owners.length]!,
+          name: `p${i}`,
+          tag: tags[i % tags.length]!,
+        });
+        assert.ok('created' in r);
+        ids.push(r.created.id);
+      }
+      deleted = ids[7]!;
+      assert.equal(await store.deletePlant(deleted, null), true);
+    });
+    after(async () => {
+      await store?.close();
+    });
+
+    // Every shape of read, with cursors, limits, missing ids and duplicates.
+    const reads = (): (() => Promise<unknown>)[] => {
+      const out: (() => Promise<unknown>)[] = [];
+      for (const id of [ids[0]!, ids[1]!, ids[0]!, deleted, MAX_PLANT_ID, ids[59]!, ids[30]!, ids[30]!]) {
+        out.push(() => store.getPlant(id));
+      }
+      for (const o of [...owners, null]) {
+        for (const tag of [...tags, 'no-such-tag']) {
+          for (const [afterId, limit] of [
+            [0, 1000],
+            [0, 3],
+            [ids[10]!, 4],
+            [ids[58]!, 10],
+            [ids[59]!, 5],
+          ] as const) {
+            out.push(() => store.listPlants({ owner: o, tag, afterId, limit }));
+          }
+        }
+      }
+      return out;
+    };
+
+    it('reads issued in one turn each answer as they would one at a time', async () => {
+      const calls = reads();
+      const alone: unknown[] = [];
+      for (const call of calls) alone.push(await call());
+      // Interleaved kinds, all started before the first settles: one batch of each kind.
+      const together = await Promise.all(calls.map((call) => call()));
+      assert.deepEqual(together, alone);
+      assert.ok(alone.some((r) => Array.isArray(r) && r.length > 3));
+      assert.ok(alone.some((r) => Array.isArray(r) && r.length === 0));
+      assert.ok(alone.includes(null));
+    });
+
+    it('duplicate ids in a batch get equal but separate records', async () => {
+      const [a, b] = await Promise.all([store.getPlant(ids[2]!), store.getPlant(ids[2]!)]);
+      assert.ok(a && b);
+      assert.deepEqual(a, b);
+      assert.notEqual(a, b);
+    });
+
+    it('a read queued when a write is acknowledged sees it, batched with reads already waiting', async () => {
+      const o = owner();
+      const others = reads();
+      const seen = await Promise.all([
+        ...Array.from({ length: 8 }, async (_, i) => {
+          const r = await store.createPlant({ id: null, owner: o, name: `w${i}`, tag: i % 2 ? 'odd' : null });
+          assert.ok('created' in r);
+          const id = r.created.id;
+          // Both queued in the turn the create was acknowledged in.
+          const [got, mine, everyone] = await Promise.all([
+            store.getPlant(id),
+            store.listPlants({ owner: o, tag: r.created.tag, afterId: 0, limit: 1000 }),
+            store.listPlants({ owner: null, tag: null, afterId: id - 1, limit: 1 }),
+          ]);
+          assert.deepEqual(got, r.created);
+          assert.ok(mine.some((p) => p.id === id));
+          assert.deepEqual(everyone, [r.created]);
+          return id;
+        }),
+        ...others.map((call) => call().then(() => 0)),
+      ]);
+      const mine = await store.listPlants({ owner: o, tag: null, afterId: 0, limit: 1000 });
+      assert.deepEqual(
+        mine.map((p) => p.id),
+        seen.filter((id) => id > 0).sort((a, b) => a - b),
+      );
+    });
+
+    it('counts: N reads of one kind in a turn are one statement', { skip: engine.name !== 'postgres' }, async () => {
+      const counter = countQueries(store);
+      try {
+        await Promise.all(Array.from({ length: 20 }, (_, i) => store.getPlant(ids[i % 5]! + (i % 2))));
+        assert.equal(counter.n, 1, '20 getPlant calls');
+
+        counter.n = 0;
+        await Promise.all(reads().slice(8));
+        assert.equal(counter.n, 1, 'listPlants calls of every shape');
+
+        counter.n = 0;
+        await Promise.all(reads());
+        assert.equal(counter.n, 2, 'one statement for the gets, one for the lists');
+
+        counter.n = 0;
+        assert.deepEqual(await store.getPlant(ids[3]!), {
+          id: ids[3],
+          owner: owners[0],
+          name: 'p3',
+          tag: tags[3],
+        });
+        assert.equal(counter.n, 1, 'a read alone is one statement too');
+
+        // An id PostgreSQL refuses fails on its own, not with the reads batched beside it.
+        counter.n = 0;
+        const [bad, good, other] = await Promise.allSettled([
+          store.getPlant(1.5),
+          store.getPlant(ids[4]!),
+          store.getPlant(ids[5]!),
+        ]);
+        assert.equal(bad.status, 'rejected');
+        assert.equal(good.status === 'fulfilled' && good.value?.id, ids[4]);
+        assert.equal(other.status === 'fulfilled' && other.value?.id, ids[5]);
+        assert.equal(counter.n, 2);
+      } finally {
+        counter.restore();
+      }
+    });
+
+    it('when a batch fails, each of its reads fails, as unavailable', { skip: engine.name !== 'postgres' }, async () => {
+      const doomed = await engine.open();
+      try {
+        // The pool refuses every query once ended, as when the database cannot be reached.
+        await (doomed as unknown as PoolOwner).pool.end();
+        const counter = countQueries(doomed);
+        const results = await Promise.allSettled([
+          ...Array.from({ length: 5 }, (_, i) => doomed.getPlant(i + 1)),
+          ...Array.from({ length: 5 }, (_, i) =>
+            doomed.listPlants({ owner: i % 2 ? 'x' : null, tag: i % 3 ? 'y' : null, afterId: i, limit: 10 }),
+          ),
+        ]);
+        assert.equal(counter.n, 2);
+        for (const r of results) {
+          assert.equal(r.status, 'rejected');
+          assert.ok(r.reason instanceof StoreUnavailableError, String(r.reason));
+        }
+      } finally {
+        await doomed.close();
+      }
+    });
+  });
+}
+
+interface PoolOwner {
+  pool: { query: (...args: unknown[]) => unknown; end(): Promise<void> };
+}
+
+// Counts the statements a PgStore sends through its pool, by wrapping the pool's own query method.
+function countQueries(store: Store): { n: number; restore(): void } {
+  const pool = (store as unknown as PoolOwner).pool;
+  const query = pool.query;
+  const counter = {
+    n: 0,
+    restore: () => {
+      pool.query = query;
+    },
+  };
+  pool.query = function (this: unknown, ...args: unknown[]) {
+    counter.n++;
+    return query.apply(this, args);
+  };
+  return counter;
 }

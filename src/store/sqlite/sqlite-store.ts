@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
@@ -22,6 +23,7 @@ import type {
 } from '../store.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteEvents } from './events.js';
+import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { type Pending, TurnBatch } from './turn-batch.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
@@ -82,6 +84,7 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private checkpointer: Checkpointer | undefined;
   private readonly writer: Writer;
+  private readonly marks: LocalMarks;
   // Prepared on first use: the tables exist only once migrate() has run.
   private stmts: ReturnType<SqliteStore['prepare']> | undefined;
 
@@ -96,11 +99,14 @@ export class SqliteStore implements Store {
       );
     }
     const translate = (err: unknown) => this.translate(err);
+    // Names this store's writer in the write clock, so that its marks can tell its commits from others'.
+    const me = randomBytes(8).toString('hex');
+    this.marks = new LocalMarks(me);
     // ':memory:' is private to its connection, so its writes stay on it.
     this.writer =
       opts.path === ':memory:' || opts.writer === 'inline'
-        ? new InlineWriter(this.db, translate)
-        : new ThreadWriter(opts.path, opts.durability, translate);
+        ? new InlineWriter(this.db, me, translate)
+        : new ThreadWriter(opts.path, opts.durability, me, translate);
   }
 
   private get s() {
@@ -145,11 +151,9 @@ export class SqliteStore implements Store {
         'SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, id',
       ),
       ping: db.prepare('SELECT 1'),
-      // Both marks in one statement; a scope or tag never written has neither row (0, 0).
-      listMarks: db
-        .prepare<[string, string, string], [number | null, number | null]>(
-          `SELECT (SELECT reorder FROM list_marks WHERE scope = ? AND tag = '*'),
-                  (SELECT top FROM list_marks WHERE scope = ? AND tag = ?)`,
+      clock: db
+        .prepare<[], [number, string, number, number]>(
+          'SELECT n, writer, run_start, rows - clocked FROM write_clock',
         )
         .raw(),
       beginRead: db.prepare('BEGIN'),
@@ -197,15 +201,12 @@ export class SqliteStore implements Store {
     }
   }
 
-  // Read in the turn's read batch, so asking costs no lock of its own.
+  // The clock is read in the turn's read batch, so asking costs no lock of its own.
   listMarks(owner: string | null, tag: string | null): Promise<ListMarks> {
     return this.read(() => {
-      const scope = owner === null ? '*' : `u:${owner}`;
-      const [reorder, top] = this.s.listMarks.get(scope, scope, tag === null ? '*' : `t:${tag}`) as [
-        number | null,
-        number | null,
-      ];
-      return { reorder: reorder ?? 0, top: top ?? 0 };
+      const [n, writer, runStart, raw] = this.s.clock.get() as [number, string, number, number];
+      this.marks.observe({ n, writer, runStart, raw });
+      return this.marks.get(owner, tag);
     });
   }
 
@@ -250,8 +251,11 @@ export class SqliteStore implements Store {
     return applied;
   }
 
-  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
-    return this.writer.write('createPlant', plant, idem, event);
+  // The marks move before the write is answered, so no page kept afterwards misses it.
+  async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
+    const r = await this.writer.write('createPlant', plant, idem, event);
+    if ('created' in r) this.marks.created(plant.owner, plant.tag, r.created.id, plant.id === null);
+    return r;
   }
 
   getPlant(id: number): Promise<PlantRecord | null> {
@@ -279,8 +283,10 @@ export class SqliteStore implements Store {
     });
   }
 
-  deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
-    return this.writer.write('deletePlant', id, owner, event);
+  async deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
+    const gone = await this.writer.write('deletePlant', id, owner, event);
+    if (gone !== null) this.marks.deleted(gone);
+    return gone !== null;
   }
 
   insertEndpoint(endpoint: EndpointRecord): Promise<void> {

@@ -12,9 +12,13 @@ interface Sent {
 }
 
 const port = parentPort!;
-const { path, durability } = workerData as { path: string; durability: 'full' | 'normal' };
+const { path, durability, writer } = workerData as {
+  path: string;
+  durability: 'full' | 'normal';
+  writer: string;
+};
 const db = openConnection(path, durability);
-const writes = new SqliteWrites(db);
+const writes = new SqliteWrites(db, writer);
 port.postMessage('ready');
 let queue: Sent[] = [];
 let scheduled = false;

@@ -73,9 +73,9 @@ export class InlineWriter extends BatchingWriter {
   private readonly writes: SqliteWrites;
   readonly ready = Promise.resolve();
 
-  constructor(db: Database.Database, translate: Translate) {
+  constructor(db: Database.Database, writer: string, translate: Translate) {
     super(translate);
-    this.writes = new SqliteWrites(db);
+    this.writes = new SqliteWrites(db, writer);
   }
 
   protected send(items: Pending[]): void {
@@ -115,6 +115,7 @@ export class ThreadWriter extends BatchingWriter {
   constructor(
     private readonly path: string,
     private readonly durability: 'full' | 'normal',
+    private readonly writer: string,
     translate: Translate,
   ) {
     super(translate);
@@ -124,7 +125,7 @@ export class ThreadWriter extends BatchingWriter {
   }
 
   private start(): Worker {
-    const workerData = { path: this.path, durability: this.durability };
+    const workerData = { path: this.path, durability: this.durability, writer: this.writer };
     // Compiled, the thread's module sits beside this one. Run from source (tsx: tests, `npm run
     // dev`), so does its source, which the thread loads through tsx too: hooks registered on this
     // thread do not reach it, and Node 22 does not read TypeScript by itself.

@@ -74,7 +74,11 @@ export class SqliteWrites {
   private stmts: ReturnType<SqliteWrites['prepare']> | undefined;
   private eventsSql: SqliteEvents | undefined;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(
+    private readonly db: Database.Database,
+    /** Who writes, in the write clock (LocalMarks tells its own writer's commits from others'). */
+    private readonly writer: string,
+  ) {}
 
   // Prepared on first use: the tables exist only once migrate() has run.
   private get s() {
@@ -124,6 +128,12 @@ export class SqliteWrites {
       revokeToken: db.prepare<[number, string]>(
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
+      // One row per database: commits that changed plants, the last one's writer and where that
+      // writer's run began, and the rows plantstore writers changed (triggers count every row).
+      tick: db.prepare<[{ writer: string; changed: number }]>(
+        `UPDATE write_clock SET n = n + 1, run_start = CASE WHEN writer = @writer THEN run_start ELSE n + 1 END,
+           writer = @writer, clocked = clocked + @changed`,
+      ),
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
@@ -156,6 +166,8 @@ export class SqliteWrites {
       }
       // The batch's events are written, and their deliveries queued, in its transaction.
       queued = this.eventsSql?.queueDeliveries() ?? 0;
+      const changed = plantsChanged(batch, outcomes);
+      if (changed > 0) s.tick.run({ writer: this.writer, changed });
       s.commit.run();
       return { outcomes, queued };
     } catch (err) {
@@ -205,11 +217,12 @@ export class SqliteWrites {
     return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
   }
 
-  deletePlant(id: number, owner: string | null, event?: NewEvent): boolean {
+  /** Deletes the plant (of `owner`, or anyone's with null); returns its owner, or null if none was. */
+  deletePlant(id: number, owner: string | null, event?: NewEvent): string | null {
     const gone = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
-    if (gone === undefined) return false;
+    if (gone === undefined) return null;
     if (event) this.e.record(event, 'plant.deleted', gone[1], eventData(gone[0], gone[2], gone[3]));
-    return true;
+    return gone[1];
   }
 
   insertEndpoint(endpoint: EndpointRecord): void {
@@ -284,6 +297,18 @@ export class SqliteWrites {
   revokeToken(id: string, at: number): boolean {
     return this.s.revokeToken.run(at, id).changes > 0;
   }
+}
+
+/** How many plant rows the batch's writes created or deleted. */
+function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
+  let n = 0;
+  batch.forEach(({ op }, i) => {
+    const o = outcomes[i]!;
+    if (!o.ok) return;
+    if (op === 'createPlant' && 'created' in (o.value as CreateResult)) n++;
+    else if (op === 'deletePlant' && o.value !== null) n++;
+  });
+  return n;
 }
 
 /** The names of the writes (the methods a WriteOp may call). */

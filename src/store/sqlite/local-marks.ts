@@ -1,0 +1,94 @@
+import type { ListMarks } from '../store.js';
+
+/** The database's write clock as a reader sees it (migration 5, `write_clock`). */
+export interface WriteClock {
+  /** Commits that changed plants, by any writer. */
+  n: number;
+  /** The writer of the last of them. */
+  writer: string;
+  /** The first commit of that writer's current run: commit `runStart - 1` was someone else's. */
+  runStart: number;
+  /** Plant rows changed by anything but a plantstore writer (sqlite3 by hand, say). */
+  raw: number;
+}
+
+// Past this many scopes and tags kept, everything is forgotten at once (every page then misses once).
+const MAX_ENTRIES = 200_000;
+
+/**
+ * List marks (ListMarks) kept in memory by the store whose writer makes the writes. The writer
+ * tells it each plant it created or deleted before the write is acknowledged; the write clock,
+ * read in a read transaction, tells it whether anyone else (another process, another store on the
+ * same file, a hand-made edit) changed plants since it last looked — then every page may have
+ * changed, and every mark moves at once. Unlike the triggers of migration 4 that this replaces, it
+ * costs a create no rows of its own: the writer moves one clock row per commit.
+ */
+export class LocalMarks {
+  // reorder values come from one counter, so that forgetting everything (floor = ++counter) moves
+  // every scope's reorder past any value a kept page holds.
+  private counter = 0;
+  private floor = 0;
+  private readonly reorder = new Map<string, number>();
+  private readonly top = new Map<string, number>();
+  /** The clock as far as it was accounted for; undefined before the first look. */
+  private known: WriteClock | undefined;
+
+  constructor(private readonly me: string) {}
+
+  /** Looks at the clock: a change by anyone but this store's writer since the last look moves every mark. */
+  observe(clock: WriteClock): void {
+    const known = this.known;
+    // Nothing cached can predate the first look, so it only sets the baseline.
+    if (known === undefined || clock.raw !== known.raw) {
+      if (known !== undefined) this.forget();
+      this.known = clock;
+      return;
+    }
+    if (clock.n === known.n) return;
+    // Only this writer since `known` when it wrote last and its run began at or before known.n + 1.
+    if (clock.writer === this.me && clock.runStart - 1 <= known.n) return;
+    this.forget();
+    this.known = clock;
+  }
+
+  /** A plant this store's writer created: a server-assigned id lands after every other. */
+  created(owner: string, tag: string | null, id: number, serverAssigned: boolean): void {
+    const scopes = [`u:${owner}`, '*'];
+    for (const scope of scopes) {
+      this.raise(`${scope}\0*`, id);
+      if (tag !== null) this.raise(`${scope}\0t:${tag}`, id);
+      if (!serverAssigned) this.reorder.set(scope, ++this.counter);
+    }
+    this.bound();
+  }
+
+  /** A plant of `owner` this store's writer deleted. */
+  deleted(owner: string): void {
+    this.reorder.set(`u:${owner}`, ++this.counter);
+    this.reorder.set('*', ++this.counter);
+    this.bound();
+  }
+
+  /** The marks of the owner's (null: everyone's) list with `tag`. */
+  get(owner: string | null, tag: string | null): ListMarks {
+    const scope = owner === null ? '*' : `u:${owner}`;
+    return {
+      reorder: this.reorder.get(scope) ?? this.floor,
+      top: this.top.get(`${scope}\0${tag === null ? '*' : `t:${tag}`}`) ?? 0,
+    };
+  }
+
+  private raise(key: string, id: number): void {
+    if ((this.top.get(key) ?? 0) < id) this.top.set(key, id);
+  }
+
+  private forget(): void {
+    this.reorder.clear();
+    this.top.clear();
+    this.floor = ++this.counter;
+  }
+
+  private bound(): void {
+    if (this.reorder.size + this.top.size > MAX_ENTRIES) this.forget();
+  }
+}
