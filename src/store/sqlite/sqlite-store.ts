@@ -171,11 +171,16 @@ export class SqliteStore implements Store {
   // the batch has arrived, so each still sees every write acknowledged before it was sent.
   private readonly reads = new TurnBatch((batch) => this.readBatch(batch));
 
+  // Counts read batches: the clock is read once in each (every read of a batch sees one snapshot).
+  private turn = 0;
+  private clockTurn = -1;
+
   private read<T>(fn: () => T): Promise<T> {
     return this.reads.push(fn);
   }
 
   private readBatch(batch: Pending[]): void {
+    this.turn++;
     let began = false;
     try {
       if (batch.length > 1) {
@@ -204,8 +209,11 @@ export class SqliteStore implements Store {
   // The clock is read in the turn's read batch, so asking costs no lock of its own.
   listMarks(owner: string | null, tag: string | null): Promise<ListMarks> {
     return this.read(() => {
-      const [n, writer, runStart, raw] = this.s.clock.get() as [number, string, number, number];
-      this.marks.observe({ n, writer, runStart, raw });
+      if (this.clockTurn !== this.turn) {
+        const [n, writer, runStart, raw] = this.s.clock.get() as [number, string, number, number];
+        this.marks.observe({ n, writer, runStart, raw });
+        this.clockTurn = this.turn;
+      }
       return this.marks.get(owner, tag);
     });
   }
