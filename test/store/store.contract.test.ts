@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
-import type { Store, TokenRecord } from '../../src/store/store.js';
+import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 
 const owner = () => `owner-${randomUUID()}`;
@@ -230,6 +230,9 @@ for (const engine of ENGINES) {
     const tags = ['red', 'NULL', 'a,b "c" {d} \\e', '彩 ', null];
     const ids: number[] = [];
     let deleted = 0;
+    // What only PostgreSQL shows: its statements through the pool.
+    // Statement counts are PostgreSQL's (SQLite batches in a read transaction, not a statement).
+    const pgIt = engine.name === 'postgres' ? it : () => {};
 
     before(async () => {
       store = await engine.open();
@@ -319,18 +322,22 @@ for (const engine of ENGINES) {
       );
     });
 
-    it('counts: N reads of one kind in a turn are one statement', { skip: engine.name !== 'postgres' }, async () => {
+    pgIt('N reads of one kind in a turn are one statement', async () => {
       const counter = countQueries(store);
       try {
         await Promise.all(Array.from({ length: 20 }, (_, i) => store.getPlant(ids[i % 5]! + (i % 2))));
         assert.equal(counter.n, 1, '20 getPlant calls');
 
         counter.n = 0;
-        await Promise.all(reads().slice(8));
+        await Promise.all(
+          reads()
+            .slice(8)
+            .map((call) => call()),
+        );
         assert.equal(counter.n, 1, 'listPlants calls of every shape');
 
         counter.n = 0;
-        await Promise.all(reads());
+        await Promise.all(reads().map((call) => call()));
         assert.equal(counter.n, 2, 'one statement for the gets, one for the lists');
 
         counter.n = 0;
@@ -358,7 +365,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    it('when a batch fails, each of its reads fails, as unavailable', { skip: engine.name !== 'postgres' }, async () => {
+    pgIt('when a batch fails, each of its reads fails, as unavailable', async () => {
       const doomed = await engine.open();
       try {
         // The pool refuses every query once ended, as when the database cannot be reached.
@@ -377,6 +384,149 @@ for (const engine of ENGINES) {
         }
       } finally {
         await doomed.close();
+      }
+    });
+  });
+}
+
+// Creates with server-assigned ids that arrive in one turn are batched too (one transaction on
+// SQLite, one statement on PostgreSQL); each still gets its own id, plant, event and deliveries.
+for (const engine of ENGINES) {
+  describe(`store create batching: ${engine.name}`, { skip: engine.skip }, () => {
+    let store: Store;
+    let queuedCalls = 0;
+    const o = owner();
+    const endpoint: EndpointRecord = {
+      id: `we_${randomUUID()}`,
+      owner: o,
+      admin: false,
+      url: 'https://example.com/hook',
+      events: ['plant.created'],
+      description: null,
+      secret: 'whsec_test',
+      previousSecret: null,
+      previousSecretUntil: null,
+      status: 'enabled',
+      disabledReason: null,
+      createdAt: new Date(1_700_000_000_000),
+      lastSuccessAt: null,
+      failingSince: null,
+    };
+    // Statement counts are PostgreSQL's (SQLite batches in a read transaction, not a statement).
+    const pgIt = engine.name === 'postgres' ? it : () => {};
+    const at = (i: number) => new Date(1_700_000_000_000 + i * 1000);
+    const plant = (i: number) => ({ id: null, owner: o, name: `c${i}`, tag: i % 3 ? `t${i % 3}` : null });
+
+    before(async () => {
+      store = await engine.open();
+      store.onDeliveriesQueued(() => queuedCalls++);
+      await store.insertEndpoint(endpoint);
+    });
+    after(async () => {
+      await store?.close();
+    });
+
+    // Started in one turn; each settles on its own.
+    const createAll = (n: number, name = (i: number) => plant(i).name) =>
+      Promise.allSettled(
+        Array.from({ length: n }, (_, i) =>
+          store.createPlant({ ...plant(i), name: name(i) }, undefined, { at: at(i) }),
+        ),
+      );
+    const created = (r: PromiseSettledResult<CreateResult>) => {
+      assert.equal(r.status, 'fulfilled', r.status === 'rejected' ? String(r.reason) : '');
+      assert.ok(r.status === 'fulfilled' && 'created' in r.value);
+      return r.value.created;
+    };
+
+    it('creates issued in one turn each get their own id, plant, event and deliveries', async () => {
+      const head = await store.headPosition();
+      const calls = queuedCalls;
+      const plants = (await createAll(12)).map(created);
+      assert.equal(new Set(plants.map((p) => p.id)).size, 12, 'ids are distinct');
+      for (const [i, p] of plants.entries()) {
+        assert.deepEqual(p, { ...plant(i), id: p.id });
+        assert.deepEqual(await store.getPlant(p.id), p);
+      }
+      assert.ok(queuedCalls > calls, 'the dispatcher is told');
+      const events = await store.listEvents({ after: head, owner: o, limit: 100 });
+      assert.deepEqual(
+        events
+          .map((e) => [e.type, e.data, e.createdAt.getTime()])
+          .sort((a, b) => Number(a[2]) - Number(b[2])),
+        plants.map((p, i) => [
+          'plant.created',
+          p.tag === null ? { id: p.id, name: p.name } : { id: p.id, name: p.name, tag: p.tag },
+          at(i).getTime(),
+        ]),
+      );
+      const jobs = await store.claimDeliveries({
+        now: new Date(Date.now() + 3_600_000),
+        leaseMs: 1000,
+        leaseOwner: 'test',
+        limit: 100,
+        perEndpoint: 100,
+        skipEndpoints: [],
+      });
+      assert.deepEqual(
+        jobs.map((j) => j.event.id).sort(),
+        events.map((e) => e.id).sort(),
+        'one delivery each',
+      );
+      assert.ok(jobs.every((j) => j.endpoint.id === endpoint.id));
+    });
+
+    pgIt('N creates in a turn are one statement', async () => {
+      const counter = countQueries(store);
+      try {
+        (await createAll(10)).map(created);
+        assert.equal(counter.n, 1);
+      } finally {
+        counter.restore();
+      }
+    });
+
+    pgIt('a create whose id was taken takes the next one alone; the rest are written', async () => {
+      const pool = (store as unknown as PoolOwner).pool as unknown as {
+        query(text: string): Promise<{ rows: { next: number }[] }>;
+      };
+      await store.createPlant(plant(0), undefined, { at: at(0) });
+      // Written past the sequence, as by another writer: the batch's second id.
+      const { rows } = await pool.query('SELECT last_value + 2 AS next FROM plants_id_seq');
+      const taken = rows[0]!.next;
+      await pool.query(
+        `INSERT INTO plants (id, owner, name, tag) VALUES (${taken}, 'someone', 'Taken', NULL)`,
+      );
+      const counter = countQueries(store);
+      try {
+        const plants = (await createAll(4)).map(created);
+        assert.equal(new Set(plants.map((p) => p.id)).size, 4);
+        assert.ok(!plants.some((p) => p.id === taken));
+        assert.equal(counter.n, 2, 'the batch, then the one whose id was taken');
+      } finally {
+        counter.restore();
+      }
+      assert.deepEqual(await store.getPlant(taken), {
+        id: taken,
+        owner: 'someone',
+        name: 'Taken',
+        tag: null,
+      });
+    });
+
+    pgIt('a create PostgreSQL refuses fails on its own; the others of its batch are written', async () => {
+      const counter = countQueries(store);
+      let results: PromiseSettledResult<CreateResult>[];
+      try {
+        results = await createAll(4, (i) => (i === 1 ? 'nul\0name' : `ok${i}`));
+        assert.equal(counter.n, 5, 'the batch, refused, then each create alone');
+      } finally {
+        counter.restore();
+      }
+      assert.equal(results[1]!.status, 'rejected');
+      for (const i of [0, 2, 3]) {
+        const p = created(results[i]!);
+        assert.deepEqual(await store.getPlant(p.id), p);
       }
     });
   });

@@ -31,6 +31,15 @@ export const EVENT_QUERIES = {
   insertServerIdEvent: `WITH p AS (INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
       ON CONFLICT (id) DO NOTHING RETURNING id, owner, name, tag), ${eventFor('plant.created', '$4')}
     SELECT id, ${QUEUED} FROM p`,
+  // insertServerIdEvent for many plants at once ($1[i], $2[i], $3[i], the event at $4[i]), each row
+  // of p tagged with its ordinal n. `i` is evaluated once (it calls nextval), so each plant's id is
+  // the one its row is matched back by; a plant whose id was taken meanwhile is not in p.
+  insertServerIdEvents: `WITH i AS (SELECT nextval('plants_id_seq') AS id, owner, name, tag, at, n
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS i(owner, name, tag, at, n)),
+      ins AS (INSERT INTO plants (id, owner, name, tag) SELECT id, owner, name, tag FROM i
+        ON CONFLICT (id) DO NOTHING RETURNING id),
+      p AS (SELECT i.* FROM i JOIN ins USING (id)), ${eventFor('plant.created', 'p.at')}
+    SELECT n, id, ${QUEUED} FROM p`,
   // For creates done step by step in a transaction: the plant row is given as parameters.
   recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS name, $4::text AS tag),
     ${eventFor('plant.created', '$5')} SELECT ${QUEUED}`,

@@ -3,6 +3,7 @@ import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { maskOf } from '../event-mask.js';
 import { pendingMigrations } from '../migrate.js';
+import { type Pending, TurnBatch } from '../turn-batch.js';
 import type {
   AttemptRecord,
   CreateResult,
@@ -87,6 +88,37 @@ const toToken = (r: TokenRow): TokenRecord => ({
 });
 
 const COLS = 'id, owner, name, tag';
+
+// listPages, one branch per shape of query: the shape's pages (`which`), each an ordered index
+// range scan stopped at its LIMIT, its rows tagged with the page's ordinal n.
+// `owner = o AND id > a` is spelt `(owner, id) > (o, a) AND owner <= o` (likewise for tags): only
+// then does the one right index yield the order asked for. The planner cannot see the values in
+// the arrays, and given the equality it may walk the primary key in id order and filter, which
+// reads the whole table for a rare owner or tag. (The database's collation is deterministic, equal
+// meaning byte-equal, so both spellings select the same rows.)
+const branch = (which: string, where: string, order: string) => `
+    SELECT q.n, p.id, p.owner, p.name, p.tag FROM q CROSS JOIN LATERAL (
+      SELECT ${COLS} FROM plants WHERE ${where} ORDER BY ${order} LIMIT q.lim) p
+    WHERE ${which}`;
+const PAGE_SHAPES = [
+  branch(
+    'q.owner IS NOT NULL AND q.tag IS NULL',
+    '(owner, id) > (q.owner, q.after_id) AND owner <= q.owner',
+    'owner, id',
+  ),
+  branch(
+    'q.owner IS NOT NULL AND q.tag IS NOT NULL',
+    'owner = q.owner AND (tag, id) > (q.tag, q.after_id) AND tag <= q.tag',
+    'tag, id',
+  ),
+  branch(
+    'q.owner IS NULL AND q.tag IS NOT NULL',
+    '(tag, id) > (q.tag, q.after_id) AND tag <= q.tag',
+    'tag, id',
+  ),
+  branch('q.owner IS NULL AND q.tag IS NULL', 'id > q.after_id', 'id'),
+];
+
 const Q = {
   insertServerId: `INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
     ON CONFLICT (id) DO NOTHING RETURNING id`,
@@ -98,6 +130,12 @@ const Q = {
   listAllTag: `SELECT ${COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
   listOwner: `SELECT ${COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
   listOwnerTag: `SELECT ${COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
+  // The batched forms of the above: a turn's reads in one statement.
+  getPlants: `SELECT ${COLS} FROM plants WHERE id = ANY($1::bigint[])`,
+  // Pages $1[i], $2[i], $3[i], $4[i] (owner, tag, afterId, limit; a null owner or tag: any).
+  listPages: `WITH q AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+      WITH ORDINALITY AS q(owner, tag, after_id, lim, n))
+    ${PAGE_SHAPES.join('\n    UNION ALL')}`,
   deleteAny: 'DELETE FROM plants WHERE id = $1',
   deleteOwned: 'DELETE FROM plants WHERE id = $1 AND owner = $2',
   // Claims a new key, an expired one, or an abandoned claim of the same request, in one statement.
@@ -124,6 +162,51 @@ const Q = {
 
 type QueryName = keyof typeof Q;
 
+/**
+ * The calls of one kind queued in a turn (TurnBatch), answered by one call of `run`, which gives
+ * an outcome per argument, in order (a promise for one settled on its own); when `run` fails,
+ * every call of the batch fails with its error.
+ */
+class CallBatch<A, R> {
+  // A pending item's fn hands back the call's argument.
+  private readonly turn = new TurnBatch((items) => {
+    this.settle(items);
+  });
+
+  constructor(private readonly run: (args: A[]) => Promise<(R | Promise<R>)[]>) {}
+
+  push(arg: A): Promise<R> {
+    return this.turn.push(() => arg) as Promise<unknown> as Promise<R>;
+  }
+
+  private settle(items: Pending[]): void {
+    this.run(items.map((item) => item.fn() as A)).then(
+      (results) => {
+        items.forEach((item, i) => {
+          item.resolve(results[i]);
+        });
+      },
+      (err: unknown) => {
+        for (const item of items) item.reject(err);
+      },
+    );
+  }
+}
+
+interface ServerIdCreate {
+  plant: NewPlant;
+  event: NewEvent;
+}
+
+// Arguments the batch's typed arrays would refuse (so failing every read of the batch) or that
+// PostgreSQL refuses in text (NUL) go on their own, failing alone as before.
+const batchable = (q: PageQuery): boolean =>
+  Number.isSafeInteger(q.afterId) &&
+  Number.isSafeInteger(q.limit) &&
+  q.limit >= 0 &&
+  !q.owner?.includes('\0') &&
+  !q.tag?.includes('\0');
+
 /** The scale-out store: a bounded node-postgres pool, named (prepared) statements. */
 export class PgStore implements Store {
   readonly engine = 'postgres';
@@ -144,6 +227,17 @@ export class PgStore implements Store {
     // the pool drops it and the next query opens a fresh one.
     this.pool.on('error', () => {});
   }
+
+  // Read batching, as in the SQLite store: the getPlant calls that arrive in one turn of the event
+  // loop become one statement, and so do the listPlants calls; a batch costs one pool checkout,
+  // one round trip and one statement's parse, bind and plan instead of one per call. Its
+  // statement is sent after every request of the turn has queued its read, so each read still
+  // sees every write acknowledged before it was sent.
+  private readonly gets = new CallBatch((ids: number[]) => this.getBatch(ids));
+  private readonly lists = new CallBatch((qs: PageQuery[]) => this.listBatch(qs));
+  // The creates with server-assigned ids of a turn, likewise: one statement writes their plants,
+  // events and deliveries.
+  private readonly creates = new CallBatch((cs: ServerIdCreate[]) => this.createBatch(cs));
 
   // One prepared statement per name, per connection; failures that mean "unavailable" become 503s.
   private async q<R extends pg.QueryResultRow>(
@@ -222,10 +316,12 @@ export class PgStore implements Store {
 
   async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     if (plant.id === null && !idem) {
-      // The common case in one round trip, no explicit transaction (the event in the same statement).
-      const r = await this.insertServerId(plant, this.pool, event);
-      this.queued(r.queued);
-      return { created: { ...plant, id: r.id } };
+      // The common case: the turn's creates in one statement, no explicit transaction (their events
+      // and deliveries in the same statement).
+      const id = event
+        ? await this.creates.push({ plant, event })
+        : (await this.insertServerId(plant, this.pool)).id;
+      return { created: { ...plant, id } };
     }
     let queued = 0;
     const result = await this.tx(async (c) => {
@@ -273,6 +369,36 @@ export class PgStore implements Store {
     if (n > 0) for (const listener of this.queuedListeners) listener();
   }
 
+  private async createBatch(cs: ServerIdCreate[]): Promise<(number | Promise<number>)[]> {
+    if (cs.length === 1) return [this.createOne(cs[0]!)];
+    let rows: { n: number; id: number; queued: number }[];
+    try {
+      rows = (
+        await this.q<{ n: number; id: number; queued: number }>('insertServerIdEvents', [
+          cs.map((c) => c.plant.owner),
+          cs.map((c) => c.plant.name),
+          cs.map((c) => c.plant.tag),
+          cs.map((c) => c.event.at),
+        ])
+      ).rows;
+    } catch (err) {
+      // The statement may have committed before the connection failed: a retry could create twice.
+      if (err instanceof StoreUnavailableError) throw err;
+      // Refused, it wrote nothing; each create runs on its own, to succeed or fail by itself.
+      return cs.map((c) => this.createOne(c));
+    }
+    this.queued(rows[0]?.queued ?? 0);
+    const ids = new Map(rows.map((r) => [r.n, r.id]));
+    // A plant whose id a client took meanwhile was not written: it takes the next id on its own.
+    return cs.map((c, i) => ids.get(i + 1) ?? this.createOne(c));
+  }
+
+  private async createOne(c: ServerIdCreate): Promise<number> {
+    const r = await this.insertServerId(c.plant, this.pool, c.event);
+    this.queued(r.queued);
+    return r.id;
+  }
+
   // nextval may land on an id a client took meanwhile; then take the next one.
   private async insertServerId(
     plant: NewPlant,
@@ -300,11 +426,57 @@ export class PgStore implements Store {
     throw new StoreUnavailableError('could not find a free plant id; retry later');
   }
 
-  async getPlant(id: number): Promise<PlantRecord | null> {
+  getPlant(id: number): Promise<PlantRecord | null> {
+    // An id the batch's bigint[] would refuse fails on its own rather than with its batch.
+    return Number.isSafeInteger(id) ? this.gets.push(id) : this.getOne(id);
+  }
+
+  private async getOne(id: number): Promise<PlantRecord | null> {
     return (await this.q<PlantRecord>('getPlant', [id])).rows[0] ?? null;
   }
 
-  async listPlants(q: PageQuery): Promise<PlantRecord[]> {
+  private async getBatch(ids: number[]): Promise<(PlantRecord | null)[]> {
+    if (ids.length === 1) return [await this.getOne(ids[0]!)];
+    const byId = new Map<number, PlantRecord>();
+    for (const row of (await this.q<PlantRecord>('getPlants', [ids])).rows) byId.set(row.id, row);
+    // Each caller gets a record of its own, as from a query of its own, even for the same id.
+    const taken = new Set<number>();
+    return ids.map((id) => {
+      const row = byId.get(id);
+      if (row === undefined) return null;
+      if (taken.has(id)) return { ...row };
+      taken.add(id);
+      return row;
+    });
+  }
+
+  listPlants(q: PageQuery): Promise<PlantRecord[]> {
+    return batchable(q) ? this.lists.push(q) : this.listOne(q);
+  }
+
+  private async listBatch(qs: PageQuery[]): Promise<PlantRecord[][]> {
+    if (qs.length === 1) return [await this.listOne(qs[0]!)];
+    const { rows } = await this.q<PlantRecord & { n: number }>('listPages', [
+      qs.map((q) => q.owner),
+      qs.map((q) => q.tag),
+      qs.map((q) => q.afterId),
+      qs.map((q) => q.limit),
+    ]);
+    const pages = qs.map((): PlantRecord[] => []);
+    let ordered = true;
+    for (const r of rows) {
+      const page = pages[r.n - 1]!;
+      const last = page[page.length - 1];
+      if (last !== undefined && last.id > r.id) ordered = false;
+      page.push({ id: r.id, owner: r.owner, name: r.name, tag: r.tag });
+    }
+    // Each page comes out of its own ordered scan; SQL promises that order only under a top-level
+    // ORDER BY, which would sort the whole result, so the (unlikely) other case is put right here.
+    if (!ordered) for (const page of pages) page.sort((a, b) => a.id - b.id);
+    return pages;
+  }
+
+  private async listOne(q: PageQuery): Promise<PlantRecord[]> {
     const r =
       q.owner === null
         ? q.tag === null

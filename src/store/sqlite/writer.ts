@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
-import { type Pending, TurnBatch } from './turn-batch.js';
+import { type Pending, TurnBatch } from '../turn-batch.js';
 import {
   type BatchResult,
   openConnection,
