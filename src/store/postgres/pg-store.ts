@@ -3,7 +3,6 @@ import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { maskOf } from '../event-mask.js';
 import { pendingMigrations } from '../migrate.js';
-import { type Pending, TurnBatch } from '../turn-batch.js';
 import type {
   AttemptRecord,
   CreateResult,
@@ -22,6 +21,7 @@ import type {
   Store,
   TokenRecord,
 } from '../store.js';
+import { type Pending, TurnBatch } from '../turn-batch.js';
 import {
   type AttemptRow,
   type EndpointRow,

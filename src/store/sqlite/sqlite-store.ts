@@ -21,11 +21,11 @@ import type {
   Store,
   TokenRecord,
 } from '../store.js';
+import { type Pending, TurnBatch } from '../turn-batch.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteEvents } from './events.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
-import { type Pending, TurnBatch } from '../turn-batch.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
 
 export interface SqliteOptions {
