@@ -162,8 +162,10 @@ export interface FinishedAttempt {
  */
 /**
  * A page of a list stays exact while `reorder` is unchanged, and a last page also while `top` is:
- * `reorder` moves when a plant in the scope is deleted or created below the newest id the scope has
- * had, `top` when one with the tag is created above it (which only the last page can show).
+ * `reorder` moves when a plant in the scope is deleted or created with a client-chosen id (which
+ * may land below the newest), and whenever the engine cannot tell what another writer changed;
+ * `top` moves when one with the tag is created with a server-assigned id, after every other (which
+ * only the last page can show). Only equality means anything: the values are not counts.
  */
 export interface ListMarks {
   reorder: number;
