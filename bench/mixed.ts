@@ -339,19 +339,27 @@ function wrk(url: string, mix: string, seconds: number): Run {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** CPU ticks (user + system) of each thread of `pid`, keyed "name/tid". */
+/** A /proc stat file's process or thread name and its CPU ticks (user + system); null if gone. */
+function statTicks(path: string): { name: string; ticks: number } | null {
+  try {
+    const stat = readFileSync(path, 'utf8');
+    // The name sits in parentheses and may hold spaces; utime and stime are fields 14 and 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return {
+      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      ticks: Number(f[11]) + Number(f[12]),
+    };
+  } catch {
+    return null; // it ended meanwhile
+  }
+}
+
+/** CPU ticks of each thread of `pid`, keyed "name/tid". */
 function threadTicks(pid: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      // The name sits in parentheses and may hold spaces; utime and stime are fields 14 and 15.
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(`${name}/${tid}`, Number(f[11]) + Number(f[12]));
-    } catch {
-      // The thread ended meanwhile.
-    }
+    const t = statTicks(`/proc/${pid}/task/${tid}/stat`);
+    if (t) out.set(`${t.name}/${tid}`, t.ticks);
   }
   return out;
 }
@@ -362,14 +370,8 @@ function postgresTicks(): number {
   let ticks = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // The process ended meanwhile.
-    }
+    const t = statTicks(`/proc/${pid}/stat`);
+    if (t?.name === 'postgres') ticks += t.ticks;
   }
   return ticks;
 }

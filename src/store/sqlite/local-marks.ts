@@ -38,17 +38,12 @@ export class LocalMarks {
   /** Looks at the clock: a change by anyone but this store's writer since the last look moves every mark. */
   observe(clock: WriteClock): void {
     const known = this.known;
-    // Nothing cached can predate the first look, so it only sets the baseline.
-    if (known === undefined || clock.raw !== known.raw) {
-      if (known !== undefined) this.forget();
-      this.known = clock;
-      return;
-    }
-    if (clock.n === known.n) return;
-    // Only this writer since `known` when it wrote last and its run began at or before known.n + 1.
-    if (clock.writer === this.me && clock.runStart - 1 <= known.n) return;
-    this.forget();
     this.known = clock;
+    // Nothing cached can predate the first look, so it only sets the baseline.
+    if (known === undefined) return;
+    // Since `known`, only this writer if it wrote last and its run began at or before known.n + 1.
+    const ours = clock.n === known.n || (clock.writer === this.me && clock.runStart - 1 <= known.n);
+    if (clock.raw !== known.raw || !ours) this.forget();
   }
 
   /** A plant this store's writer created: a server-assigned id lands after every other. */
