@@ -1,5 +1,4 @@
 import swagger from '@fastify/swagger';
-import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import type { Config } from './config.js';
@@ -7,6 +6,7 @@ import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
 import type { Resolver } from './events/outbound.js';
 import { EventStreams, type StreamOptions } from './events/stream.js';
 import { WebhookService } from './events/webhooks.js';
+import { docsRoutes } from './http/docs.js';
 import { clientErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerBodyParsers } from './http/json.js';
 import { logSerializers } from './http/log-serializers.js';
@@ -223,24 +223,20 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // `servers`, so its examples work when pasted), sends nothing off the machine (no agent, MCP,
   // telemetry, request proxy or registry) and offers nothing that would (no toolbar with deploy
   // and share, no developer tools, no button to Scalar's hosted client).
-  await app.register(scalar, {
-    routePrefix: '/docs',
-    logLevel: 'warn',
-    configuration: {
-      url: '/openapi.json',
-      pageTitle: 'plantstore API reference',
-      title: 'plantstore API reference',
-      favicon: '/favicon.svg',
-      authentication: { preferredSecurityScheme: 'bearerAuth' },
-      hideClientButton: true,
-      withDefaultFonts: false,
-      agent: { disabled: true },
-      mcp: { disabled: true },
-      telemetry: false,
-      showDeveloperTools: 'never',
-      showToolbar: 'never',
-      externalUrls: { dashboardUrl: '', registryUrl: '', proxyUrl: '', apiBaseUrl: '' },
-    } as never,
+  docsRoutes(app, {
+    url: '/openapi.json',
+    pageTitle: 'plantstore API reference',
+    title: 'plantstore API reference',
+    favicon: '/favicon.svg',
+    authentication: { preferredSecurityScheme: 'bearerAuth' },
+    hideClientButton: true,
+    withDefaultFonts: false,
+    agent: { disabled: true },
+    mcp: { disabled: true },
+    telemetry: false,
+    showDeveloperTools: 'never',
+    showToolbar: 'never',
+    externalUrls: { dashboardUrl: '', registryUrl: '', proxyUrl: '', apiBaseUrl: '' },
   });
 
   const auth = {

@@ -82,10 +82,26 @@ describe('bin/plantstore serve on this Node', () => {
     }
   });
 
-  it('by default the server keeps V8’s memory reducer', async () => {
+  it('by default the server keeps V8’s memory reducer, caps the young generation and uses two malloc arenas', async () => {
     const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`]);
     try {
-      assert.ok(!cmdline(s.child.pid!).includes('--no-memory-reducer'));
+      const args = cmdline(s.child.pid!);
+      assert.ok(!args.includes('--no-memory-reducer'));
+      // Without execve (Node 22.14) it runs with V8's defaults.
+      assert.equal(args.includes('--max-semi-space-size=16'), execve);
+      const environ = readFileSync(`/proc/${s.child.pid}/environ`, 'utf8').split('\0');
+      assert.equal(environ.includes('MALLOC_ARENA_MAX=2'), execve);
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+  });
+
+  it('a --max-semi-space-size of the user’s own in NODE_OPTIONS wins', async () => {
+    const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`], {
+      NODE_OPTIONS: '--max-semi-space-size=4',
+    });
+    try {
+      assert.ok(!cmdline(s.child.pid!).some((a) => a.startsWith('--max-semi-space-size')));
     } finally {
       assert.equal(await s.stop(), 0);
     }

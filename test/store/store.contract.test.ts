@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
@@ -449,7 +450,14 @@ for (const engine of ENGINES) {
         assert.deepEqual(await store.getPlant(p.id), p);
       }
       assert.ok(queuedCalls > calls, 'the dispatcher is told');
-      const events = await store.listEvents({ after: head, owner: o, limit: 100 });
+      // PostgreSQL's log shows an event once every transaction that began before it has ended,
+      // in any database of the cluster (another test file's open transaction holds it back), so
+      // wait for all twelve, bounded.
+      let events = await store.listEvents({ after: head, owner: o, limit: 100 });
+      for (const deadline = Date.now() + 10_000; events.length < plants.length && Date.now() < deadline; ) {
+        await sleep(20);
+        events = await store.listEvents({ after: head, owner: o, limit: 100 });
+      }
       assert.deepEqual(
         events
           .map((e) => [e.type, e.data, e.createdAt.getTime()])
