@@ -94,7 +94,8 @@ function done(summary, latency, requests)
   local parts = {}
   for class, l in pairs(all) do
     table.sort(l)
-    parts[#parts + 1] = string.format('"%s":{"n":%d,"p50_us":%d,"p99_us":%d}', class, #l, percentile(l, 50), percentile(l, 99))
+    parts[#parts + 1] = string.format('"%s":{"n":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}', class, #l,
+      percentile(l, 50), percentile(l, 99), l[#l])
   end
   local st = {}
   for key, n in pairs(counts) do st[#st + 1] = string.format('"%s":%d', key, n) end

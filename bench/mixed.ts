@@ -6,7 +6,7 @@
  *
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
- *                          [--variants sqlite,endpoints,postgres] [--profile DIR]
+ *                          [--variants sqlite,endpoints,postgres] [--profile DIR] [--disk-probe 10]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
  * always on, SQLite with full durability):
@@ -20,17 +20,28 @@
  * Classes: `list` a first page (limit 10–100, half of them with one of 20 tags), `deep` a later
  * page (a path taken from a real `Link` header, 1–8 pages in), `read` one of the user's plants,
  * `create` a plant. Every request carries its user's token. Per-class latency comes from
- * bench/mixed.lua (each request's X-Request-Id carries its class and send time).
+ * bench/mixed.lua (each request's X-Request-Id carries its class and send time): as each response
+ * was timed, with the longest one. The p50 and p99 columns are wrk's own, which it corrects for
+ * coordinated omission (a response slower than the average adds samples for the requests the
+ * connection did not send meanwhile), so one long stall weighs on them far more than on the
+ * per-class figures.
+ *
+ * Before the rounds it times `fsync` on the disk the stores live on (--disk-probe seconds of
+ * 12 KB overwrites, a commit's size; 0 leaves it out): a durable create waits for one, so a stall
+ * of the disk is a stall of every create in flight.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import {
+  closeSync,
   copyFileSync,
+  fsyncSync,
   mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -58,6 +69,7 @@ const { values: opt } = parseArgs({
     profile: { type: 'string' },
     // Writes the first variant's --trace-gc lines to this file, and sums up its pauses at the end.
     'trace-gc': { type: 'string' },
+    'disk-probe': { type: 'string', default: '10' },
   },
 });
 const USERS = Number(opt.users);
@@ -114,6 +126,37 @@ await store.close();
   db.close();
 }
 console.error(`seeded ${USERS} users × ${PER_USER} plants`);
+
+/** How long `fsync` of a commit-sized overwrite takes on the stores' disk, for `seconds`. */
+function diskProbe(seconds: number): void {
+  const file = join(tmp, 'fsync-probe');
+  const fd = openSync(file, 'w+');
+  const size = 12 * 1024;
+  const slots = 1000;
+  try {
+    // Written and synced once first, so that the timed writes overwrite (as a reused WAL does).
+    writeSync(fd, Buffer.alloc(size * slots));
+    fsyncSync(fd);
+    const page = Buffer.alloc(size, 1);
+    const ms: number[] = [];
+    for (const end = performance.now() + seconds * 1000; performance.now() < end; ) {
+      const t0 = performance.now();
+      writeSync(fd, page, 0, size, (ms.length % slots) * size);
+      fsyncSync(fd);
+      ms.push(performance.now() - t0);
+    }
+    ms.sort((a, b) => a - b);
+    const at = (p: number) => ms[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))]!.toFixed(2);
+    const over = (limit: number) => ms.filter((x) => x > limit).length;
+    console.log(
+      `disk: ${ms.length} fsyncs of a 12 KB overwrite in ${seconds} s: p50 ${at(50)}, p99 ${at(99)}, p99.9 ${at(99.9)}, longest ${ms.at(-1)!.toFixed(0)} ms; ${over(10)} over 10 ms, ${over(100)} over 100 ms\n`,
+    );
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
+}
+if (Number(opt['disk-probe']) > 0) diskProbe(Number(opt['disk-probe']));
 
 // The receiver of the endpoints variant's deliveries: a process of its own on core 1 (this script
 // blocks while wrk runs, so a receiver in it would answer nothing).
@@ -302,7 +345,8 @@ interface Run {
   rps: number;
   p50: number;
   p99: number;
-  classes: Record<string, { n: number; p50_us: number; p99_us: number }>;
+  /** Per class, as each response was timed (not corrected for coordinated omission). */
+  classes: Record<string, { n: number; p50_us: number; p99_us: number; max_us: number }>;
   statuses: Record<string, number>;
 }
 
@@ -411,7 +455,9 @@ const measured = (only: ChildProcess, fn: () => Run): Run => {
   }
 };
 
-console.log('| workload | server | req/s | ceiling req/s | ratio | p50 | p99 | per class: p50 / p99 (ms) |');
+console.log(
+  '| workload | server | req/s | ceiling req/s | ratio | p50 | p99 | per class: p50 / p99 / longest (ms) |',
+);
 console.log('|---|---|---|---|---|---|---|---|');
 for (const mix of opt.mix!) {
   const ours = new Map<Server, Run[]>(servers.map((s) => [s, []]));
@@ -445,7 +491,7 @@ for (const mix of opt.mix!) {
     const per = classes
       .map(
         (c) =>
-          `${c} ${median(runs.map((r) => r.classes[c]!.p50_us / 1000)).toFixed(1)} / ${median(runs.map((r) => r.classes[c]!.p99_us / 1000)).toFixed(1)}`,
+          `${c} ${median(runs.map((r) => r.classes[c]!.p50_us / 1000)).toFixed(1)} / ${median(runs.map((r) => r.classes[c]!.p99_us / 1000)).toFixed(1)} / ${Math.max(...runs.map((r) => r.classes[c]!.max_us / 1000)).toFixed(0)}`,
       )
       .join(', ');
     const cpu = new Map<string, number[]>();
