@@ -182,8 +182,12 @@ describe('the typed client (plantstore/client)', () => {
       const store = new PlantStore({ url: proxy.url, token });
       const direct = new PlantStore({ url: base, token });
       const got: string[] = [];
+      let opened: () => void = () => {};
+      const open = new Promise<void>((r) => {
+        opened = r;
+      });
       const reading = (async () => {
-        for await (const e of store.events({ signal: abort.signal })) {
+        for await (const e of store.events({ signal: abort.signal, onOpen: () => opened() })) {
           got.push(`${e.type} ${e.data.name}`);
           if (got.length === 1) {
             // Cut the stream's connection; the next events are written while it is down.
@@ -195,7 +199,7 @@ describe('the typed client (plantstore/client)', () => {
           if (got.length === 3) break;
         }
       })();
-      await new Promise((r) => setTimeout(r, 200));
+      await open;
       await direct.create({ name: 'first' });
       await Promise.race([reading, new Promise((_, no) => setTimeout(() => no(new Error('timeout')), 5000))]);
       assert.deepEqual(got, [

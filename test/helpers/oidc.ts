@@ -1,5 +1,6 @@
+import { subscribe } from 'node:diagnostics_channel';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 
 /**
@@ -173,6 +174,18 @@ export async function startIssuer(opts: IssuerOptions = {}): Promise<Issuer> {
   await listen(server, 0);
   const port = (server.address() as AddressInfo).port;
   const issuer = `http://127.0.0.1:${port}`;
+  // This process's own sockets to the provider (fetch keeps them in its pool), so that stop() can
+  // wait until each has seen its end: the next request then dials anew and is refused, instead of
+  // dying on a half-closed pooled socket.
+  const clientSockets = new Set<Socket>();
+  subscribe('net.client.socket', (message) => {
+    const socket = (message as { socket: Socket }).socket;
+    socket.once('connect', () => {
+      if (socket.remotePort !== port) return;
+      clientSockets.add(socket);
+      socket.once('close', () => clientSockets.delete(socket));
+    });
+  });
   handler = build(issuer);
 
   const discovery = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as {
@@ -220,9 +233,8 @@ export async function startIssuer(opts: IssuerOptions = {}): Promise<Issuer> {
       if (!running) return;
       running = false;
       await shut(server);
-      // Let this process's own clients (fetch pools keep-alive sockets) see their sockets end, so the
-      // next request dials anew and is refused instead of dying on a half-closed pooled socket.
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      // ('close' alone: events.once would reject on the 'error' a pooled socket reports as it ends.)
+      await Promise.all([...clientSockets].map((s) => new Promise((closed) => s.once('close', closed))));
     },
     async start() {
       if (running) return;

@@ -105,13 +105,16 @@ for (const engine of ENGINES) {
     let h: Harness;
     let release: () => void = () => {};
     let gate: Promise<void> = Promise.resolve();
+    let entered: () => void = () => {};
     before(async () => {
-      // The store's create waits at a gate, so the first request is still in flight when the second arrives.
+      // The store's create tells the test it has been entered (the request's key is claimed by
+      // then), and waits at a gate: the first request is still in flight when the second arrives.
       const real = await engine.open();
       const slow = new Proxy(real, {
         get(target, prop, receiver) {
           if (prop === 'createPlant') {
             return async (...args: Parameters<Store['createPlant']>) => {
+              entered();
               await gate;
               return target.createPlant(...args);
             };
@@ -129,9 +132,12 @@ for (const engine of ENGINES) {
       gate = new Promise((r) => {
         release = r;
       });
+      const inStore = new Promise<void>((r) => {
+        entered = r;
+      });
       const key = { 'idempotency-key': 'slow-1' };
       const first = c.create({ name: 'Slow' }, key);
-      await new Promise((r) => setTimeout(r, 50));
+      await inStore;
       const second = await c.create({ name: 'Slow' }, key);
       assert.equal(second.statusCode, 409);
       assert.equal(errorBody(second).code, 'idempotency_key_in_flight');

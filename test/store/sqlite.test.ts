@@ -366,11 +366,12 @@ describe('SQLite store specifics', () => {
       written = true;
       return w;
     });
-    // Reads go on meanwhile: the event loop is not held by the waiting write (it would be, for up
-    // to busy_timeout, if the commit ran on it).
-    for (let i = 0; i < 3; i++) {
+    // Reads go on meanwhile, for 150 ms of the write's wait: the event loop is not held by the
+    // waiting write (it would be, for up to busy_timeout, if the commit ran on it).
+    let reads = 0;
+    for (const end = Date.now() + 150; Date.now() < end || reads < 3; reads++) {
       assert.deepEqual(await store.getPlant(id), { id, owner: 'o', name: 'first', tag: null });
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise(setImmediate);
     }
     assert.equal(written, false, 'the write still waits for the lock');
     other.exec('COMMIT');
