@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { startReceiver } from '../helpers/receiver.js';
-import { BIN, cli, type Server, serve } from './process.js';
+import { until } from '../helpers/wait.js';
+import { cli, exitOf, type Server, serve, spawnBin } from './process.js';
 
 describe('client commands against a running service (CONTRACT.md section 7)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'plantstore-client-cli-'));
@@ -72,53 +72,47 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
 
   it('events tail prints events and forwards each, signed, to a local receiver', async () => {
     const r = await startReceiver();
-    const tail = spawn(BIN, ['events', 'tail', '--forward-to', `${r.url}/hook`], {
-      env: { ...process.env, ...as },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const tail = spawnBin(['events', 'tail', '--forward-to', `${r.url}/hook`], as);
     try {
       let stdout = '';
       let stderr = '';
       tail.stdout!.on('data', (d) => (stdout += d));
       tail.stderr!.on('data', (d) => (stderr += d));
-      const deadline = Date.now() + 20_000;
-      while (!/signing secret: (whsec_\S+)/.test(stderr) && Date.now() < deadline) await sleep(50);
-      const secret = /signing secret: (whsec_\S+)/.exec(stderr)?.[1];
-      assert.ok(secret, stderr);
-      while (!/connected/.test(stderr) && Date.now() < deadline) await sleep(50);
-      assert.match(stderr, /connected: streaming events/, `events tail did not connect: ${stderr}`);
-      // The stream starts at the log's head once connected: create until one arrives (a slow start
-      // may miss the first), then check the delivery against what was created.
-      const created = new Map<number, string>();
-      for (let i = 0; r.received.length === 0 && Date.now() < deadline; i++) {
-        const name = `Forwarded ${i}`;
-        created.set(Number((await cli(['plants', 'create', '--name', name], as)).stdout.trim()), name);
-        await sleep(400);
-      }
-      const [d] = await r.waitFor(1, 1_000).catch((err) => {
+      const said = (what: string, re: RegExp) =>
+        until(`events tail to print ${what}`, () => re.exec(stderr) ?? undefined, 20_000).catch((err) => {
+          throw new Error(`${(err as Error).message}; it wrote: ${stderr}`);
+        });
+      const secret = (await said('its signing secret', /signing secret: (whsec_\S+)/))[1]!;
+      // It says so once the response's headers arrived, and the service took the stream's position
+      // (the log's head) before sending them: the next change must be the first event it forwards.
+      await said('that it is connected', /connected: streaming events as they commit/);
+      const made = await cli(['plants', 'create', '--name', 'Forwarded'], as);
+      assert.equal(made.code, 0, made.stderr);
+      const id = Number(made.stdout.trim());
+      const [d] = await r.waitFor(1, 10_000).catch((err) => {
         const logs = server.logs.slice(-20).join('\n');
         throw new Error(
           `${(err as Error).message}; events tail wrote: ${stderr} / ${stdout}; server: ${logs}`,
         );
       });
-      const event = new Webhook(secret!).verify(d!.body, d!.headers as Record<string, string>) as {
+      const event = new Webhook(secret).verify(d!.body, d!.headers as Record<string, string>) as {
         type: string;
         data: { id: number; name: string };
       };
       assert.equal(event.type, 'plant.created');
-      assert.equal(created.get(event.data.id), event.data.name);
-      const line = `\t${JSON.stringify({ id: event.data.id, name: event.data.name })}`;
-      while (!stdout.includes(line) && Date.now() < deadline) await sleep(50);
-      assert.match(stdout, /^evt_\S+\tplant\.created\t\{"id":\d+,"name":"Forwarded \d+"\}$/m);
-      assert.ok(stdout.includes(line), stdout);
+      assert.deepEqual(event.data, { id, name: 'Forwarded' });
+      const line = `\t${JSON.stringify({ id, name: 'Forwarded' })}`;
+      await until('events tail to print the event on stdout', () => stdout.includes(line), 10_000).catch(
+        (err) => {
+          throw new Error(`${(err as Error).message}; it printed: ${stdout}`);
+        },
+      );
+      assert.match(stdout, /^evt_\S+\tplant\.created\t\{"id":\d+,"name":"Forwarded"\}$/m);
       tail.kill('SIGINT');
-      const code = await new Promise<number | null>((res) => tail.once('exit', (c) => res(c)));
-      assert.equal(code, 0);
+      assert.equal(await exitOf(tail, 'events tail, after SIGINT,'), 0);
     } finally {
       tail.kill('SIGKILL');
       await r.close();
     }
   });
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { sqlitePath } from '../../src/store/index.js';
 import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 import { cli, serve } from './process.js';
 
 const KILLS = 20;
@@ -25,55 +26,70 @@ for (const engine of ENGINES) {
       const live = new Set<number>(); // acknowledged created, not acknowledged deleted
       const gone = new Set<number>(); // acknowledged deleted
       const uncertain = new Set<number>(); // a delete was sent but never answered
+      let acknowledged = 0; // creates and deletes answered 201 / 204, every round
 
       for (let round = 0; round < KILLS; round++) {
         const server = await serve([], { ...env, LOG_LEVEL: 'info' });
-        // What every earlier round acknowledged is still exactly there.
-        for (const id of live) {
-          if (uncertain.has(id)) continue;
-          const res = await fetch(`${server.url}/plants/${id}`, { headers });
-          assert.equal(res.status, 200, `acknowledged plant ${id} lost after crash ${round}`);
-        }
-        for (const id of gone) {
-          assert.equal(
-            (await fetch(`${server.url}/plants/${id}`, { headers })).status,
-            404,
-            `deleted ${id} came back`,
-          );
-        }
-        let stop = false;
-        const worker = async (w: number) => {
-          for (let i = 0; !stop; i++) {
-            try {
-              const victim = i % 3 === 2 ? [...live].find((id) => !uncertain.has(id)) : undefined;
-              if (victim !== undefined) {
-                uncertain.add(victim);
-                const res = await fetch(`${server.url}/plants/${victim}`, { method: 'DELETE', headers });
-                if (res.status === 204) {
-                  live.delete(victim);
-                  gone.add(victim);
-                  uncertain.delete(victim);
-                }
-              } else {
-                const res = await fetch(`${server.url}/plants`, {
-                  method: 'POST',
-                  headers: { ...headers, 'content-type': 'application/json' },
-                  body: JSON.stringify({ name: `r${round}-w${w}-${i}` }),
-                });
-                if (res.status === 201) live.add(Number(/[0-9]+$/.exec(res.headers.get('location')!)![0]));
-              }
-            } catch {
-              return; // the server died under us
-            }
+        try {
+          // What every earlier round acknowledged is still exactly there.
+          for (const id of live) {
+            if (uncertain.has(id)) continue;
+            const res = await fetch(`${server.url}/plants/${id}`, { headers });
+            assert.equal(res.status, 200, `acknowledged plant ${id} lost after crash ${round}`);
           }
-        };
-        const workers = Array.from({ length: 8 }, (_, w) => worker(w));
-        await new Promise((r) => setTimeout(r, 100 + Math.random() * 300));
-        const exited = once(server.child, 'exit');
-        server.child.kill('SIGKILL');
-        stop = true;
-        await Promise.all(workers);
-        await exited;
+          for (const id of gone) {
+            assert.equal(
+              (await fetch(`${server.url}/plants/${id}`, { headers })).status,
+              404,
+              `deleted ${id} came back`,
+            );
+          }
+          let stop = false;
+          const worker = async (w: number) => {
+            for (let i = 0; !stop; i++) {
+              try {
+                const victim = i % 3 === 2 ? [...live].find((id) => !uncertain.has(id)) : undefined;
+                if (victim !== undefined) {
+                  uncertain.add(victim);
+                  const res = await fetch(`${server.url}/plants/${victim}`, { method: 'DELETE', headers });
+                  if (res.status === 204) {
+                    acknowledged++;
+                    live.delete(victim);
+                    gone.add(victim);
+                    uncertain.delete(victim);
+                  }
+                } else {
+                  const res = await fetch(`${server.url}/plants`, {
+                    method: 'POST',
+                    headers: { ...headers, 'content-type': 'application/json' },
+                    body: JSON.stringify({ name: `r${round}-w${w}-${i}` }),
+                  });
+                  if (res.status === 201) {
+                    acknowledged++;
+                    live.add(Number(/[0-9]+$/.exec(res.headers.get('location')!)![0]));
+                  }
+                }
+              } catch {
+                return; // the server died under us
+              }
+            }
+          };
+          const workers = Array.from({ length: 8 }, (_, w) => worker(w));
+          // Killed mid-write once this round has had a random number of writes acknowledged.
+          const target = acknowledged + 20 + Math.floor(Math.random() * 100);
+          await until(
+            `round ${round}: acknowledged writes to reach ${target}`,
+            () => acknowledged >= target,
+            30_000,
+          );
+          const exited = once(server.child, 'exit');
+          server.child.kill('SIGKILL');
+          stop = true;
+          await Promise.all(workers);
+          await exited;
+        } finally {
+          server.child.kill('SIGKILL');
+        }
       }
       t.diagnostic(`${live.size + gone.size} acknowledged creates and deletes across ${KILLS} crashes`);
       assert.ok(

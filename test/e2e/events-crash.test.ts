@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { ENGINES } from '../helpers/engines.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { until } from '../helpers/wait.js';
 import { cli, serve } from './process.js';
 
 const KILLS = 20;
@@ -41,71 +41,86 @@ for (const engine of ENGINES) {
 
       for (let round = 0; round < KILLS; round++) {
         const server = await serve([], env);
-        if (round === 0) {
-          const res = await fetch(`${server.url}/webhooks`, {
-            method: 'POST',
-            headers: { ...headers, 'content-type': 'application/json' },
-            body: JSON.stringify({ url: receiver.url }),
-          });
-          assert.equal(res.status, 201);
-          secret = ((await res.json()) as { secret: string }).secret;
-        }
-        let stop = false;
-        const live: number[] = [];
-        const worker = async (w: number) => {
-          for (let i = 0; !stop; i++) {
-            try {
-              const victim = i % 3 === 2 ? live.shift() : undefined;
-              if (victim !== undefined) {
-                const res = await fetch(`${server.url}/plants/${victim}`, { method: 'DELETE', headers });
-                if (res.status === 204) acknowledged.add(`plant.deleted ${victim}`);
-              } else {
-                const res = await fetch(`${server.url}/plants`, {
-                  method: 'POST',
-                  headers: { ...headers, 'content-type': 'application/json' },
-                  body: JSON.stringify({ name: `r${round}-w${w}-${i}` }),
-                });
-                if (res.status === 201) {
-                  const id = Number(/[0-9]+$/.exec(res.headers.get('location')!)![0]);
-                  acknowledged.add(`plant.created ${id}`);
-                  live.push(id);
-                }
-              }
-            } catch {
-              return; // the server died under us
-            }
+        try {
+          if (round === 0) {
+            const res = await fetch(`${server.url}/webhooks`, {
+              method: 'POST',
+              headers: { ...headers, 'content-type': 'application/json' },
+              body: JSON.stringify({ url: receiver.url }),
+            });
+            assert.equal(res.status, 201);
+            secret = ((await res.json()) as { secret: string }).secret;
           }
-        };
-        const workers = Array.from({ length: 6 }, (_, w) => worker(w));
-        await sleep(150 + Math.random() * 350);
-        const exited = once(server.child, 'exit');
-        server.child.kill('SIGKILL');
-        stop = true;
-        await Promise.all(workers);
-        await exited;
+          let stop = false;
+          const live: number[] = [];
+          const worker = async (w: number) => {
+            for (let i = 0; !stop; i++) {
+              try {
+                const victim = i % 3 === 2 ? live.shift() : undefined;
+                if (victim !== undefined) {
+                  const res = await fetch(`${server.url}/plants/${victim}`, { method: 'DELETE', headers });
+                  if (res.status === 204) acknowledged.add(`plant.deleted ${victim}`);
+                } else {
+                  const res = await fetch(`${server.url}/plants`, {
+                    method: 'POST',
+                    headers: { ...headers, 'content-type': 'application/json' },
+                    body: JSON.stringify({ name: `r${round}-w${w}-${i}` }),
+                  });
+                  if (res.status === 201) {
+                    const id = Number(/[0-9]+$/.exec(res.headers.get('location')!)![0]);
+                    acknowledged.add(`plant.created ${id}`);
+                    live.push(id);
+                  }
+                }
+              } catch {
+                return; // the server died under us
+              }
+            }
+          };
+          const workers = Array.from({ length: 6 }, (_, w) => worker(w));
+          // Killed mid-write once this round has had a random number of changes acknowledged.
+          const target = acknowledged.size + 20 + Math.floor(Math.random() * 100);
+          await until(
+            `round ${round}: acknowledged changes to reach ${target}`,
+            () => acknowledged.size >= target,
+            30_000,
+          );
+          const exited = once(server.child, 'exit');
+          server.child.kill('SIGKILL');
+          stop = true;
+          await Promise.all(workers);
+          await exited;
+        } finally {
+          server.child.kill('SIGKILL');
+        }
       }
       assert.ok(acknowledged.size > KILLS * 10, `too little was acknowledged (${acknowledged.size})`);
 
       // A last process finishes what the killed ones left: their leases run out (timeout + 10 s).
       const last = await serve([], env);
       try {
-        const deadline = Date.now() + 60_000;
-        let missing: string[] = [];
-        for (;;) {
-          const got = new Set(
-            receiver.received.map((d) => {
+        const got = new Set<string>();
+        let seen = 0; // deliveries verified so far
+        let missing = [...acknowledged];
+        await until(
+          'every acknowledged change to be delivered',
+          () => {
+            for (const d of receiver.received.slice(seen)) {
               const e = new Webhook(secret).verify(d.body, d.headers as Record<string, string>) as {
                 type: string;
                 data: { id: number };
               };
-              return `${e.type} ${e.data.id}`;
-            }),
-          );
-          missing = [...acknowledged].filter((k) => !got.has(k));
-          if (missing.length === 0 || Date.now() > deadline) break;
-          await sleep(250);
-        }
-        assert.deepEqual(missing, [], `${missing.length} acknowledged events never delivered`);
+              got.add(`${e.type} ${e.data.id}`);
+            }
+            seen = receiver.received.length;
+            missing = missing.filter((k) => !got.has(k));
+            return missing.length === 0;
+          },
+          60_000,
+        ).catch((err) => {
+          throw new Error(`${(err as Error).message}: ${missing.length} acknowledged events never delivered`);
+        });
+        assert.deepEqual(missing, []);
         const ids = receiver.received.map((d) => d.headers['webhook-id']);
         const duplicates = ids.length - new Set(ids).size;
         t.diagnostic(

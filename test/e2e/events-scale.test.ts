@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ENGINES } from '../helpers/engines.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import { openStream, type SseReader } from '../helpers/sse.js';
+import { until } from '../helpers/wait.js';
 import { cli, type Server, serve } from './process.js';
 
 const pg = ENGINES.find((e) => e.name === 'postgres')!;
@@ -62,12 +62,28 @@ describe('events across two instances on PostgreSQL', { skip: pg.skip }, () => {
       body: JSON.stringify({ url: receiver.url }),
     });
     assert.equal(res.status, 201);
+    const endpoint = res.headers.get('location')!;
     const n = 60;
     await Promise.all(Array.from({ length: n }, (_, i) => create(i % 2, `shared-${i}`)));
     await receiver.waitFor(n, 15_000);
-    await sleep(500);
+    // An attempt is logged once the receiver has answered it, by whichever dispatcher made it, so
+    // once the log holds n succeeded attempts, n is every send either one made by then: a second
+    // send of an event would be a second attempt for it here as well as a second delivery.
+    const attempts = await until(`${n} succeeded attempts in the endpoint's attempt log`, async () => {
+      const page = await fetch(`${servers[1]!.url}${endpoint}/deliveries?limit=1000`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const list = (await page.json()) as { eventId: string; attempt: number; outcome: string }[];
+      return list.filter((a) => a.outcome === 'succeeded').length >= n ? list : undefined;
+    });
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.outcome]),
+      Array.from({ length: n }, () => [1, 'succeeded']),
+    );
+    assert.equal(new Set(attempts.map((a) => a.eventId)).size, n);
     const ids = receiver.received.map((d) => d.headers['webhook-id']);
     assert.equal(ids.length, n);
     assert.equal(new Set(ids).size, n);
+    assert.deepEqual(new Set(ids), new Set(attempts.map((a) => a.eventId)));
   });
 });

@@ -1,8 +1,43 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../bin/plantstore', import.meta.url));
+
+// Every child this file's tests start. Whatever a test leaves running (it failed before its own
+// cleanup, or a `before` failed halfway) is killed once the file's tests are done, so a failing
+// test never keeps the run waiting on a live child.
+const running = new Set<ChildProcess>();
+after(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
+function track<C extends ChildProcess>(child: C): C {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/** Starts `bin/plantstore ARGS` with piped output; it is killed after the file's tests if still running. */
+export function spawnBin(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return track(spawn(BIN, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+/** Resolves with the child's exit code once it has exited; rejects, naming `what`, after `ms`. */
+export async function exitOf(child: ChildProcess, what: string, ms = 15_000): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), ms);
+  try {
+    const [code] = await once(child, 'exit', { signal: ac.signal });
+    return code as number | null;
+  } catch (err) {
+    if (ac.signal.aborted) throw new Error(`${what} did not exit within ${ms} ms`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export interface CliResult {
   code: number | null;
@@ -10,13 +45,23 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `bin/plantstore ARGS` as a user would and collects its output. */
+const CLI_TIMEOUT_MS = 60_000;
+
+/** Runs `bin/plantstore ARGS` as a user would and collects its output (killed after 60 s). */
 export function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(BIN, args, { env: { ...process.env, ...env } }, (err, stdout, stderr) => {
-      const code = err ? ((err as { code?: number }).code ?? 1) : 0;
-      resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr });
-    });
+    const child = execFile(
+      BIN,
+      args,
+      { env: { ...process.env, ...env }, timeout: CLI_TIMEOUT_MS, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => {
+        const e = err as { code?: number; killed?: boolean } | null;
+        if (e?.killed) stderr += `\n(test: plantstore ${args.join(' ')} killed after ${CLI_TIMEOUT_MS} ms)`;
+        const code = e ? (e.code ?? 1) : 0;
+        resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr });
+      },
+    );
+    track(child);
   });
 }
 
@@ -25,20 +70,21 @@ export interface Server {
   url: string;
   /** Every stdout line so far (JSON logs). */
   logs: string[];
+  /** Stops it (SIGKILL after 15 s) and resolves once it has exited and its output has all been read. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 /** Starts `bin/plantstore serve --port 0` and resolves once it listens. */
 export async function serve(args: string[], env: Record<string, string> = {}): Promise<Server> {
-  const child = spawn(BIN, ['serve', '--port', '0', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnBin(['serve', '--port', '0', ...args], { LOG_LEVEL: 'info', ...env });
   const logs: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d) => {
     stderr += d;
   });
+  // 'close' comes after 'exit' and after the last of the output was read (from every process that
+  // shares the pipe: `--workers` children write to it too).
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     // Only until it listens: a timer left running killed a server whose tests took over 20 s on a
     // loaded CI machine, mid-test.
@@ -74,15 +120,23 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
     url,
     logs,
     async stop(signal = 'SIGTERM') {
-      // Already gone (exited, or killed by a signal): nothing to wait for.
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      const exited = once(child, 'exit');
-      child.kill(signal);
-      // A server that does not stop within 15 s is killed, so a failing test never leaves one behind.
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      const [code] = await exited;
-      clearTimeout(timer);
-      return code as number | null;
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = once(child, 'exit');
+        child.kill(signal);
+        // A server that does not stop within 15 s is killed, so a failing test never leaves one behind.
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      // Its output is read to the end, so `logs` holds every line it wrote; an orphaned
+      // grandchild holding the pipe open is not waited for beyond 5 s.
+      const drained = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }, 5_000);
+      await closed;
+      clearTimeout(drained);
+      return child.exitCode;
     },
   };
 }

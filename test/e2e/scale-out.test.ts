@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 import { cli, type Server, serve } from './process.js';
 
 const postgres = ENGINES.find((e) => e.name === 'postgres')!;
@@ -78,14 +79,29 @@ describe('two instances on one PostgreSQL', { skip: postgres.skip }, () => {
     // Hold the plants table so the first create stays in flight after claiming its key.
     const blocker = new pg.Client({ connectionString: env.DATABASE_URL });
     await blocker.connect();
-    await blocker.query('BEGIN');
-    await blocker.query('LOCK TABLE plants IN EXCLUSIVE MODE');
-    const key = { 'idempotency-key': 'cross-instance-2' };
-    const first = post(0, { name: 'slow' }, key);
-    await new Promise((r) => setTimeout(r, 300));
-    const second = await post(1, { name: 'slow' }, key);
-    await blocker.query('COMMIT');
-    await blocker.end();
+    let first!: Promise<Response>;
+    let second: Response;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE plants IN EXCLUSIVE MODE');
+      const key = { 'idempotency-key': 'cross-instance-2' };
+      first = post(0, { name: 'slow' }, key);
+      // The key is claimed (committed, pending) before the insert that the lock holds up.
+      await until('the first create to claim its key and wait on the locked plants table', async () => {
+        const claimed = await blocker.query(
+          "SELECT 1 FROM idempotency_keys WHERE key = $1 AND state = 'pending'",
+          ['cross-instance-2'],
+        );
+        const waiting = await blocker.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        );
+        return claimed.rowCount === 1 && (waiting.rowCount ?? 0) > 0;
+      });
+      second = await post(1, { name: 'slow' }, key);
+    } finally {
+      await blocker.query('COMMIT').catch(() => {});
+      await blocker.end();
+    }
     assert.equal(second.status, 409);
     assert.equal(((await second.json()) as { code: string }).code, 'idempotency_key_in_flight');
     assert.equal((await first).status, 201);
@@ -97,17 +113,19 @@ describe('two instances on one PostgreSQL', { skip: postgres.skip }, () => {
     );
     for (const i of [0, 1]) assert.equal((await call(i, '/plants', {}, t.token)).status, 200);
     assert.equal((await cli(['token', 'revoke', t.id], env)).code, 0);
-    const start = Date.now();
     const stopped = new Set<number>();
-    while (stopped.size < 2 && Date.now() - start < 5000) {
-      for (const i of [0, 1]) if ((await call(i, '/plants', {}, t.token)).status === 401) stopped.add(i);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.equal(
-      stopped.size,
-      2,
-      `still accepted after 5 s by instance(s) ${[0, 1].filter((i) => !stopped.has(i))}`,
-    );
+    await until(
+      'the revoked token to be refused by both instances within 5 s',
+      async () => {
+        for (const i of [0, 1]) if ((await call(i, '/plants', {}, t.token)).status === 401) stopped.add(i);
+        return stopped.size === 2;
+      },
+      5_000,
+    ).catch((err) => {
+      throw new Error(
+        `${(err as Error).message}: still accepted by instance(s) ${[0, 1].filter((i) => !stopped.has(i))}`,
+      );
+    });
   });
 
   it('walking Link pages alternately across instances visits every plant exactly once', async () => {

@@ -3,6 +3,7 @@ import { connect, createServer, type Server as NetServer, type Socket } from 'no
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 import { cli, type Server, serve } from './process.js';
 
 const postgres = ENGINES.find((e) => e.name === 'postgres')!;
@@ -104,11 +105,11 @@ describe('a PostgreSQL that goes away and comes back', { skip: postgres.skip }, 
     assert.equal((await fetch(`${server.url}/healthz`)).status, 200, 'the process stays up');
 
     await proxy.open();
-    const start = Date.now();
-    while ((await fetch(`${server.url}/readyz`)).status !== 200) {
-      assert.ok(Date.now() - start < 15_000, 'did not recover within 15 s');
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await until(
+      '/readyz to answer 200 again once the store is back (did not recover within 15 s)',
+      async () => (await fetch(`${server.url}/readyz`)).status === 200,
+      15_000,
+    );
     assert.equal((await post('after')).status, 201);
     const names = ((await (await get('/plants')).json()) as { name: string }[]).map((p) => p.name);
     assert.deepEqual(names, ['before', 'after'], 'nothing answered 503 was stored');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 import { cli, type Server, serve } from './process.js';
 
 for (const engine of ENGINES) {
@@ -41,13 +42,13 @@ for (const engine of ENGINES) {
         headers: { authorization: `Bearer ${token}` },
       });
       assert.equal(((await list.json()) as unknown[]).length, 40);
-      await new Promise((r) => setTimeout(r, 100));
-      const servedBy = new Set(
+      // The answers can reach the test before the workers' lines about them do: 40 creates and a list.
+      const completed = () =>
         server.logs
           .map((l) => JSON.parse(l) as { pid: number; msg: string })
-          .filter((l) => l.msg === 'request completed')
-          .map((l) => l.pid),
-      );
+          .filter((l) => l.msg === 'request completed');
+      await until('a "request completed" line for each of the 41 requests', () => completed().length >= 41);
+      const servedBy = new Set(completed().map((l) => l.pid));
       assert.equal(servedBy.size, 2, 'requests were served by both workers');
     });
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { openStream, type SseReader } from '../helpers/sse.js';
+import { until } from '../helpers/wait.js';
 
 for (const engine of ENGINES) {
   describe(`GET /events, the live stream, on ${engine.name}`, { skip: engine.skip }, () => {
@@ -48,8 +48,15 @@ for (const engine of ENGINES) {
         assert.deepEqual(body.data, { id, name: 'Ivy', tag: 'vine' });
         assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
       }
-      await sleep(250);
-      assert.equal(s.messages.filter((m) => m.data).length, 2, 'nothing of another user');
+      // The stream follows the log in order: a later event of the caller's comes after anything
+      // committed before it, the other user's included.
+      await c.create({ name: 'Sentinel' });
+      const all = await s.waitFor(3, 10_000);
+      assert.deepEqual(
+        all.map((m) => JSON.parse(m.data!).data.name),
+        ['Ivy', 'Ivy', 'Sentinel'],
+        'nothing of another user',
+      );
     });
 
     it('plants:admin sees every user’s events', async () => {
@@ -118,8 +125,10 @@ for (const engine of ENGINES) {
     it('sends comment lines while idle, and counts open streams in /metrics', async () => {
       const c = await h.user();
       const s = await stream(c.token);
-      await sleep(500);
-      assert.ok(s.messages.filter((m) => m.comment === 'keep-alive').length >= 2);
+      await until(
+        'two keep-alive comments',
+        () => s.messages.filter((m) => m.comment === 'keep-alive').length >= 2,
+      );
       const metrics = (await h.app.inject('/metrics')).body;
       const open = Number(/plantstore_event_streams_open (\d+)/.exec(metrics)?.[1]);
       assert.ok(open >= 1, metrics.slice(0, 200));

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { type Received, type Receiver, startReceiver } from '../helpers/receiver.js';
+import { until } from '../helpers/wait.js';
 
 const json = { 'content-type': 'application/json' };
 
@@ -18,6 +18,40 @@ async function register(c: Client, body: Record<string, unknown>) {
   assert.equal(res.statusCode, 201, res.body);
   return res.json() as { id: string; secret: string; url: string; events: string[]; status: string };
 }
+
+interface Attempt {
+  eventId: string;
+  eventType: string;
+  attempt: number;
+  status: number | null;
+  outcome: 'succeeded' | 'retrying' | 'failed';
+  error?: string;
+}
+
+/** The endpoint's deliveries log, newest first. */
+async function attempts(c: Client, endpointId: string): Promise<Attempt[]> {
+  const res = await c.request({ method: 'GET', url: `/webhooks/${endpointId}/deliveries` });
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json();
+}
+
+/** Waits until the deliveries log shows an acknowledged attempt of each of these events; returns the log. */
+function acknowledged(c: Client, endpointId: string, eventIds: string[]): Promise<Attempt[]> {
+  return until(`acknowledged attempts of ${eventIds.join(', ')} in the log of ${endpointId}`, async () => {
+    const log = await attempts(c, endpointId);
+    const done = new Set(log.filter((a) => a.outcome === 'succeeded').map((a) => a.eventId));
+    return eventIds.every((id) => done.has(id)) && log;
+  });
+}
+
+const eventId = (d: Received) => d.headers['webhook-id'] as string;
+const plantName = (d: Received): string => JSON.parse(d.body).data.name;
+
+/** Waits until the receiver holds a delivery of this type for the plant of this name. */
+const delivered = (r: Receiver, type: string, name: string): Promise<Received> =>
+  until(`${type} of ${name} at the receiver`, () =>
+    r.received.find((d) => JSON.parse(d.body).type === type && plantName(d) === name),
+  );
 
 /** Verifies a delivery the way a receiver would, with the official Standard Webhooks library. */
 function verified(
@@ -38,10 +72,13 @@ for (const engine of ENGINES) {
       return r;
     };
     before(async () => {
+      // One delivery at a time to an endpoint, claimed in the order they fell due: once the log
+      // shows a delivery acknowledged, every one that fell due before it to that endpoint has been
+      // sent. What an endpoint must not receive is asserted on this, never after a pause.
       h = await harness(
         engine,
         { webhookAllowPrivate: true, webhookRetrySchedule: [60, 60, 60], webhookTimeout: 300 },
-        { dispatcher: { pollMs: 50, jitter: () => 0 } },
+        { dispatcher: { pollMs: 50, jitter: () => 0, perEndpoint: 1 } },
       );
       strict = await harness(
         engine,
@@ -93,13 +130,11 @@ for (const engine of ENGINES) {
       const port = new URL(r.url).port;
       const e = await register(c, { url: `http://hooks.test:${port}/hook` });
       assert.equal((await c.create({ name: 'Quiet' })).statusCode, 201);
-      let attempts: { outcome: string; error?: string }[] = [];
-      for (let i = 0; i < 60 && attempts.length === 0; i++) {
-        await sleep(50);
-        attempts = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
-      }
-      assert.ok(attempts.length > 0, 'an attempt was logged');
-      assert.match(attempts[0]!.error ?? '', /refused/);
+      const log = await until('an attempt in the deliveries log', async () => {
+        const log = await attempts(c, e.id);
+        return log.length > 0 && log;
+      });
+      assert.match(log[0]!.error ?? '', /refused/);
       assert.equal(r.connections, 0);
     });
 
@@ -114,8 +149,14 @@ for (const engine of ENGINES) {
       const id = locationId(await c.create({ name: 'Fern', tag: 'indoor' }));
       assert.equal((await c.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
       const got = await r.waitFor(2);
-      await sleep(150);
+      // The other user's event fell due before these two: had it been queued for this endpoint,
+      // it would have been sent before them.
+      const log = await acknowledged(c, e.id, [
+        eventId(await delivered(r, 'plant.created', 'Fern')),
+        eventId(await delivered(r, 'plant.deleted', 'Fern')),
+      ]);
       assert.equal(r.received.length, 2, 'nothing of the other user');
+      assert.equal(log.length, 2, 'nothing of the other user');
       const bodies = got.map((d) => verified(e.secret, d));
       const byType = Object.fromEntries(bodies.map((b) => [b.type, b]));
       assert.deepEqual(byType['plant.created']!.data, { id, name: 'Fern', tag: 'indoor' });
@@ -130,15 +171,16 @@ for (const engine of ENGINES) {
       const admin = await h.user(['plants:admin']);
       const c = await h.user();
       await register(admin, { url: r.url });
-      await register(c, { url: onlyDeletes.url, events: ['plant.deleted'] });
+      const d = await register(c, { url: onlyDeletes.url, events: ['plant.deleted'] });
       const id = locationId(await c.create({ name: 'Seen by admin' }));
       await c.request({ method: 'DELETE', url: `/plants/${id}` });
       const got = await r.waitFor(2);
       assert.ok(got.some((d) => JSON.parse(d.body).data.name === 'Seen by admin'));
-      const deletes = await onlyDeletes.waitFor(1);
-      await sleep(150);
+      // The create fell due before the delete: had it been queued for this endpoint, it would
+      // have been sent first.
+      await acknowledged(c, d.id, [eventId(await delivered(onlyDeletes, 'plant.deleted', 'Seen by admin'))]);
       assert.deepEqual(
-        deletes.map((d) => JSON.parse(d.body).type),
+        onlyDeletes.received.map((d) => JSON.parse(d.body).type),
         ['plant.deleted'],
       );
     });
@@ -146,7 +188,7 @@ for (const engine of ENGINES) {
     it('replays, refusals and 404s make no event', async () => {
       const r = await receiver();
       const c = await h.user();
-      await register(c, { url: r.url });
+      const e = await register(c, { url: r.url });
       const key = { 'idempotency-key': `k-${Math.random()}` };
       const first = await c.create({ name: 'Once', id: 900_000_000 + Math.floor(Math.random() * 1e6) }, key);
       assert.equal(first.statusCode, 201);
@@ -156,9 +198,11 @@ for (const engine of ENGINES) {
       assert.equal(again.headers['idempotent-replayed'], 'true');
       assert.equal((await c.create({ name: 'Dup', id: locationId(first) })).statusCode, 409);
       assert.equal((await c.request({ method: 'DELETE', url: '/plants/999999999999' })).statusCode, 404);
-      await r.waitFor(1);
-      await sleep(300);
-      assert.equal(r.received.length, 1);
+      // A later event through the same endpoint: whatever those requests made fell due before it,
+      // so it was sent before it.
+      await c.create({ name: 'Sentinel' });
+      await acknowledged(c, e.id, [eventId(await delivered(r, 'plant.created', 'Sentinel'))]);
+      assert.deepEqual(r.received.map(plantName), ['Once', 'Sentinel']);
     });
 
     it('failures are retried on the schedule with the same webhook-id; the deliveries log shows each attempt', async () => {
@@ -170,14 +214,9 @@ for (const engine of ENGINES) {
       const got = await r.waitFor(3);
       assert.equal(new Set(got.map((d) => d.headers['webhook-id'])).size, 1);
       assert.notEqual(got[0]!.headers['webhook-timestamp'] === undefined, true);
-      await sleep(100);
-      const log = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
+      const log = await acknowledged(c, e.id, [eventId(got[2]!)]);
       assert.deepEqual(
-        log.map((a: { status: number; outcome: string; attempt: number }) => [
-          a.attempt,
-          a.status,
-          a.outcome,
-        ]),
+        log.map((a) => [a.attempt, a.status, a.outcome]),
         [
           [3, 200, 'succeeded'],
           [2, 502, 'retrying'],
@@ -212,11 +251,10 @@ for (const engine of ENGINES) {
       const e = await register(c, { url: r.url });
       await c.create({ name: 'Hung' });
       await r.waitFor(4, 8_000);
-      let log: { outcome: string; error?: string }[] = [];
-      for (let i = 0; i < 40 && log[0]?.outcome !== 'failed'; i++) {
-        await sleep(100);
-        log = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
-      }
+      const log = await until('the delivery marked failed in the log', async () => {
+        const log = await attempts(c, e.id);
+        return log[0]?.outcome === 'failed' && log;
+      });
       assert.equal(log.length, 4);
       assert.equal(log[0]!.outcome, 'failed');
       assert.match(log[0]!.error ?? '', /timeout/);
@@ -230,13 +268,12 @@ for (const engine of ENGINES) {
       const since = new Date(Date.now() - 1000).toISOString();
       await c.create({ name: 'First' });
       await r.waitFor(1);
-      await sleep(200);
-      const disabled = (await c.request({ method: 'GET', url: `/webhooks/${e.id}` })).json();
-      assert.equal(disabled.status, 'disabled');
+      const disabled = await until('the endpoint disabled', async () => {
+        const endpoint = (await c.request({ method: 'GET', url: `/webhooks/${e.id}` })).json();
+        return endpoint.status === 'disabled' && endpoint;
+      });
       assert.match(disabled.disabledReason, /410/);
       await c.create({ name: 'Second' });
-      await sleep(300);
-      assert.equal(r.received.length, 1, 'nothing goes to a disabled endpoint');
       const rec = await c.request({
         method: 'POST',
         url: `/webhooks/${e.id}/recover`,
@@ -244,15 +281,14 @@ for (const engine of ENGINES) {
         payload: JSON.stringify({ since }),
       });
       assert.equal(rec.statusCode, 202);
-      assert.equal(rec.json().queued, 2);
+      // Recover queues each event since `since` with no delivery acknowledged or waiting: First
+      // and Second both, so nothing of Second was queued for, or sent to, the disabled endpoint.
+      assert.equal(rec.json().queued, 2, 'nothing goes to a disabled endpoint');
       const got = await r.waitFor(3);
-      assert.deepEqual(
-        got
-          .slice(1)
-          .map((d) => JSON.parse(d.body).data.name)
-          .sort(),
-        ['First', 'Second'],
-      );
+      assert.deepEqual(got.slice(1).map(plantName).sort(), ['First', 'Second']);
+      // The two re-sent deliveries fell due last: once both are acknowledged, all was sent.
+      await acknowledged(c, e.id, got.slice(1).map(eventId));
+      assert.equal(r.received.length, 3, 'each sent once');
     });
 
     it('five days of failure disable an endpoint: counted from its first failure after a success, not from its creation', async () => {
@@ -269,14 +305,21 @@ for (const engine of ENGINES) {
         const r = await receiver();
         const c = await clocked.user();
         const e = await register(c, { url: r.url });
+        const since = new Date(Date.now() - 1000).toISOString();
         const status = async () => (await c.request({ method: 'GET', url: `/webhooks/${e.id}` })).json();
-        const settled = () => sleep(150);
+        // An attempt is logged in the transaction that updates its endpoint: once the log shows
+        // it, the endpoint is as that attempt left it.
+        const logged = (n: number) =>
+          until(`attempt ${n} in the deliveries log`, async () => {
+            const log = await attempts(c, e.id);
+            return log.length >= n && log;
+          });
         // Ten days after the endpoint was made its deliveries begin to fail: not five days of failure.
         offset = 10 * DAY;
         r.answers.push({ status: 500 });
         await c.create({ name: 'First failure' });
         await r.waitFor(1);
-        await settled();
+        await logged(1);
         assert.equal((await status()).status, 'enabled');
         offset = 10 * DAY + 2 * HOUR; // its retry is due, and succeeds
         await r.waitFor(2);
@@ -284,28 +327,37 @@ for (const engine of ENGINES) {
         r.answers.push({ status: 500 });
         await c.create({ name: 'Failing' });
         await r.waitFor(3);
-        await settled();
+        await logged(3);
         r.answers.push({ status: 500 });
         offset = 14 * DAY;
         await r.waitFor(4);
-        await settled();
+        await logged(4);
         assert.equal((await status()).status, 'enabled');
         // Five days and an hour since that first failure: the next failure disables it.
         r.answers.push({ status: 500 });
         offset = 15 * DAY + 3 * HOUR;
         await r.waitFor(5);
-        await settled();
+        const log = await logged(5);
         const disabled = await status();
         assert.equal(disabled.status, 'disabled');
         assert.match(disabled.disabledReason, /5 days/);
-        const log = (await c.request({ method: 'GET', url: `/webhooks/${e.id}/deliveries` })).json();
         assert.deepEqual(
-          log.map((a: { outcome: string }) => a.outcome),
+          log.map((a) => a.outcome),
           ['failed', 'retrying', 'retrying', 'succeeded', 'retrying'],
         );
         await c.create({ name: 'Not sent' });
-        await settled();
-        assert.equal(r.received.length, 5, 'nothing goes to a disabled endpoint');
+        // Recover queues each event since `since` with no delivery acknowledged or waiting: Failing
+        // (failed) and Not sent, so nothing of Not sent was queued for, or sent to, the disabled endpoint.
+        const rec = await c.request({
+          method: 'POST',
+          url: `/webhooks/${e.id}/recover`,
+          headers: json,
+          payload: JSON.stringify({ since }),
+        });
+        assert.equal(rec.statusCode, 202);
+        assert.equal(rec.json().queued, 2, 'nothing goes to a disabled endpoint');
+        const got = await r.waitFor(7);
+        assert.deepEqual(got.slice(5).map(plantName).sort(), ['Failing', 'Not sent']);
       } finally {
         await clocked.close();
       }
