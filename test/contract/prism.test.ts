@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createToken } from '../../src/tokens/tokens.js';
 import { type Client, type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // Prism 5.16 runs on Node 24.18 or newer only; the Node 24 half of CI runs this file.
@@ -76,11 +77,14 @@ describe('every operation through Prism, validating against the served document'
     prism.stdout!.on('data', (d) => (log += d));
     prism.stderr!.on('data', (d) => (log += d));
     proxy = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 30_000;
-    while (!/Prism is listening/.test(log)) {
-      if (Date.now() > deadline || prism.exitCode !== null) throw new Error(`Prism did not start: ${log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      'Prism to listen',
+      () => {
+        if (prism.exitCode !== null) throw new Error(`Prism exited: ${log}`);
+        return /Prism is listening/.test(log);
+      },
+      30_000,
+    );
   });
   after(async () => {
     prism?.kill();

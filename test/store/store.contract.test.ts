@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 
 const owner = () => `owner-${randomUUID()}`;
 const idemOpts = (now = new Date()) => ({ now, staleAfterMs: 60_000, retainMs: 86_400_000 });
@@ -453,11 +453,14 @@ for (const engine of ENGINES) {
       // PostgreSQL's log shows an event once every transaction that began before it has ended,
       // in any database of the cluster (another test file's open transaction holds it back), so
       // wait for all twelve, bounded.
-      let events = await store.listEvents({ after: head, owner: o, limit: 100 });
-      for (const deadline = Date.now() + 10_000; events.length < plants.length && Date.now() < deadline; ) {
-        await sleep(20);
-        events = await store.listEvents({ after: head, owner: o, limit: 100 });
-      }
+      const events = await until(
+        'all twelve events in the log',
+        async () => {
+          const got = await store.listEvents({ after: head, owner: o, limit: 100 });
+          return got.length >= plants.length && got;
+        },
+        10_000,
+      );
       assert.deepEqual(
         events
           .map((e) => [e.type, e.data, e.createdAt.getTime()])
