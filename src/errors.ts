@@ -24,7 +24,9 @@ export type ErrorCode =
   | 'invalid_webhook_url'
   | 'events_expired'
   | 'not_acceptable'
-  | 'id_space_exhausted';
+  | 'id_space_exhausted'
+  | 'precondition_required'
+  | 'precondition_failed';
 
 export interface ErrorDetail {
   field: string;
@@ -75,6 +77,17 @@ export class BadRequestError extends AppError {
     details?: ErrorDetail[],
   ) {
     super(400, code, message, details);
+  }
+}
+
+/** A conditional request's If-Match names no current version of the plant: nothing changed. */
+export class PreconditionFailedError extends AppError {
+  constructor() {
+    super(
+      412,
+      'precondition_failed',
+      'the plant has changed since the ETag in If-Match was read; read it again and reapply the change',
+    );
   }
 }
 

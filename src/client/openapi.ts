@@ -35,19 +35,23 @@ export interface paths {
         };
         /**
          * Read one plant
-         * @description One plant by id. A plant the caller may not see answers 404, exactly as one that does not exist.
+         * @description One plant by id, with its `ETag`. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-None-Match` naming its current ETag (or `*`), 304 and no body.
          */
         get: operations["getPlant"];
         put?: never;
         post?: never;
         /**
          * Delete one plant
-         * @description Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist.
+         * @description Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-Match`, only if the plant is still in that version (else 412, and it is kept).
          */
         delete: operations["deletePlant"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change one plant
+         * @description Applies a JSON Merge Patch (RFC 7396) of `name` and `tag` (`tag: null` removes the tag), only if the plant is still in the version `If-Match` names (`*`: any). Without `If-Match`, 428; when the plant has changed since, 412 and nothing changes. A patch that changes nothing answers 200 with the same ETag and records no event. With an `Idempotency-Key`, a retry of an applied change replays its 200. A plant the caller may not see answers 404.
+         */
+        patch: operations["updatePlant"];
         trace?: never;
     };
     "/webhooks": {
@@ -280,6 +284,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "plant.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plant was changed (data: the plant after the change, and `previous`: the changed fields as they were)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_plant_updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "plant.deleted": {
         parameters: {
             query?: never;
@@ -341,16 +365,33 @@ export interface components {
          *         "tag": "indoor"
          *       }
          *     }
+         * @example {
+         *       "type": "plant.updated",
+         *       "timestamp": "2026-11-22T10:05:00.000Z",
+         *       "data": {
+         *         "id": 42,
+         *         "name": "Boston fern",
+         *         "tag": "indoor",
+         *         "previous": {
+         *           "name": "Fern"
+         *         }
+         *       }
+         *     }
          */
         Event: {
             /** @description What happened to a plant. */
-            type: "plant.created" | "plant.deleted";
+            type: "plant.created" | "plant.updated" | "plant.deleted";
             /** Format: date-time */
             timestamp: string;
             data: {
                 id: number;
                 name: string;
                 tag?: string;
+                /** @description plant.updated only: the changed fields' former values (`tag: null` when the change added a tag). */
+                previous?: {
+                    name?: string;
+                    tag?: string | null;
+                };
             };
         };
     };
@@ -543,6 +584,8 @@ export interface operations {
                 headers: {
                     /** @description /plants/{id} */
                     location?: string;
+                    /** @description The plant's current version as a strong ETag: send it back in `If-Match` to change or delete only that version. */
+                    etag?: string;
                     /** @description Present when this answer replays the first one for the same Idempotency-Key. */
                     "idempotent-replayed"?: "true";
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -735,7 +778,13 @@ export interface operations {
     getPlant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An ETag the caller holds: 304 while the plant is still in that version.
+                 * @example "42"
+                 */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description Plant id, 1 … 2^53−1, in decimal digits with no sign or leading zero.
@@ -750,6 +799,8 @@ export interface operations {
             /** @description The plant. */
             200: {
                 headers: {
+                    /** @description The plant's current version as a strong ETag: send it back in `If-Match` to change or delete only that version. */
+                    etag?: string;
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
                     "x-request-id"?: string;
                     /** @description Requests allowed per window for this caller. */
@@ -769,141 +820,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
-            400: {
+            /** @description Not modified: the plant is still in the version `If-None-Match` names; no body. */
+            304: {
                 headers: {
-                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
-                    "x-request-id"?: string;
-                    /** @description Requests allowed per window for this caller. */
-                    "ratelimit-limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "ratelimit-remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "ratelimit-reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
-            401: {
-                headers: {
-                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
-                    "x-request-id"?: string;
-                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
-                    "www-authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The token lacks the scope this operation needs. */
-            403: {
-                headers: {
-                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
-                    "x-request-id"?: string;
-                    /** @description Requests allowed per window for this caller. */
-                    "ratelimit-limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "ratelimit-remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "ratelimit-reset"?: number;
-                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
-                    "www-authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No such plant, or the caller may not see it. */
-            404: {
-                headers: {
-                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
-                    "x-request-id"?: string;
-                    /** @description Requests allowed per window for this caller. */
-                    "ratelimit-limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "ratelimit-remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "ratelimit-reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limited; see Retry-After. */
-            429: {
-                headers: {
-                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
-                    "x-request-id"?: string;
-                    /** @description Requests allowed per window for this caller. */
-                    "ratelimit-limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "ratelimit-remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "ratelimit-reset"?: number;
-                    /** @description Seconds to wait before trying again. */
-                    "retry-after"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error; the body names the request id. */
-            500: {
-                headers: {
-                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
-            503: {
-                headers: {
-                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
-                    "x-request-id"?: string;
-                    /** @description Requests allowed per window for this caller. */
-                    "ratelimit-limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "ratelimit-remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "ratelimit-reset"?: number;
-                    /** @description Seconds to wait before trying again. */
-                    "retry-after"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deletePlant: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Plant id, 1 … 2^53−1, in decimal digits with no sign or leading zero.
-                 * @example 42
-                 */
-                id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Deleted; no body. */
-            204: {
-                headers: {
+                    /** @description The plant's current version as a strong ETag: send it back in `If-Match` to change or delete only that version. */
+                    etag?: string;
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
                     "x-request-id"?: string;
                     /** @description Requests allowed per window for this caller. */
@@ -1033,6 +954,460 @@ export interface operations {
             };
         };
     };
+    deletePlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.
+                 * @example "42"
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description Plant id, 1 … 2^53−1, in decimal digits with no sign or leading zero.
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; no body. */
+            204: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs. */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant, or the caller may not see it. */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` names no current version of the plant (it changed since it was read): nothing was changed. */
+            412: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the create safe to retry: the same key and body replay the first response for 24 h. */
+                "idempotency-key"?: string;
+                /**
+                 * @description The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.
+                 * @example "42"
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description Plant id, 1 … 2^53−1, in decimal digits with no sign or leading zero.
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON Merge Patch (RFC 7396) of the plant: only the fields present change. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Boston fern",
+                 *       "tag": null
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The new name; absent: unchanged (null is refused). */
+                    name?: string;
+                    /** @description The new tag; null removes it; absent: unchanged. */
+                    tag?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Changed (or unchanged, for a patch that changes nothing): the plant and its new ETag. */
+            200: {
+                headers: {
+                    /** @description The plant's current version as a strong ETag: send it back in `If-Match` to change or delete only that version. */
+                    etag?: string;
+                    /** @description Present when this answer replays the first one for the same Idempotency-Key. */
+                    "idempotent-replayed"?: "true";
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        name: string;
+                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        tag?: string;
+                    };
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs. */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant, or the caller may not see it. */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` names no current version of the plant (it changed since it was read): nothing was changed. */
+            412: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 16 KiB. */
+            413: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json. */
+            415: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different body. */
+            422: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` is required: send the ETag of the plant as read (or `*`). */
+            428: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -1060,7 +1435,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -1175,8 +1550,8 @@ export interface operations {
                      * @example https://hooks.example.com/plantstore
                      */
                     url: string;
-                    /** @description Which events to receive; default both. */
-                    events?: ("plant.created" | "plant.deleted")[];
+                    /** @description Which events to receive; default every type. */
+                    events?: ("plant.created" | "plant.updated" | "plant.deleted")[];
                     description?: string | null;
                 };
             };
@@ -1202,7 +1577,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -1383,7 +1758,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -1660,7 +2035,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -1816,7 +2191,7 @@ export interface operations {
                         id: string;
                         eventId: string;
                         /** @description What happened to a plant. */
-                        eventType: "plant.created" | "plant.deleted";
+                        eventType: "plant.created" | "plant.updated" | "plant.deleted";
                         /** @description 1 for the first attempt of this delivery. */
                         attempt: number;
                         /** Format: date-time */
@@ -2410,6 +2785,58 @@ export interface operations {
         };
     };
     webhook_plant_created: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_plant_updated: {
         parameters: {
             query?: never;
             header: {

@@ -10,27 +10,32 @@ export function registerBodyParsers(app: FastifyInstance): void {
   // Any other type reaches a parser only on routes that ignore bodies (POST checks its type first).
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, undefined));
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    // Only POST /plants takes a body; clients that label every request as JSON are not punished for it.
-    if (request.method !== 'POST') return done(null, undefined);
-    const text = body as string;
-    if (text.trim() === '')
-      return done(new AppError(400, 'invalid_json', 'request body must not be empty'), undefined);
-    try {
-      done(null, sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }));
-    } catch (err) {
-      const message = (err as Error).message;
-      if (/prototype/i.test(message)) {
-        return done(
-          new AppError(
-            400,
-            'invalid_json',
-            'request body must not contain __proto__ or constructor.prototype keys',
-          ),
-          undefined,
-        );
+  // A JSON Merge Patch (RFC 7396) is JSON.
+  app.addContentTypeParser(
+    ['application/json', 'application/merge-patch+json'],
+    { parseAs: 'string' },
+    (request, body, done) => {
+      // Only POST and PATCH take a body; clients that label every request as JSON are not punished for it.
+      if (request.method !== 'POST' && request.method !== 'PATCH') return done(null, undefined);
+      const text = body as string;
+      if (text.trim() === '')
+        return done(new AppError(400, 'invalid_json', 'request body must not be empty'), undefined);
+      try {
+        done(null, sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }));
+      } catch (err) {
+        const message = (err as Error).message;
+        if (/prototype/i.test(message)) {
+          return done(
+            new AppError(
+              400,
+              'invalid_json',
+              'request body must not contain __proto__ or constructor.prototype keys',
+            ),
+            undefined,
+          );
+        }
+        done(new AppError(400, 'invalid_json', `request body is not valid JSON: ${message}`), undefined);
       }
-      done(new AppError(400, 'invalid_json', `request body is not valid JSON: ${message}`), undefined);
-    }
-  });
+    },
+  );
 }

@@ -9,6 +9,7 @@ const TIMED = [
   'createPlant',
   'getPlant',
   'listPlants',
+  'updatePlant',
   'deletePlant',
   'claimIdempotencyKey',
   'releaseIdempotencyKey',

@@ -2,6 +2,24 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 
 // Runs after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
+/** PATCH takes a JSON Merge Patch, labelled as one or as plain JSON. */
+export function requireMergePatch(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  done(
+    type === 'application/merge-patch+json' || type === 'application/json'
+      ? undefined
+      : new AppError(
+          415,
+          'unsupported_media_type',
+          'Content-Type must be application/merge-patch+json or application/json',
+        ),
+  );
+}
+
 export function requireJson(
   request: FastifyRequest,
   _reply: FastifyReply,

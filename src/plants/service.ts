@@ -1,8 +1,15 @@
 import { createHash } from 'node:crypto';
-import { AppError, ConflictError, NotFoundError } from '../errors.js';
-import type { PlantCreate } from '../schemas/plant.js';
+import { AppError, ConflictError, NotFoundError, PreconditionFailedError } from '../errors.js';
+import type { PlantCreate, PlantPatch } from '../schemas/plant.js';
 import type { Scope } from '../schemas/token.js';
-import type { ListMarks, NewEvent, PlantRecord, Store } from '../store/store.js';
+import type {
+  IdempotencyClaim,
+  ListMarks,
+  NewEvent,
+  PlantRecord,
+  Store,
+  VersionedPlant,
+} from '../store/store.js';
 import type { Caller } from '../tokens/verifier.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
@@ -20,7 +27,16 @@ export function hasScope(caller: Caller, scope: Scope): boolean {
 const isAdmin = (caller: Caller) => caller.scopes.has('plants:admin');
 
 export interface CreateOutcome {
-  plant: PlantRecord;
+  plant: VersionedPlant;
+  /** True when an Idempotency-Key replayed an earlier response. */
+  replayed: boolean;
+}
+
+/** A conditional request's ETags, parsed (etag.ts): any current plant, or these versions. */
+export type Precondition = '*' | number[];
+
+export interface UpdateOutcome {
+  plant: VersionedPlant;
   /** True when an Idempotency-Key replayed an earlier response. */
   replayed: boolean;
 }
@@ -71,26 +87,13 @@ export class PlantService {
       return { plant: r.created, replayed: false };
     }
     const ref = { user: caller.user, key: idempotencyKey };
-    const claim = await this.store.claimIdempotencyKey(ref, requestHash(body), {
-      now: this.now(),
-      staleAfterMs: IDEMPOTENCY_STALE_MS,
-      retainMs: IDEMPOTENCY_RETAIN_MS,
-    });
+    const claim = await this.claim(ref, body);
     switch (claim.state) {
-      case 'mismatch':
-        throw new AppError(
-          422,
-          'idempotency_key_reused',
-          'this Idempotency-Key was already used with a different request body',
-        );
-      case 'in_flight':
-        throw new ConflictError(
-          'idempotency_key_in_flight',
-          'a request with this Idempotency-Key is still in progress; retry later',
-        );
       case 'done':
         if (claim.outcome.status === 201 && claim.outcome.plantId !== null) {
-          return { plant: { ...plant, id: claim.outcome.plantId }, replayed: true };
+          // The first answer's version (a key recorded before versions existed: version 1's).
+          const version = claim.outcome.plant?.version ?? 1;
+          return { plant: { ...plant, id: claim.outcome.plantId, version }, replayed: true };
         }
         throw this.exists(plant.id);
     }
@@ -129,17 +132,104 @@ export class PlantService {
   }
 
   /** The plant, if the caller may see it; 404 otherwise, whether or not it exists. */
-  async get(caller: Caller, id: number): Promise<PlantRecord> {
+  async get(caller: Caller, id: number): Promise<VersionedPlant> {
     const p = await this.store.getPlant(id);
     if (!p || (p.owner !== caller.user && !isAdmin(caller))) throw new NotFoundError();
     return p;
   }
 
-  /** Deletes the plant if the caller may see it; 404 otherwise. */
-  async remove(caller: Caller, id: number): Promise<void> {
-    const deleted = await this.store.deletePlant(id, isAdmin(caller) ? null : caller.user, this.event());
+  /**
+   * Changes the plant per a merge patch, only if it is in a version `ifMatch` names: 404 if the
+   * caller may not see it, then an Idempotency-Key replay, then 412 — the check and the change are
+   * one step in the store. A patch that changes nothing answers the plant as it is, with no event.
+   */
+  async update(
+    caller: Caller,
+    id: number,
+    patch: PlantPatch,
+    ifMatch: Precondition,
+    idempotencyKey?: string,
+  ): Promise<UpdateOutcome> {
+    await this.get(caller, id);
+    const owner = isAdmin(caller) ? null : caller.user;
+    const versions = ifMatch === '*' ? null : ifMatch;
+    if (idempotencyKey === undefined) {
+      return {
+        plant: this.updated(
+          await this.store.updatePlant(id, owner, patch, versions, undefined, this.event()),
+        ),
+        replayed: false,
+      };
+    }
+    const ref = { user: caller.user, key: idempotencyKey };
+    // The change's hash covers its target, so a key of a create or of another plant's change is 422.
+    const claim = await this.claim(ref, { method: 'PATCH', id, patch });
+    if (claim.state === 'done') {
+      const shown = claim.outcome.plant;
+      if (claim.outcome.status !== 200 || shown === undefined || claim.outcome.plantId !== id) {
+        throw this.keyReused();
+      }
+      return { plant: { id, owner: caller.user, ...shown }, replayed: true };
+    }
+    try {
+      return {
+        plant: this.updated(await this.store.updatePlant(id, owner, patch, versions, ref, this.event())),
+        replayed: false,
+      };
+    } catch (err) {
+      // Refused (404, 412) or failed: the key is free for a retry to be judged afresh.
+      await this.store.releaseIdempotencyKey(ref).catch(() => {});
+      throw err;
+    }
+  }
+
+  private updated(r: Awaited<ReturnType<Store['updatePlant']>>): VersionedPlant {
+    if ('missing' in r) throw new NotFoundError();
+    if ('mismatch' in r) throw new PreconditionFailedError();
+    if (r.changed) this.onEvent();
+    return r.updated;
+  }
+
+  /** Deletes the plant if the caller may see it (404 otherwise) and, with `ifMatch`, it is in such a version (412). */
+  async remove(caller: Caller, id: number, ifMatch?: Precondition): Promise<void> {
+    const versions = ifMatch === undefined || ifMatch === '*' ? null : ifMatch;
+    const deleted = await this.store.deletePlant(
+      id,
+      isAdmin(caller) ? null : caller.user,
+      this.event(),
+      versions,
+    );
+    if (deleted === 'mismatch') throw new PreconditionFailedError();
     if (!deleted) throw new NotFoundError();
     this.onEvent();
+  }
+
+  // Claims the key, answering 422 and 409 for a reused or in-flight one; 'claimed' or 'done' are the caller's.
+  private async claim(
+    ref: { user: string; key: string },
+    request: unknown,
+  ): Promise<Extract<IdempotencyClaim, { state: 'claimed' | 'done' }>> {
+    const claim = await this.store.claimIdempotencyKey(ref, requestHash(request), {
+      now: this.now(),
+      staleAfterMs: IDEMPOTENCY_STALE_MS,
+      retainMs: IDEMPOTENCY_RETAIN_MS,
+    });
+    if (claim.state === 'mismatch') throw this.keyReused();
+    if (claim.state === 'in_flight') {
+      throw new ConflictError(
+        'idempotency_key_in_flight',
+        'a request with this Idempotency-Key is still in progress; retry later',
+      );
+    }
+    return claim;
+  }
+
+  private keyReused(): AppError {
+    return new AppError(
+      422,
+      'idempotency_key_reused',
+      'this Idempotency-Key was already used with a different request',
+    );
   }
 
   private exists(id: number | null): AppError {

@@ -2,9 +2,10 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { BadRequestError } from '../errors.js';
+import { AppError, BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { methodNotAllowed, requireIdSegment, requireJson, requireMergePatch } from '../http/route-guards.js';
+import { etagOf, parseEtags } from '../plants/etag.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { Page, PlantService } from '../plants/service.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
@@ -16,6 +17,7 @@ import {
   PlantIdParam,
   PlantList,
   type PlantListItem,
+  PlantPatch,
 } from '../schemas/plant.js';
 import type { PlantRecord } from '../store/store.js';
 
@@ -34,7 +36,26 @@ const IdempotencyHeaders = Type.Object({
   ),
 });
 
-const view = (p: PlantRecord): Plant => (p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag });
+const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      description:
+        'The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.',
+      examples: ['"42"'],
+    }),
+  ),
+});
+
+const etagHeader = {
+  etag: {
+    type: 'string',
+    description:
+      "The plant's current version as a strong ETag: send it back in `If-Match` to change or delete only that version.",
+  },
+};
+
+const view = (p: { name: string; tag: string | null }): Plant =>
+  p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag };
 // A second copy for list pages, on purpose: sharing the object literals with the one-plant answers
 // would let a page build make V8 pretenure them (see toPagePlant in the SQLite store).
 const pageView = (p: PlantRecord): PlantListItem =>
@@ -90,6 +111,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
               description: 'Created. `Location: /plants/{id}` names the new plant.',
               headers: {
                 location: { type: 'string', description: '/plants/{id}' },
+                ...etagHeader,
                 'idempotent-replayed': {
                   type: 'string',
                   enum: ['true'],
@@ -104,7 +126,10 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const out = await service.create(request.caller!, request.body, request.headers['idempotency-key']);
-        reply.code(201).header('location', `/plants/${out.plant.id}`);
+        reply
+          .code(201)
+          .header('location', `/plants/${out.plant.id}`)
+          .header('etag', etagOf(out.plant.version));
         if (out.replayed) reply.header('idempotent-replayed', 'true');
         return view(out.plant);
       },
@@ -164,17 +189,103 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           operationId: 'getPlant',
           summary: 'Read one plant',
           description:
-            'One plant by id. A plant the caller may not see answers 404, exactly as one that does not exist.',
+            'One plant by id, with its `ETag`. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-None-Match` naming its current ETag (or `*`), 304 and no body.',
           tags,
           security,
           params: PlantIdParam,
+          headers: Type.Object({
+            'if-none-match': Type.Optional(
+              Type.String({
+                description: 'An ETag the caller holds: 304 while the plant is still in that version.',
+                examples: ['"42"'],
+              }),
+            ),
+          }),
           response: {
-            200: { ...Plant, description: 'The plant.', headers: SUCCESS_HEADERS },
+            200: { ...Plant, description: 'The plant.', headers: { ...etagHeader, ...SUCCESS_HEADERS } },
+            304: Type.Null({
+              description: 'Not modified: the plant is still in the version `If-None-Match` names; no body.',
+              headers: { ...etagHeader, ...SUCCESS_HEADERS },
+            }),
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },
       },
-      async (request) => view(await service.get(request.caller!, plantId(request.params.id))),
+      async (request, reply) => {
+        const plant = await service.get(request.caller!, plantId(request.params.id));
+        const etag = etagOf(plant.version);
+        reply.header('etag', etag);
+        const held = request.headers['if-none-match'];
+        if (held !== undefined) {
+          const versions = parseEtags(held);
+          if (versions === '*' || versions.includes(plant.version))
+            // No payload at all: Fastify then sends neither a body nor Content-Length/Type.
+            return reply.code(304).send(undefined as unknown as null);
+        }
+        return view(plant);
+      },
+    );
+
+    app.patch(
+      '/plants/:id',
+      {
+        onRequest: [requireIdSegment, write, requireMergePatch],
+        bodyLimit: BODY_LIMIT,
+        schema: {
+          operationId: 'updatePlant',
+          summary: 'Change one plant',
+          description:
+            'Applies a JSON Merge Patch (RFC 7396) of `name` and `tag` (`tag: null` removes the tag), only if the plant is still in the version `If-Match` names (`*`: any). Without `If-Match`, 428; when the plant has changed since, 412 and nothing changes. A patch that changes nothing answers 200 with the same ETag and records no event. With an `Idempotency-Key`, a retry of an applied change replays its 200. A plant the caller may not see answers 404.',
+          tags,
+          security,
+          params: PlantIdParam,
+          headers: Type.Object({ ...IdempotencyHeaders.properties, ...IfMatchHeaders.properties }),
+          // One schema under both media types a merge patch may be sent as.
+          body: {
+            content: {
+              'application/merge-patch+json': { schema: PlantPatch },
+              'application/json': { schema: PlantPatch },
+            },
+          },
+          response: {
+            200: {
+              ...Plant,
+              description:
+                'Changed (or unchanged, for a patch that changes nothing): the plant and its new ETag.',
+              headers: {
+                ...etagHeader,
+                'idempotent-replayed': {
+                  type: 'string',
+                  enum: ['true'],
+                  description: 'Present when this answer replays the first one for the same Idempotency-Key.',
+                },
+                ...SUCCESS_HEADERS,
+              },
+            },
+            ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const ifMatch = request.headers['if-match'];
+        if (ifMatch === undefined) {
+          throw new AppError(
+            428,
+            'precondition_required',
+            'If-Match is required: send the ETag of the plant as you read it (or *)',
+          );
+        }
+        const out = await service.update(
+          request.caller!,
+          plantId(request.params.id),
+          request.body as PlantPatch,
+          parseEtags(ifMatch),
+          request.headers['idempotency-key'],
+        );
+        reply.header('etag', etagOf(out.plant.version));
+        if (out.replayed) reply.header('idempotent-replayed', 'true');
+        return view(out.plant);
+      },
     );
 
     app.delete(
@@ -185,23 +296,29 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           operationId: 'deletePlant',
           summary: 'Delete one plant',
           description:
-            'Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist.',
+            'Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-Match`, only if the plant is still in that version (else 412, and it is kept).',
           tags,
           security,
           params: PlantIdParam,
+          headers: IfMatchHeaders,
           response: {
             204: Type.Null({ description: 'Deleted; no body.', headers: SUCCESS_HEADERS }),
-            ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+            ...errorResponses(400, 401, 403, 404, 412, 429, 500, 503),
           },
         },
       },
       async (request, reply) => {
-        await service.remove(request.caller!, plantId(request.params.id));
+        const ifMatch = request.headers['if-match'] as string | undefined;
+        await service.remove(
+          request.caller!,
+          plantId(request.params.id),
+          ifMatch === undefined ? undefined : parseEtags(ifMatch),
+        );
         return reply.code(204).send(null);
       },
     );
 
     methodNotAllowed(root, '/plants', ['GET', 'POST']);
-    methodNotAllowed(root, '/plants/:id', ['GET', 'DELETE']);
+    methodNotAllowed(root, '/plants/:id', ['DELETE', 'GET', 'PATCH']);
   };
 }

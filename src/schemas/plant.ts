@@ -48,6 +48,26 @@ export const PlantCreate = Type.Object(
 );
 export type PlantCreate = Static<typeof PlantCreate>;
 
+export const PlantPatch = Type.Object(
+  {
+    name: Type.Optional({ ...PlantName, description: 'The new name; absent: unchanged (null is refused).' }),
+    tag: Type.Optional(
+      Type.Unsafe<string | null>({
+        ...PlantTag,
+        type: ['string', 'null'],
+        description: 'The new tag; null removes it; absent: unchanged.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'PlantPatch',
+    description: 'A JSON Merge Patch (RFC 7396) of the plant: only the fields present change.',
+    examples: [{ name: 'Boston fern', tag: null }],
+  },
+);
+export type PlantPatch = Static<typeof PlantPatch>;
+
 export const Plant = Type.Object(
   { name: PlantName, tag: Type.Optional(PlantTag) },
   { additionalProperties: false, title: 'Plant' },

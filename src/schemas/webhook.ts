@@ -1,9 +1,10 @@
 import { type Static, Type } from 'typebox';
 import { LIMIT_TEXT } from './plant.js';
 
-export const EventTypeSchema = Type.Union([Type.Literal('plant.created'), Type.Literal('plant.deleted')], {
-  description: 'What happened to a plant.',
-});
+export const EventTypeSchema = Type.Union(
+  [Type.Literal('plant.created'), Type.Literal('plant.updated'), Type.Literal('plant.deleted')],
+  { description: 'What happened to a plant.' },
+);
 
 export const WebhookCreate = Type.Object(
   {
@@ -18,7 +19,7 @@ export const WebhookCreate = Type.Object(
       Type.Array(EventTypeSchema, {
         minItems: 1,
         uniqueItems: true,
-        description: 'Which events to receive; default both.',
+        description: 'Which events to receive; default every type.',
       }),
     ),
     description: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])),
@@ -112,6 +113,18 @@ export const EventSchema = Type.Object(
       id: Type.Integer({ minimum: 1, maximum: 9007199254740991 }),
       name: Type.String(),
       tag: Type.Optional(Type.String()),
+      previous: Type.Optional(
+        Type.Object(
+          {
+            name: Type.Optional(Type.String()),
+            tag: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+          },
+          {
+            description:
+              "plant.updated only: the changed fields' former values (`tag: null` when the change added a tag).",
+          },
+        ),
+      ),
     }),
   },
   {
@@ -122,6 +135,11 @@ export const EventSchema = Type.Object(
         type: 'plant.created',
         timestamp: '2026-11-22T10:00:00.000Z',
         data: { id: 42, name: 'Fern', tag: 'indoor' },
+      },
+      {
+        type: 'plant.updated',
+        timestamp: '2026-11-22T10:05:00.000Z',
+        data: { id: 42, name: 'Boston fern', tag: 'indoor', previous: { name: 'Fern' } },
       },
     ],
   },
@@ -168,5 +186,9 @@ const delivery = (type: string, summary: string) => ({
 /** The OpenAPI 3.1 `webhooks` section: the deliveries a registered endpoint receives. */
 export const WEBHOOKS_DOC = {
   'plant.created': delivery('plant.created', 'A plant was created'),
+  'plant.updated': delivery(
+    'plant.updated',
+    'A plant was changed (data: the plant after the change, and `previous`: the changed fields as they were)',
+  ),
   'plant.deleted': delivery('plant.deleted', 'A plant was deleted (data: the plant as it was)'),
 };

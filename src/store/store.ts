@@ -8,6 +8,29 @@ export interface PlantRecord {
   tag: string | null;
 }
 
+/**
+ * A plant with its version: a positive integer the store gives it at its creation and anew at each
+ * change, never given twice in a store (so a plant re-created under a deleted plant's id never
+ * repeats a version, and an ETag made from it never repeats either).
+ */
+export interface VersionedPlant extends PlantRecord {
+  version: number;
+}
+
+/** A JSON Merge Patch of a plant, checked: a field present is to be set (tag null: removed). */
+export interface PlantPatch {
+  name?: string;
+  tag?: string | null;
+}
+
+export type UpdateResult =
+  /** Applied; `changed` is false for a patch that changed nothing (no new version, no event). */
+  | { updated: VersionedPlant; changed: boolean }
+  /** No such plant, or not one of `owner`'s. */
+  | { missing: true }
+  /** The plant's version is none of `ifVersions`: nothing changed. */
+  | { mismatch: VersionedPlant };
+
 export interface NewPlant {
   /** null: the store assigns the next id. */
   id: number | null;
@@ -42,10 +65,12 @@ export interface IdempotencyRef {
   key: string;
 }
 
-/** What a finished idempotent create produced, enough to replay it. */
+/** What a finished idempotent create or change produced, enough to replay it. */
 export interface IdempotencyOutcome {
   status: number;
   plantId: number | null;
+  /** For a change: the plant as its 200 showed it. */
+  plant?: { name: string; tag: string | null; version: number };
 }
 
 export type IdempotencyClaim =
@@ -61,10 +86,10 @@ export interface PoolStats {
   waiting: number;
 }
 
-export type CreateResult = { created: PlantRecord } | { exists: true };
+export type CreateResult = { created: VersionedPlant } | { exists: true };
 
-export type EventType = 'plant.created' | 'plant.deleted';
-export const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.deleted'];
+export type EventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
+export const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.updated', 'plant.deleted'];
 
 /**
  * An event the service decided a change makes; the store writes it in the change's own
@@ -74,11 +99,21 @@ export interface NewEvent {
   at: Date;
 }
 
-/** The plant in the original specification's NewPlant shape: tag only when set. */
+/** What a change replaced: the changed fields' former values (tag null: there was none). */
+export interface EventPrevious {
+  name?: string;
+  tag?: string | null;
+}
+
+/**
+ * The plant in the original specification's NewPlant shape: tag only when set; for plant.updated,
+ * the plant after the change and `previous`.
+ */
 export interface EventData {
   id: number;
   name: string;
   tag?: string;
+  previous?: EventPrevious;
 }
 
 export interface EventRecord {
@@ -182,11 +217,35 @@ export interface Store {
    */
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult>;
   /** The plant with this id, whoever owns it. */
-  getPlant(id: number): Promise<PlantRecord | null>;
+  getPlant(id: number): Promise<VersionedPlant | null>;
   /** Up to `limit` plants with id > afterId, ascending, filtered by owner and tag. */
   listPlants(q: PageQuery): Promise<PlantRecord[]>;
-  /** Deletes the plant if it exists and (owner non-null) belongs to owner; with `event`, as createPlant. */
-  deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean>;
+  /**
+   * Changes the plant if it exists, (owner non-null) belongs to owner and (ifVersions non-null) has
+   * one of those versions: the check and the change are one atomic step, whichever process or
+   * instance races it. A change takes a new version; with `idem`, the outcome is recorded against
+   * the claimed key; with `event`, a plant.updated event (with `previous`) and its deliveries — all
+   * in one transaction. A patch that changes nothing writes nothing but the key's outcome.
+   */
+  updatePlant(
+    id: number,
+    owner: string | null,
+    patch: PlantPatch,
+    ifVersions: number[] | null,
+    idem?: IdempotencyRef,
+    event?: NewEvent,
+  ): Promise<UpdateResult>;
+  /**
+   * Deletes the plant if it exists, (owner non-null) belongs to owner and (ifVersions non-null)
+   * has one of those versions; with `event`, as createPlant. 'mismatch' (only with ifVersions):
+   * it exists and is the owner's, in another version, and was kept.
+   */
+  deletePlant(
+    id: number,
+    owner: string | null,
+    event?: NewEvent,
+    ifVersions?: number[] | null,
+  ): Promise<boolean | 'mismatch'>;
 
   insertEndpoint(endpoint: EndpointRecord): Promise<void>;
   /** Every endpoint of `owner`, oldest first; null: everyone's. */

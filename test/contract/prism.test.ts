@@ -97,7 +97,10 @@ describe('every operation through Prism, validating against the served document'
     const reader = await h.user(['plants:read']);
     const writer = await h.user(['plants:write']);
     const json = { 'content-type': 'application/json' };
-    const plant = (await owner.create({ name: 'Contract fern', tag: 'green' })).headers.location as string;
+    const made = await owner.create({ name: 'Contract fern', tag: 'green' });
+    const plant = made.headers.location as string;
+    const etag = String(made.headers.etag);
+    const merge = { 'content-type': 'application/merge-patch+json' };
     await owner.create({ name: 'Second', tag: 'green' });
     const reg = await owner.request({
       method: 'POST',
@@ -198,6 +201,76 @@ describe('every operation through Prism, validating against the served document'
       },
       { name: 'read', method: 'GET', path: plant, status: 200 },
       { name: 'read, none', method: 'GET', path: '/plants/999999', status: 404 },
+      {
+        name: 'read, not modified',
+        method: 'GET',
+        path: plant,
+        status: 304,
+        headers: { 'if-none-match': etag },
+      },
+      {
+        name: 'change, no If-Match',
+        method: 'PATCH',
+        path: plant,
+        status: 428,
+        headers: merge,
+        body: '{"name":"Changed"}',
+      },
+      {
+        name: 'change, bad body',
+        method: 'PATCH',
+        path: plant,
+        status: 400,
+        headers: { ...merge, 'if-match': etag },
+        body: '{"name":null}',
+      },
+      {
+        name: 'change, not a merge patch',
+        method: 'PATCH',
+        path: plant,
+        status: 415,
+        headers: { 'content-type': 'text/plain', 'if-match': etag },
+        body: 'x',
+      },
+      {
+        name: 'change, none',
+        method: 'PATCH',
+        path: '/plants/999999',
+        status: 404,
+        headers: { ...merge, 'if-match': '*' },
+        body: '{"tag":null}',
+      },
+      {
+        name: 'change',
+        method: 'PATCH',
+        path: plant,
+        status: 200,
+        headers: { ...merge, 'if-match': etag, 'idempotency-key': 'p-1' },
+        body: '{"name":"Changed","tag":null}',
+      },
+      {
+        name: 'change replayed',
+        method: 'PATCH',
+        path: plant,
+        status: 200,
+        headers: { ...merge, 'if-match': etag, 'idempotency-key': 'p-1' },
+        body: '{"name":"Changed","tag":null}',
+      },
+      {
+        name: 'change, stale ETag',
+        method: 'PATCH',
+        path: plant,
+        status: 412,
+        headers: { ...json, 'if-match': etag },
+        body: '{"tag":"late"}',
+      },
+      {
+        name: 'delete, stale ETag',
+        method: 'DELETE',
+        path: plant,
+        status: 412,
+        headers: { 'if-match': etag },
+      },
       { name: 'read, bad id', method: 'GET', path: '/plants/007', status: 400 },
       {
         name: 'webhook create',
@@ -301,6 +374,6 @@ describe('every operation through Prism, validating against the served document'
         .slice(-20)
         .join('\n'),
     );
-    assert.ok(exchanges.length >= 38);
+    assert.ok(exchanges.length >= 47);
   });
 });

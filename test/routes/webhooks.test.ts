@@ -138,29 +138,43 @@ for (const engine of ENGINES) {
       assert.equal(r.connections, 0);
     });
 
-    it('create and delete are delivered, signed (verified by the standardwebhooks library), same user only', async () => {
+    it('create, change and delete are delivered, signed (verified by the standardwebhooks library), same user only', async () => {
       const r = await receiver();
       const c = await h.user();
       const other = await h.user();
       const e = await register(c, { url: r.url, description: 'mine' });
       assert.match(e.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
-      assert.deepEqual(e.events, ['plant.created', 'plant.deleted']);
+      assert.deepEqual(e.events, ['plant.created', 'plant.updated', 'plant.deleted']);
       await other.create({ name: 'Not yours' });
-      const id = locationId(await c.create({ name: 'Fern', tag: 'indoor' }));
+      const made = await c.create({ name: 'Fern', tag: 'indoor' });
+      const id = locationId(made);
+      const changed = await c.request({
+        method: 'PATCH',
+        url: `/plants/${id}`,
+        headers: { 'content-type': 'application/merge-patch+json', 'if-match': String(made.headers.etag) },
+        payload: JSON.stringify({ name: 'Boston fern', tag: null }),
+      });
+      assert.equal(changed.statusCode, 200);
       assert.equal((await c.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
-      const got = await r.waitFor(2);
-      // The other user's event fell due before these two: had it been queued for this endpoint,
+      const got = await r.waitFor(3);
+      // The other user's event fell due before these: had it been queued for this endpoint,
       // it would have been sent before them.
       const log = await acknowledged(c, e.id, [
         eventId(await delivered(r, 'plant.created', 'Fern')),
-        eventId(await delivered(r, 'plant.deleted', 'Fern')),
+        eventId(await delivered(r, 'plant.updated', 'Boston fern')),
+        eventId(await delivered(r, 'plant.deleted', 'Boston fern')),
       ]);
-      assert.equal(r.received.length, 2, 'nothing of the other user');
-      assert.equal(log.length, 2, 'nothing of the other user');
+      assert.equal(r.received.length, 3, 'nothing of the other user');
+      assert.equal(log.length, 3, 'nothing of the other user');
       const bodies = got.map((d) => verified(e.secret, d));
       const byType = Object.fromEntries(bodies.map((b) => [b.type, b]));
       assert.deepEqual(byType['plant.created']!.data, { id, name: 'Fern', tag: 'indoor' });
-      assert.deepEqual(byType['plant.deleted']!.data, { id, name: 'Fern', tag: 'indoor' });
+      assert.deepEqual(byType['plant.updated']!.data, {
+        id,
+        name: 'Boston fern',
+        previous: { name: 'Fern', tag: 'indoor' },
+      });
+      assert.deepEqual(byType['plant.deleted']!.data, { id, name: 'Boston fern' });
       assert.match(got[0]!.headers['webhook-id'] as string, /^evt_/);
       assert.equal(got[0]!.headers['content-type'], 'application/json');
     });

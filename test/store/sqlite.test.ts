@@ -30,6 +30,7 @@ describe('SQLite store specifics', () => {
       { version: 3, name: '0003_compact_event_log' },
       { version: 4, name: '0004_list_pages' },
       { version: 5, name: '0005_write_clock' },
+      { version: 6, name: '0006_plant_versions' },
     ]);
     db.close();
   });
@@ -78,8 +79,15 @@ describe('SQLite store specifics', () => {
       store.createPlant({ id: 6, owner: 'p', name: 'six', tag: 't' }, undefined, ev),
       store.createPlant({ id: null, owner: 'o', name: 'last fails', tag: null }, undefined, ev),
     ]);
+    const versions: number[] = [];
     assert.deepEqual(
-      outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).constructor.name)),
+      outcomes.map((o) => {
+        if (o.status === 'rejected') return (o.reason as Error).constructor.name;
+        if (typeof o.value !== 'object' || !('created' in o.value)) return o.value;
+        const { version, ...plant } = o.value.created;
+        versions.push(version);
+        return { created: plant };
+      }),
       [
         'IdSpaceExhaustedError',
         { created: { id: 5, owner: 'o', name: 'five', tag: null } },
@@ -90,6 +98,7 @@ describe('SQLite store specifics', () => {
         'IdSpaceExhaustedError',
       ],
     );
+    assert.ok(versions[0]! > 1 && versions[1]! > versions[0]!, `versions ${versions} are new and distinct`);
     // Its events: one per acknowledged change, in order, and none of what was refused or rolled back.
     assert.deepEqual(
       (await store.listEvents({ after: '0', owner: null, limit: 10 })).map((e) => [e.type, e.data.name]),
@@ -127,6 +136,7 @@ describe('SQLite store specifics', () => {
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
     const ids: number[] = [];
+    const versions: number[] = [];
     for (let i = 0; i < 50; i++) {
       const r = await store.createPlant({
         id: null,
@@ -136,6 +146,7 @@ describe('SQLite store specifics', () => {
       });
       assert.ok('created' in r);
       ids.push(r.created.id);
+      versions.push(r.created.version);
     }
     // Another connection (another process, as far as SQLite is concerned) deletes one and adds one
     // before the batch is issued: every read of the batch sees both.
@@ -154,10 +165,13 @@ describe('SQLite store specifics', () => {
     wanted.forEach((id, i) => {
       const p = plants[i];
       if (id === ids[7] || id === 999_999) assert.equal(p, null, `plant ${id} is gone or never was`);
-      else if (id === added) assert.deepEqual(p, { id, owner: 'x', name: 'from elsewhere', tag: null });
+      // A plant written by hand takes the column's default version.
+      else if (id === added)
+        assert.deepEqual(p, { id, owner: 'x', name: 'from elsewhere', tag: null, version: 1 });
       else {
         const n = ids.indexOf(id);
-        assert.deepEqual(p, { id, owner: `o${n % 3}`, name: `p${n}`, tag: n % 2 ? 't' : null });
+        const version = versions[n];
+        assert.deepEqual(p, { id, owner: `o${n % 3}`, name: `p${n}`, tag: n % 2 ? 't' : null, version });
       }
     });
     assert.deepEqual(
@@ -173,7 +187,10 @@ describe('SQLite store specifics', () => {
     // Reads still queued when the store closes are answered first; a read after it is a 503.
     const late = [store.getPlant(ids[1]!), store.getPlant(ids[7]!)];
     await store.close();
-    assert.deepEqual(await Promise.all(late), [{ id: ids[1], owner: 'o1', name: 'p1', tag: 't' }, null]);
+    assert.deepEqual(await Promise.all(late), [
+      { id: ids[1], owner: 'o1', name: 'p1', tag: 't', version: versions[1] },
+      null,
+    ]);
     await assert.rejects(store.getPlant(ids[1]!), (err: { status?: number }) => err.status === 503);
   });
 
@@ -199,6 +216,7 @@ describe('SQLite store specifics', () => {
       '0003_compact_event_log',
       '0004_list_pages',
       '0005_write_clock',
+      '0006_plant_versions',
     ]);
     const events = await store.listEvents({ after: '0', owner: null, limit: 10 });
     assert.deepEqual(
@@ -260,6 +278,54 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it('migration 6 gives every plant a version, and changes and their events work on a version-5 store', async () => {
+    const path = join(dir, 'v5.db');
+    const old = new Database(path);
+    for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 5)) old.exec(m.sql);
+    old.exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+      INSERT INTO schema_migrations VALUES (1, '0001_init', ''), (2, '0002_events', ''), (3, '0003_compact_event_log', ''),
+        (4, '0004_list_pages', ''), (5, '0005_write_clock', '');
+      INSERT INTO plants (id, owner, name, tag) VALUES (3, 'a', 'x', 'green'), (5, 'a', 'y', NULL);
+      INSERT INTO webhook_endpoints (id, owner, admin, url, events, secret, status, created_at)
+        VALUES ('we_all', 'a', 0, 'https://example.com/h', 3, 'whsec_x', 'enabled', 0),
+               ('we_del', 'a', 0, 'https://example.com/d', 2, 'whsec_y', 'enabled', 0);
+      INSERT INTO idempotency_keys (user_id, key, request_hash, state, status, plant_id, created_at, locked_at)
+        VALUES ('a', 'k', 'h', 'done', 201, 3, ${Date.now()}, ${Date.now()});`);
+    old.close();
+    const store = new SqliteStore({ path, durability: 'full' });
+    assert.deepEqual(await store.migrate(), ['0006_plant_versions']);
+    assert.deepEqual(await store.getPlant(3), { id: 3, owner: 'a', name: 'x', tag: 'green', version: 1 });
+    const claim = await store.claimIdempotencyKey({ user: 'a', key: 'k' }, 'h', {
+      now: new Date(),
+      staleAfterMs: 60_000,
+      retainMs: 86_400_000,
+    });
+    assert.deepEqual(
+      claim,
+      { state: 'done', outcome: { status: 201, plantId: 3 } },
+      'an old key replays as before',
+    );
+    const made = await store.createPlant({ id: null, owner: 'a', name: 'z', tag: null });
+    assert.ok('created' in made && made.created.version > 1, 'versions go on after the old plants’');
+    const r = await store.updatePlant(5, 'a', { tag: 'red' }, [1], undefined, { at: new Date(7000) });
+    assert.ok('updated' in r && r.changed && r.updated.version > made.created.version);
+    const [ev] = await store.listEvents({ after: '0', owner: 'a', limit: 10 });
+    assert.deepEqual(
+      [ev!.type, ev!.data],
+      ['plant.updated', { id: 5, name: 'y', tag: 'red', previous: { tag: null } }],
+    );
+    const endpoints = await store.listEndpoints('a');
+    assert.deepEqual(
+      endpoints.map((e) => [e.id, e.events]),
+      [
+        ['we_all', ['plant.created', 'plant.updated', 'plant.deleted']],
+        ['we_del', ['plant.deleted']],
+      ],
+      'an endpoint that took every type takes the new one; a chosen subset stays as chosen',
+    );
+    await store.close();
+  });
+
   it('migration 5 moves the list marks into memory; the list paths read only their index', async () => {
     const path = join(dir, 'v4.db');
     const old = new Database(path);
@@ -269,7 +335,7 @@ describe('SQLite store specifics', () => {
       INSERT INTO plants (id, owner, name, tag) VALUES (3, 'a', 'x', 'green'), (5, 'a', 'y', NULL), (9, 'b', 'z', 'green'), (12, 'b', 'w', 'red');`);
     old.close();
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0005_write_clock']);
+    assert.deepEqual(await store.migrate(), ['0005_write_clock', '0006_plant_versions']);
     const start = await store.listMarks('a', null);
     // After every id: only `top` moves, for the owner, everyone, and the tag.
     await store.createPlant({ id: null, owner: 'a', name: 'v', tag: 'red' });
@@ -358,6 +424,7 @@ describe('SQLite store specifics', () => {
     await store.migrate();
     const r = await store.createPlant({ id: null, owner: 'o', name: 'first', tag: null });
     const id = 'created' in r ? r.created.id : 0;
+    const first = 'created' in r ? r.created.version : 0;
     // Another connection takes the write lock; the store's next write waits for it (busy_timeout).
     const other = new Database(path);
     other.exec('BEGIN IMMEDIATE');
@@ -370,7 +437,13 @@ describe('SQLite store specifics', () => {
     // waiting write (it would be, for up to busy_timeout, if the commit ran on it).
     let reads = 0;
     for (const end = Date.now() + 150; Date.now() < end || reads < 3; reads++) {
-      assert.deepEqual(await store.getPlant(id), { id, owner: 'o', name: 'first', tag: null });
+      assert.deepEqual(await store.getPlant(id), {
+        id,
+        owner: 'o',
+        name: 'first',
+        tag: null,
+        version: first,
+      });
       await new Promise(setImmediate);
     }
     assert.equal(written, false, 'the write still waits for the lock');

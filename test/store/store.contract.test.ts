@@ -80,6 +80,130 @@ for (const engine of ENGINES) {
       assert.ok((await marks(null, null)).top >= b.id);
     });
 
+    it('changes: a version per state, a compare-and-set, an event with previous, nothing for a no-op', async () => {
+      const o = owner();
+      const a = await create(o, null, 'green', 'Fern');
+      const head = await store.headPosition();
+      const at = { at: new Date() };
+      const r1 = await store.updatePlant(a.id, o, { name: 'Boston fern' }, [a.version], undefined, at);
+      assert.ok('updated' in r1 && r1.changed);
+      assert.deepEqual({ ...r1.updated, version: 0 }, { ...a, name: 'Boston fern', version: 0 });
+      assert.ok(r1.updated.version > a.version);
+      assert.deepEqual(await store.getPlant(a.id), r1.updated);
+      // The old version no longer matches: nothing changes.
+      assert.deepEqual(await store.updatePlant(a.id, o, { name: 'x' }, [a.version], undefined, at), {
+        mismatch: r1.updated,
+      });
+      // Not the owner's, or no such plant: missing, whatever the version.
+      assert.deepEqual(await store.updatePlant(a.id, owner(), { name: 'x' }, null), { missing: true });
+      assert.deepEqual(await store.updatePlant(MAX_PLANT_ID, o, { name: 'x' }, null), { missing: true });
+      // A no-op keeps the version and records nothing.
+      const same = await store.updatePlant(
+        a.id,
+        o,
+        { name: 'Boston fern', tag: 'green' },
+        null,
+        undefined,
+        at,
+      );
+      assert.deepEqual(same, { updated: r1.updated, changed: false });
+      // Any owner (null) and any version (null): a tag removed.
+      const r2 = await store.updatePlant(a.id, null, { tag: null }, null, undefined, at);
+      assert.ok(
+        'updated' in r2 && r2.changed && r2.updated.tag === null && r2.updated.version > r1.updated.version,
+      );
+      const r3 = await store.updatePlant(
+        a.id,
+        o,
+        { tag: 'blue', name: 'B' },
+        [1, r2.updated.version],
+        undefined,
+        at,
+      );
+      assert.ok('updated' in r3 && r3.changed);
+      const events = await until(
+        'three plant.updated events',
+        async () => {
+          const got = await store.listEvents({ after: head, owner: o, limit: 10 });
+          return got.length >= 3 && got;
+        },
+        10_000,
+      );
+      assert.deepEqual(
+        events.map((e) => [e.type, e.data]),
+        [
+          ['plant.updated', { id: a.id, name: 'Boston fern', tag: 'green', previous: { name: 'Fern' } }],
+          ['plant.updated', { id: a.id, name: 'Boston fern', previous: { tag: 'green' } }],
+          [
+            'plant.updated',
+            { id: a.id, name: 'B', tag: 'blue', previous: { name: 'Boston fern', tag: null } },
+          ],
+        ],
+      );
+    });
+
+    it('a conditional delete: another version is kept and reported; the current one deletes', async () => {
+      const o = owner();
+      const a = await create(o);
+      const r = await store.updatePlant(a.id, o, { name: 'Changed' }, null);
+      assert.ok('updated' in r);
+      assert.equal(await store.deletePlant(a.id, o, undefined, [a.version]), 'mismatch');
+      assert.ok(await store.getPlant(a.id));
+      assert.equal(
+        await store.deletePlant(a.id, owner(), undefined, [a.version]),
+        false,
+        'not visible: missing',
+      );
+      assert.equal(
+        await store.deletePlant(a.id, o, { at: new Date() }, [a.version, r.updated.version]),
+        true,
+      );
+      assert.equal(await store.deletePlant(a.id, o, undefined, [r.updated.version]), false);
+    });
+
+    it('versions are never given twice, across changes and a re-created id', async () => {
+      const o = owner();
+      const seen = new Set<number>();
+      const id = 7_000_000_000 + Math.floor(Math.random() * 1e9);
+      for (let round = 0; round < 3; round++) {
+        const p = await create(o, id);
+        const r = await store.updatePlant(id, o, { tag: `t${round}` }, null);
+        assert.ok('updated' in r);
+        for (const v of [p.version, r.updated.version]) {
+          assert.ok(Number.isSafeInteger(v) && v > 0 && !seen.has(v), `version ${v}`);
+          seen.add(v);
+        }
+        assert.equal(await store.deletePlant(id, o), true);
+      }
+    });
+
+    it('a change with an Idempotency-Key records the plant its 200 showed', async () => {
+      const o = owner();
+      const a = await create(o);
+      const ref = { user: o, key: `k-${randomUUID()}` };
+      assert.deepEqual(await store.claimIdempotencyKey(ref, 'patch-hash', idemOpts()), { state: 'claimed' });
+      const r = await store.updatePlant(a.id, o, { tag: 'x' }, null, ref);
+      assert.ok('updated' in r);
+      assert.deepEqual(await store.claimIdempotencyKey(ref, 'patch-hash', idemOpts()), {
+        state: 'done',
+        outcome: {
+          status: 200,
+          plantId: a.id,
+          plant: { name: 'Fern', tag: 'x', version: r.updated.version },
+        },
+      });
+    });
+
+    it('concurrent changes with one version: exactly one applies', async () => {
+      const o = owner();
+      const a = await create(o);
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => store.updatePlant(a.id, o, { name: `n${i}` }, [a.version])),
+      );
+      assert.equal(results.filter((r) => 'updated' in r).length, 1);
+      assert.equal(results.filter((r) => 'mismatch' in r).length, 11);
+    });
+
     it('server-assigned ids increase and are not reused after a delete', async () => {
       const o = owner();
       const a = await create(o);
@@ -114,7 +238,13 @@ for (const engine of ENGINES) {
       const o = owner();
       const name = '  Ficus  lyrata 🌿 \u00e9\u0301 ';
       const p = await create(o, null, ' 彩 ', name);
-      assert.deepEqual(await store.getPlant(p.id), { id: p.id, owner: o, name, tag: ' 彩 ' });
+      assert.deepEqual(await store.getPlant(p.id), {
+        id: p.id,
+        owner: o,
+        name,
+        tag: ' 彩 ',
+        version: p.version,
+      });
       assert.equal(await store.getPlant(MAX_PLANT_ID), null);
     });
 
@@ -163,7 +293,11 @@ for (const engine of ENGINES) {
       assert.ok('created' in r);
       assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), {
         state: 'done',
-        outcome: { status: 201, plantId: r.created.id },
+        outcome: {
+          status: 201,
+          plantId: r.created.id,
+          plant: { name: 'Idem', tag: null, version: r.created.version },
+        },
       });
       // The same key for another user is another key.
       assert.deepEqual(await store.claimIdempotencyKey({ ...ref, user: owner() }, 'h9', idemOpts()), {
@@ -311,7 +445,8 @@ for (const engine of ENGINES) {
           ]);
           assert.deepEqual(got, r.created);
           assert.ok(mine.some((p) => p.id === id));
-          assert.deepEqual(everyone, [r.created]);
+          const { version: _version, ...listed } = r.created;
+          assert.deepEqual(everyone, [listed]);
           return id;
         }),
         ...others.map((call) => call().then(() => 0)),
@@ -342,12 +477,8 @@ for (const engine of ENGINES) {
         assert.equal(counter.n, 2, 'one statement for the gets, one for the lists');
 
         counter.n = 0;
-        assert.deepEqual(await store.getPlant(ids[3]!), {
-          id: ids[3],
-          owner: owners[0],
-          name: 'p3',
-          tag: tags[3],
-        });
+        const { version: _, ...read } = (await store.getPlant(ids[3]!))!;
+        assert.deepEqual(read, { id: ids[3], owner: owners[0], name: 'p3', tag: tags[3] });
         assert.equal(counter.n, 1, 'a read alone is one statement too');
 
         // An id PostgreSQL refuses fails on its own, not with the reads batched beside it.
@@ -446,7 +577,7 @@ for (const engine of ENGINES) {
       const plants = (await createAll(12)).map(created);
       assert.equal(new Set(plants.map((p) => p.id)).size, 12, 'ids are distinct');
       for (const [i, p] of plants.entries()) {
-        assert.deepEqual(p, { ...plant(i), id: p.id });
+        assert.deepEqual(p, { ...plant(i), id: p.id, version: p.version });
         assert.deepEqual(await store.getPlant(p.id), p);
       }
       assert.ok(queuedCalls > calls, 'the dispatcher is told');
@@ -517,12 +648,8 @@ for (const engine of ENGINES) {
       } finally {
         counter.restore();
       }
-      assert.deepEqual(await store.getPlant(taken), {
-        id: taken,
-        owner: 'someone',
-        name: 'Taken',
-        tag: null,
-      });
+      const { version: _, ...read } = (await store.getPlant(taken))!;
+      assert.deepEqual(read, { id: taken, owner: 'someone', name: 'Taken', tag: null });
     });
 
     pgIt('a create PostgreSQL refuses fails on its own; the others of its batch are written', async () => {

@@ -15,9 +15,9 @@ const NEW_ID = (
   || substr(md5(gen_random_uuid()::text), 1, 20)`;
 
 // Writes an event (type T, at $AT) for the rows of CTE `p`, and its deliveries, in one statement.
-const eventFor = (type: EventType, at: string) => `
+const eventFor = (type: EventType, at: string, data = DATA) => `
   e AS (INSERT INTO events (id, type, owner, data, created_at)
-        SELECT ${NEW_ID(at)}, '${type}', p.owner, ${DATA}, ${at} FROM p RETURNING id, owner, created_at),
+        SELECT ${NEW_ID(at)}, '${type}', p.owner, ${data}, ${at} FROM p RETURNING id, owner, created_at),
   d AS (INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
         SELECT e.id, w.id, 'pending', e.created_at, e.created_at FROM e JOIN webhook_endpoints w
           ON w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0 AND (w.owner = e.owner OR w.admin)
@@ -29,24 +29,28 @@ const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, data, created_at';
 
 export const EVENT_QUERIES = {
   insertServerIdEvent: `WITH p AS (INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
-      ON CONFLICT (id) DO NOTHING RETURNING id, owner, name, tag), ${eventFor('plant.created', '$4')}
-    SELECT id, ${QUEUED} FROM p`,
+      ON CONFLICT (id) DO NOTHING RETURNING id, owner, name, tag, version), ${eventFor('plant.created', '$4')}
+    SELECT id, version, ${QUEUED} FROM p`,
   // insertServerIdEvent for many plants at once ($1[i], $2[i], $3[i], the event at $4[i]), each row
   // of p tagged with its ordinal n. `i` is evaluated once (it calls nextval), so each plant's id is
   // the one its row is matched back by; a plant whose id was taken meanwhile is not in p.
   insertServerIdEvents: `WITH i AS (SELECT nextval('plants_id_seq') AS id, owner, name, tag, at, n
         FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS i(owner, name, tag, at, n)),
       ins AS (INSERT INTO plants (id, owner, name, tag) SELECT id, owner, name, tag FROM i
-        ON CONFLICT (id) DO NOTHING RETURNING id),
-      p AS (SELECT i.* FROM i JOIN ins USING (id)), ${eventFor('plant.created', 'p.at')}
-    SELECT n, id, ${QUEUED} FROM p`,
+        ON CONFLICT (id) DO NOTHING RETURNING id, version),
+      p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)), ${eventFor('plant.created', 'p.at')}
+    SELECT n, id, version, ${QUEUED} FROM p`,
   // For creates done step by step in a transaction: the plant row is given as parameters.
   recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS name, $4::text AS tag),
     ${eventFor('plant.created', '$5')} SELECT ${QUEUED}`,
-  deleteAnyEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 RETURNING id, owner, name, tag),
-    ${eventFor('plant.deleted', '$2')} SELECT id, ${QUEUED} FROM p`,
-  deleteOwnedEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 AND owner = $3 RETURNING id, owner, name, tag),
-    ${eventFor('plant.deleted', '$2')} SELECT id, ${QUEUED} FROM p`,
+  // The last parameter: the versions the plant must be in (null: any).
+  deleteAnyEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 AND ($3::bigint[] IS NULL OR version = ANY($3))
+      RETURNING id, owner, name, tag), ${eventFor('plant.deleted', '$2')} SELECT id, ${QUEUED} FROM p`,
+  deleteOwnedEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 AND owner = $3 AND ($4::bigint[] IS NULL OR version = ANY($4))
+      RETURNING id, owner, name, tag), ${eventFor('plant.deleted', '$2')} SELECT id, ${QUEUED} FROM p`,
+  // A change's event: the plant row and the event's data (the plant after it, with previous) as parameters.
+  recordUpdated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner),
+    ${eventFor('plant.updated', '$4', '$3::text')} SELECT ${QUEUED}`,
   insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
       previous_secret_until, status, disabled_reason, created_at, last_success_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
@@ -96,7 +100,8 @@ export const EVENT_QUERIES = {
   attempts: 'SELECT * FROM delivery_attempts WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
   recover: `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
-      ON ev.created_at >= $2 AND (w.events & (CASE ev.type WHEN 'plant.created' THEN 1 ELSE 2 END)) != 0
+      ON ev.created_at >= $2
+        AND (w.events & (CASE ev.type WHEN 'plant.created' THEN 1 WHEN 'plant.deleted' THEN 2 ELSE 4 END)) != 0
         AND (ev.owner = w.owner OR w.admin)
     WHERE w.id = $1 AND NOT EXISTS (
       SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state IN ('pending', 'succeeded'))`,

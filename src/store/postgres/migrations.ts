@@ -128,4 +128,20 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE state = 'pending';
     `,
   },
+  {
+    version: 4,
+    name: '0004_plant_versions',
+    // Plants change (PATCH): each has a version from plant_versions, which no two plant states ever
+    // share (a plant re-created under a deleted one's id never repeats one); plants made before are
+    // version 1 (a constant default: no table rewrite) and the sequence starts after it. An
+    // idempotency record of a change keeps the plant its 200 showed, to replay it. Endpoints that
+    // took every event type (created and deleted, mask 3) take plant.updated (bit 4) too.
+    sql: `
+      CREATE SEQUENCE plant_versions AS bigint START 2 MAXVALUE 9007199254740991;
+      ALTER TABLE plants ADD COLUMN version bigint NOT NULL DEFAULT 1;
+      ALTER TABLE plants ALTER COLUMN version SET DEFAULT nextval('plant_versions');
+      ALTER TABLE idempotency_keys ADD COLUMN response text;
+      UPDATE webhook_endpoints SET events = 7 WHERE events = 3;
+    `,
+  },
 ];

@@ -9,17 +9,23 @@ import type {
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
+  EventData,
+  EventPrevious,
   EventRecord,
   FinishedAttempt,
   IdempotencyClaim,
+  IdempotencyOutcome,
   IdempotencyRef,
   NewEvent,
   NewPlant,
   PageQuery,
+  PlantPatch,
   PlantRecord,
   PoolStats,
   Store,
   TokenRecord,
+  UpdateResult,
+  VersionedPlant,
 } from '../store.js';
 import { type Pending, TurnBatch } from '../turn-batch.js';
 import {
@@ -87,7 +93,9 @@ const toToken = (r: TokenRow): TokenRecord => ({
   revokedAt: r.revoked_at,
 });
 
-const COLS = 'id, owner, name, tag';
+const COLS = 'id, owner, name, tag, version';
+// A list page shows no versions.
+const PAGE_COLS = 'id, owner, name, tag';
 
 // listPages, one branch per shape of query: the shape's pages (`which`), each an ordered index
 // range scan stopped at its LIMIT, its rows tagged with the page's ordinal n.
@@ -98,7 +106,7 @@ const COLS = 'id, owner, name, tag';
 // meaning byte-equal, so both spellings select the same rows.)
 const branch = (which: string, where: string, order: string) => `
     SELECT q.n, p.id, p.owner, p.name, p.tag FROM q CROSS JOIN LATERAL (
-      SELECT ${COLS} FROM plants WHERE ${where} ORDER BY ${order} LIMIT q.lim) p
+      SELECT ${PAGE_COLS} FROM plants WHERE ${where} ORDER BY ${order} LIMIT q.lim) p
     WHERE ${which}`;
 const PAGE_SHAPES = [
   branch(
@@ -121,35 +129,40 @@ const PAGE_SHAPES = [
 
 const Q = {
   insertServerId: `INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
-    ON CONFLICT (id) DO NOTHING RETURNING id`,
+    ON CONFLICT (id) DO NOTHING RETURNING id, version`,
   insertClientId:
-    'INSERT INTO plants (id, owner, name, tag) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING id',
+    'INSERT INTO plants (id, owner, name, tag) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING id, version',
+  // A change: the row locked, so that its check and its write are one step against any other writer.
+  plantForUpdate: `SELECT ${COLS} FROM plants WHERE id = $1 FOR UPDATE`,
+  updatePlant: `UPDATE plants SET name = $2, tag = $3, version = nextval('plant_versions') WHERE id = $1 RETURNING version`,
   raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
   getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
-  listAll: `SELECT ${COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
-  listAllTag: `SELECT ${COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  listOwner: `SELECT ${COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  listOwnerTag: `SELECT ${COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
+  listAll: `SELECT ${PAGE_COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
+  listAllTag: `SELECT ${PAGE_COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listOwner: `SELECT ${PAGE_COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listOwnerTag: `SELECT ${PAGE_COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
   // The batched forms of the above: a turn's reads in one statement.
   getPlants: `SELECT ${COLS} FROM plants WHERE id = ANY($1::bigint[])`,
   // Pages $1[i], $2[i], $3[i], $4[i] (owner, tag, afterId, limit; a null owner or tag: any).
   listPages: `WITH q AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
       WITH ORDINALITY AS q(owner, tag, after_id, lim, n))
     ${PAGE_SHAPES.join('\n    UNION ALL')}`,
-  deleteAny: 'DELETE FROM plants WHERE id = $1',
-  deleteOwned: 'DELETE FROM plants WHERE id = $1 AND owner = $2',
+  deleteAny: 'DELETE FROM plants WHERE id = $1 AND ($2::bigint[] IS NULL OR version = ANY($2))',
+  deleteOwned:
+    'DELETE FROM plants WHERE id = $1 AND owner = $3 AND ($2::bigint[] IS NULL OR version = ANY($2))',
   // Claims a new key, an expired one, or an abandoned claim of the same request, in one statement.
   claimIdem: `INSERT INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
     VALUES ($1, $2, $3, 'pending', $4, $4)
     ON CONFLICT (user_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, state = 'pending',
-      status = NULL, plant_id = NULL, created_at = EXCLUDED.created_at, locked_at = EXCLUDED.locked_at
+      status = NULL, plant_id = NULL, response = NULL, created_at = EXCLUDED.created_at, locked_at = EXCLUDED.locked_at
     WHERE idempotency_keys.created_at < $5
        OR (idempotency_keys.state = 'pending' AND idempotency_keys.locked_at < $6
            AND idempotency_keys.request_hash = EXCLUDED.request_hash)
     RETURNING 1`,
   getIdem:
-    'SELECT request_hash, state, status, plant_id FROM idempotency_keys WHERE user_id = $1 AND key = $2',
-  finishIdem: `UPDATE idempotency_keys SET state = 'done', status = $1, plant_id = $2 WHERE user_id = $3 AND key = $4`,
+    'SELECT request_hash, state, status, plant_id, response FROM idempotency_keys WHERE user_id = $1 AND key = $2',
+  finishIdem: `UPDATE idempotency_keys SET state = 'done', status = $1, plant_id = $2, response = $5
+    WHERE user_id = $3 AND key = $4`,
   dropIdem: `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND state = 'pending'`,
   purgeIdem: 'DELETE FROM idempotency_keys WHERE created_at < $1',
   insertToken: `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -196,6 +209,12 @@ class CallBatch<A, R> {
 interface ServerIdCreate {
   plant: NewPlant;
   event: NewEvent;
+}
+
+/** A plant a create wrote: its id and version. */
+interface Made {
+  id: number;
+  version: number;
 }
 
 // Arguments the batch's typed arrays would refuse (so failing every read of the batch) or that
@@ -318,41 +337,89 @@ export class PgStore implements Store {
     if (plant.id === null && !idem) {
       // The common case: the turn's creates in one statement, no explicit transaction (their events
       // and deliveries in the same statement).
-      const id = event
+      const made = event
         ? await this.creates.push({ plant, event })
-        : (await this.insertServerId(plant, this.pool)).id;
-      return { created: { ...plant, id } };
+        : await this.insertServerId(plant, this.pool);
+      return { created: { ...plant, id: made.id, version: made.version } };
     }
     let queued = 0;
     const result = await this.tx(async (c) => {
-      let id: number | null;
+      let made: Made | null;
       if (plant.id === null) {
         const r = await this.insertServerId(plant, c, event);
-        id = r.id;
+        made = r;
         queued = r.queued;
       } else {
-        const r = await this.q<{ id: number }>(
-          'insertClientId',
-          [plant.id, plant.owner, plant.name, plant.tag],
-          c,
-        );
-        id = r.rows[0]?.id ?? null;
-        if (id !== null) {
+        const r = await this.q<Made>('insertClientId', [plant.id, plant.owner, plant.name, plant.tag], c);
+        made = r.rows[0] ?? null;
+        if (made !== null) {
           // Serialized so two concurrent client ids cannot lower the sequence below either of them.
           await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
-          await this.q('raiseSequence', [id], c);
+          await this.q('raiseSequence', [made.id], c);
           if (event) {
             const e = await this.q<{ queued: number }>(
               'recordCreated',
-              [id, plant.owner, plant.name, plant.tag, event.at],
+              [made.id, plant.owner, plant.name, plant.tag, event.at],
               c,
             );
             queued = e.rows[0]?.queued ?? 0;
           }
         }
       }
-      if (idem) await this.q('finishIdem', [id === null ? 409 : 201, id, idem.user, idem.key], c);
-      return id === null ? { exists: true as const } : { created: { ...plant, id } };
+      const id = made?.id ?? null;
+      if (idem) {
+        const shown = made && JSON.stringify({ name: plant.name, tag: plant.tag, version: made.version });
+        await this.q('finishIdem', [id === null ? 409 : 201, id, idem.user, idem.key, shown], c);
+      }
+      return made === null
+        ? { exists: true as const }
+        : { created: { ...plant, id: made.id, version: made.version } };
+    });
+    this.queued(queued);
+    return result;
+  }
+
+  async updatePlant(
+    id: number,
+    owner: string | null,
+    patch: PlantPatch,
+    ifVersions: number[] | null,
+    idem?: IdempotencyRef,
+    event?: NewEvent,
+  ): Promise<UpdateResult> {
+    // An id the bigint parameter would refuse is no plant.
+    if (!Number.isSafeInteger(id)) return { missing: true };
+    let queued = 0;
+    const result = await this.tx(async (c): Promise<UpdateResult> => {
+      const was = (await this.q<VersionedPlant>('plantForUpdate', [id], c)).rows[0];
+      if (was === undefined || (owner !== null && was.owner !== owner)) return { missing: true };
+      if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
+      const name = patch.name ?? was.name;
+      const tag = patch.tag === undefined ? was.tag : patch.tag;
+      const changed = name !== was.name || tag !== was.tag;
+      let now = was;
+      if (changed) {
+        const r = await this.q<{ version: number }>('updatePlant', [id, name, tag], c);
+        now = { ...was, name, tag, version: r.rows[0]!.version };
+        if (event) {
+          const previous: EventPrevious = {};
+          if (name !== was.name) previous.name = was.name;
+          if (tag !== was.tag) previous.tag = was.tag;
+          const data: EventData = tag === null ? { id, name } : { id, name, tag };
+          data.previous = previous;
+          const e = await this.q<{ queued: number }>(
+            'recordUpdated',
+            [id, was.owner, JSON.stringify(data), event.at],
+            c,
+          );
+          queued = e.rows[0]?.queued ?? 0;
+        }
+      }
+      if (idem) {
+        const shown = JSON.stringify({ name: now.name, tag: now.tag, version: now.version });
+        await this.q('finishIdem', [200, id, idem.user, idem.key, shown], c);
+      }
+      return { updated: now, changed };
     });
     this.queued(queued);
     return result;
@@ -369,12 +436,12 @@ export class PgStore implements Store {
     if (n > 0) for (const listener of this.queuedListeners) listener();
   }
 
-  private async createBatch(cs: ServerIdCreate[]): Promise<(number | Promise<number>)[]> {
+  private async createBatch(cs: ServerIdCreate[]): Promise<(Made | Promise<Made>)[]> {
     if (cs.length === 1) return [this.createOne(cs[0]!)];
-    let rows: { n: number; id: number; queued: number }[];
+    let rows: { n: number; id: number; version: number; queued: number }[];
     try {
       rows = (
-        await this.q<{ n: number; id: number; queued: number }>('insertServerIdEvents', [
+        await this.q<{ n: number; id: number; version: number; queued: number }>('insertServerIdEvents', [
           cs.map((c) => c.plant.owner),
           cs.map((c) => c.plant.name),
           cs.map((c) => c.plant.tag),
@@ -388,15 +455,15 @@ export class PgStore implements Store {
       return cs.map((c) => this.createOne(c));
     }
     this.queued(rows[0]?.queued ?? 0);
-    const ids = new Map(rows.map((r) => [r.n, r.id]));
+    const made = new Map(rows.map((r) => [r.n, { id: r.id, version: r.version }]));
     // A plant whose id a client took meanwhile was not written: it takes the next id on its own.
-    return cs.map((c, i) => ids.get(i + 1) ?? this.createOne(c));
+    return cs.map((c, i) => made.get(i + 1) ?? this.createOne(c));
   }
 
-  private async createOne(c: ServerIdCreate): Promise<number> {
+  private async createOne(c: ServerIdCreate): Promise<Made> {
     const r = await this.insertServerId(c.plant, this.pool, c.event);
     this.queued(r.queued);
-    return r.id;
+    return r;
   }
 
   // nextval may land on an id a client took meanwhile; then take the next one.
@@ -404,41 +471,41 @@ export class PgStore implements Store {
     plant: NewPlant,
     c: pg.Pool | pg.PoolClient,
     event?: NewEvent,
-  ): Promise<{ id: number; queued: number }> {
+  ): Promise<Made & { queued: number }> {
     for (let attempt = 0; attempt < 100; attempt++) {
-      let r: pg.QueryResult<{ id: number; queued?: number }>;
+      let r: pg.QueryResult<Made & { queued?: number }>;
       try {
         r = event
-          ? await this.q<{ id: number; queued: number }>(
+          ? await this.q<Made & { queued: number }>(
               'insertServerIdEvent',
               [plant.owner, plant.name, plant.tag, event.at],
               c,
             )
-          : await this.q<{ id: number }>('insertServerId', [plant.owner, plant.name, plant.tag], c);
+          : await this.q<Made>('insertServerId', [plant.owner, plant.name, plant.tag], c);
       } catch (err) {
         // The sequence stops at 2^53−1 (sequence_generator_limit_exceeded).
         if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
         throw err;
       }
       const row = r.rows[0];
-      if (row !== undefined) return { id: row.id, queued: row.queued ?? 0 };
+      if (row !== undefined) return { id: row.id, version: row.version, queued: row.queued ?? 0 };
     }
     throw new StoreUnavailableError('could not find a free plant id; retry later');
   }
 
-  getPlant(id: number): Promise<PlantRecord | null> {
+  getPlant(id: number): Promise<VersionedPlant | null> {
     // An id the batch's bigint[] would refuse fails on its own rather than with its batch.
     return Number.isSafeInteger(id) ? this.gets.push(id) : this.getOne(id);
   }
 
-  private async getOne(id: number): Promise<PlantRecord | null> {
-    return (await this.q<PlantRecord>('getPlant', [id])).rows[0] ?? null;
+  private async getOne(id: number): Promise<VersionedPlant | null> {
+    return (await this.q<VersionedPlant>('getPlant', [id])).rows[0] ?? null;
   }
 
-  private async getBatch(ids: number[]): Promise<(PlantRecord | null)[]> {
+  private async getBatch(ids: number[]): Promise<(VersionedPlant | null)[]> {
     if (ids.length === 1) return [await this.getOne(ids[0]!)];
-    const byId = new Map<number, PlantRecord>();
-    for (const row of (await this.q<PlantRecord>('getPlants', [ids])).rows) byId.set(row.id, row);
+    const byId = new Map<number, VersionedPlant>();
+    for (const row of (await this.q<VersionedPlant>('getPlants', [ids])).rows) byId.set(row.id, row);
     // Each caller gets a record of its own, as from a query of its own, even for the same id.
     const taken = new Set<number>();
     return ids.map((id) => {
@@ -488,17 +555,32 @@ export class PgStore implements Store {
     return r.rows;
   }
 
-  async deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
+  async deletePlant(
+    id: number,
+    owner: string | null,
+    event?: NewEvent,
+    ifVersions?: number[] | null,
+  ): Promise<boolean | 'mismatch'> {
+    const versions = ifVersions ?? null;
+    let deleted: boolean;
     if (event) {
       const r =
         owner === null
-          ? await this.q<{ queued: number }>('deleteAnyEvent', [id, event.at])
-          : await this.q<{ queued: number }>('deleteOwnedEvent', [id, event.at, owner]);
+          ? await this.q<{ queued: number }>('deleteAnyEvent', [id, event.at, versions])
+          : await this.q<{ queued: number }>('deleteOwnedEvent', [id, event.at, owner, versions]);
       this.queued(r.rows[0]?.queued ?? 0);
-      return (r.rowCount ?? 0) > 0;
+      deleted = (r.rowCount ?? 0) > 0;
+    } else {
+      const r =
+        owner === null
+          ? await this.q('deleteAny', [id, versions])
+          : await this.q('deleteOwned', [id, versions, owner]);
+      deleted = (r.rowCount ?? 0) > 0;
     }
-    const r = owner === null ? await this.q('deleteAny', [id]) : await this.q('deleteOwned', [id, owner]);
-    return (r.rowCount ?? 0) > 0;
+    if (deleted || versions === null) return deleted;
+    // Not deleted under a condition: in another version if it is there (and the owner's) now.
+    const now = await this.getOne(id);
+    return now !== null && (owner === null || now.owner === owner) ? 'mismatch' : false;
   }
 
   async insertEndpoint(e: EndpointRecord): Promise<void> {
@@ -655,16 +737,21 @@ export class PgStore implements Store {
       ]);
       if ((claimed.rowCount ?? 0) > 0) return { state: 'claimed' };
       const row = (
-        await this.q<{ request_hash: string; state: string; status: number | null; plant_id: number | null }>(
-          'getIdem',
-          [ref.user, ref.key],
-        )
+        await this.q<{
+          request_hash: string;
+          state: string;
+          status: number | null;
+          plant_id: number | null;
+          response: string | null;
+        }>('getIdem', [ref.user, ref.key])
       ).rows[0];
       if (!row && attempt < 5) continue; // released between the two statements: claim again
       if (!row) throw new StoreUnavailableError('idempotency key is contended; retry later');
       if (row.request_hash !== requestHash) return { state: 'mismatch' };
       if (row.state === 'pending') return { state: 'in_flight' };
-      return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
+      const outcome: IdempotencyOutcome = { status: row.status ?? 500, plantId: row.plant_id };
+      if (row.response !== null) outcome.plant = JSON.parse(row.response);
+      return { state: 'done', outcome };
     }
   }
 

@@ -6,6 +6,7 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventData,
+  EventPrevious,
   EventRecord,
   EventType,
   FinishedAttempt,
@@ -24,8 +25,9 @@ interface EventRow {
   tag: string | null;
   created_at: number;
   legacy_id: string | null;
+  previous: string | null;
 }
-const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id';
+const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous';
 interface EndpointRow {
   id: string;
   owner: string;
@@ -99,12 +101,20 @@ const toAttempt = (r: AttemptRow): AttemptRecord => ({
   nextAttemptAt: date(r.next_attempt_at),
 });
 
-/** The plant as an event carries it: NewPlant's shape, tag only when set. */
-export const eventData = (id: number, name: string, tag: string | null): EventData =>
-  tag === null ? { id, name } : { id, name, tag };
+/** The plant as an event carries it: NewPlant's shape, tag only when set (and what a change replaced). */
+export const eventData = (
+  id: number,
+  name: string,
+  tag: string | null,
+  previous?: EventPrevious,
+): EventData => {
+  const data: EventData = tag === null ? { id, name } : { id, name, tag };
+  if (previous !== undefined) data.previous = previous;
+  return data;
+};
 
-// An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at.
-type PendingEvent = [number, string, number, string, string | null, number];
+// An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at, previous (JSON).
+type PendingEvent = [number, string, number, string, string | null, number, string | null];
 
 /**
  * The SQL of the event log, webhook endpoints and deliveries. Every method is synchronous and
@@ -123,8 +133,8 @@ export class SqliteEvents {
     this.s = {
       // A commit batch's events in one statement: far cheaper than one insert per event.
       insertEvents: db.prepare<[string]>(
-        `INSERT INTO events (type, owner, plant_id, name, tag, created_at)
-         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each(?) ORDER BY key`,
+        `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous)
+         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key`,
       ),
       // Fans the events after @after (this transaction's) out to every enabled endpoint that wants
       // them and may see them.
@@ -226,7 +236,7 @@ export class SqliteEvents {
            AND seq < (SELECT max(seq) FROM events)`,
       ),
       purgeNewest: db.prepare<[number]>(
-        `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL
+        `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL, previous = NULL
          WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0`,
       ),
       // Deliveries whose event is gone (purge takes the oldest, and empties the newest).
@@ -244,7 +254,16 @@ export class SqliteEvents {
 
   /** Records an event of the open transaction; queueDeliveries() writes it before the commit. */
   record(event: NewEvent, type: EventType, owner: string, data: EventData): void {
-    this.pending.push([typeBit(type), owner, data.id, data.name, data.tag ?? null, event.at.getTime()]);
+    const previous = data.previous === undefined ? null : JSON.stringify(data.previous);
+    this.pending.push([
+      typeBit(type),
+      owner,
+      data.id,
+      data.name,
+      data.tag ?? null,
+      event.at.getTime(),
+      previous,
+    ]);
   }
 
   /** How many events are recorded and not yet written (a savepoint's rollback returns to it). */
@@ -284,7 +303,7 @@ export class SqliteEvents {
       id: r.legacy_id ?? eventId(this.key, r.seq),
       type: typeOfBit(r.type)!,
       owner: r.owner,
-      data: eventData(r.plant_id, r.name, r.tag),
+      data: eventData(r.plant_id, r.name, r.tag, r.previous === null ? undefined : JSON.parse(r.previous)),
       createdAt: new Date(r.created_at),
       position: String(r.seq),
     };

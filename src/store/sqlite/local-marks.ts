@@ -57,7 +57,7 @@ export class LocalMarks {
     this.bound();
   }
 
-  /** A plant of `owner` this store's writer deleted. */
+  /** A plant of `owner` this store's writer deleted or changed (a change may move it between tags). */
   deleted(owner: string): void {
     this.reorder.set(`u:${owner}`, ++this.counter);
     this.reorder.set('*', ++this.counter);

@@ -227,4 +227,21 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE TRIGGER plants_clock_update AFTER UPDATE ON plants BEGIN UPDATE write_clock SET rows = rows + 1; END;
     `,
   },
+  {
+    version: 6,
+    name: '0006_plant_versions',
+    // Plants change (PATCH): each has a version, given by the writer from write_clock.rev, which no
+    // two plant states ever share (a plant re-created under a deleted one's id never repeats one);
+    // plants made before are version 1 and the counter goes on from there. plant.updated events (type
+    // bit 4) keep the changed fields' former values as JSON in \`previous\`. An idempotency record of
+    // a change keeps the plant its 200 showed, to replay it. Endpoints that took every event type
+    // (created and deleted, mask 3) take the new one too.
+    sql: `
+      ALTER TABLE plants ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE write_clock ADD COLUMN rev INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE events ADD COLUMN previous TEXT;
+      ALTER TABLE idempotency_keys ADD COLUMN response TEXT;
+      UPDATE webhook_endpoints SET events = 7 WHERE events = 3;
+    `,
+  },
 ];

@@ -17,9 +17,12 @@ import type {
   NewEvent,
   NewPlant,
   PageQuery,
+  PlantPatch,
   PlantRecord,
   Store,
   TokenRecord,
+  UpdateResult,
+  VersionedPlant,
 } from '../store.js';
 import { type Pending, TurnBatch } from '../turn-batch.js';
 import { Checkpointer } from './checkpointer.js';
@@ -51,9 +54,16 @@ interface TokenRow {
   revoked_at: number | null;
 }
 
-// id, owner, name, tag
+// id, owner, name, tag (and version, for one plant)
 type Row = [number, string, string, string | null];
-const toPlant = (r: Row): PlantRecord => ({ id: r[0], owner: r[1], name: r[2], tag: r[3] });
+type VersionedRow = [number, string, string, string | null, number];
+const toPlant = (r: VersionedRow): VersionedPlant => ({
+  id: r[0],
+  owner: r[1],
+  name: r[2],
+  tag: r[3],
+  version: r[4],
+});
 /**
  * The same mapping for the rows of a list page, written out a second time on purpose. V8 decides
  * per object literal in the source whether the objects it makes go straight to the old generation
@@ -124,7 +134,9 @@ export class SqliteStore implements Store {
     const db = this.db;
     return {
       // Rows come back as arrays: far cheaper for the driver to build than objects.
-      getPlant: db.prepare<[number], Row>('SELECT id, owner, name, tag FROM plants WHERE id = ?').raw(),
+      getPlant: db
+        .prepare<[number], VersionedRow>('SELECT id, owner, name, tag, version FROM plants WHERE id = ?')
+        .raw(),
       listAll: db
         .prepare<[number, number], Row>(
           'SELECT id, owner, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
@@ -266,9 +278,9 @@ export class SqliteStore implements Store {
     return r;
   }
 
-  getPlant(id: number): Promise<PlantRecord | null> {
+  getPlant(id: number): Promise<VersionedPlant | null> {
     return this.read(() => {
-      const row = this.s.getPlant.get(id) as Row | undefined;
+      const row = this.s.getPlant.get(id) as VersionedRow | undefined;
       return row === undefined ? null : toPlant(row);
     });
   }
@@ -291,8 +303,28 @@ export class SqliteStore implements Store {
     });
   }
 
-  async deletePlant(id: number, owner: string | null, event?: NewEvent): Promise<boolean> {
-    const gone = await this.writer.write('deletePlant', id, owner, event);
+  async updatePlant(
+    id: number,
+    owner: string | null,
+    patch: PlantPatch,
+    ifVersions: number[] | null,
+    idem?: IdempotencyRef,
+    event?: NewEvent,
+  ): Promise<UpdateResult> {
+    const r = await this.writer.write('updatePlant', id, owner, patch, ifVersions, idem, event);
+    // A change may move a plant between tag filters or change what any page of its owner shows.
+    if ('changed' in r && r.changed) this.marks.deleted(r.updated.owner);
+    return r;
+  }
+
+  async deletePlant(
+    id: number,
+    owner: string | null,
+    event?: NewEvent,
+    ifVersions?: number[] | null,
+  ): Promise<boolean | 'mismatch'> {
+    const gone = await this.writer.write('deletePlant', id, owner, event, ifVersions);
+    if (gone === 'mismatch') return gone;
     if (gone !== null) this.marks.deleted(gone);
     return gone !== null;
   }

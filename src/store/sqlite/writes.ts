@@ -8,12 +8,17 @@ import type {
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
+  EventPrevious,
   FinishedAttempt,
   IdempotencyClaim,
+  IdempotencyOutcome,
   IdempotencyRef,
   NewEvent,
   NewPlant,
+  PlantPatch,
   TokenRecord,
+  UpdateResult,
+  VersionedPlant,
 } from '../store.js';
 import { eventData, SqliteEvents } from './events.js';
 
@@ -43,10 +48,11 @@ interface IdemRow {
   plant_id: number | null;
   created_at: number;
   locked_at: number;
+  response: string | null;
 }
 
-// id, owner, name, tag
-type Row = [number, string, string, string | null];
+// id, owner, name, tag, version
+type Row = [number, string, string, string | null, number];
 
 /** One write's outcome: its value, or what it threw. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -73,6 +79,8 @@ export interface BatchResult {
 export class SqliteWrites {
   private stmts: ReturnType<SqliteWrites['prepare']> | undefined;
   private eventsSql: SqliteEvents | undefined;
+  /** The last plant version given, in the open transaction (undefined: not read yet). */
+  private rev: number | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -94,19 +102,18 @@ export class SqliteWrites {
   private prepare() {
     const db = this.db;
     return {
-      insertPlant: db.prepare<[number | null, string, string, string | null], { id: number }>(
-        'INSERT INTO plants (id, owner, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
+      insertPlant: db.prepare<[number | null, string, string, string | null, number], { id: number }>(
+        'INSERT INTO plants (id, owner, name, tag, version) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
       ),
-      deleteAny: db
-        .prepare<[number], Row>('DELETE FROM plants WHERE id = ? RETURNING id, owner, name, tag')
+      plantForWrite: db
+        .prepare<[number], Row>('SELECT id, owner, name, tag, version FROM plants WHERE id = ?')
         .raw(),
-      deleteOwned: db
-        .prepare<[number, string], Row>(
-          'DELETE FROM plants WHERE id = ? AND owner = ? RETURNING id, owner, name, tag',
-        )
-        .raw(),
+      updatePlant: db.prepare<[string, string | null, number, number]>(
+        'UPDATE plants SET name = ?, tag = ?, version = ? WHERE id = ?',
+      ),
+      deletePlant: db.prepare<[number]>('DELETE FROM plants WHERE id = ?'),
       getIdem: db.prepare<[string, string], IdemRow>(
-        'SELECT request_hash, state, status, plant_id, created_at, locked_at FROM idempotency_keys WHERE user_id = ? AND key = ?',
+        'SELECT request_hash, state, status, plant_id, created_at, locked_at, response FROM idempotency_keys WHERE user_id = ? AND key = ?',
       ),
       putIdem: db.prepare<[string, string, string, number, number]>(
         `INSERT OR REPLACE INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
@@ -115,8 +122,8 @@ export class SqliteWrites {
       relockIdem: db.prepare<[number, string, string]>(
         'UPDATE idempotency_keys SET locked_at = ? WHERE user_id = ? AND key = ?',
       ),
-      finishIdem: db.prepare<[number, number | null, string, string]>(
-        `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ? WHERE user_id = ? AND key = ?`,
+      finishIdem: db.prepare<[number, number | null, string | null, string, string]>(
+        `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ?, response = ? WHERE user_id = ? AND key = ?`,
       ),
       dropIdem: db.prepare<[string, string]>(
         `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND state = 'pending'`,
@@ -130,10 +137,12 @@ export class SqliteWrites {
       ),
       // One row per database: commits that changed plants, the last one's writer and where that
       // writer's run began, and the rows plantstore writers changed (triggers count every row).
-      tick: db.prepare<[{ writer: string; changed: number }]>(
+      // ...and the last plant version given (rev).
+      tick: db.prepare<[{ writer: string; changed: number; rev: number }]>(
         `UPDATE write_clock SET n = n + 1, run_start = CASE WHEN writer = @writer THEN run_start ELSE n + 1 END,
-           writer = @writer, clocked = clocked + @changed`,
+           writer = @writer, clocked = clocked + @changed, rev = max(rev, @rev)`,
       ),
+      rev: db.prepare<[], number>('SELECT rev FROM write_clock').pluck(),
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
@@ -154,6 +163,9 @@ export class SqliteWrites {
       // Inside the try: preparing the statements fails on a closed database.
       const s = this.s;
       s.begin.run();
+      // The versions this batch gives follow the last one given, by any writer (the write lock is
+      // held from BEGIN IMMEDIATE, so no other writer gives one meanwhile); read lazily, once.
+      this.rev = undefined;
       // Writes rarely fail, so the batch first runs without a savepoint per write; if one throws,
       // the whole transaction is rolled back and the batch runs again with a savepoint around each
       // write. (A write only runs statements, so running it twice is harmless.)
@@ -161,13 +173,14 @@ export class SqliteWrites {
       if (outcomes === null) {
         s.rollback.run();
         this.eventsSql?.forget();
+        this.rev = undefined;
         s.begin.run();
         outcomes = this.run(batch, true) as Outcome[];
       }
       // The batch's events are written, and their deliveries queued, in its transaction.
       queued = this.eventsSql?.queueDeliveries() ?? 0;
       const changed = plantsChanged(batch, outcomes);
-      if (changed > 0) s.tick.run({ writer: this.writer, changed });
+      if (changed > 0) s.tick.run({ writer: this.writer, changed, rev: this.rev ?? 0 });
       s.commit.run();
       return { outcomes, queued };
     } catch (err) {
@@ -208,21 +221,80 @@ export class SqliteWrites {
 
   // The writes. Each runs inside commit()'s transaction.
 
-  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
-    const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag);
-    if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
-    if (idem) this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, idem.user, idem.key);
-    if (!row) return { exists: true };
-    if (event) this.e.record(event, 'plant.created', plant.owner, eventData(row.id, plant.name, plant.tag));
-    return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag } };
+  // The next plant version: one more than the last given by any writer.
+  private nextVersion(): number {
+    this.rev = (this.rev ?? this.s.rev.get()!) + 1;
+    return this.rev;
   }
 
-  /** Deletes the plant (of `owner`, or anyone's with null); returns its owner, or null if none was. */
-  deletePlant(id: number, owner: string | null, event?: NewEvent): string | null {
-    const gone = owner === null ? this.s.deleteAny.get(id) : this.s.deleteOwned.get(id, owner);
-    if (gone === undefined) return null;
-    if (event) this.e.record(event, 'plant.deleted', gone[1], eventData(gone[0], gone[2], gone[3]));
-    return gone[1];
+  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
+    const version = this.nextVersion();
+    const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag, version);
+    if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
+    if (idem) {
+      const shown = row ? JSON.stringify({ name: plant.name, tag: plant.tag, version }) : null;
+      this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, shown, idem.user, idem.key);
+    }
+    if (!row) return { exists: true };
+    if (event) this.e.record(event, 'plant.created', plant.owner, eventData(row.id, plant.name, plant.tag));
+    return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag, version } };
+  }
+
+  // The plant, if it exists and is `owner`'s (null: anyone's).
+  private plantOf(id: number, owner: string | null): VersionedPlant | null {
+    const r = this.s.plantForWrite.get(id);
+    if (r === undefined || (owner !== null && r[1] !== owner)) return null;
+    return { id: r[0], owner: r[1], name: r[2], tag: r[3], version: r[4] };
+  }
+
+  /** Changes the plant per Store.updatePlant: read, checked and written under the write lock. */
+  updatePlant(
+    id: number,
+    owner: string | null,
+    patch: PlantPatch,
+    ifVersions: number[] | null,
+    idem?: IdempotencyRef,
+    event?: NewEvent,
+  ): UpdateResult {
+    const was = this.plantOf(id, owner);
+    if (was === null) return { missing: true };
+    if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
+    const name = patch.name ?? was.name;
+    const tag = patch.tag === undefined ? was.tag : patch.tag;
+    const changed = name !== was.name || tag !== was.tag;
+    const now = changed ? { ...was, name, tag, version: this.nextVersion() } : was;
+    if (changed) {
+      this.s.updatePlant.run(name, tag, now.version, id);
+      if (event) {
+        const previous: EventPrevious = {};
+        if (name !== was.name) previous.name = was.name;
+        if (tag !== was.tag) previous.tag = was.tag;
+        this.e.record(event, 'plant.updated', was.owner, eventData(id, name, tag, previous));
+      }
+    }
+    if (idem) {
+      const shown = JSON.stringify({ name: now.name, tag: now.tag, version: now.version });
+      this.s.finishIdem.run(200, id, shown, idem.user, idem.key);
+    }
+    return { updated: now, changed };
+  }
+
+  /**
+   * Deletes the plant (of `owner`, or anyone's with null; in one of `ifVersions` when given);
+   * returns its owner, null if there was none, or 'mismatch' if it is in another version.
+   */
+  deletePlant(
+    id: number,
+    owner: string | null,
+    event?: NewEvent,
+    ifVersions?: number[] | null,
+  ): string | null | 'mismatch' {
+    const gone = this.plantOf(id, owner);
+    if (gone === null) return null;
+    if (ifVersions && !ifVersions.includes(gone.version)) return 'mismatch';
+    this.s.deletePlant.run(id);
+    if (event) this.e.record(event, 'plant.deleted', gone.owner, eventData(gone.id, gone.name, gone.tag));
+    return gone.owner;
   }
 
   insertEndpoint(endpoint: EndpointRecord): void {
@@ -271,7 +343,9 @@ export class SqliteWrites {
       this.s.relockIdem.run(now, ref.user, ref.key);
       return { state: 'claimed' };
     }
-    return { state: 'done', outcome: { status: row.status ?? 500, plantId: row.plant_id } };
+    const outcome: IdempotencyOutcome = { status: row.status ?? 500, plantId: row.plant_id };
+    if (row.response !== null) outcome.plant = JSON.parse(row.response);
+    return { state: 'done', outcome };
   }
 
   releaseIdempotencyKey(ref: IdempotencyRef): void {
@@ -299,14 +373,15 @@ export class SqliteWrites {
   }
 }
 
-/** How many plant rows the batch's writes created or deleted. */
+/** How many plant rows the batch's writes created, changed or deleted. */
 function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
   let n = 0;
   batch.forEach(({ op }, i) => {
     const o = outcomes[i]!;
     if (!o.ok) return;
     if (op === 'createPlant' && 'created' in (o.value as CreateResult)) n++;
-    else if (op === 'deletePlant' && o.value !== null) n++;
+    else if (op === 'deletePlant' && o.value !== null && o.value !== 'mismatch') n++;
+    else if (op === 'updatePlant' && (o.value as UpdateResult as { changed?: boolean }).changed) n++;
   });
   return n;
 }
