@@ -2,10 +2,17 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { ID_TEXT, LIMIT_TEXT } from '../schemas/plant.js';
 import { UsageError } from '../usage-error.js';
-import { type ListedPlant, type PlantEvent, PlantStore, signWebhook } from './index.js';
+import {
+  type ListedPlant,
+  type PlantEvent,
+  type PlantPatch,
+  PlantStore,
+  PlantStoreError,
+  signWebhook,
+} from './index.js';
 
 /**
- * The client commands of CONTRACT.md section 7: `plants create|list|get|delete` and `events tail`,
+ * The client commands of CONTRACT.md section 7: `plants create|list|get|update|delete` and `events tail`,
  * speaking HTTP to a running service through the project's own client. Exit status: 0 success,
  * 1 the service refused (its message on stderr), 2 bad usage, 3 the service could not be reached.
  */
@@ -99,10 +106,49 @@ export function registerClientCommands(program: Command): void {
   withClient(plants.command('get').description('read one plant').argument('<id>', 'plant id')).action(
     async (id: string, o: ClientOpts) => {
       const n = plantId(id);
-      const p = { id: n, ...(await connect(o).get(n)) };
-      out(o.json ? JSON.stringify(p) : line(p));
+      const { etag, ...plant } = await connect(o).get(n);
+      const p = { id: n, ...plant };
+      out(o.json ? JSON.stringify({ ...p, etag }) : line(p));
     },
   );
+
+  withClient(
+    plants
+      .command('update')
+      .description('change one plant: reads it, then changes it only if nobody else has meanwhile')
+      .argument('<id>', 'plant id')
+      .option('--name <name>', 'its new name')
+      .option('--tag <tag>', 'its new tag')
+      .option('--no-tag', 'remove its tag'),
+  ).action(async (id: string, o: ClientOpts & { name?: string; tag?: string | false }) => {
+    const n = plantId(id);
+    // commander gives tag: true when neither --tag nor --no-tag was given.
+    const tag = o.tag === false ? null : typeof o.tag === 'string' ? o.tag : undefined;
+    if (o.name === undefined && tag === undefined)
+      throw new UsageError('nothing to change: --name, --tag or --no-tag');
+    const patch: PlantPatch = {
+      ...(o.name === undefined ? {} : { name: o.name }),
+      ...(tag === undefined ? {} : { tag }),
+    };
+    const store = connect(o);
+    const before = await store.get(n);
+    let after: Awaited<ReturnType<PlantStore['get']>>;
+    try {
+      after = await store.update(n, patch, { ifMatch: before.etag });
+    } catch (err) {
+      if (!(err instanceof PlantStoreError) || err.status !== 412) throw err;
+      // Someone changed it between the read and the change: say what it is now, change nothing.
+      const now = await store.get(n);
+      const shown = `name ${JSON.stringify(now.name)}, ${now.tag === undefined ? 'no tag' : `tag ${JSON.stringify(now.tag)}`}`;
+      throw new PlantStoreError(
+        412,
+        err.code,
+        `plant ${n} changed meanwhile and was not changed; it is now: ${shown}`,
+      );
+    }
+    const p = { id: n, name: after.name, ...(after.tag === undefined ? {} : { tag: after.tag }) };
+    out(o.json ? JSON.stringify({ ...p, etag: after.etag }) : line(p));
+  });
 
   withClient(plants.command('delete').description('delete one plant').argument('<id>', 'plant id')).action(
     async (id: string, o: ClientOpts) => {

@@ -13,6 +13,13 @@ export type Plant = Json<operations['getPlant']['responses'][200]>;
 export type PlantCreate = Json<operations['createPlant']['requestBody']>;
 /** A plant of a list page, with its id. */
 export type ListedPlant = Plant & { id: number };
+/** A JSON Merge Patch of a plant: `name`, `tag` (null removes it); absent fields stay. */
+export type PlantPatch = Json<operations['updatePlant']['requestBody']>;
+/**
+ * A plant as one read, create or change answers it, with its ETag: pass `etag` as `ifMatch` to
+ * change or delete only that version.
+ */
+export type TaggedPlant = Plant & { etag: string };
 /** The service's error body. */
 export type ErrorBody = components['schemas']['Error'];
 /** A plant event (CONTRACT.md section 8) with its id. */
@@ -81,7 +88,10 @@ export class PlantStore {
   }
 
   /** Creates a plant; retried safely under one Idempotency-Key (made here unless given). */
-  async create(plant: PlantCreate, opts: { idempotencyKey?: string } = {}): Promise<ListedPlant> {
+  async create(
+    plant: PlantCreate,
+    opts: { idempotencyKey?: string } = {},
+  ): Promise<ListedPlant & { etag: string }> {
     const key = opts.idempotencyKey ?? crypto.randomUUID();
     const res = await this.call('POST', '/plants', {
       body: plant,
@@ -89,17 +99,48 @@ export class PlantStore {
       retryable: true,
     });
     const id = Number(/\/plants\/(\d+)$/.exec(res.headers.get('location') ?? '')?.[1]);
-    return { id, ...((await res.json()) as Plant) };
+    return { id, ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };
   }
 
-  /** One plant; a PlantStoreError with status 404 when there is none the caller may see. */
-  async get(id: number): Promise<Plant> {
-    return (await (await this.call('GET', `/plants/${plantId(id)}`, { retryable: true })).json()) as Plant;
+  /** One plant and its ETag; a PlantStoreError with status 404 when there is none the caller may see. */
+  async get(id: number): Promise<TaggedPlant> {
+    const res = await this.call('GET', `/plants/${plantId(id)}`, { retryable: true });
+    return { ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };
   }
 
-  /** Deletes one plant (404 when there is none the caller may see). */
-  async delete(id: number): Promise<void> {
-    await this.call('DELETE', `/plants/${plantId(id)}`, { retryable: true });
+  /**
+   * Changes one plant by a JSON Merge Patch, only if it is still in the version `ifMatch` names
+   * (an ETag from get/create/update, or `*` for any). A PlantStoreError 412
+   * (`precondition_failed`) when it has changed since: read it again and reapply. Retried safely
+   * under one Idempotency-Key (made here unless given) with the same If-Match: a retry of a change
+   * that was applied answers its first 200.
+   */
+  async update(
+    id: number,
+    patch: PlantPatch,
+    opts: { ifMatch: string; idempotencyKey?: string },
+  ): Promise<TaggedPlant> {
+    const res = await this.call('PATCH', `/plants/${plantId(id)}`, {
+      body: patch,
+      headers: {
+        'content-type': 'application/merge-patch+json',
+        'if-match': opts.ifMatch,
+        'idempotency-key': opts.idempotencyKey ?? crypto.randomUUID(),
+      },
+      retryable: true,
+    });
+    return { ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };
+  }
+
+  /**
+   * Deletes one plant (404 when there is none the caller may see); with `ifMatch`, only if it is
+   * still in that version (412 otherwise, and it is kept).
+   */
+  async delete(id: number, opts: { ifMatch?: string } = {}): Promise<void> {
+    await this.call('DELETE', `/plants/${plantId(id)}`, {
+      retryable: true,
+      ...(opts.ifMatch === undefined ? {} : { headers: { 'if-match': opts.ifMatch } }),
+    });
   }
 
   /** One page of plants, with ids, and the path of the next page (null on the last). */

@@ -1145,9 +1145,20 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description A JSON Merge Patch (RFC 7396) of the plant: only the fields present change. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Boston fern",
+                 *       "tag": null
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    /** @description The new name; absent: unchanged (null is refused). */
+                    name?: string;
+                    /** @description The new tag; null removes it; absent: unchanged. */
+                    tag?: string | null;
+                };
                 /**
                  * @example {
                  *       "name": "Boston fern",

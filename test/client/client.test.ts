@@ -93,7 +93,9 @@ describe('the typed client (plantstore/client)', () => {
     for (let i = 0; i < 23; i++)
       made.push(await store.create({ name: `Fern ${i}`, tag: i % 2 ? 'odd' : 'even' }));
     assert.ok(made.every((p) => Number.isSafeInteger(p.id)));
-    assert.deepEqual(await store.get(made[3]!.id), { name: 'Fern 3', tag: 'odd' });
+    const read = await store.get(made[3]!.id);
+    assert.deepEqual(read, { name: 'Fern 3', tag: 'odd', etag: made[3]!.etag });
+    assert.match(read.etag, /^"[^"]+"$/);
     const all = [];
     for await (const p of store.list({ limit: 5 })) all.push(p);
     assert.deepEqual(
@@ -147,6 +149,50 @@ describe('the typed client (plantstore/client)', () => {
       for await (const x of new PlantStore({ url: base, token }).list())
         if (x.name === 'Once only') named.push(x.id);
       assert.deepEqual(named, [p.id]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('update changes by merge patch with If-Match; a stale ETag is a 412; delete takes an ETag too', async () => {
+    const store = new PlantStore({ url: base, token });
+    const p = await store.create({ name: 'Aloe', tag: 'sun' });
+    const changed = await store.update(p.id, { name: 'Aloe vera', tag: null }, { ifMatch: p.etag });
+    assert.equal(changed.name, 'Aloe vera');
+    assert.equal(changed.tag, undefined);
+    assert.notEqual(changed.etag, p.etag);
+    assert.deepEqual(await store.get(p.id), changed);
+    const stale = await store
+      .update(p.id, { name: 'Lost edit' }, { ifMatch: p.etag })
+      .catch((e: unknown) => e);
+    assert.ok(
+      stale instanceof PlantStoreError && stale.status === 412 && stale.code === 'precondition_failed',
+    );
+    await assert.rejects(store.delete(p.id, { ifMatch: p.etag }), (e: PlantStoreError) => e.status === 412);
+    await store.delete(p.id, { ifMatch: changed.etag });
+    await assert.rejects(store.get(p.id), (e: PlantStoreError) => e.status === 404);
+  });
+
+  it('an update whose answer is lost is retried with the same Idempotency-Key and If-Match: applied once', async () => {
+    const proxy = await startProxy(base);
+    try {
+      const direct = new PlantStore({ url: base, token });
+      const p = await direct.create({ name: 'Cactus' });
+      // The first attempt reaches the service, which applies it; its answer is lost.
+      proxy.rules.push((req, res) => {
+        const up = httpRequest(`${base}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+          r.resume().on('end', () => res.socket?.destroy());
+        });
+        req.pipe(up);
+        return true;
+      });
+      const store = new PlantStore({ url: proxy.url, token });
+      const changed = await store.update(p.id, { tag: 'desert' }, { ifMatch: p.etag });
+      assert.deepEqual({ name: changed.name, tag: changed.tag }, { name: 'Cactus', tag: 'desert' });
+      const patches = proxy.seen.filter((s) => s.method === 'PATCH');
+      assert.equal(patches.length, 2, 'retried once');
+      assert.equal(new Set(patches.map((s) => s.key)).size, 1, 'one key on every attempt');
+      assert.deepEqual(await direct.get(p.id), changed, 'the replayed answer is the applied change');
     } finally {
       await proxy.close();
     }
@@ -279,7 +325,7 @@ describe('the typed client (plantstore/client)', () => {
       });
       const store = new PlantStore({ url, token: provider });
       const p = await store.create({ name: 'Via JWT' });
-      assert.deepEqual(await store.get(p.id), { name: 'Via JWT' });
+      assert.deepEqual(await store.get(p.id), { name: 'Via JWT', etag: p.etag });
       assert.equal(tokenRequests, 1, 'the token is kept until it expires');
     } finally {
       await jwtApp.close();

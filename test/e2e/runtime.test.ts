@@ -121,7 +121,7 @@ describe('bin/plantstore serve on this Node', () => {
     assert.equal(r.stdout.trim(), 'done');
   });
 
-  it('starts, serves and stops cleanly 20 times in a row', async () => {
+  it('starts, serves and stops cleanly 20 times in a row', { timeout: 5 * 60_000 }, async () => {
     const db = `sqlite:${join(dir, 'restarts.db')}`;
     for (let i = 0; i < 20; i++) {
       const s = await serve(['--database', db]);
