@@ -7,7 +7,7 @@ import type { Resolver } from './events/outbound.js';
 import { EventStreams, type StreamOptions } from './events/stream.js';
 import { WebhookService } from './events/webhooks.js';
 import { docsRoutes } from './http/docs.js';
-import { clientErrorHandler, registerErrorHandling } from './http/errors.js';
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerBodyParsers } from './http/json.js';
 import { logSerializers } from './http/log-serializers.js';
 import { Metrics } from './http/metrics.js';
@@ -84,6 +84,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     requestTimeout: config.requestTimeout,
     connectionTimeout: Math.max(60_000, config.requestTimeout),
     clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
     forceCloseConnections: 'idle',
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false },

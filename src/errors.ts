@@ -26,7 +26,8 @@ export type ErrorCode =
   | 'not_acceptable'
   | 'id_space_exhausted'
   | 'precondition_required'
-  | 'precondition_failed';
+  | 'precondition_failed'
+  | 'uri_too_long';
 
 export interface ErrorDetail {
   field: string;

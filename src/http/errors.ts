@@ -64,6 +64,29 @@ export function registerErrorHandling(app: FastifyInstance): void {
   );
 }
 
+/**
+ * What Fastify's router refuses before any hook or handler runs (Fastify's `frameworkErrors`): a
+ * path that is not valid percent-encoding, a path parameter over the router's length limit. They
+ * get the contract's error body and the request id, as every other error does.
+ */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  let e: AppError;
+  if (err.code === 'FST_ERR_BAD_URL') {
+    e = new AppError(
+      400,
+      'bad_request',
+      'the request path is not valid: a % must begin a percent-encoded byte',
+    );
+  } else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    e = new AppError(414, 'uri_too_long', 'a path segment is too long');
+  } else {
+    request.log.error({ err }, 'request failed');
+    e = new AppError(500, 'internal_error', 'an unexpected error occurred');
+  }
+  reply.header('x-request-id', request.id);
+  sendError(reply, e);
+}
+
 const CLIENT_ERRORS: Record<string, [number, string, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'the request was not received in time'],
   HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'request headers must be at most 16 KiB'],

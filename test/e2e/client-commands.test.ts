@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -43,6 +45,59 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
     const gone = await cli(['plants', 'get', '4242'], as);
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /^plantstore: plant not found \(plant_not_found, HTTP 404\)\n$/);
+  });
+
+  it('plants update changes by name and tag (--no-tag removes it); a change made meanwhile is exit 1 naming the current values', async () => {
+    const id = (await cli(['plants', 'create', '--name', 'Rubber plant', '--tag', 'hall'], as)).stdout.trim();
+    const renamed = await cli(['plants', 'update', id, '--name', 'Rubber fig', '--no-tag'], as);
+    assert.equal(renamed.code, 0, renamed.stderr);
+    assert.equal(renamed.stdout, `${id}\tRubber fig\n`);
+    const json = await cli(['plants', 'update', id, '--tag', 'office', '--json'], as);
+    const shown = JSON.parse(json.stdout) as { id: number; name: string; tag: string; etag: string };
+    assert.deepEqual({ ...shown, etag: '' }, { id: Number(id), name: 'Rubber fig', tag: 'office', etag: '' });
+    assert.match(shown.etag, /^"[^"]+"$/);
+    assert.equal((await cli(['plants', 'update', id], as)).code, 2, 'nothing to change is bad usage');
+    // A proxy of the test's own: before it forwards the command's PATCH, someone else changes the plant.
+    const auth = { authorization: `Bearer ${as.PLANTSTORE_TOKEN}` };
+    const proxy = createServer(async (req, res) => {
+      const body = await new Promise<Buffer>((done) => {
+        const parts: Buffer[] = [];
+        req.on('data', (d) => parts.push(d)).on('end', () => done(Buffer.concat(parts)));
+      });
+      if (req.method === 'PATCH') {
+        await fetch(`${server.url}/plants/${id}`, {
+          method: 'PATCH',
+          headers: { ...auth, 'content-type': 'application/merge-patch+json', 'if-match': '*' },
+          body: JSON.stringify({ name: 'Changed by someone else' }),
+        });
+      }
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k)),
+      ) as Record<string, string>;
+      const up = await fetch(`${server.url}${req.url}`, {
+        method: req.method,
+        headers,
+        ...(body.length ? { body: new Uint8Array(body) } : {}),
+      });
+      res.writeHead(up.status, Object.fromEntries(up.headers)).end(Buffer.from(await up.arrayBuffer()));
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const conflict = await cli(['plants', 'update', id, '--name', 'My edit'], {
+        ...as,
+        PLANTSTORE_URL: url,
+      });
+      assert.equal(conflict.code, 1, conflict.stderr);
+      assert.match(
+        conflict.stderr,
+        /changed meanwhile.*name "Changed by someone else", tag "office".*HTTP 412/,
+      );
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
+    assert.equal((await cli(['plants', 'get', id], as)).stdout, `${id}\tChanged by someone else\toffice\n`);
   });
 
   it('exit 1 when the service refuses, 2 for bad usage, 3 when it cannot be reached', async () => {

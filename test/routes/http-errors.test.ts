@@ -128,6 +128,48 @@ for (const engine of ENGINES) {
       );
     });
 
+    it('every error the framework raises itself has the contract body and a request id', async () => {
+      const c = await h.user();
+      const json = { 'content-type': 'application/json' };
+      const cases: [string, Parameters<typeof c.request>[0], number][] = [
+        ['a malformed percent-encoding in the path', { method: 'GET', url: '/plants/%ZZ' }, 400],
+        ['a truncated percent-encoding', { method: 'DELETE', url: '/plants/1%' }, 400],
+        ['a bad percent-encoding on another route', { method: 'GET', url: '/webhooks/%E0%A4%A' }, 400],
+        ['a bad percent-encoding on an unknown path', { method: 'GET', url: '/no/%zz' }, 400],
+        ['a path segment over the router limit', { method: 'GET', url: `/plants/${'9'.repeat(3000)}` }, 414],
+        [
+          'a body over the limit',
+          { method: 'POST', url: '/plants', headers: json, payload: 'x'.repeat(17_000) },
+          413,
+        ],
+        [
+          'a media type not taken',
+          { method: 'POST', url: '/plants', headers: { 'content-type': 'text/xml' }, payload: '<a/>' },
+          415,
+        ],
+        ['an empty JSON body', { method: 'POST', url: '/plants', headers: json, payload: '' }, 400],
+        [
+          'JSON that does not parse',
+          { method: 'PATCH', url: '/plants/1', headers: json, payload: '{"name"' },
+          400,
+        ],
+        // A method the router does not know at all (not one of its supported methods): no route.
+        ['a method the router does not know', { method: 'PROPFIND' as 'GET', url: '/plants' }, 404],
+      ];
+      for (const [what, req, status] of cases) {
+        // The router's refusals come before any token check: they are the same without one.
+        const anonymous = status === 400 && /percent/.test(what) ? [await h.app.inject(req)] : [];
+        for (const res of [...anonymous, await c.request(req)]) {
+          assert.equal(res.statusCode, status, `${what}: ${res.statusCode} ${res.body}`);
+          const body = errorBody(res);
+          assert.equal(body.error, status, what);
+          assert.match(body.code, /^[a-z][a-z_]*[a-z]$/, what);
+          assert.doesNotMatch(res.body, /FST_|statusCode|Bad Request"/, `${what}: Fastify's own body`);
+          assert.match(String(res.headers['x-request-id']), /^[A-Za-z0-9._-]{1,128}$/, what);
+        }
+      }
+    });
+
     it('authenticated responses carry RateLimit headers', async () => {
       const c = await h.user();
       const res = await c.request({ method: 'GET', url: '/plants' });
