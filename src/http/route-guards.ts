@@ -1,37 +1,25 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 
-// Runs after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
-/** PATCH takes a JSON Merge Patch, labelled as one or as plain JSON. */
-export function requireMergePatch(
-  request: FastifyRequest,
-  _reply: FastifyReply,
-  done: (err?: Error) => void,
-): void {
-  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
-  done(
-    type === 'application/merge-patch+json' || type === 'application/json'
-      ? undefined
-      : new AppError(
-          415,
-          'unsupported_media_type',
-          'Content-Type must be application/merge-patch+json or application/json',
-        ),
-  );
+type Guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
+
+/** A 415 unless the request's media type (parameters aside) is one of `types`. */
+function requireMediaType(types: string[]): Guard {
+  const message = `Content-Type must be ${types.join(' or ')}`;
+  return (request, _reply, done) => {
+    const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+    done(
+      type !== undefined && types.includes(type)
+        ? undefined
+        : new AppError(415, 'unsupported_media_type', message),
+    );
+  };
 }
 
-export function requireJson(
-  request: FastifyRequest,
-  _reply: FastifyReply,
-  done: (err?: Error) => void,
-): void {
-  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
-  done(
-    type === 'application/json'
-      ? undefined
-      : new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json'),
-  );
-}
+// Run after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
+export const requireJson = requireMediaType(['application/json']);
+/** PATCH takes a JSON Merge Patch, labelled as one or as plain JSON. */
+export const requireMergePatch = requireMediaType(['application/merge-patch+json', 'application/json']);
 
 // The router matches `/plants/` to `/plants/:id` with an empty id; that path is unknown, so 404 before auth.
 export function requireIdSegment(

@@ -54,6 +54,14 @@ const etagHeader = {
   },
 };
 
+const replayedHeader = {
+  'idempotent-replayed': {
+    type: 'string',
+    enum: ['true'],
+    description: 'Present when this answer replays the first one for the same Idempotency-Key.',
+  },
+};
+
 const view = (p: { name: string; tag: string | null }): Plant =>
   p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag };
 // A second copy for list pages, on purpose: sharing the object literals with the one-plant answers
@@ -112,11 +120,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
               headers: {
                 location: { type: 'string', description: '/plants/{id}' },
                 ...etagHeader,
-                'idempotent-replayed': {
-                  type: 'string',
-                  enum: ['true'],
-                  description: 'Present when this answer replays the first one for the same Idempotency-Key.',
-                },
+                ...replayedHeader,
                 ...SUCCESS_HEADERS,
               },
             },
@@ -254,11 +258,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
                 'Changed (or unchanged, for a patch that changes nothing): the plant and its new ETag.',
               headers: {
                 ...etagHeader,
-                'idempotent-replayed': {
-                  type: 'string',
-                  enum: ['true'],
-                  description: 'Present when this answer replays the first one for the same Idempotency-Key.',
-                },
+                ...replayedHeader,
                 ...SUCCESS_HEADERS,
               },
             },

@@ -21,6 +21,10 @@ export const PlantId = Type.Integer({
   description: 'Plant identifier, 1 … 2^53−1.',
 });
 
+// A tag a request may send as null (a create: none; a change: remove it).
+const nullableTag = (description: string) =>
+  Type.Optional(Type.Unsafe<string | null>({ ...PlantTag, type: ['string', 'null'], description }));
+
 export const PlantCreate = Type.Object(
   {
     id: Type.Optional(
@@ -31,13 +35,7 @@ export const PlantCreate = Type.Object(
       }),
     ),
     name: PlantName,
-    tag: Type.Optional(
-      Type.Unsafe<string | null>({
-        ...PlantTag,
-        type: ['string', 'null'],
-        description: 'Optional; null means absent.',
-      }),
-    ),
+    tag: nullableTag('Optional; null means absent.'),
   },
   {
     additionalProperties: false,
@@ -51,13 +49,7 @@ export type PlantCreate = Static<typeof PlantCreate>;
 export const PlantPatch = Type.Object(
   {
     name: Type.Optional({ ...PlantName, description: 'The new name; absent: unchanged (null is refused).' }),
-    tag: Type.Optional(
-      Type.Unsafe<string | null>({
-        ...PlantTag,
-        type: ['string', 'null'],
-        description: 'The new tag; null removes it; absent: unchanged.',
-      }),
-    ),
+    tag: nullableTag('The new tag; null removes it; absent: unchanged.'),
   },
   {
     additionalProperties: false,

@@ -3,6 +3,7 @@ import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { maskOf } from '../event-mask.js';
 import { pendingMigrations } from '../migrate.js';
+import { applyPatch } from '../plant-patch.js';
 import type {
   AttemptRecord,
   CreateResult,
@@ -10,7 +11,6 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventData,
-  EventPrevious,
   EventRecord,
   FinishedAttempt,
   IdempotencyClaim,
@@ -394,17 +394,12 @@ export class PgStore implements Store {
       const was = (await this.q<VersionedPlant>('plantForUpdate', [id], c)).rows[0];
       if (was === undefined || (owner !== null && was.owner !== owner)) return { missing: true };
       if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
-      const name = patch.name ?? was.name;
-      const tag = patch.tag === undefined ? was.tag : patch.tag;
-      const changed = name !== was.name || tag !== was.tag;
+      const { name, tag, changed, previous } = applyPatch(was, patch);
       let now = was;
       if (changed) {
         const r = await this.q<{ version: number }>('updatePlant', [id, name, tag], c);
         now = { ...was, name, tag, version: r.rows[0]!.version };
         if (event) {
-          const previous: EventPrevious = {};
-          if (name !== was.name) previous.name = was.name;
-          if (tag !== was.tag) previous.tag = was.tag;
           const data: EventData = tag === null ? { id, name } : { id, name, tag };
           data.previous = previous;
           const e = await this.q<{ queued: number }>(

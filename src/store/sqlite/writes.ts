@@ -3,12 +3,12 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
+import { applyPatch } from '../plant-patch.js';
 import type {
   CreateResult,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
-  EventPrevious,
   FinishedAttempt,
   IdempotencyClaim,
   IdempotencyOutcome,
@@ -259,18 +259,11 @@ export class SqliteWrites {
     const was = this.plantOf(id, owner);
     if (was === null) return { missing: true };
     if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
-    const name = patch.name ?? was.name;
-    const tag = patch.tag === undefined ? was.tag : patch.tag;
-    const changed = name !== was.name || tag !== was.tag;
+    const { name, tag, changed, previous } = applyPatch(was, patch);
     const now = changed ? { ...was, name, tag, version: this.nextVersion() } : was;
     if (changed) {
       this.s.updatePlant.run(name, tag, now.version, id);
-      if (event) {
-        const previous: EventPrevious = {};
-        if (name !== was.name) previous.name = was.name;
-        if (tag !== was.tag) previous.tag = was.tag;
-        this.e.record(event, 'plant.updated', was.owner, eventData(id, name, tag, previous));
-      }
+      if (event) this.e.record(event, 'plant.updated', was.owner, eventData(id, name, tag, previous));
     }
     if (idem) {
       const shown = JSON.stringify({ name: now.name, tag: now.tag, version: now.version });
