@@ -12,7 +12,8 @@ export interface ListQuery {
   limit?: number;
   tag?: string;
   cursor?: string;
-  include?: 'id';
+  include?: string;
+  withVersion?: boolean;
 }
 
 interface Entry {

@@ -42,7 +42,7 @@ export interface UpdateOutcome {
 }
 
 export interface Page {
-  plants: PlantRecord[];
+  plants: (PlantRecord & { version?: number })[];
   /** Cursor for the next page, or null on the last one. */
   next: string | null;
   limit: number;
@@ -110,7 +110,10 @@ export class PlantService {
   }
 
   /** One page of the plants the caller may see, in id order. */
-  async list(caller: Caller, q: { limit?: number; tag?: string; cursor?: string }): Promise<Page> {
+  async list(
+    caller: Caller,
+    q: { limit?: number; tag?: string; cursor?: string; withVersion?: boolean },
+  ): Promise<Page> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const tag = q.tag ?? null;
     const afterId = q.cursor === undefined ? 0 : decodeCursor(q.cursor, caller.user, tag);
@@ -119,6 +122,7 @@ export class PlantService {
       tag,
       afterId,
       limit: limit + 1,
+      ...(q.withVersion ? { withVersion: true } : {}),
     });
     const more = rows.length > limit;
     const plants = more ? rows.slice(0, limit) : rows;

@@ -71,12 +71,33 @@ const pageView = (p: PlantRecord): PlantListItem =>
 // With include=id (contract version 2): a list element a client can go on to read or delete.
 const pageViewWithId = (p: PlantRecord): PlantListItem =>
   p.tag === null ? { id: p.id, name: p.name } : { id: p.id, name: p.name, tag: p.tag };
+// With include=id,version (either order) or include=version: also what a change's If-Match needs.
+const pageViewWithVersion =
+  (withId: boolean) =>
+  (p: PlantRecord & { version?: number }): PlantListItem => {
+    const item: PlantListItem = withId
+      ? { id: p.id, version: p.version!, name: p.name }
+      : { version: p.version!, name: p.name };
+    if (p.tag !== null) item.tag = p.tag;
+    return item;
+  };
+
+/** The fields include= asks for; a field named twice is a 400, as the contract says. */
+function includes(include: string | undefined): { id: boolean; version: boolean } {
+  const fields = include?.split(',') ?? [];
+  if (new Set(fields).size !== fields.length) {
+    throw new BadRequestError('invalid_parameter', 'include names each field at most once', [
+      { field: '/include', message: 'names each field at most once' },
+    ]);
+  }
+  return { id: fields.includes('id'), version: fields.includes('version') };
+}
 
 // The next page's link: the same query, with the page's limit and the next cursor.
 function nextLink(page: Page, q: ListQuery): string | undefined {
   if (page.next === null) return undefined;
   const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
-  const include = q.include === undefined ? '' : '&include=id';
+  const include = q.include === undefined ? '' : `&include=${q.include}`;
   return `</plants?limit=${page.limit}&cursor=${page.next}${tag}${include}>; rel="next"`;
 }
 
@@ -147,7 +168,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           operationId: 'listPlants',
           summary: 'List the plants the caller may see, by id ascending',
           description:
-            'The plants the caller may see (its own; everyone\'s with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant\'s id. A query parameter not listed here is 400 `invalid_parameter`.',
+            'The plants the caller may see (its own; everyone\'s with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant\'s id, `include=version` its version (`include=id,version`: both). A query parameter not listed here is 400 `invalid_parameter`.',
           tags,
           security,
           querystring: ListQuery,
@@ -170,14 +191,17 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const q = request.query;
+        const want = includes(q.include);
         const query = {
           limit: q.limit === undefined ? undefined : Number(q.limit),
           tag: q.tag,
           cursor: q.cursor,
           include: q.include,
+          withVersion: want.version,
         };
+        const shape = want.version ? pageViewWithVersion(want.id) : want.id ? pageViewWithId : pageView;
         const out = await lists.get(request.caller!, query, (page) => ({
-          body: reply.serialize(page.plants.map(q.include === 'id' ? pageViewWithId : pageView)) as string,
+          body: reply.serialize(page.plants.map(shape)) as string,
           link: nextLink(page, q),
         }));
         if (out.link) reply.header('link', out.link);

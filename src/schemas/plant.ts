@@ -69,6 +69,13 @@ export type Plant = Static<typeof Plant>;
 export const PlantListItem = Type.Object(
   {
     id: Type.Optional({ ...PlantId, description: 'Present with `include=id`.' }),
+    version: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          "Present with `include=version`: the plant's version; its ETag is the version in quotes.",
+      }),
+    ),
     name: PlantName,
     tag: Type.Optional(PlantTag),
   },
@@ -103,7 +110,12 @@ export const ListQuery = Type.Object(
     ),
     tag: Type.Optional({ ...PlantTag, description: 'Only plants with exactly this tag.' }),
     include: Type.Optional(
-      Type.Literal('id', { description: '`id`: each element also carries its id, `{id, name, tag}`.' }),
+      Type.String({
+        pattern: '^(?:id|version)(?:,(?:id|version))?$',
+        description:
+          'A comma-separated list of `id` and `version`, each at most once: each element also carries those fields, `{id, version, name, tag}` (the version is the one its ETag names, for a change or delete with If-Match).',
+        examples: ['id,version'],
+      }),
     ),
     cursor: Type.Optional(
       Type.String({

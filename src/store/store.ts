@@ -46,6 +46,8 @@ export interface PageQuery {
   /** Return ids strictly greater than this. */
   afterId: number;
   limit: number;
+  /** Also each plant's version (read in the same snapshot as the page). */
+  withVersion?: boolean;
 }
 
 export interface TokenRecord {
@@ -218,8 +220,8 @@ export interface Store {
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult>;
   /** The plant with this id, whoever owns it. */
   getPlant(id: number): Promise<VersionedPlant | null>;
-  /** Up to `limit` plants with id > afterId, ascending, filtered by owner and tag. */
-  listPlants(q: PageQuery): Promise<PlantRecord[]>;
+  /** Up to `limit` plants with id > afterId, ascending, filtered by owner and tag (with versions if asked). */
+  listPlants(q: PageQuery): Promise<(PlantRecord & { version?: number })[]>;
   /**
    * Changes the plant if it exists, (owner non-null) belongs to owner and (ifVersions non-null) has
    * one of those versions: the check and the change are one atomic step, whichever process or

@@ -79,11 +79,59 @@ for (const engine of ENGINES) {
         'include=name',
         'include=id&include=id',
         'include=id,name',
+        'include=id,id',
+        'include=version,version',
+        'include=id,version,',
+        'include=id;version',
       ]) {
         const res = await c.request({ method: 'GET', url: `/plants?${bad}` });
         assert.equal(res.statusCode, 400, bad);
         errorBody(res);
       }
+    });
+
+    it('include=version (alone or with id, in any order) gives each plant the version its ETag names', async () => {
+      const c = await h.user();
+      const made = [];
+      for (const body of [{ name: 'v1', tag: 'x' }, { name: 'v2' }, { name: 'v3' }]) {
+        const res = await c.create(body);
+        made.push({ id: locationId(res), etag: String(res.headers.etag) });
+      }
+      const changed = await c.request({
+        method: 'PATCH',
+        url: `/plants/${made[1]!.id}`,
+        headers: { 'content-type': 'application/merge-patch+json', 'if-match': made[1]!.etag },
+        payload: '{"tag":"y"}',
+      });
+      made[1]!.etag = String(changed.headers.etag);
+      const version = (etag: string) => Number(etag.slice(1, -1));
+      for (const include of ['id,version', 'version,id']) {
+        const first = await c.request({ method: 'GET', url: `/plants?limit=2&include=${include}` });
+        assert.equal(first.statusCode, 200);
+        assert.deepEqual(first.json(), [
+          { id: made[0]!.id, version: version(made[0]!.etag), name: 'v1', tag: 'x' },
+          { id: made[1]!.id, version: version(made[1]!.etag), name: 'v2', tag: 'y' },
+        ]);
+        const next = nextLink(first)!;
+        assert.match(next, new RegExp(`&include=${include}$`));
+        assert.deepEqual((await c.request({ method: 'GET', url: next })).json(), [
+          { id: made[2]!.id, version: version(made[2]!.etag), name: 'v3' },
+        ]);
+      }
+      const only = await c.request({ method: 'GET', url: '/plants?include=version&tag=y' });
+      assert.deepEqual(only.json(), [{ version: version(made[1]!.etag), name: 'v2', tag: 'y' }]);
+      // The listed version, quoted, is the If-Match of a change.
+      const listed = (await c.request({ method: 'GET', url: '/plants?include=id,version' })).json()[0];
+      const patched = await c.request({
+        method: 'PATCH',
+        url: `/plants/${listed.id}`,
+        headers: { 'content-type': 'application/merge-patch+json', 'if-match': `"${listed.version}"` },
+        payload: '{"name":"from the list"}',
+      });
+      assert.equal(patched.statusCode, 200);
+      const after = (await c.request({ method: 'GET', url: '/plants?include=id,version&limit=1' })).json()[0];
+      assert.equal(after.name, 'from the list');
+      assert.equal(`"${after.version}"`, patched.headers.etag, 'the next list shows the new version at once');
     });
 
     it('lists only the caller’s plants, by id ascending, as {name, tag}', async () => {

@@ -141,6 +141,10 @@ const Q = {
   listAllTag: `SELECT ${PAGE_COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
   listOwner: `SELECT ${PAGE_COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
   listOwnerTag: `SELECT ${PAGE_COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
+  listAllV: `SELECT ${COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
+  listAllTagV: `SELECT ${COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listOwnerV: `SELECT ${COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listOwnerTagV: `SELECT ${COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
   // The batched forms of the above: a turn's reads in one statement.
   getPlants: `SELECT ${COLS} FROM plants WHERE id = ANY($1::bigint[])`,
   // Pages $1[i], $2[i], $3[i], $4[i] (owner, tag, afterId, limit; a null owner or tag: any).
@@ -512,8 +516,22 @@ export class PgStore implements Store {
     });
   }
 
-  listPlants(q: PageQuery): Promise<PlantRecord[]> {
+  listPlants(q: PageQuery): Promise<(PlantRecord & { version?: number })[]> {
+    if (q.withVersion) return this.listVersioned(q);
     return batchable(q) ? this.lists.push(q) : this.listOne(q);
+  }
+
+  // A page with each plant's version (include=version): one statement, outside the turn's batch.
+  private async listVersioned(q: PageQuery): Promise<VersionedPlant[]> {
+    const r =
+      q.owner === null
+        ? q.tag === null
+          ? await this.q<VersionedPlant>('listAllV', [q.afterId, q.limit])
+          : await this.q<VersionedPlant>('listAllTagV', [q.tag, q.afterId, q.limit])
+        : q.tag === null
+          ? await this.q<VersionedPlant>('listOwnerV', [q.owner, q.afterId, q.limit])
+          : await this.q<VersionedPlant>('listOwnerTagV', [q.owner, q.tag, q.afterId, q.limit]);
+    return r.rows;
   }
 
   private async listBatch(qs: PageQuery[]): Promise<PlantRecord[][]> {

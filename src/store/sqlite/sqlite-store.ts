@@ -157,6 +157,28 @@ export class SqliteStore implements Store {
           'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
+      // The same pages with each plant's version (include=version): not in the list indexes, so
+      // each row is looked up in the table; only lists that ask for versions pay for it.
+      listAllV: db
+        .prepare<[number, number], VersionedRow>(
+          'SELECT id, owner, name, tag, version FROM plants WHERE id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
+      listAllTagV: db
+        .prepare<[string, number, number], VersionedRow>(
+          'SELECT id, owner, name, tag, version FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
+      listOwnerV: db
+        .prepare<[string, number, number], VersionedRow>(
+          'SELECT id, owner, name, tag, version FROM plants WHERE owner = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
+      listOwnerTagV: db
+        .prepare<[string, string, number, number], VersionedRow>(
+          'SELECT id, owner, name, tag, version FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(),
       tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
       tokensAll: db.prepare<[], TokenRow>('SELECT * FROM tokens ORDER BY created_at, id'),
       tokensOfUser: db.prepare<[string], TokenRow>(
@@ -285,7 +307,8 @@ export class SqliteStore implements Store {
     });
   }
 
-  listPlants(q: PageQuery): Promise<PlantRecord[]> {
+  listPlants(q: PageQuery): Promise<(PlantRecord & { version?: number })[]> {
+    if (q.withVersion) return this.read(() => this.listVersioned(q));
     return this.read(() => {
       let rows: unknown[];
       if (q.owner === null) {
@@ -315,6 +338,22 @@ export class SqliteStore implements Store {
     // A change may move a plant between tag filters or change what any page of its owner shows.
     if ('changed' in r && r.changed) this.marks.deleted(r.updated.owner);
     return r;
+  }
+
+  private listVersioned(q: PageQuery): VersionedPlant[] {
+    let rows: VersionedRow[];
+    if (q.owner === null) {
+      rows =
+        q.tag === null
+          ? this.s.listAllV.all(q.afterId, q.limit)
+          : this.s.listAllTagV.all(q.tag, q.afterId, q.limit);
+    } else {
+      rows =
+        q.tag === null
+          ? this.s.listOwnerV.all(q.owner, q.afterId, q.limit)
+          : this.s.listOwnerTagV.all(q.owner, q.tag, q.afterId, q.limit);
+    }
+    return rows.map(toPlant);
   }
 
   async deletePlant(
