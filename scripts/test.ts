@@ -13,7 +13,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, resolve } from 'node:path';
-import { parseDuration } from '../src/tokens/tokens.js';
+import { parseDuration } from '../src/durations.js';
 import { postgresUnreachable, redisUnreachable } from '../test/helpers/services.js';
 
 function find(dir: string): string[] {

@@ -4,10 +4,11 @@ import { registerClientCommands } from './client/commands.js';
 import { PlantStoreError } from './client/index.js';
 import { serveAll } from './cluster.js';
 import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
+import { parseDuration } from './durations.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
 import { openStore, sqlitePath } from './store/index.js';
 import type { Store } from './store/store.js';
-import { createToken, isValidUser, parseDuration, tokenStatus } from './tokens/tokens.js';
+import { createToken, isValidUser, tokenStatus } from './tokens/tokens.js';
 import { UsageError } from './usage-error.js';
 
 const CONFIG_KEYS = Object.keys(FIELDS) as (keyof Config)[];

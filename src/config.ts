@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { parseDuration } from './tokens/tokens.js';
+import { parseDuration } from './durations.js';
 
 /** Service configuration, read once from flags and environment and validated at start. */
 export interface Config {
