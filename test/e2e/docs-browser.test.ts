@@ -134,6 +134,7 @@ describe('in Chromium: /docs as a person meets it, and the client in a browser',
         const listed = [];
         for await (const p of store.list({ limit: 2, tag: 'browser' })) listed.push(p.id);
         const one = await store.get(made[2].id);
+        const changed = await store.update(made[2].id, { name: 'Browser fern 2b' }, { ifMatch: one.etag });
         const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
         const now = Math.floor(Date.now() / 1000);
         const body = JSON.stringify({
@@ -147,12 +148,15 @@ describe('in Chromium: /docs as a person meets it, and the client in a browser',
           'webhook-signature': await signWebhook(secret, 'evt_1', now, body),
         };
         const verified = await verifyWebhook(secret, headers, body);
-        return { made: made.map((p) => p.id), listed, one, verified: verified.id };
+        return { made: made.map((p) => p.id), listed, one, changed, verified: verified.id };
       },
       { url: server.url, token },
     );
     assert.deepEqual(out.listed, out.made);
-    assert.deepEqual(out.one, { name: 'Browser fern 2', tag: 'browser' });
+    assert.deepEqual(out.one, { name: 'Browser fern 2', tag: 'browser', etag: out.one.etag });
+    assert.match(out.one.etag, /^"[1-9][0-9]*"$/, 'the ETag header is readable in a browser');
+    assert.deepEqual({ ...out.changed, etag: '' }, { name: 'Browser fern 2b', tag: 'browser', etag: '' });
+    assert.notEqual(out.changed.etag, out.one.etag);
     assert.equal(out.verified, 'evt_1');
     assert.deepEqual([...origins], [server.url]);
     await page.close();

@@ -50,6 +50,33 @@ describe('two instances on one PostgreSQL', { skip: postgres.skip }, () => {
     }
   });
 
+  it('PATCHes with one ETag through both instances at once: exactly one 200, the rest 412; each sees the change', async () => {
+    for (let round = 0; round < 5; round++) {
+      const made = await post(round, { name: `shared ${round}`, tag: 'a' });
+      const id = idOf(made);
+      const etag = made.headers.get('etag')!;
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          call(i, `/plants/${id}`, {
+            method: 'PATCH',
+            headers: { 'content-type': 'application/merge-patch+json', 'if-match': etag },
+            body: JSON.stringify({ name: `edit ${i}` }),
+          }),
+        ),
+      );
+      const statuses = answers.map((r) => r.status);
+      assert.equal(statuses.filter((s) => s === 200).length, 1, String(statuses));
+      assert.equal(statuses.filter((s) => s === 412).length, 9, String(statuses));
+      const winner = answers.find((r) => r.status === 200)!;
+      const won = (await winner.json()) as { name: string };
+      for (const i of [0, 1]) {
+        const now = await call(i, `/plants/${id}`);
+        assert.equal(now.headers.get('etag'), winner.headers.get('etag'), `instance ${i}`);
+        assert.deepEqual(await now.json(), { name: won.name, tag: 'a' });
+      }
+    }
+  });
+
   it('server-assigned ids are unique across instances, and increase', async () => {
     const concurrent = await Promise.all(Array.from({ length: 60 }, (_, i) => post(i, { name: `c${i}` })));
     const ids = concurrent.map(idOf);
