@@ -11,7 +11,7 @@ export interface paths {
         };
         /**
          * List the plants the caller may see, by id ascending
-         * @description The plants the caller may see (its own; everyone's with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant's id. A query parameter not listed here is 400 `invalid_parameter`.
+         * @description The plants the caller may see (its own; everyone's with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant's id, `include=version` its version (`include=id,version`: both). A query parameter not listed here is 400 `invalid_parameter`.
          */
         get: operations["listPlants"];
         put?: never;
@@ -413,8 +413,11 @@ export interface operations {
                 limit?: number;
                 /** @description Only plants with exactly this tag. */
                 tag?: string;
-                /** @description `id`: each element also carries its id, `{id, name, tag}`. */
-                include?: "id";
+                /**
+                 * @description A comma-separated list of `id` and `version`, each at most once: each element also carries those fields, `{id, version, name, tag}` (the version is the one its ETag names, for a change or delete with If-Match).
+                 * @example id,version
+                 */
+                include?: string;
                 /** @description Opaque token from a `Link: rel="next"` header. */
                 cursor?: string;
             };
@@ -443,6 +446,8 @@ export interface operations {
                     "application/json": {
                         /** @description Present with `include=id`. */
                         id?: number;
+                        /** @description Present with `include=version`: the plant's version; its ETag is the version in quotes. */
+                        version?: number;
                         /** @description Plant name: 1–200 characters, not blank, no control characters. */
                         name: string;
                         /** @description Plant tag: 1–100 characters, not blank, no control characters. */

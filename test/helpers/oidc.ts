@@ -234,7 +234,16 @@ export async function startIssuer(opts: IssuerOptions = {}): Promise<Issuer> {
       running = false;
       await shut(server);
       // ('close' alone: events.once would reject on the 'error' a pooled socket reports as it ends.)
-      await Promise.all([...clientSockets].map((s) => new Promise((closed) => s.once('close', closed))));
+      // The pool unrefs idle sockets, so a timer of our own keeps the event loop reading until
+      // their ends arrive (bounded: a socket still open after 5 s fails the next request instead).
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...clientSockets].map((s) => new Promise((closed) => s.once('close', closed)))),
+        new Promise((bounded) => {
+          timer = setTimeout(bounded, 5_000);
+        }),
+      ]);
+      clearTimeout(timer);
     },
     async start() {
       if (running) return;
