@@ -154,9 +154,9 @@ export class PlantService {
     ifMatch: Precondition,
     idempotencyKey?: string,
   ): Promise<UpdateOutcome> {
-    await this.get(caller, id);
     const owner = isAdmin(caller) ? null : caller.user;
     const versions = ifMatch === '*' ? null : ifMatch;
+    // Without a key the store's answer is the whole order (missing before mismatch) in one step.
     if (idempotencyKey === undefined) {
       return {
         plant: this.updated(
@@ -165,6 +165,8 @@ export class PlantService {
         replayed: false,
       };
     }
+    // With one, a plant the caller may not see is 404 before any replay.
+    await this.get(caller, id);
     const ref = { user: caller.user, key: idempotencyKey };
     // The change's hash covers its target, so a key of a create or of another plant's change is 422.
     const claim = await this.claim(ref, { method: 'PATCH', id, patch });

@@ -1,5 +1,12 @@
 import { typeBit, typesOf } from '../event-mask.js';
-import type { AttemptRecord, EndpointRecord, EventData, EventRecord, EventType } from '../store.js';
+import {
+  type AttemptRecord,
+  type EndpointRecord,
+  EVENT_TYPES,
+  type EventData,
+  type EventRecord,
+  type EventType,
+} from '../store.js';
 
 // The SQL of the event log, webhook endpoints and deliveries on PostgreSQL (mirrors sqlite/events.ts).
 
@@ -26,6 +33,9 @@ const eventFor = (type: EventType, at: string, data = DATA) => `
 const QUEUED = '(SELECT count(*) FROM d)::int AS queued';
 
 const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, data, created_at';
+// An event type column's bit in endpoint masks, as event-mask.ts gives it.
+const TYPE_BIT_SQL = (column: string) =>
+  `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
 
 export const EVENT_QUERIES = {
   insertServerIdEvent: `WITH p AS (INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
@@ -101,7 +111,7 @@ export const EVENT_QUERIES = {
   recover: `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
       ON ev.created_at >= $2
-        AND (w.events & (CASE ev.type WHEN 'plant.created' THEN 1 WHEN 'plant.deleted' THEN 2 ELSE 4 END)) != 0
+        AND (w.events & ${TYPE_BIT_SQL('ev.type')}) != 0
         AND (ev.owner = w.owner OR w.admin)
     WHERE w.id = $1 AND NOT EXISTS (
       SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state IN ('pending', 'succeeded'))`,

@@ -3,18 +3,16 @@ import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { maskOf } from '../event-mask.js';
 import { pendingMigrations } from '../migrate.js';
-import { applyPatch } from '../plant-patch.js';
+import { applyPatch, eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
 import type {
   AttemptRecord,
   CreateResult,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
-  EventData,
   EventRecord,
   FinishedAttempt,
   IdempotencyClaim,
-  IdempotencyOutcome,
   IdempotencyRef,
   NewEvent,
   NewPlant,
@@ -372,7 +370,7 @@ export class PgStore implements Store {
       }
       const id = made?.id ?? null;
       if (idem) {
-        const shown = made && JSON.stringify({ name: plant.name, tag: plant.tag, version: made.version });
+        const shown = made && shownPlant({ ...plant, version: made.version });
         await this.q('finishIdem', [id === null ? 409 : 201, id, idem.user, idem.key, shown], c);
       }
       return made === null
@@ -404,18 +402,16 @@ export class PgStore implements Store {
         const r = await this.q<{ version: number }>('updatePlant', [id, name, tag], c);
         now = { ...was, name, tag, version: r.rows[0]!.version };
         if (event) {
-          const data: EventData = tag === null ? { id, name } : { id, name, tag };
-          data.previous = previous;
           const e = await this.q<{ queued: number }>(
             'recordUpdated',
-            [id, was.owner, JSON.stringify(data), event.at],
+            [id, was.owner, JSON.stringify(eventData(id, name, tag, previous)), event.at],
             c,
           );
           queued = e.rows[0]?.queued ?? 0;
         }
       }
       if (idem) {
-        const shown = JSON.stringify({ name: now.name, tag: now.tag, version: now.version });
+        const shown = shownPlant(now);
         await this.q('finishIdem', [200, id, idem.user, idem.key, shown], c);
       }
       return { updated: now, changed };
@@ -762,9 +758,7 @@ export class PgStore implements Store {
       if (!row) throw new StoreUnavailableError('idempotency key is contended; retry later');
       if (row.request_hash !== requestHash) return { state: 'mismatch' };
       if (row.state === 'pending') return { state: 'in_flight' };
-      const outcome: IdempotencyOutcome = { status: row.status ?? 500, plantId: row.plant_id };
-      if (row.response !== null) outcome.plant = JSON.parse(row.response);
-      return { state: 'done', outcome };
+      return { state: 'done', outcome: recordedOutcome(row.status, row.plant_id, row.response) };
     }
   }
 

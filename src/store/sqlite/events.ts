@@ -1,12 +1,12 @@
 import type Database from 'better-sqlite3';
 import { maskOf, typeBit, typeOfBit, typesOf } from '../event-mask.js';
+import { eventData } from '../plant-changes.js';
 import type {
   AttemptRecord,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
   EventData,
-  EventPrevious,
   EventRecord,
   EventType,
   FinishedAttempt,
@@ -100,18 +100,6 @@ const toAttempt = (r: AttemptRow): AttemptRecord => ({
   durationMs: r.duration_ms,
   nextAttemptAt: date(r.next_attempt_at),
 });
-
-/** The plant as an event carries it: NewPlant's shape, tag only when set (and what a change replaced). */
-export const eventData = (
-  id: number,
-  name: string,
-  tag: string | null,
-  previous?: EventPrevious,
-): EventData => {
-  const data: EventData = tag === null ? { id, name } : { id, name, tag };
-  if (previous !== undefined) data.previous = previous;
-  return data;
-};
 
 // An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at, previous (JSON).
 type PendingEvent = [number, string, number, string, string | null, number, string | null];

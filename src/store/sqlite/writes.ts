@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
-import { applyPatch } from '../plant-patch.js';
+import { applyPatch, eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
 import type {
   CreateResult,
   DeliveryJob,
@@ -11,7 +11,6 @@ import type {
   EndpointRecord,
   FinishedAttempt,
   IdempotencyClaim,
-  IdempotencyOutcome,
   IdempotencyRef,
   NewEvent,
   NewPlant,
@@ -20,7 +19,7 @@ import type {
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
-import { eventData, SqliteEvents } from './events.js';
+import { SqliteEvents } from './events.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
 export function openConnection(path: string, durability: 'full' | 'normal'): Database.Database {
@@ -232,7 +231,7 @@ export class SqliteWrites {
     const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag, version);
     if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
     if (idem) {
-      const shown = row ? JSON.stringify({ name: plant.name, tag: plant.tag, version }) : null;
+      const shown = row ? shownPlant({ ...plant, version }) : null;
       this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, shown, idem.user, idem.key);
     }
     if (!row) return { exists: true };
@@ -266,7 +265,7 @@ export class SqliteWrites {
       if (event) this.e.record(event, 'plant.updated', was.owner, eventData(id, name, tag, previous));
     }
     if (idem) {
-      const shown = JSON.stringify({ name: now.name, tag: now.tag, version: now.version });
+      const shown = shownPlant(now);
       this.s.finishIdem.run(200, id, shown, idem.user, idem.key);
     }
     return { updated: now, changed };
@@ -336,9 +335,7 @@ export class SqliteWrites {
       this.s.relockIdem.run(now, ref.user, ref.key);
       return { state: 'claimed' };
     }
-    const outcome: IdempotencyOutcome = { status: row.status ?? 500, plantId: row.plant_id };
-    if (row.response !== null) outcome.plant = JSON.parse(row.response);
-    return { state: 'done', outcome };
+    return { state: 'done', outcome: recordedOutcome(row.status, row.plant_id, row.response) };
   }
 
   releaseIdempotencyKey(ref: IdempotencyRef): void {
