@@ -15,10 +15,12 @@ import { genReqId } from './http/request-id.js';
 import { requestLoggerFactory } from './http/request-logger.js';
 import { BearerVerifier } from './identity/bearer.js';
 import { JwtVerifier } from './identity/jwt.js';
+import { GardenService } from './gardens/service.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
 import { eventRoutes } from './routes/events.js';
+import { gardenRoutes } from './routes/gardens.js';
 import { opsRoutes } from './routes/ops.js';
 import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
 import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
@@ -132,7 +134,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // A change and its event committed here: this process's streams look at once, and its
   // dispatcher when the commit queued deliveries (with no endpoint, a create costs it nothing).
   store.onDeliveriesQueued(() => dispatcher.nudge());
-  const service = new PlantService(store, undefined, () => streams.nudge());
+  const gardens = new GardenService(store);
+  const service = new PlantService(store, gardens, undefined, () => streams.nudge());
   const webhooks = new WebhookService(store, { allowPrivate: config.webhookAllowPrivate });
 
   const purgeAll = () => {
@@ -253,8 +256,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     >[],
   };
   await app.register(plantRoutes(service, auth));
+  await app.register(gardenRoutes(gardens, auth));
   await app.register(webhookRoutes(webhooks, auth));
-  await app.register(eventRoutes(streams, store, auth));
+  await app.register(eventRoutes(streams, store, gardens, auth));
   if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));
   await app.register(opsRoutes(store, metrics));
   return app;

@@ -27,7 +27,15 @@ export type ErrorCode =
   | 'id_space_exhausted'
   | 'precondition_required'
   | 'precondition_failed'
-  | 'uri_too_long';
+  | 'uri_too_long'
+  | 'insufficient_role'
+  | 'garden_not_found'
+  | 'member_not_found'
+  | 'home_garden'
+  | 'last_owner'
+  | 'garden_not_empty'
+  | 'too_many_gardens'
+  | 'too_many_members';
 
 export interface ErrorDetail {
   field: string;
@@ -61,8 +69,38 @@ export class NotFoundError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(code: 'plant_exists' | 'idempotency_key_in_flight', message: string) {
+  constructor(
+    code:
+      | 'plant_exists'
+      | 'idempotency_key_in_flight'
+      | 'home_garden'
+      | 'last_owner'
+      | 'garden_not_empty'
+      | 'too_many_gardens'
+      | 'too_many_members',
+    message: string,
+  ) {
     super(409, code, message);
+  }
+}
+
+/** The caller sees the garden, but its role there is too low (no challenge: the token is fine). */
+export class InsufficientRoleError extends AppError {
+  constructor(needed: 'editor' | 'owner') {
+    super(
+      403,
+      'insufficient_role',
+      needed === 'owner'
+        ? 'only an owner of this garden may do this'
+        : 'only an editor or owner of this garden may change its plants',
+    );
+  }
+}
+
+/** A garden that does not exist or that the caller is not a member of: the same answer. */
+export class GardenNotFoundError extends AppError {
+  constructor() {
+    super(404, 'garden_not_found', 'garden not found');
   }
 }
 

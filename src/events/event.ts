@@ -12,7 +12,3 @@ export const eventPayload = (e: EventRecord): EventPayload => ({
   timestamp: e.createdAt.toISOString(),
   data: e.data,
 });
-
-/** Who may see an event: its plant's owner, and plants:admin callers and endpoints. */
-export const maySee = (e: Pick<EventRecord, 'owner'>, user: string, admin: boolean): boolean =>
-  admin || e.owner === user;

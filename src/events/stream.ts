@@ -15,7 +15,8 @@ export interface StreamOptions {
 }
 
 interface Stream {
-  owner: string | null;
+  /** The gardens whose events the reader may see, asked afresh at each read (null: every one). */
+  visible: () => Promise<string[] | null>;
   position: string;
   res: ServerResponse;
   reading: boolean;
@@ -62,13 +63,14 @@ export class EventStreams {
   }
 
   /**
-   * Serves one stream on `res` (already hijacked from Fastify) from `position` on, for `owner`
-   * (null: every user's events); resolves when it ends.
+   * Serves one stream on `res` (already hijacked from Fastify) from `position` on, of the events
+   * of the gardens `visible` names when each read happens (null: every garden's), so a reader that
+   * loses a garden sees nothing more of it from the next read on; resolves when it ends.
    */
-  serve(res: ServerResponse, owner: string | null, position: string): Promise<void> {
+  serve(res: ServerResponse, visible: () => Promise<string[] | null>, position: string): Promise<void> {
     return new Promise((resolve) => {
       const stream: Stream = {
-        owner,
+        visible,
         position,
         res,
         reading: false,
@@ -161,8 +163,10 @@ export class EventStreams {
     if (s.reading || s.closed || s.res.writableNeedDrain) return;
     s.reading = true;
     s.more = false;
-    this.store
-      .listEvents({ after: s.position, owner: s.owner, limit: BATCH })
+    s.visible()
+      .then((gardens) =>
+        gardens?.length === 0 ? [] : this.store.listEvents({ after: s.position, gardens, limit: BATCH }),
+      )
       .then((events) => {
         let flowing = true;
         // Stops at a full socket: the rest is read again from the log once it drains, so what

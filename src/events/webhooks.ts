@@ -96,14 +96,14 @@ export class WebhookService {
   async attempts(caller: Caller, id: string, q: { limit: number; cursor?: string }): Promise<AttemptPage> {
     await this.get(caller, id);
     const listing = `webhook-deliveries:${id}`;
-    const before = q.cursor === undefined ? null : String(decodeCursor(q.cursor, caller.user, listing));
+    const before = q.cursor === undefined ? null : String(decodeCursor(q.cursor, caller.user, listing, null));
     const rows = await this.store.listAttempts(id, { limit: q.limit + 1, beforeId: before });
     const more = rows.length > q.limit;
     const attempts = more ? rows.slice(0, q.limit) : rows;
     const last = attempts[attempts.length - 1];
     return {
       attempts,
-      next: more && last ? encodeCursor(Number(last.id), caller.user, listing) : null,
+      next: more && last ? encodeCursor(Number(last.id), caller.user, listing, null) : null,
       limit: q.limit,
     };
   }

@@ -15,8 +15,9 @@ export function registerBodyParsers(app: FastifyInstance): void {
     ['application/json', 'application/merge-patch+json'],
     { parseAs: 'string' },
     (request, body, done) => {
-      // Only POST and PATCH take a body; clients that label every request as JSON are not punished for it.
-      if (request.method !== 'POST' && request.method !== 'PATCH') return done(null, undefined);
+      // Only POST, PATCH and PUT take a body; clients that label every request as JSON are not punished for it.
+      const m = request.method;
+      if (m !== 'POST' && m !== 'PATCH' && m !== 'PUT') return done(null, undefined);
       const text = body as string;
       if (text.trim() === '')
         return done(new AppError(400, 'invalid_json', 'request body must not be empty'), undefined);

@@ -1,6 +1,6 @@
 import type { ListMarks } from '../store/store.js';
 import type { Caller } from '../tokens/verifier.js';
-import type { Page, PlantService } from './service.js';
+import type { ListScope, Page, PlantService } from './service.js';
 
 /** A list page as it is answered: the serialized body and its Link header. */
 export interface RenderedPage {
@@ -51,25 +51,30 @@ export class ListCache {
     private readonly maxBytes = 16 * 1024 * 1024,
   ) {}
 
-  /** The caller's page for `q`, rendered by `render` when it is not kept. */
+  /**
+   * The caller's page for `q` over `scope` (the gardens it may see, as read for this request), rendered
+   * by `render` when it is not kept. The gardens are part of the key: a page kept for one set of
+   * memberships is never answered to another, so a change of membership is seen at once.
+   */
   async get(
     caller: Caller,
+    scope: ListScope,
     q: ListQuery,
     render: (page: Page) => { body: string; link: string | undefined },
   ): Promise<RenderedPage> {
     // Read the marks before the store: a write landing in between only makes the entry stale.
-    const asked = this.service.listMarks(caller, q.tag);
-    if (asked === undefined) return render(await this.service.list(caller, q));
+    const asked = this.service.listMarks(scope, q.tag);
+    if (asked === undefined) return render(await this.service.list(caller, scope, q));
     const marks = await asked;
-    const admin = caller.scopes.has('plants:admin');
-    const key = `${admin ? 'A' : 'U'}${caller.user}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
+    const gardens = scope.gardens === null ? '*' : scope.gardens.join(',');
+    const key = `${caller.user}\0${gardens}\0${scope.garden}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
     const hit = this.lookup(key, marks);
     if (hit) return hit;
     const flight = `${key}\0${marks.reorder}\0${marks.top}`;
     let pending = this.building.get(flight);
     if (pending === undefined) {
       pending = this.service
-        .list(caller, q)
+        .list(caller, scope, q)
         .then((page) => {
           const { body, link } = render(page);
           const entry = { body: Buffer.from(body), link, marks, last: page.next === null };

@@ -1,12 +1,20 @@
 import { createHash } from 'node:crypto';
-import { AppError, ConflictError, NotFoundError, PreconditionFailedError } from '../errors.js';
+import {
+  AppError,
+  ConflictError,
+  GardenNotFoundError,
+  InsufficientRoleError,
+  NotFoundError,
+  PreconditionFailedError,
+} from '../errors.js';
+import type { GardenService } from '../gardens/service.js';
 import type { PlantCreate, PlantPatch } from '../schemas/plant.js';
 import type { Scope } from '../schemas/token.js';
 import type {
   IdempotencyClaim,
   ListMarks,
   NewEvent,
-  PlantRecord,
+  PagePlant,
   Store,
   VersionedPlant,
 } from '../store/store.js';
@@ -42,7 +50,7 @@ export interface UpdateOutcome {
 }
 
 export interface Page {
-  plants: (PlantRecord & { version?: number })[];
+  plants: PagePlant[];
   /** Cursor for the next page, or null on the last one. */
   next: string | null;
   limit: number;
@@ -63,10 +71,18 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** The plant rules: visibility, id assignment, idempotency, paging. No HTTP, no SQL. */
+/** What a list reads: the gardens in it (null: every one, for an admin), for the tag and cursor binding. */
+export interface ListScope {
+  gardens: string[] | null;
+  /** The one garden asked for (`garden=` or /gardens/{gid}/plants), if any. */
+  garden: string | null;
+}
+
+/** The plant rules: visibility by garden membership, id assignment, idempotency, paging. No HTTP, no SQL. */
 export class PlantService {
   constructor(
     private readonly store: Store,
+    readonly gardens: GardenService,
     private readonly now: () => Date = () => new Date(),
     /** Told after a change and its event have committed (wakes this process's dispatcher and streams). */
     private readonly onEvent: () => void = () => {},
@@ -77,17 +93,34 @@ export class PlantService {
     return { at: this.now() };
   }
 
-  /** Creates a plant owned by the caller; replays or refuses per the Idempotency-Key. */
-  async create(caller: Caller, body: PlantCreate, idempotencyKey?: string): Promise<CreateOutcome> {
-    const plant = { id: body.id ?? null, owner: caller.user, name: body.name, tag: body.tag ?? null };
+  /**
+   * Creates a plant made by the caller, in `garden` (the caller must be its editor or owner) or,
+   * without one, in the caller's home garden; replays or refuses per the Idempotency-Key.
+   */
+  async create(
+    caller: Caller,
+    body: PlantCreate,
+    idempotencyKey?: string,
+    garden?: string,
+  ): Promise<CreateOutcome> {
+    if (garden !== undefined) await this.gardens.require(caller, garden, 'editor');
+    const plant = {
+      id: body.id ?? null,
+      owner: caller.user,
+      garden: garden ?? (await this.gardens.homeOf(caller.user)),
+      ...(isAdmin(caller) ? { admin: true } : {}),
+      name: body.name,
+      tag: body.tag ?? null,
+    };
     if (idempotencyKey === undefined) {
-      const r = await this.store.createPlant(plant, undefined, this.event());
-      if ('exists' in r) throw this.exists(plant.id);
+      const made = this.created(await this.store.createPlant(plant, undefined, this.event()), plant.id);
       this.onEvent();
-      return { plant: r.created, replayed: false };
+      return { plant: made, replayed: false };
     }
     const ref = { user: caller.user, key: idempotencyKey };
-    const claim = await this.claim(ref, body);
+    // A create into a named garden hashes its target too (a key used for /plants is 422 there);
+    // one into the home garden hashes the body alone, as version 2 did, so its keys still replay.
+    const claim = await this.claim(ref, garden === undefined ? body : { method: 'POST', garden, body });
     switch (claim.state) {
       case 'done':
         if (claim.outcome.status === 201 && claim.outcome.plantId !== null) {
@@ -100,25 +133,44 @@ export class PlantService {
     let result: Awaited<ReturnType<Store['createPlant']>>;
     try {
       result = await this.store.createPlant(plant, ref, this.event());
+      if (!('created' in result) && !('exists' in result)) await this.store.releaseIdempotencyKey(ref);
     } catch (err) {
       await this.store.releaseIdempotencyKey(ref).catch(() => {});
       throw err;
     }
-    if ('exists' in result) throw this.exists(plant.id);
+    const made = this.created(result, plant.id);
     this.onEvent();
-    return { plant: result.created, replayed: false };
+    return { plant: made, replayed: false };
   }
 
-  /** One page of the plants the caller may see, in id order. */
+  private created(r: Awaited<ReturnType<Store['createPlant']>>, id: number | null): VersionedPlant {
+    if ('created' in r) return r.created;
+    if ('exists' in r) throw this.exists(id);
+    // The caller lost its role in the garden between the check and the create.
+    if ('forbidden' in r) throw new InsufficientRoleError('editor');
+    throw new GardenNotFoundError();
+  }
+
+  /** The gardens a list reads: `garden` alone (404 unless the caller may see it), or all the caller's. */
+  async scope(caller: Caller, garden: string | undefined): Promise<ListScope> {
+    if (garden !== undefined) {
+      await this.gardens.find(caller, garden);
+      return { gardens: [garden], garden };
+    }
+    return { gardens: await this.gardens.visible(caller), garden: null };
+  }
+
+  /** One page of the plants of `scope` (see scope()), in id order. */
   async list(
     caller: Caller,
+    scope: ListScope,
     q: { limit?: number; tag?: string; cursor?: string; withVersion?: boolean },
   ): Promise<Page> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const tag = q.tag ?? null;
-    const afterId = q.cursor === undefined ? 0 : decodeCursor(q.cursor, caller.user, tag);
+    const afterId = q.cursor === undefined ? 0 : decodeCursor(q.cursor, caller.user, tag, scope.garden);
     const rows = await this.store.listPlants({
-      owner: isAdmin(caller) ? null : caller.user,
+      gardens: scope.gardens,
       tag,
       afterId,
       limit: limit + 1,
@@ -127,19 +179,25 @@ export class PlantService {
     const more = rows.length > limit;
     const plants = more ? rows.slice(0, limit) : rows;
     const last = plants[plants.length - 1];
-    return { plants, next: more && last ? encodeCursor(last.id, caller.user, tag) : null, limit };
+    const next = more && last ? encodeCursor(last.id, caller.user, tag, scope.garden) : null;
+    return { plants, next, limit };
   }
 
-  /** What the caller's pages with `tag` depend on (ListMarks); undefined when the engine cannot tell. */
-  listMarks(caller: Caller, tag: string | undefined): Promise<ListMarks> | undefined {
-    return this.store.listMarks?.(isAdmin(caller) ? null : caller.user, tag ?? null);
+  /** What the pages of `scope` with `tag` depend on (ListMarks); undefined when the engine cannot tell. */
+  listMarks(scope: ListScope, tag: string | undefined): Promise<ListMarks> | undefined {
+    return this.store.listMarks?.(scope.gardens, tag ?? null);
   }
 
   /** The plant, if the caller may see it; 404 otherwise, whether or not it exists. */
   async get(caller: Caller, id: number): Promise<VersionedPlant> {
-    const p = await this.store.getPlant(id);
-    if (!p || (p.owner !== caller.user && !isAdmin(caller))) throw new NotFoundError();
-    return p;
+    return (await this.find(caller, id)).plant;
+  }
+
+  // The plant and the caller's role in its garden: one read by primary keys, 404 when not visible.
+  private async find(caller: Caller, id: number) {
+    const found = await this.store.plantFor(id, isAdmin(caller) ? null : caller.user);
+    if (found === null) throw new NotFoundError();
+    return found;
   }
 
   /**
@@ -154,19 +212,20 @@ export class PlantService {
     ifMatch: Precondition,
     idempotencyKey?: string,
   ): Promise<UpdateOutcome> {
-    const owner = isAdmin(caller) ? null : caller.user;
+    const actor = isAdmin(caller) ? null : caller.user;
     const versions = ifMatch === '*' ? null : ifMatch;
     // Without a key the store's answer is the whole order (missing before mismatch) in one step.
     if (idempotencyKey === undefined) {
       return {
         plant: this.updated(
-          await this.store.updatePlant(id, owner, patch, versions, undefined, this.event()),
+          await this.store.updatePlant(id, actor, patch, versions, undefined, this.event()),
         ),
         replayed: false,
       };
     }
-    // With one, a plant the caller may not see is 404 before any replay.
-    await this.get(caller, id);
+    // With one, a plant the caller may not see is 404, and one it may only view 403, before any replay.
+    const found = await this.find(caller, id);
+    if (found.role === 'viewer') throw new InsufficientRoleError('editor');
     const ref = { user: caller.user, key: idempotencyKey };
     // The change's hash covers its target, so a key of a create or of another plant's change is 422.
     const claim = await this.claim(ref, { method: 'PATCH', id, patch });
@@ -175,11 +234,11 @@ export class PlantService {
       if (claim.outcome.status !== 200 || shown === undefined || claim.outcome.plantId !== id) {
         throw this.keyReused();
       }
-      return { plant: { id, owner: caller.user, ...shown }, replayed: true };
+      return { plant: { ...found.plant, ...shown }, replayed: true };
     }
     try {
       return {
-        plant: this.updated(await this.store.updatePlant(id, owner, patch, versions, ref, this.event())),
+        plant: this.updated(await this.store.updatePlant(id, actor, patch, versions, ref, this.event())),
         replayed: false,
       };
     } catch (err) {
@@ -191,6 +250,7 @@ export class PlantService {
 
   private updated(r: Awaited<ReturnType<Store['updatePlant']>>): VersionedPlant {
     if ('missing' in r) throw new NotFoundError();
+    if ('forbidden' in r) throw new InsufficientRoleError('editor');
     if ('mismatch' in r) throw new PreconditionFailedError();
     if (r.changed) this.onEvent();
     return r.updated;
@@ -206,6 +266,7 @@ export class PlantService {
       versions,
     );
     if (deleted === 'mismatch') throw new PreconditionFailedError();
+    if (deleted === 'forbidden') throw new InsufficientRoleError('editor');
     if (!deleted) throw new NotFoundError();
     this.onEvent();
   }

@@ -2,6 +2,7 @@ import type {} from '@fastify/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import type { EventStreams } from '../events/stream.js';
+import type { GardenService } from '../gardens/service.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed } from '../http/route-guards.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
@@ -26,7 +27,7 @@ function requireEventStream(
 }
 
 /** The live stream (CONTRACT.md section 8): HTTP only; EventStreams reads the log and writes. */
-export function eventRoutes(streams: EventStreams, store: Store, auth: AuthDeps) {
+export function eventRoutes(streams: EventStreams, store: Store, gardens: GardenService, auth: AuthDeps) {
   return async (app: FastifyInstance) => {
     app.get(
       '/events',
@@ -83,7 +84,7 @@ export function eventRoutes(streams: EventStreams, store: Store, auth: AuthDeps)
           'x-request-id': request.id,
         });
         res.flushHeaders();
-        await streams.serve(res, caller.scopes.has('plants:admin') ? null : caller.user, position);
+        await streams.serve(res, () => gardens.visible(caller), position);
       },
     );
     methodNotAllowed(app, '/events', ['GET']);

@@ -1,6 +1,6 @@
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError, BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
@@ -19,7 +19,8 @@ import {
   type PlantListItem,
   PlantPatch,
 } from '../schemas/plant.js';
-import type { PlantRecord } from '../store/store.js';
+import { GardenIdParam } from '../schemas/garden.js';
+import type { PagePlant } from '../store/store.js';
 
 export const BODY_LIMIT = 16 * 1024;
 const tags = ['plants'];
@@ -66,40 +67,47 @@ const view = (p: { name: string; tag: string | null }): Plant =>
   p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag };
 // A second copy for list pages, on purpose: sharing the object literals with the one-plant answers
 // would let a page build make V8 pretenure them (see toPagePlant in the SQLite store).
-const pageView = (p: PlantRecord): PlantListItem =>
+const pageView = (p: PagePlant): PlantListItem =>
   p.tag === null ? { name: p.name } : { name: p.name, tag: p.tag };
 // With include=id (contract version 2): a list element a client can go on to read or delete.
-const pageViewWithId = (p: PlantRecord): PlantListItem =>
+const pageViewWithId = (p: PagePlant): PlantListItem =>
   p.tag === null ? { id: p.id, name: p.name } : { id: p.id, name: p.name, tag: p.tag };
-// With include=id,version (either order) or include=version: also what a change's If-Match needs.
-const pageViewWithVersion =
-  (withId: boolean) =>
-  (p: PlantRecord & { version?: number }): PlantListItem => {
-    const item: PlantListItem = withId
-      ? { id: p.id, version: p.version!, name: p.name }
-      : { version: p.version!, name: p.name };
+// With more of include=id,garden,version (any order): also what a change's If-Match needs, and
+// where the plant is. Fields in the contract's order {id, garden, version, name, tag}.
+const pageViewWith =
+  (want: { id: boolean; garden: boolean; version: boolean }) =>
+  (p: PagePlant): PlantListItem => {
+    const item: PlantListItem = {} as PlantListItem;
+    if (want.id) item.id = p.id;
+    if (want.garden) item.garden = p.garden;
+    if (want.version) item.version = p.version!;
+    item.name = p.name;
     if (p.tag !== null) item.tag = p.tag;
     return item;
   };
 
 /** The fields include= asks for; a field named twice is a 400, as the contract says. */
-function includes(include: string | undefined): { id: boolean; version: boolean } {
+function includes(include: string | undefined): { id: boolean; garden: boolean; version: boolean } {
   const fields = include?.split(',') ?? [];
   if (new Set(fields).size !== fields.length) {
     throw new BadRequestError('invalid_parameter', 'include names each field at most once', [
       { field: '/include', message: 'names each field at most once' },
     ]);
   }
-  return { id: fields.includes('id'), version: fields.includes('version') };
+  return { id: fields.includes('id'), garden: fields.includes('garden'), version: fields.includes('version') };
 }
 
-// The next page's link: the same query, with the page's limit and the next cursor.
-function nextLink(page: Page, q: ListQuery): string | undefined {
+// The next page's link: the same query on the same path, with the page's limit and the next cursor.
+function nextLink(path: string, page: Page, q: ListQuery): string | undefined {
   if (page.next === null) return undefined;
   const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
   const include = q.include === undefined ? '' : `&include=${q.include}`;
-  return `</plants?limit=${page.limit}&cursor=${page.next}${tag}${include}>; rel="next"`;
+  const garden = q.garden === undefined ? '' : `&garden=${encodeURIComponent(q.garden)}`;
+  return `<${path}?limit=${page.limit}&cursor=${page.next}${tag}${garden}${include}>; rel="next"`;
 }
+
+// The nested list's query: the garden is in the path.
+const GardenListQuery = Type.Omit(ListQuery, ['garden']);
 
 function plantId(raw: string): number {
   const id = Number(raw);
@@ -114,6 +122,37 @@ function plantId(raw: string): number {
 /** The plant API of the interface document: HTTP only; the rules live in PlantService. */
 export function plantRoutes(service: PlantService, auth: AuthDeps) {
   const lists = new ListCache(service);
+
+  async function create(request: FastifyRequest, reply: FastifyReply, garden: string | undefined) {
+    const key = request.headers['idempotency-key'] as string | undefined;
+    const out = await service.create(request.caller!, request.body as PlantCreate, key, garden);
+    reply.code(201).header('location', `/plants/${out.plant.id}`).header('etag', etagOf(out.plant.version));
+    if (out.replayed) reply.header('idempotent-replayed', 'true');
+    return view(out.plant);
+  }
+
+  // One list answer for /plants and /gardens/{gid}/plants; `linkGarden`: the next link repeats garden=.
+  async function list(request: FastifyRequest, reply: FastifyReply, path: string, q: ListQuery, linkGarden = true) {
+    const want = includes(q.include);
+    const scope = await service.scope(request.caller!, q.garden);
+    const query = {
+      limit: q.limit === undefined ? undefined : Number(q.limit),
+      tag: q.tag,
+      cursor: q.cursor,
+      include: q.include,
+      withVersion: want.version,
+    };
+    const shape =
+      want.version || want.garden ? pageViewWith(want) : want.id ? pageViewWithId : pageView;
+    const linkQuery = linkGarden ? q : { ...q, garden: undefined };
+    const out = await lists.get(request.caller!, scope, query, (page) => ({
+      body: reply.serialize(page.plants.map(shape)) as string,
+      link: nextLink(path, page, linkQuery),
+    }));
+    if (out.link) reply.header('link', out.link);
+    return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
+  }
+
   return async (root: FastifyInstance) => {
     const app = root.withTypeProvider<TypeBoxTypeProvider>();
     const security = auth.security;
@@ -149,15 +188,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           },
         },
       },
-      async (request, reply) => {
-        const out = await service.create(request.caller!, request.body, request.headers['idempotency-key']);
-        reply
-          .code(201)
-          .header('location', `/plants/${out.plant.id}`)
-          .header('etag', etagOf(out.plant.version));
-        if (out.replayed) reply.header('idempotent-replayed', 'true');
-        return view(out.plant);
-      },
+      async (request, reply) => create(request, reply, undefined),
     );
 
     app.get(
@@ -189,24 +220,77 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           },
         },
       },
-      async (request, reply) => {
-        const q = request.query;
-        const want = includes(q.include);
-        const query = {
-          limit: q.limit === undefined ? undefined : Number(q.limit),
-          tag: q.tag,
-          cursor: q.cursor,
-          include: q.include,
-          withVersion: want.version,
-        };
-        const shape = want.version ? pageViewWithVersion(want.id) : want.id ? pageViewWithId : pageView;
-        const out = await lists.get(request.caller!, query, (page) => ({
-          body: reply.serialize(page.plants.map(shape)) as string,
-          link: nextLink(page, q),
-        }));
-        if (out.link) reply.header('link', out.link);
-        return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
+      async (request, reply) => list(request, reply, '/plants', request.query),
+    );
+
+    app.get(
+      '/gardens/:gid/plants',
+      {
+        onRequest: read,
+        schema: {
+          operationId: 'listGardenPlants',
+          summary: "List one garden's plants, by id ascending",
+          description:
+            'The list of `GET /plants` for one garden, with the same parameters and `Link` rules. Any member may list them; a garden the caller is not a member of answers 404.',
+          tags,
+          security,
+          params: GardenIdParam,
+          querystring: GardenListQuery,
+          response: {
+            200: {
+              ...PlantList,
+              description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
+              headers: {
+                link: {
+                  type: 'string',
+                  description:
+                    'The next page, `</gardens/{gid}/plants?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page.',
+                },
+                ...SUCCESS_HEADERS,
+              },
+            },
+            ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+          },
+        },
       },
+      async (request, reply) => {
+        const gid = request.params.gid;
+        const path = `/gardens/${encodeURIComponent(gid)}/plants`;
+        return list(request, reply, path, { ...request.query, garden: gid }, false);
+      },
+    );
+
+    app.post(
+      '/gardens/:gid/plants',
+      {
+        onRequest: [write, requireJson],
+        bodyLimit: BODY_LIMIT,
+        schema: {
+          operationId: 'createGardenPlant',
+          summary: 'Create a plant in a garden',
+          description:
+            "The create of `POST /plants`, into this garden: its editors and owners may (a viewer: 403 `insufficient_role`; a garden the caller is not a member of: 404). An `Idempotency-Key` is bound to the garden too.",
+          tags,
+          security,
+          params: GardenIdParam,
+          headers: IdempotencyHeaders,
+          body: PlantCreate,
+          response: {
+            201: {
+              ...Plant,
+              description: 'Created. `Location: /plants/{id}` names the new plant.',
+              headers: {
+                location: { type: 'string', description: '/plants/{id}' },
+                ...etagHeader,
+                ...replayedHeader,
+                ...SUCCESS_HEADERS,
+              },
+            },
+            ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => create(request, reply, request.params.gid),
     );
 
     app.get(
@@ -344,5 +428,6 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
 
     methodNotAllowed(root, '/plants', ['GET', 'POST']);
     methodNotAllowed(root, '/plants/:id', ['DELETE', 'GET', 'PATCH']);
+    methodNotAllowed(root, '/gardens/:gid/plants', ['GET', 'POST']);
   };
 }

@@ -9,7 +9,7 @@ export { MAX_PLANT_ID };
 // the error formatter looks at the value to say which half failed.
 const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
 
-const text = (maxLength: number, description: string) =>
+export const text = (maxLength: number, description: string) =>
   Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, description });
 
 export const PlantName = text(200, 'Plant name: 1–200 characters, not blank, no control characters.');
@@ -69,6 +69,9 @@ export type Plant = Static<typeof Plant>;
 export const PlantListItem = Type.Object(
   {
     id: Type.Optional({ ...PlantId, description: 'Present with `include=id`.' }),
+    garden: Type.Optional(
+      Type.String({ description: "Present with `include=garden`: the id of the plant's garden.", examples: ['gdn_3f9a1c0e5b7d2a4c6e8f0b1d'] }),
+    ),
     version: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -111,10 +114,19 @@ export const ListQuery = Type.Object(
     tag: Type.Optional({ ...PlantTag, description: 'Only plants with exactly this tag.' }),
     include: Type.Optional(
       Type.String({
-        pattern: '^(?:id|version)(?:,(?:id|version))?$',
+        pattern: '^(?:id|version|garden)(?:,(?:id|version|garden)){0,2}$',
         description:
-          'A comma-separated list of `id` and `version`, each at most once: each element also carries those fields, `{id, version, name, tag}` (the version is the one its ETag names, for a change or delete with If-Match).',
+          'A comma-separated list of `id`, `garden` and `version`, each at most once, in any order: each element also carries those fields, `{id, garden, version, name, tag}` (the version is the one its ETag names, for a change or delete with If-Match).',
         examples: ['id,version'],
+      }),
+    ),
+    garden: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description:
+          "Only this garden's plants. A garden the caller is not a member of answers 404, as one that does not exist.",
+        examples: ['gdn_3f9a1c0e5b7d2a4c6e8f0b1d'],
       }),
     ),
     cursor: Type.Optional(

@@ -20,12 +20,27 @@ export function applyPatch(
   return { name, tag, changed: name !== was.name || tag !== was.tag, previous };
 }
 
-/** The plant as an event carries it: NewPlant's shape, tag only when set (and what a change replaced). */
-export function eventData(id: number, name: string, tag: string | null, previous?: EventPrevious): EventData {
-  const data: EventData = tag === null ? { id, name } : { id, name, tag };
+/**
+ * The plant as an event carries it: NewPlant's shape, tag only when set, its garden (and what a
+ * change replaced).
+ */
+export function eventData(
+  id: number,
+  name: string,
+  tag: string | null,
+  garden: string,
+  previous?: EventPrevious,
+): EventData {
+  const data: EventData = tag === null ? { id, name, garden } : { id, name, tag, garden };
   if (previous !== undefined) data.previous = previous;
   return data;
 }
+
+/** Whether a role may create, change and delete a garden's plants. */
+export const canWrite = (role: string | null | undefined): boolean => role === 'editor' || role === 'owner';
+
+/** A new garden id: `gdn_` and 24 hex digits (96 random bits). */
+export const gardenId = (random: (n: number) => Buffer): string => `gdn_${random(12).toString('hex')}`;
 
 /** The plant an idempotent create's or change's answer showed, as its record keeps it (text). */
 export const shownPlant = (p: { name: string; tag: string | null; version: number }): string =>

@@ -1,12 +1,75 @@
 import type { Scope } from '../schemas/token.js';
 
-/** A plant as the store keeps it. `tag` is null when absent. */
+/** A plant as the store keeps it. `tag` is null when absent; `owner` is who created it. */
 export interface PlantRecord {
   id: number;
   owner: string;
+  /** The garden it belongs to (never changes): its members decide who sees and changes it. */
+  garden: string;
   name: string;
   tag: string | null;
 }
+
+/** A plant as a list page shows it (its creator is not read). */
+export interface PagePlant {
+  id: number;
+  garden: string;
+  name: string;
+  tag: string | null;
+  version?: number;
+}
+
+/** A member's role in a garden (contract 3.2), weakest first. */
+export type Role = 'viewer' | 'editor' | 'owner';
+export const ROLES: readonly Role[] = ['viewer', 'editor', 'owner'];
+
+/**
+ * Who a write acts for: a user, whose role in the plant's or garden's garden the store checks in
+ * the write's own transaction, or null for plants:admin (an owner of every garden).
+ */
+export type Actor = string | null;
+
+export interface GardenRecord {
+  /** `gdn_` and 24 hex digits. */
+  id: string;
+  name: string;
+  /** The user whose home garden this is; null for every other garden. */
+  homeUser: string | null;
+  createdAt: Date;
+}
+
+export interface MemberRecord {
+  user: string;
+  role: Role;
+  addedAt: Date;
+}
+
+/** One garden a user belongs to, and its role there. */
+export interface Membership {
+  garden: string;
+  role: Role;
+}
+
+/** A user belongs to at most this many gardens, and a garden has at most this many members. */
+export const MAX_GARDENS_PER_USER = 100;
+export const MAX_MEMBERS_PER_GARDEN = 1000;
+
+/**
+ * Why a garden write was refused: `missing` the garden does not exist or the actor is no member
+ * (the same answer, 404); `forbidden` the actor's role is too low; `no_member` the user to remove
+ * is not a member; the rest are the contract's 409 codes.
+ */
+export type GardenRefusal =
+  | 'missing'
+  | 'forbidden'
+  | 'no_member'
+  | 'last_owner'
+  | 'home_garden'
+  | 'too_many_gardens'
+  | 'too_many_members'
+  | 'garden_not_empty';
+
+export type GardenChange<T> = { ok: T } | { refused: GardenRefusal };
 
 /**
  * A plant with its version: a positive integer the store gives it at its creation and anew at each
@@ -26,8 +89,10 @@ export interface PlantPatch {
 export type UpdateResult =
   /** Applied; `changed` is false for a patch that changed nothing (no new version, no event). */
   | { updated: VersionedPlant; changed: boolean }
-  /** No such plant, or not one of `owner`'s. */
+  /** No such plant, or one the actor may not see. */
   | { missing: true }
+  /** The actor sees the plant but is only a viewer of its garden: nothing changed. */
+  | { forbidden: true }
   /** The plant's version is none of `ifVersions`: nothing changed. */
   | { mismatch: VersionedPlant };
 
@@ -35,13 +100,20 @@ export interface NewPlant {
   /** null: the store assigns the next id. */
   id: number | null;
   owner: string;
+  /** The garden it goes into. */
+  garden: string;
+  /** Made by plants:admin: no role in the garden is needed (otherwise owner must be its editor or owner). */
+  admin?: boolean;
   name: string;
   tag: string | null;
 }
 
 export interface PageQuery {
-  /** null: every owner (admin view). */
-  owner: string | null;
+  /**
+   * The gardens whose plants to list, as one page in id order across them all (each garden read
+   * along its own index and merged, never a scan of every visible row); null: every plant (admin).
+   */
+  gardens: string[] | null;
   tag: string | null;
   /** Return ids strictly greater than this. */
   afterId: number;
@@ -88,7 +160,13 @@ export interface PoolStats {
   waiting: number;
 }
 
-export type CreateResult = { created: VersionedPlant } | { exists: true };
+export type CreateResult =
+  | { created: VersionedPlant }
+  | { exists: true }
+  /** The garden does not exist or the owner is no member of it (checked in the create's transaction). */
+  | { missing: true }
+  /** The owner is only a viewer of the garden. */
+  | { forbidden: true };
 
 export type EventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
 export const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.updated', 'plant.deleted'];
@@ -115,14 +193,18 @@ export interface EventData {
   id: number;
   name: string;
   tag?: string;
+  /** The plant's garden (contract version 3). */
+  garden: string;
   previous?: EventPrevious;
 }
 
 export interface EventRecord {
   id: string;
   type: EventType;
-  /** Whose plant it was: who may see the event (besides plants:admin). */
+  /** Who made the plant. */
   owner: string;
+  /** The plant's garden: its members may see the event (besides plants:admin). */
+  garden: string;
   data: EventData;
   createdAt: Date;
   /** Opaque, engine-ordered place in the log; listEvents({after}) gives what follows it. */
@@ -218,36 +300,75 @@ export interface Store {
    * plant.created event and its deliveries to every matching enabled endpoint — all in one transaction.
    */
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult>;
-  /** The plant with this id, whoever owns it. */
+  /** The plant with this id, whoever's garden it is in. */
   getPlant(id: number): Promise<VersionedPlant | null>;
-  /** Up to `limit` plants with id > afterId, ascending, filtered by owner and tag (with versions if asked). */
-  listPlants(q: PageQuery): Promise<(PlantRecord & { version?: number })[]>;
   /**
-   * Changes the plant if it exists, (owner non-null) belongs to owner and (ifVersions non-null) has
-   * one of those versions: the check and the change are one atomic step, whichever process or
-   * instance races it. A change takes a new version; with `idem`, the outcome is recorded against
+   * The plant with this id and the role `user` has in its garden (null user: admin, `owner`), or
+   * null when there is none or the user is no member of its garden: one read, by primary keys only.
+   */
+  plantFor(id: number, user: string | null): Promise<{ plant: VersionedPlant; role: Role } | null>;
+  /** Up to `limit` plants with id > afterId, ascending, in the gardens and with the tag asked (with versions if asked). */
+  listPlants(q: PageQuery): Promise<PagePlant[]>;
+  /**
+   * Changes the plant if it exists, the actor (non-null) is an editor or owner of its garden and
+   * (ifVersions non-null) it has one of those versions: the check and the change are one atomic
+   * step, whichever process or instance races it (missing before forbidden before mismatch). A change takes a new version; with `idem`, the outcome is recorded against
    * the claimed key; with `event`, a plant.updated event (with `previous`) and its deliveries — all
    * in one transaction. A patch that changes nothing writes nothing but the key's outcome.
    */
   updatePlant(
     id: number,
-    owner: string | null,
+    actor: Actor,
     patch: PlantPatch,
     ifVersions: number[] | null,
     idem?: IdempotencyRef,
     event?: NewEvent,
   ): Promise<UpdateResult>;
   /**
-   * Deletes the plant if it exists, (owner non-null) belongs to owner and (ifVersions non-null)
-   * has one of those versions; with `event`, as createPlant. 'mismatch' (only with ifVersions):
-   * it exists and is the owner's, in another version, and was kept.
+   * Deletes the plant if it exists, the actor (non-null) is an editor or owner of its garden and
+   * (ifVersions non-null) it has one of those versions; with `event`, as createPlant. false: no
+   * such plant or not visible to the actor; 'forbidden': the actor is a viewer; 'mismatch' (only
+   * with ifVersions): in another version. Only `true` deleted anything.
    */
   deletePlant(
     id: number,
-    owner: string | null,
+    actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch'>;
+  ): Promise<boolean | 'mismatch' | 'forbidden'>;
+
+  /**
+   * The user's home garden; made, with the user as its owner, when it does not exist yet (`make`
+   * gives its id, name and time). Any number of processes may ask at once: one garden results.
+   */
+  homeGarden(user: string, make: { id: string; name: string; at: Date }): Promise<GardenRecord>;
+  /** The gardens the user is a member of, with its role in each: its home garden first, then by creation. */
+  gardensOf(user: string): Promise<(GardenRecord & { role: Role })[]>;
+  /** The user's memberships (one indexed read; every plant request asks it afresh). */
+  memberships(user: string): Promise<Membership[]>;
+  /** The garden and the role `user` has in it (null user: admin, `owner`); null when missing or no member. */
+  gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null>;
+  /** Makes a garden with `owner` as its owner; refused when the owner is in too many gardens. */
+  createGarden(g: { id: string; name: string; owner: string; at: Date }): Promise<GardenChange<GardenRecord>>;
+  /** Renames a garden the actor owns. */
+  renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>>;
+  /** Deletes an empty garden the actor owns, with its memberships (never a home garden). */
+  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>>;
+  /** The garden's members, by when they were added (the garden's existence is the caller's to check). */
+  listMembers(id: string): Promise<MemberRecord[]>;
+  /**
+   * Adds `user` to a garden the actor owns, or changes its role: atomic with the checks (limits,
+   * the last owner, a home garden's own user), whatever else races it. `created`: it was added.
+   */
+  putMember(
+    id: string,
+    actor: Actor,
+    user: string,
+    role: Role,
+    at: Date,
+  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>>;
+  /** Removes `user` from the garden: by an owner, or by the user itself (leaving); never the last owner. */
+  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>>;
 
   insertEndpoint(endpoint: EndpointRecord): Promise<void>;
   /** Every endpoint of `owner`, oldest first; null: everyone's. */
@@ -261,7 +382,9 @@ export interface Store {
   /**
    * Leases up to `limit` deliveries that are due (or whose lease ran out) to `leaseOwner` for
    * `leaseMs`, skipping disabled endpoints and those in `skipEndpoints`. Any number of processes
-   * may call this at once; each delivery goes to one of them.
+   * may call this at once; each delivery goes to one of them. A delivery whose endpoint's owner
+   * (not admin) is no longer a member of the event's garden is not sent: the claim ends it as
+   * failed, logging an attempt with no status and the reason, and does not return it.
    */
   claimDeliveries(q: {
     now: Date;
@@ -277,8 +400,9 @@ export interface Store {
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
   /**
-   * Queues again every event since `since` that matches the endpoint and that it has not
-   * acknowledged (and is not already queued); returns how many.
+   * Queues again every event since `since` that matches the endpoint, that its owner may see now
+   * (a member of the event's garden, or admin) and that it has not acknowledged (and is not
+   * already queued); returns how many.
    */
   recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number>;
 
@@ -287,11 +411,11 @@ export interface Store {
   /** The position after which events not yet in the log will come. */
   headPosition(): Promise<string>;
   /**
-   * Events after `after`, in log order, visible to `owner` (null: everyone's). On an engine
+   * Events after `after`, in log order, of the `gardens` given (null: everyone's). On an engine
    * with concurrent writers, only events whose every predecessor has committed are returned,
    * so that a reader never passes over one that commits late.
    */
-  listEvents(q: { after: string; owner: string | null; limit: number }): Promise<EventRecord[]>;
+  listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]>;
   /**
    * Calls `listener` after each commit of this process that queued webhook deliveries (a change
    * with an event that some endpoint wants, or a recover), so that its dispatcher looks at once.
@@ -318,11 +442,11 @@ export interface Store {
   revokeToken(id: string, at: Date): Promise<boolean>;
 
   /**
-   * What a cached list page of `owner`'s plants (null: everyone's) with `tag` (null: any) depends
-   * on, as of the moment it is read, whichever process wrote. Engines that cannot know every write
-   * omit it, and their list pages are never cached.
+   * What a cached list page of the plants of `gardens` (null: everyone's) with `tag` (null: any)
+   * depends on, as of the moment it is read, whichever process wrote. Engines that cannot know
+   * every write omit it, and their list pages are never cached.
    */
-  listMarks?(owner: string | null, tag: string | null): Promise<ListMarks>;
+  listMarks?(gardens: string[] | null, tag: string | null): Promise<ListMarks>;
   /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
   backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */

@@ -26,8 +26,12 @@ interface EventRow {
   created_at: number;
   legacy_id: string | null;
   previous: string | null;
+  garden: string;
 }
-const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous';
+const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden';
+// An endpoint may see an event: made with plants:admin, or its owner is a member of the event's garden.
+const MAY_SEE = (e: string, ev: string) =>
+  `(${e}.admin = 1 OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${e}.owner))`;
 interface EndpointRow {
   id: string;
   owner: string;
@@ -101,8 +105,8 @@ const toAttempt = (r: AttemptRow): AttemptRecord => ({
   nextAttemptAt: date(r.next_attempt_at),
 });
 
-// An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at, previous (JSON).
-type PendingEvent = [number, string, number, string, string | null, number, string | null];
+// An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at, previous (JSON), garden.
+type PendingEvent = [number, string, number, string, string | null, number, string | null, string];
 
 /**
  * The SQL of the event log, webhook endpoints and deliveries. Every method is synchronous and
@@ -121,15 +125,16 @@ export class SqliteEvents {
     this.s = {
       // A commit batch's events in one statement: far cheaper than one insert per event.
       insertEvents: db.prepare<[string]>(
-        `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous)
-         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each(?) ORDER BY key`,
+        `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden)
+         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7
+         FROM json_each(?) ORDER BY key`,
       ),
       // Fans the events after @after (this transaction's) out to every enabled endpoint that wants
       // them and may see them.
       fanOut: db.prepare<[number]>(
         `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
          SELECT ${id('ev')}, ev.seq, e.id, 'pending', ev.created_at, ev.created_at FROM events ev JOIN webhook_endpoints e
-           ON e.status = 'enabled' AND (e.events & ev.type) != 0 AND (e.owner = ev.owner OR e.admin = 1)
+           ON e.status = 'enabled' AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev')}
          WHERE ev.seq > ?
          ORDER BY ev.seq`,
       ),
@@ -200,7 +205,7 @@ export class SqliteEvents {
       recover: db.prepare<[{ endpoint: string; since: number; now: number }]>(
         `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
          SELECT ${id('ev')}, ev.seq, e.id, 'pending', @now, @now FROM webhook_endpoints e JOIN events ev
-           ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND (ev.owner = e.owner OR e.admin = 1)
+           ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev')}
          WHERE e.id = @endpoint AND NOT EXISTS (
            SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ${id('ev')}
              AND d.state IN ('pending', 'succeeded'))
@@ -213,7 +218,17 @@ export class SqliteEvents {
         `SELECT ${EVENT_COLS} FROM events WHERE seq > ? AND type != 0 ORDER BY seq LIMIT ?`,
       ),
       eventsOf: db.prepare<[string, number, number], EventRow>(
-        `SELECT ${EVENT_COLS} FROM events WHERE owner = ? AND seq > ? AND type != 0 ORDER BY seq LIMIT ?`,
+        `SELECT ${EVENT_COLS} FROM events WHERE garden IN (SELECT value FROM json_each(?)) AND seq > ? AND type != 0
+         ORDER BY seq LIMIT ?`,
+      ),
+      // Whether an endpoint's owner is (still) a member of a garden: asked at every delivery.
+      isMember: db
+        .prepare<[string, string], number>('SELECT 1 FROM garden_members WHERE garden_id = ? AND user_id = ?')
+        .pluck(),
+      // A delivery not sent: ended without touching its endpoint's success or failure record.
+      endUnsent: db.prepare<[number, string]>(
+        `UPDATE deliveries SET attempts = attempts + 1, state = 'failed', lease_owner = NULL, lease_until = NULL
+         WHERE id = ? AND lease_owner = ?`,
       ),
       purgeAttempts: db.prepare<[number]>('DELETE FROM delivery_attempts WHERE at < ?'),
       // Oldest first along seq (which follows time), a slice at a time: no index on created_at. The
@@ -224,7 +239,8 @@ export class SqliteEvents {
            AND seq < (SELECT max(seq) FROM events)`,
       ),
       purgeNewest: db.prepare<[number]>(
-        `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL, previous = NULL
+        `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL, previous = NULL,
+           garden = ''
          WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0`,
       ),
       // Deliveries whose event is gone (purge takes the oldest, and empties the newest).
@@ -241,7 +257,7 @@ export class SqliteEvents {
   private queuedOtherwise = 0;
 
   /** Records an event of the open transaction; queueDeliveries() writes it before the commit. */
-  record(event: NewEvent, type: EventType, owner: string, data: EventData): void {
+  record(event: NewEvent, type: EventType, owner: string, garden: string, data: EventData): void {
     const previous = data.previous === undefined ? null : JSON.stringify(data.previous);
     this.pending.push([
       typeBit(type),
@@ -251,6 +267,7 @@ export class SqliteEvents {
       data.tag ?? null,
       event.at.getTime(),
       previous,
+      garden,
     ]);
   }
 
@@ -291,7 +308,8 @@ export class SqliteEvents {
       id: r.legacy_id ?? eventId(this.key, r.seq),
       type: typeOfBit(r.type)!,
       owner: r.owner,
-      data: eventData(r.plant_id, r.name, r.tag, r.previous === null ? undefined : JSON.parse(r.previous)),
+      garden: r.garden,
+      data: eventData(r.plant_id, r.name, r.tag, r.garden, r.previous === null ? undefined : JSON.parse(r.previous)),
       createdAt: new Date(r.created_at),
       position: String(r.seq),
     };
@@ -369,10 +387,31 @@ export class SqliteEvents {
       if (!endpoints.has(r.endpoint_id)) endpoints.set(r.endpoint_id, this.getEndpoint(r.endpoint_id));
       const endpoint = endpoints.get(r.endpoint_id);
       const event = this.s.eventBySeq.get(r.event_seq);
-      if (endpoint && event)
-        jobs.push({ id: String(r.id), attempts: r.attempts, event: this.toEvent(event), endpoint });
+      if (!endpoint || !event) continue;
+      const job = { id: String(r.id), attempts: r.attempts, event: this.toEvent(event), endpoint };
+      if (endpoint.admin || this.s.isMember.get(event.garden, endpoint.owner) !== undefined) jobs.push(job);
+      else this.unsent(job, q.leaseOwner, now);
     }
     return jobs;
+  }
+
+  // The endpoint's owner left the event's garden after it was written: the delivery ends, logged
+  // as not sent with the reason, and the endpoint's own record (failing since…) is left alone.
+  private unsent(job: DeliveryJob, leaseOwner: string, now: number): void {
+    this.s.insertAttempt.run({
+      delivery_id: Number(job.id),
+      endpoint_id: job.endpoint.id,
+      event_id: job.event.id,
+      event_type: job.event.type,
+      attempt: job.attempts + 1,
+      at: now,
+      status: null,
+      outcome: 'failed',
+      error: `not sent: the endpoint's owner is no longer a member of garden ${job.event.garden}`,
+      duration_ms: 0,
+      next_attempt_at: null,
+    });
+    this.s.endUnsent.run(Number(job.id), leaseOwner);
   }
 
   finish(f: FinishedAttempt): void {
@@ -428,10 +467,12 @@ export class SqliteEvents {
     return String(this.s.head.get() ?? 0);
   }
 
-  list(q: { after: string; owner: string | null; limit: number }): EventRecord[] {
+  list(q: { after: string; gardens: string[] | null; limit: number }): EventRecord[] {
     const after = Number(q.after);
     const rows =
-      q.owner === null ? this.s.eventsAll.all(after, q.limit) : this.s.eventsOf.all(q.owner, after, q.limit);
+      q.gardens === null
+        ? this.s.eventsAll.all(after, q.limit)
+        : this.s.eventsOf.all(JSON.stringify(q.gardens), after, q.limit);
     return rows.map((r) => this.toEvent(r));
   }
 

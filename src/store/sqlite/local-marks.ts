@@ -46,9 +46,9 @@ export class LocalMarks {
     if (clock.raw !== known.raw || !ours) this.forget();
   }
 
-  /** A plant this store's writer created: a server-assigned id lands after every other. */
-  created(owner: string, tag: string | null, id: number, serverAssigned: boolean): void {
-    const scopes = [`u:${owner}`, '*'];
+  /** A plant this store's writer created in `garden`: a server-assigned id lands after every other. */
+  created(garden: string, tag: string | null, id: number, serverAssigned: boolean): void {
+    const scopes = [`g:${garden}`, '*'];
     for (const scope of scopes) {
       this.raise(`${scope}\0*`, id);
       if (tag !== null) this.raise(`${scope}\0t:${tag}`, id);
@@ -57,20 +57,29 @@ export class LocalMarks {
     this.bound();
   }
 
-  /** A plant of `owner` this store's writer deleted or changed (a change may move it between tags). */
-  deleted(owner: string): void {
-    this.reorder.set(`u:${owner}`, ++this.counter);
+  /** A plant in `garden` this store's writer deleted or changed (a change may move it between tags). */
+  deleted(garden: string): void {
+    this.reorder.set(`g:${garden}`, ++this.counter);
     this.reorder.set('*', ++this.counter);
     this.bound();
   }
 
-  /** The marks of the owner's (null: everyone's) list with `tag`. */
-  get(owner: string | null, tag: string | null): ListMarks {
-    const scope = owner === null ? '*' : `u:${owner}`;
-    return {
-      reorder: this.reorder.get(scope) ?? this.floor,
-      top: this.top.get(`${scope}\0${tag === null ? '*' : `t:${tag}`}`) ?? 0,
-    };
+  /**
+   * The marks of the list of `gardens`' plants (null: everyone's) with `tag`. Across several
+   * gardens, each mark is the largest of theirs: every reorder value comes from one counter, so any
+   * garden's reorder moving moves the largest; and a server-assigned id is above every id in the
+   * store, so any garden's top rising moves the largest top too.
+   */
+  get(gardens: readonly string[] | null, tag: string | null): ListMarks {
+    const t = tag === null ? '*' : `t:${tag}`;
+    if (gardens === null) return { reorder: this.reorder.get('*') ?? this.floor, top: this.top.get(`*\0${t}`) ?? 0 };
+    let reorder = this.floor;
+    let top = 0;
+    for (const g of gardens) {
+      reorder = Math.max(reorder, this.reorder.get(`g:${g}`) ?? this.floor);
+      top = Math.max(top, this.top.get(`g:${g}\0${t}`) ?? 0);
+    }
+    return { reorder, top };
   }
 
   private raise(key: string, id: number): void {

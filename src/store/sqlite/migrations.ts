@@ -244,4 +244,50 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       UPDATE webhook_endpoints SET events = 7 WHERE events = 3;
     `,
   },
+  {
+    version: 7,
+    name: '0007_gardens',
+    // Gardens (contract 3.2): every plant belongs to one, and its members' roles decide who sees and
+    // changes it. Each user who has plants or events gets a home garden (named "Home", owned by the
+    // user), and every plant and event so far goes into its owner's: a user who never shares sees
+    // what it saw before. Lists read a garden's plants along plants_garden_page (a page of one garden
+    // is a walk along adjacent index entries, as the owner's was); the owner indexes go, since
+    // nothing lists by owner any more. The clock triggers count the UPDATE below, so every cached
+    // page is forgotten once.
+    sql: `
+      CREATE TABLE gardens (
+        id         TEXT PRIMARY KEY,
+        name       TEXT NOT NULL,
+        home_user  TEXT UNIQUE,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE garden_members (
+        garden_id TEXT NOT NULL REFERENCES gardens (id) ON DELETE CASCADE,
+        user_id   TEXT NOT NULL,
+        role      TEXT NOT NULL CHECK (role IN ('viewer', 'editor', 'owner')),
+        added_at  INTEGER NOT NULL,
+        PRIMARY KEY (garden_id, user_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX garden_members_user ON garden_members (user_id, garden_id, role);
+
+      INSERT INTO gardens (id, name, home_user, created_at)
+        SELECT 'gdn_' || lower(hex(randomblob(12))), 'Home', u, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+        FROM (SELECT owner AS u FROM plants UNION SELECT owner FROM events WHERE type != 0) ORDER BY u;
+      INSERT INTO garden_members (garden_id, user_id, role, added_at)
+        SELECT id, home_user, 'owner', created_at FROM gardens;
+
+      ALTER TABLE plants ADD COLUMN garden TEXT NOT NULL DEFAULT '';
+      UPDATE plants SET garden = (SELECT g.id FROM gardens g WHERE g.home_user = plants.owner);
+      DROP INDEX plants_owner_page;
+      DROP INDEX plants_owner_tag_page;
+      CREATE INDEX plants_garden_page ON plants (garden, id, name, tag);
+      CREATE INDEX plants_garden_tag_page ON plants (garden, tag, id, name) WHERE tag IS NOT NULL;
+      DROP INDEX plants_tag_page;
+      CREATE INDEX plants_tag_page ON plants (tag, id, garden, name) WHERE tag IS NOT NULL;
+
+      ALTER TABLE events ADD COLUMN garden TEXT NOT NULL DEFAULT '';
+      UPDATE events SET garden = coalesce((SELECT g.id FROM gardens g WHERE g.home_user = events.owner), '')
+        WHERE type != 0;
+    `,
+  },
 ];

@@ -3,7 +3,9 @@ import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { pendingMigrations } from '../migrate.js';
+import { mergeGardens } from '../garden-merge.js';
 import type {
+  Actor,
   AttemptRecord,
   CreateResult,
   DeliveryJob,
@@ -11,14 +13,19 @@ import type {
   EndpointRecord,
   EventRecord,
   FinishedAttempt,
+  GardenChange,
+  GardenRecord,
   IdempotencyClaim,
   IdempotencyRef,
   ListMarks,
+  MemberRecord,
+  Membership,
   NewEvent,
   NewPlant,
+  PagePlant,
   PageQuery,
   PlantPatch,
-  PlantRecord,
+  Role,
   Store,
   TokenRecord,
   UpdateResult,
@@ -27,6 +34,7 @@ import type {
 import { type Pending, TurnBatch } from '../turn-batch.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteEvents } from './events.js';
+import { type GardenRow, toGarden } from './garden-writes.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
@@ -54,15 +62,18 @@ interface TokenRow {
   revoked_at: number | null;
 }
 
-// id, owner, name, tag (and version, for one plant)
+// A page's row: id, garden, name, tag (and version, when asked).
 type Row = [number, string, string, string | null];
-type VersionedRow = [number, string, string, string | null, number];
+type VersionedPageRow = [number, string, string, string | null, number];
+// One plant: id, owner, garden, name, tag, version.
+type VersionedRow = [number, string, string, string, string | null, number];
 const toPlant = (r: VersionedRow): VersionedPlant => ({
   id: r[0],
   owner: r[1],
-  name: r[2],
-  tag: r[3],
-  version: r[4],
+  garden: r[2],
+  name: r[3],
+  tag: r[4],
+  version: r[5],
 });
 /**
  * The same mapping for the rows of a list page, written out a second time on purpose. V8 decides
@@ -72,7 +83,14 @@ const toPlant = (r: VersionedRow): VersionedPlant => ({
  * read, every read's record then became old-generation garbage: a major GC every ~1.2 s and read
  * one's p99 at 6-10 ms instead of ~2 ms (docs/benchmarks.md, item 14).
  */
-const toPagePlant = (r: Row): PlantRecord => ({ id: r[0], owner: r[1], name: r[2], tag: r[3] });
+const toPagePlant = (r: Row): PagePlant => ({ id: r[0], garden: r[1], name: r[2], tag: r[3] });
+const toVersionedPagePlant = (r: VersionedPageRow): PagePlant => ({
+  id: r[0],
+  garden: r[1],
+  name: r[2],
+  tag: r[3],
+  version: r[4],
+});
 
 // Errors that mean "the store cannot serve now", as opposed to a bug in a query.
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOTADB|PROTOCOL|NOMEM)/;
@@ -135,50 +153,76 @@ export class SqliteStore implements Store {
     return {
       // Rows come back as arrays: far cheaper for the driver to build than objects.
       getPlant: db
-        .prepare<[number], VersionedRow>('SELECT id, owner, name, tag, version FROM plants WHERE id = ?')
+        .prepare<[number], VersionedRow>(
+          'SELECT id, owner, garden, name, tag, version FROM plants WHERE id = ?',
+        )
         .raw(),
+      // The plant and the reader's role in its garden: two primary-key lookups in one statement,
+      // the same work whether the plant is missing, someone else's, or the reader's.
+      plantFor: db
+        .prepare<[string, number], [...VersionedRow, Role | null]>(
+          `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p
+           LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = ? WHERE p.id = ?`,
+        )
+        .raw(),
+      // The page paths read only their index (plants_garden_page, plants_garden_tag_page,
+      // plants_tag_page), each carrying the columns a page shows.
       listAll: db
         .prepare<[number, number], Row>(
-          'SELECT id, owner, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
+          'SELECT id, garden, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
       listAllTag: db
         .prepare<[string, number, number], Row>(
-          'SELECT id, owner, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
+          'SELECT id, garden, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
-      listOwner: db
+      listGarden: db
         .prepare<[string, number, number], Row>(
-          'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND id > ? ORDER BY id LIMIT ?',
+          'SELECT id, garden, name, tag FROM plants WHERE garden = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
-      listOwnerTag: db
+      listGardenTag: db
         .prepare<[string, string, number, number], Row>(
-          'SELECT id, owner, name, tag FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
+          'SELECT id, garden, name, tag FROM plants WHERE garden = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
       // The same pages with each plant's version (include=version): not in the list indexes, so
       // each row is looked up in the table; only lists that ask for versions pay for it.
       listAllV: db
-        .prepare<[number, number], VersionedRow>(
-          'SELECT id, owner, name, tag, version FROM plants WHERE id > ? ORDER BY id LIMIT ?',
+        .prepare<[number, number], VersionedPageRow>(
+          'SELECT id, garden, name, tag, version FROM plants WHERE id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
       listAllTagV: db
-        .prepare<[string, number, number], VersionedRow>(
-          'SELECT id, owner, name, tag, version FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
+        .prepare<[string, number, number], VersionedPageRow>(
+          'SELECT id, garden, name, tag, version FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
-      listOwnerV: db
-        .prepare<[string, number, number], VersionedRow>(
-          'SELECT id, owner, name, tag, version FROM plants WHERE owner = ? AND id > ? ORDER BY id LIMIT ?',
+      listGardenV: db
+        .prepare<[string, number, number], VersionedPageRow>(
+          'SELECT id, garden, name, tag, version FROM plants WHERE garden = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
-      listOwnerTagV: db
-        .prepare<[string, string, number, number], VersionedRow>(
-          'SELECT id, owner, name, tag, version FROM plants WHERE owner = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
+      listGardenTagV: db
+        .prepare<[string, string, number, number], VersionedPageRow>(
+          'SELECT id, garden, name, tag, version FROM plants WHERE garden = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(),
+      memberships: db
+        .prepare<[string], [string, Role]>('SELECT garden_id, role FROM garden_members WHERE user_id = ?')
+        .raw(),
+      gardensOf: db.prepare<[string], GardenRow & { role: Role }>(
+        `SELECT g.*, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id WHERE m.user_id = ?
+         ORDER BY g.home_user IS NOT m.user_id, g.created_at, g.id`,
+      ),
+      gardenFor: db.prepare<[string, string], GardenRow & { role: Role | null }>(
+        `SELECT g.*, m.role FROM gardens g LEFT JOIN garden_members m ON m.garden_id = g.id AND m.user_id = ?
+         WHERE g.id = ?`,
+      ),
+      members: db.prepare<[string], { user_id: string; role: Role; added_at: number }>(
+        'SELECT user_id, role, added_at FROM garden_members WHERE garden_id = ? ORDER BY added_at, user_id',
+      ),
       tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
       tokensAll: db.prepare<[], TokenRow>('SELECT * FROM tokens ORDER BY created_at, id'),
       tokensOfUser: db.prepare<[string], TokenRow>(
@@ -241,14 +285,14 @@ export class SqliteStore implements Store {
   }
 
   // The clock is read in the turn's read batch, so asking costs no lock of its own.
-  listMarks(owner: string | null, tag: string | null): Promise<ListMarks> {
+  listMarks(gardens: string[] | null, tag: string | null): Promise<ListMarks> {
     return this.read(() => {
       if (this.clockTurn !== this.turn) {
         const [n, writer, runStart, raw] = this.s.clock.get() as [number, string, number, number];
         this.marks.observe({ n, writer, runStart, raw });
         this.clockTurn = this.turn;
       }
-      return this.marks.get(owner, tag);
+      return this.marks.get(gardens, tag);
     });
   }
 
@@ -296,7 +340,7 @@ export class SqliteStore implements Store {
   // The marks move before the write is answered, so no page kept afterwards misses it.
   async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     const r = await this.writer.write('createPlant', plant, idem, event);
-    if ('created' in r) this.marks.created(plant.owner, plant.tag, r.created.id, plant.id === null);
+    if ('created' in r) this.marks.created(plant.garden, plant.tag, r.created.id, plant.id === null);
     return r;
   }
 
@@ -307,63 +351,135 @@ export class SqliteStore implements Store {
     });
   }
 
-  listPlants(q: PageQuery): Promise<(PlantRecord & { version?: number })[]> {
-    if (q.withVersion) return this.read(() => this.listVersioned(q));
+  plantFor(id: number, user: string | null): Promise<{ plant: VersionedPlant; role: Role } | null> {
     return this.read(() => {
-      let rows: unknown[];
-      if (q.owner === null) {
-        rows =
-          q.tag === null
-            ? this.s.listAll.all(q.afterId, q.limit)
-            : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
-      } else {
-        rows =
-          q.tag === null
-            ? this.s.listOwner.all(q.owner, q.afterId, q.limit)
-            : this.s.listOwnerTag.all(q.owner, q.tag, q.afterId, q.limit);
+      if (user === null) {
+        const row = this.s.getPlant.get(id) as VersionedRow | undefined;
+        return row === undefined ? null : { plant: toPlant(row), role: 'owner' as const };
       }
-      return (rows as Row[]).map(toPagePlant);
+      const row = this.s.plantFor.get(user, id) as [...VersionedRow, Role | null] | undefined;
+      if (row === undefined || row[6] === null) return null;
+      return { plant: toPlant(row as unknown as VersionedRow), role: row[6] };
     });
+  }
+
+  listPlants(q: PageQuery): Promise<PagePlant[]> {
+    return this.read(() => {
+      const gardens = q.gardens;
+      if (gardens === null) {
+        if (q.withVersion) {
+          const rows =
+            q.tag === null ? this.s.listAllV.all(q.afterId, q.limit) : this.s.listAllTagV.all(q.tag, q.afterId, q.limit);
+          return rows.map(toVersionedPagePlant);
+        }
+        const rows =
+          q.tag === null ? this.s.listAll.all(q.afterId, q.limit) : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
+        return (rows as Row[]).map(toPagePlant);
+      }
+      if (gardens.length === 0) return [];
+      const tag = q.tag;
+      const read = q.withVersion
+        ? (g: string, after: number, n: number) =>
+            (tag === null
+              ? this.s.listGardenV.all(g, after, n)
+              : this.s.listGardenTagV.all(g, tag, after, n)
+            ).map(toVersionedPagePlant)
+        : (g: string, after: number, n: number) =>
+            ((tag === null ? this.s.listGarden.all(g, after, n) : this.s.listGardenTag.all(g, tag, after, n)) as Row[]).map(
+              toPagePlant,
+            );
+      if (gardens.length === 1) return read(gardens[0]!, q.afterId, q.limit);
+      // Several reads make one page: they share one snapshot.
+      return this.snapshot(() => mergeGardens(gardens, q.afterId, q.limit, read));
+    });
+  }
+
+  // Runs `fn` in a read transaction of its own, unless the read batch already holds one.
+  private snapshot<T>(fn: () => T): T {
+    if (this.db.inTransaction) return fn();
+    this.s.beginRead.run();
+    try {
+      return fn();
+    } finally {
+      if (this.db.inTransaction) this.s.commit.run();
+    }
+  }
+
+  memberships(user: string): Promise<Membership[]> {
+    return this.read(() => this.s.memberships.all(user).map((r) => ({ garden: r[0], role: r[1] })));
+  }
+
+  gardensOf(user: string): Promise<(GardenRecord & { role: Role })[]> {
+    return this.read(() => this.s.gardensOf.all(user).map((r) => ({ ...toGarden(r), role: r.role })));
+  }
+
+  gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null> {
+    return this.read(() => {
+      const r = this.s.gardenFor.get(user ?? '', id);
+      if (r === undefined) return null;
+      const role = user === null ? 'owner' : r.role;
+      return role === null ? null : { garden: toGarden(r), role };
+    });
+  }
+
+  listMembers(id: string): Promise<MemberRecord[]> {
+    return this.read(() =>
+      this.s.members.all(id).map((r) => ({ user: r.user_id, role: r.role, addedAt: new Date(r.added_at) })),
+    );
+  }
+
+  homeGarden(user: string, make: { id: string; name: string; at: Date }): Promise<GardenRecord> {
+    return this.writer.write('homeGarden', user, make);
+  }
+
+  createGarden(g: { id: string; name: string; owner: string; at: Date }): Promise<GardenChange<GardenRecord>> {
+    return this.writer.write('createGarden', g);
+  }
+
+  renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>> {
+    return this.writer.write('renameGarden', id, actor, name);
+  }
+
+  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>> {
+    return this.writer.write('deleteGarden', id, actor);
+  }
+
+  putMember(
+    id: string,
+    actor: Actor,
+    user: string,
+    role: Role,
+    at: Date,
+  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>> {
+    return this.writer.write('putMember', id, actor, user, role, at);
+  }
+
+  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>> {
+    return this.writer.write('removeMember', id, actor, user);
   }
 
   async updatePlant(
     id: number,
-    owner: string | null,
+    actor: Actor,
     patch: PlantPatch,
     ifVersions: number[] | null,
     idem?: IdempotencyRef,
     event?: NewEvent,
   ): Promise<UpdateResult> {
-    const r = await this.writer.write('updatePlant', id, owner, patch, ifVersions, idem, event);
-    // A change may move a plant between tag filters or change what any page of its owner shows.
-    if ('changed' in r && r.changed) this.marks.deleted(r.updated.owner);
+    const r = await this.writer.write('updatePlant', id, actor, patch, ifVersions, idem, event);
+    // A change may move a plant between tag filters or change what any page of its garden shows.
+    if ('changed' in r && r.changed) this.marks.deleted(r.updated.garden);
     return r;
-  }
-
-  private listVersioned(q: PageQuery): VersionedPlant[] {
-    let rows: VersionedRow[];
-    if (q.owner === null) {
-      rows =
-        q.tag === null
-          ? this.s.listAllV.all(q.afterId, q.limit)
-          : this.s.listAllTagV.all(q.tag, q.afterId, q.limit);
-    } else {
-      rows =
-        q.tag === null
-          ? this.s.listOwnerV.all(q.owner, q.afterId, q.limit)
-          : this.s.listOwnerTagV.all(q.owner, q.tag, q.afterId, q.limit);
-    }
-    return rows.map(toPlant);
   }
 
   async deletePlant(
     id: number,
-    owner: string | null,
+    actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch'> {
-    const gone = await this.writer.write('deletePlant', id, owner, event, ifVersions);
-    if (gone === 'mismatch') return gone;
+  ): Promise<boolean | 'mismatch' | 'forbidden'> {
+    const gone = await this.writer.write('deletePlant', id, actor, event, ifVersions);
+    if (gone === 'mismatch' || gone === 'forbidden') return gone;
     if (gone !== null) this.marks.deleted(gone);
     return gone !== null;
   }
@@ -412,7 +528,7 @@ export class SqliteStore implements Store {
     return this.run(() => this.e.head());
   }
 
-  listEvents(q: { after: string; owner: string | null; limit: number }): Promise<EventRecord[]> {
+  listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
     return this.run(() => this.e.list(q));
   }
 

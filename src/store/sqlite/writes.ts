@@ -3,8 +3,9 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
-import { applyPatch, eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
+import { applyPatch, canWrite, eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
 import type {
+  Actor,
   CreateResult,
   DeliveryJob,
   EndpointPatch,
@@ -20,6 +21,7 @@ import type {
   VersionedPlant,
 } from '../store.js';
 import { SqliteEvents } from './events.js';
+import { SqliteGardenWrites } from './garden-writes.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
 export function openConnection(path: string, durability: 'full' | 'normal'): Database.Database {
@@ -50,8 +52,8 @@ interface IdemRow {
   response: string | null;
 }
 
-// id, owner, name, tag, version
-type Row = [number, string, string, string | null, number];
+// id, owner, garden, name, tag, version
+type Row = [number, string, string, string, string | null, number];
 
 /** One write's outcome: its value, or what it threw. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -78,6 +80,7 @@ export interface BatchResult {
 export class SqliteWrites {
   private stmts: ReturnType<SqliteWrites['prepare']> | undefined;
   private eventsSql: SqliteEvents | undefined;
+  private gardensSql: SqliteGardenWrites | undefined;
   /** The last plant version given, in the open transaction (undefined: not read yet). */
   private rev: number | undefined;
 
@@ -98,15 +101,26 @@ export class SqliteWrites {
     return this.eventsSql;
   }
 
+  private get g(): SqliteGardenWrites {
+    this.gardensSql ??= new SqliteGardenWrites(this.db);
+    return this.gardensSql;
+  }
+
   private prepare() {
     const db = this.db;
     return {
-      insertPlant: db.prepare<[number | null, string, string, string | null, number], { id: number }>(
-        'INSERT INTO plants (id, owner, name, tag, version) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
+      insertPlant: db.prepare<
+        [number | null, string, string, string, string | null, number],
+        { id: number }
+      >(
+        'INSERT INTO plants (id, owner, garden, name, tag, version) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
       ),
       plantForWrite: db
-        .prepare<[number], Row>('SELECT id, owner, name, tag, version FROM plants WHERE id = ?')
+        .prepare<[number], Row>('SELECT id, owner, garden, name, tag, version FROM plants WHERE id = ?')
         .raw(),
+      role: db
+        .prepare<[string, string], string>('SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?')
+        .pluck(),
       updatePlant: db.prepare<[string, string | null, number, number]>(
         'UPDATE plants SET name = ?, tag = ?, version = ? WHERE id = ?',
       ),
@@ -227,42 +241,60 @@ export class SqliteWrites {
   }
 
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
+    if (!plant.admin) {
+      // The role is read under the write lock, so a member removed a moment ago creates nothing.
+      const role = this.s.role.get(plant.garden, plant.owner);
+      if (role === undefined) return { missing: true };
+      if (!canWrite(role)) return { forbidden: true };
+    }
     const version = this.nextVersion();
-    const row = this.s.insertPlant.get(plant.id, plant.owner, plant.name, plant.tag, version);
+    const row = this.s.insertPlant.get(plant.id, plant.owner, plant.garden, plant.name, plant.tag, version);
     if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
     if (idem) {
       const shown = row ? shownPlant({ ...plant, version }) : null;
       this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, shown, idem.user, idem.key);
     }
     if (!row) return { exists: true };
-    if (event) this.e.record(event, 'plant.created', plant.owner, eventData(row.id, plant.name, plant.tag));
-    return { created: { id: row.id, owner: plant.owner, name: plant.name, tag: plant.tag, version } };
+    if (event) {
+      const data = eventData(row.id, plant.name, plant.tag, plant.garden);
+      this.e.record(event, 'plant.created', plant.owner, plant.garden, data);
+    }
+    const created = { id: row.id, owner: plant.owner, garden: plant.garden, name: plant.name, tag: plant.tag };
+    return { created: { ...created, version } };
   }
 
-  // The plant, if it exists and is `owner`'s (null: anyone's).
-  private plantOf(id: number, owner: string | null): VersionedPlant | null {
+  // The plant, if it exists and the actor (null: admin) may see it, and whether the actor may change it.
+  private plantOf(id: number, actor: Actor): { plant: VersionedPlant; writable: boolean } | null {
     const r = this.s.plantForWrite.get(id);
-    if (r === undefined || (owner !== null && r[1] !== owner)) return null;
-    return { id: r[0], owner: r[1], name: r[2], tag: r[3], version: r[4] };
+    if (r === undefined) return null;
+    const role = actor === null ? 'owner' : this.s.role.get(r[2], actor);
+    if (role === undefined) return null;
+    const plant = { id: r[0], owner: r[1], garden: r[2], name: r[3], tag: r[4], version: r[5] };
+    return { plant, writable: canWrite(role) };
   }
 
   /** Changes the plant per Store.updatePlant: read, checked and written under the write lock. */
   updatePlant(
     id: number,
-    owner: string | null,
+    actor: Actor,
     patch: PlantPatch,
     ifVersions: number[] | null,
     idem?: IdempotencyRef,
     event?: NewEvent,
   ): UpdateResult {
-    const was = this.plantOf(id, owner);
-    if (was === null) return { missing: true };
+    const found = this.plantOf(id, actor);
+    if (found === null) return { missing: true };
+    if (!found.writable) return { forbidden: true };
+    const was = found.plant;
     if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
     const { name, tag, changed, previous } = applyPatch(was, patch);
     const now = changed ? { ...was, name, tag, version: this.nextVersion() } : was;
     if (changed) {
       this.s.updatePlant.run(name, tag, now.version, id);
-      if (event) this.e.record(event, 'plant.updated', was.owner, eventData(id, name, tag, previous));
+      if (event) {
+        const data = eventData(id, name, tag, was.garden, previous);
+        this.e.record(event, 'plant.updated', was.owner, was.garden, data);
+      }
     }
     if (idem) {
       const shown = shownPlant(now);
@@ -272,21 +304,51 @@ export class SqliteWrites {
   }
 
   /**
-   * Deletes the plant (of `owner`, or anyone's with null; in one of `ifVersions` when given);
-   * returns its owner, null if there was none, or 'mismatch' if it is in another version.
+   * Deletes the plant (one the actor may change, any with null; in one of `ifVersions` when
+   * given); returns its garden, null if there was none the actor may see, 'forbidden' if the actor
+   * is a viewer, or 'mismatch' if it is in another version.
    */
   deletePlant(
     id: number,
-    owner: string | null,
+    actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): string | null | 'mismatch' {
-    const gone = this.plantOf(id, owner);
-    if (gone === null) return null;
+  ): string | null | 'mismatch' | 'forbidden' {
+    const found = this.plantOf(id, actor);
+    if (found === null) return null;
+    if (!found.writable) return 'forbidden';
+    const gone = found.plant;
     if (ifVersions && !ifVersions.includes(gone.version)) return 'mismatch';
     this.s.deletePlant.run(id);
-    if (event) this.e.record(event, 'plant.deleted', gone.owner, eventData(gone.id, gone.name, gone.tag));
-    return gone.owner;
+    if (event) {
+      const data = eventData(gone.id, gone.name, gone.tag, gone.garden);
+      this.e.record(event, 'plant.deleted', gone.owner, gone.garden, data);
+    }
+    return gone.garden;
+  }
+
+  homeGarden(...a: Parameters<SqliteGardenWrites['home']>) {
+    return this.g.home(...a);
+  }
+
+  createGarden(...a: Parameters<SqliteGardenWrites['create']>) {
+    return this.g.create(...a);
+  }
+
+  renameGarden(...a: Parameters<SqliteGardenWrites['rename']>) {
+    return this.g.rename(...a);
+  }
+
+  deleteGarden(...a: Parameters<SqliteGardenWrites['delete']>) {
+    return this.g.delete(...a);
+  }
+
+  putMember(...a: Parameters<SqliteGardenWrites['putMember']>) {
+    return this.g.putMember(...a);
+  }
+
+  removeMember(...a: Parameters<SqliteGardenWrites['removeMember']>) {
+    return this.g.removeMember(...a);
   }
 
   insertEndpoint(endpoint: EndpointRecord): void {
@@ -370,7 +432,7 @@ function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
     const o = outcomes[i]!;
     if (!o.ok) return;
     if (op === 'createPlant' && 'created' in (o.value as CreateResult)) n++;
-    else if (op === 'deletePlant' && o.value !== null && o.value !== 'mismatch') n++;
+    else if (op === 'deletePlant' && o.value !== null && o.value !== 'mismatch' && o.value !== 'forbidden') n++;
     else if (op === 'updatePlant' && (o.value as UpdateResult as { changed?: boolean }).changed) n++;
   });
   return n;

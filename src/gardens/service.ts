@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import { AppError, ConflictError, GardenNotFoundError, InsufficientRoleError } from '../errors.js';
+import { gardenId } from '../store/plant-changes.js';
+import type {
+  GardenChange,
+  GardenRecord,
+  GardenRefusal,
+  MemberRecord,
+  Role,
+  Store,
+} from '../store/store.js';
+import type { Caller } from '../tokens/verifier.js';
+
+/** A garden as the caller sees it (contract 3.2). */
+export interface GardenView {
+  garden: GardenRecord;
+  /** The caller's own role (`owner` for an admin who is not a member). */
+  role: Role;
+  /** True only for the user whose home garden it is. */
+  home: boolean;
+}
+
+export const isAdmin = (caller: Caller) => caller.scopes.has('plants:admin');
+const actorOf = (caller: Caller) => (isAdmin(caller) ? null : caller.user);
+
+export const HOME_GARDEN_NAME = 'Home';
+// Past this many users' home garden ids kept, the oldest is forgotten (it is read again when needed).
+const HOME_CACHE = 100_000;
+
+/** What each refusal of a garden write answers. */
+function refusal(why: GardenRefusal): AppError {
+  switch (why) {
+    case 'missing':
+      return new GardenNotFoundError();
+    case 'forbidden':
+      return new InsufficientRoleError('owner');
+    case 'no_member':
+      return new AppError(404, 'member_not_found', 'that user is not a member of this garden');
+    case 'home_garden':
+      return new ConflictError(
+        'home_garden',
+        "a home garden cannot be deleted, and its user's own membership cannot be changed or removed",
+      );
+    case 'last_owner':
+      return new ConflictError('last_owner', 'a garden must keep at least one owner');
+    case 'too_many_gardens':
+      return new ConflictError('too_many_gardens', 'a user may belong to at most 100 gardens');
+    case 'too_many_members':
+      return new ConflictError('too_many_members', 'a garden may have at most 1,000 members');
+    case 'garden_not_empty':
+      return new ConflictError('garden_not_empty', 'delete or move the plants of this garden first');
+  }
+}
+
+const ok = <T>(r: GardenChange<T>): T => {
+  if ('refused' in r) throw refusal(r.refused);
+  return r.ok;
+};
+
+/** The garden rules: home gardens, roles, members. No HTTP, no SQL (the store checks atomically). */
+export class GardenService {
+  private readonly homes = new Map<string, string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** The id of the user's home garden, made when first needed; a home garden never changes, so it is kept. */
+  async homeOf(user: string): Promise<string> {
+    const known = this.homes.get(user);
+    if (known !== undefined) return known;
+    const home = await this.store.homeGarden(user, {
+      id: gardenId(randomBytes),
+      name: HOME_GARDEN_NAME,
+      at: this.now(),
+    });
+    if (this.homes.size >= HOME_CACHE) this.homes.delete(this.homes.keys().next().value!);
+    this.homes.set(user, home.id);
+    return home.id;
+  }
+
+  /**
+   * The gardens whose plants and events the caller sees, read afresh (so a removed member sees
+   * nothing more on the very next request, on every instance); null: every garden (admin).
+   */
+  async visible(caller: Caller): Promise<string[] | null> {
+    if (isAdmin(caller)) return null;
+    return (await this.store.memberships(caller.user)).map((m) => m.garden);
+  }
+
+  /** The garden and the caller's role in it; 404 when it does not exist or the caller is no member. */
+  async find(caller: Caller, id: string): Promise<GardenView> {
+    const found = await this.store.gardenFor(id, actorOf(caller));
+    if (found === null) throw new GardenNotFoundError();
+    return { ...found, home: found.garden.homeUser === caller.user };
+  }
+
+  /** As find, and 403 insufficient_role unless the caller's role is at least `needed`. */
+  async require(caller: Caller, id: string, needed: Role): Promise<GardenView> {
+    const view = await this.find(caller, id);
+    const rank = { viewer: 0, editor: 1, owner: 2 } as const;
+    if (rank[view.role] < rank[needed]) throw new InsufficientRoleError(needed === 'owner' ? 'owner' : 'editor');
+    return view;
+  }
+
+  /** The caller's gardens: its home garden first (made when first needed), then by creation. */
+  async list(caller: Caller): Promise<GardenView[]> {
+    await this.homeOf(caller.user);
+    const gardens = await this.store.gardensOf(caller.user);
+    return gardens.map(({ role, ...garden }) => ({ garden, role, home: garden.homeUser === caller.user }));
+  }
+
+  /** A new garden with the caller as its owner. */
+  async create(caller: Caller, name: string): Promise<GardenView> {
+    // Its home garden first, so that it counts towards the caller's gardens like every other.
+    await this.homeOf(caller.user);
+    const garden = ok(
+      await this.store.createGarden({ id: gardenId(randomBytes), name, owner: caller.user, at: this.now() }),
+    );
+    return { garden, role: 'owner', home: false };
+  }
+
+  async rename(caller: Caller, id: string, name: string): Promise<GardenView> {
+    // Only an owner (or an admin, an owner everywhere) gets this far.
+    const garden = ok(await this.store.renameGarden(id, actorOf(caller), name));
+    return { garden, role: 'owner', home: garden.homeUser === caller.user };
+  }
+
+  async remove(caller: Caller, id: string): Promise<void> {
+    ok(await this.store.deleteGarden(id, actorOf(caller)));
+  }
+
+  /** The garden's members, to any member (404 otherwise). */
+  async members(caller: Caller, id: string): Promise<MemberRecord[]> {
+    await this.find(caller, id);
+    return this.store.listMembers(id);
+  }
+
+  /** Adds a member or changes its role (owners only). */
+  async share(
+    caller: Caller,
+    id: string,
+    user: string,
+    role: Role,
+  ): Promise<{ member: MemberRecord; created: boolean }> {
+    return ok(await this.store.putMember(id, actorOf(caller), user, role, this.now()));
+  }
+
+  /** Removes a member (owners), or the caller itself (leaving). */
+  async unshare(caller: Caller, id: string, user: string): Promise<void> {
+    ok(await this.store.removeMember(id, actorOf(caller), user));
+  }
+}

@@ -1,0 +1,44 @@
+/** Reads up to `n` of one garden's plants with id > `after`, ascending (one index range). */
+export type GardenRead<T> = (garden: string, after: number, n: number) => T[];
+
+/**
+ * One keyset page across several gardens: up to `limit` rows with id > `afterId`, in id order, as
+ * a k-way merge of each garden's own index-ordered reads. Each garden is first read for a slice of
+ * about its share of the page; a garden whose slice runs out while the page still needs rows is
+ * read again from where it stopped, for no more than the page still needs. So the rows read are
+ * bounded by the page and the number of gardens, never by how many plants the caller can see (the
+ * trap of `garden IN (…) ORDER BY id`, which reads every visible row after the cursor to sort them).
+ * A plant is in exactly one garden, so no row comes twice.
+ */
+export function mergeGardens<T extends { id: number }>(
+  gardens: readonly string[],
+  afterId: number,
+  limit: number,
+  read: GardenRead<T>,
+): T[] {
+  if (gardens.length === 1) return read(gardens[0]!, afterId, limit);
+  const slice = Math.min(limit, Math.ceil(limit / gardens.length) + 4);
+  const heads = gardens.map((garden) => {
+    const rows = read(garden, afterId, slice);
+    return { garden, rows, at: 0, more: rows.length === slice };
+  });
+  const page: T[] = [];
+  while (page.length < limit) {
+    let best: (typeof heads)[number] | undefined;
+    for (const h of heads) {
+      if (h.at === h.rows.length) {
+        if (!h.more) continue;
+        // Its rows so far all made the page; what follows may be needed, up to the page's rest.
+        const need = limit - page.length;
+        h.rows = read(h.garden, h.rows[h.rows.length - 1]!.id, need);
+        h.at = 0;
+        h.more = h.rows.length === need;
+        if (h.rows.length === 0) continue;
+      }
+      if (best === undefined || h.rows[h.at]!.id < best.rows[best.at]!.id) best = h;
+    }
+    if (best === undefined) break;
+    page.push(best.rows[best.at++]!);
+  }
+  return page;
+}
