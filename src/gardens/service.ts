@@ -1,14 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { AppError, ConflictError, GardenNotFoundError, InsufficientRoleError } from '../errors.js';
 import { gardenId } from '../store/plant-changes.js';
-import type {
-  GardenChange,
-  GardenRecord,
-  GardenRefusal,
-  MemberRecord,
-  Role,
-  Store,
-} from '../store/store.js';
+import type { GardenChange, GardenRecord, GardenRefusal, MemberRecord, Role, Store } from '../store/store.js';
 import type { Caller } from '../tokens/verifier.js';
 
 /** A garden as the caller sees it (contract 3.2). */
@@ -24,6 +17,13 @@ export const isAdmin = (caller: Caller) => caller.scopes.has('plants:admin');
 const actorOf = (caller: Caller) => (isAdmin(caller) ? null : caller.user);
 
 export const HOME_GARDEN_NAME = 'Home';
+/** What gardenId() makes, and what the migrations made for home gardens. */
+const GARDEN_ID = /^gdn_[0-9a-f]{24}$/;
+// Anything else cannot name a garden, and never reaches the store: 404, as one that does not exist.
+const checked = (id: string): string => {
+  if (!GARDEN_ID.test(id)) throw new GardenNotFoundError();
+  return id;
+};
 // Past this many users' home garden ids kept, the oldest is forgotten (it is read again when needed).
 const HOME_CACHE = 100_000;
 
@@ -91,7 +91,7 @@ export class GardenService {
 
   /** The garden and the caller's role in it; 404 when it does not exist or the caller is no member. */
   async find(caller: Caller, id: string): Promise<GardenView> {
-    const found = await this.store.gardenFor(id, actorOf(caller));
+    const found = await this.store.gardenFor(checked(id), actorOf(caller));
     if (found === null) throw new GardenNotFoundError();
     return { ...found, home: found.garden.homeUser === caller.user };
   }
@@ -100,7 +100,8 @@ export class GardenService {
   async require(caller: Caller, id: string, needed: Role): Promise<GardenView> {
     const view = await this.find(caller, id);
     const rank = { viewer: 0, editor: 1, owner: 2 } as const;
-    if (rank[view.role] < rank[needed]) throw new InsufficientRoleError(needed === 'owner' ? 'owner' : 'editor');
+    if (rank[view.role] < rank[needed])
+      throw new InsufficientRoleError(needed === 'owner' ? 'owner' : 'editor');
     return view;
   }
 
@@ -123,12 +124,12 @@ export class GardenService {
 
   async rename(caller: Caller, id: string, name: string): Promise<GardenView> {
     // Only an owner (or an admin, an owner everywhere) gets this far.
-    const garden = ok(await this.store.renameGarden(id, actorOf(caller), name));
+    const garden = ok(await this.store.renameGarden(checked(id), actorOf(caller), name));
     return { garden, role: 'owner', home: garden.homeUser === caller.user };
   }
 
   async remove(caller: Caller, id: string): Promise<void> {
-    ok(await this.store.deleteGarden(id, actorOf(caller)));
+    ok(await this.store.deleteGarden(checked(id), actorOf(caller)));
   }
 
   /** The garden's members, to any member (404 otherwise). */
@@ -144,11 +145,11 @@ export class GardenService {
     user: string,
     role: Role,
   ): Promise<{ member: MemberRecord; created: boolean }> {
-    return ok(await this.store.putMember(id, actorOf(caller), user, role, this.now()));
+    return ok(await this.store.putMember(checked(id), actorOf(caller), user, role, this.now()));
   }
 
   /** Removes a member (owners), or the caller itself (leaving). */
   async unshare(caller: Caller, id: string, user: string): Promise<void> {
-    ok(await this.store.removeMember(id, actorOf(caller), user));
+    ok(await this.store.removeMember(checked(id), actorOf(caller), user));
   }
 }

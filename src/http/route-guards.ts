@@ -21,13 +21,15 @@ export const requireJson = requireMediaType(['application/json']);
 /** PATCH takes a JSON Merge Patch, labelled as one or as plain JSON. */
 export const requireMergePatch = requireMediaType(['application/merge-patch+json', 'application/json']);
 
-// The router matches `/plants/` to `/plants/:id` with an empty id; that path is unknown, so 404 before auth.
+// The router matches `/plants/` to `/plants/:id` (and `/gardens//members` to `/gardens/:gid/members`)
+// with an empty segment; that path is unknown, so 404 before auth.
 export function requireIdSegment(
   request: FastifyRequest,
   _reply: FastifyReply,
   done: (err?: Error) => void,
 ): void {
-  const empty = (request.params as { id?: string }).id === '';
+  const params = request.params as Record<string, string | undefined>;
+  const empty = params.id === '' || params.gid === '' || params.user === '';
   const path = request.url.split('?')[0];
   done(empty ? new AppError(404, 'not_found', `no route matches ${request.method} ${path}`) : undefined);
 }
@@ -40,7 +42,7 @@ export function methodNotAllowed(app: FastifyInstance, url: string, allowed: str
     method: others,
     url,
     schema: { hide: true },
-    onRequest: url.includes(':id') ? requireIdSegment : undefined,
+    onRequest: url.includes(':') ? requireIdSegment : undefined,
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       reply.header('allow', allow.join(', '));
       const path = url.replace(':id', '{id}');

@@ -14,12 +14,22 @@ function listingHash(user: string, tag: string | null, garden: string | null): s
 }
 
 /** The opaque continuation token for a page that ended at afterId. */
-export function encodeCursor(afterId: number, user: string, tag: string | null, garden: string | null): string {
+export function encodeCursor(
+  afterId: number,
+  user: string,
+  tag: string | null,
+  garden: string | null,
+): string {
   return Buffer.from(`1.${afterId}.${listingHash(user, tag, garden)}`).toString('base64url');
 }
 
 /** The id a cursor continues after; 400 when it is malformed or belongs to another listing. */
-export function decodeCursor(cursor: string, user: string, tag: string | null, garden: string | null): number {
+export function decodeCursor(
+  cursor: string,
+  user: string,
+  tag: string | null,
+  garden: string | null,
+): number {
   const bad = (why: string) =>
     new BadRequestError('invalid_cursor', `cursor ${why}`, [{ field: '/cursor', message: why }]);
   if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad('is not a cursor this service issued');

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import type { GardenService, GardenView } from '../gardens/service.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireJson } from '../http/route-guards.js';
+import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
   Garden,
@@ -36,9 +36,11 @@ const memberView = (m: MemberRecord) => ({ user: m.user, role: m.role, addedAt: 
 // The router has decoded the path segment; a user name follows the rules tokens are made with.
 function memberName(raw: string): string {
   if (!isValidUser(raw)) {
-    throw new BadRequestError('invalid_parameter', 'user must be 1 to 200 printable characters without spaces', [
-      { field: '/user', message: 'must be 1 to 200 printable characters without spaces' },
-    ]);
+    throw new BadRequestError(
+      'invalid_parameter',
+      'user must be 1 to 200 printable characters without spaces',
+      [{ field: '/user', message: 'must be 1 to 200 printable characters without spaces' }],
+    );
   }
   return raw;
 }
@@ -55,7 +57,11 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
       description,
       headers: { location: { type: 'string', description: location }, ...SUCCESS_HEADERS },
     });
-    const ok = (schema: object, description: string) => ({ ...schema, description, headers: SUCCESS_HEADERS });
+    const ok = (schema: object, description: string) => ({
+      ...schema,
+      description,
+      headers: SUCCESS_HEADERS,
+    });
 
     app.post(
       '/gardens',
@@ -91,7 +97,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           operationId: 'listGardens',
           summary: "The caller's gardens",
           description:
-            "Every garden the caller is a member of, with its role there: its home garden first (made when first needed), then by creation.",
+            'Every garden the caller is a member of, with its role there: its home garden first (made when first needed), then by creation.',
           tags,
           security,
           response: {
@@ -106,11 +112,12 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
     app.get(
       '/gardens/:gid',
       {
-        onRequest: read,
+        onRequest: [requireIdSegment, read],
         schema: {
           operationId: 'getGarden',
           summary: 'Read one garden',
-          description: 'Any member may read it; to anyone else it is 404, exactly as one that does not exist.',
+          description:
+            'Any member may read it; to anyone else it is 404, exactly as one that does not exist.',
           tags,
           security,
           params: GardenIdParam,
@@ -123,7 +130,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
     app.patch(
       '/gardens/:gid',
       {
-        onRequest: [write, requireJson],
+        onRequest: [requireIdSegment, write, requireJson],
         bodyLimit: BODY_LIMIT,
         schema: {
           operationId: 'renameGarden',
@@ -146,7 +153,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
     app.delete(
       '/gardens/:gid',
       {
-        onRequest: write,
+        onRequest: [requireIdSegment, write],
         schema: {
           operationId: 'deleteGarden',
           summary: 'Delete an empty garden',
@@ -170,7 +177,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
     app.get(
       '/gardens/:gid/members',
       {
-        onRequest: read,
+        onRequest: [requireIdSegment, read],
         schema: {
           operationId: 'listMembers',
           summary: "A garden's members",
@@ -187,7 +194,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
     app.put(
       '/gardens/:gid/members/:user',
       {
-        onRequest: [write, requireJson],
+        onRequest: [requireIdSegment, write, requireJson],
         bodyLimit: BODY_LIMIT,
         schema: {
           operationId: 'putMember',
@@ -216,12 +223,12 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
     app.delete(
       '/gardens/:gid/members/:user',
       {
-        onRequest: write,
+        onRequest: [requireIdSegment, write],
         schema: {
           operationId: 'removeMember',
           summary: 'Remove a member, or leave',
           description:
-            'Owners may remove anyone; any member may remove itself (leave). The last owner: 409 `last_owner`; the home garden\'s own user: 409 `home_garden`; a user who is not a member: 404 `member_not_found`. The removed member sees nothing of the garden from its next request on, on every instance.',
+            "Owners may remove anyone; any member may remove itself (leave). The last owner: 409 `last_owner`; the home garden's own user: 409 `home_garden`; a user who is not a member: 404 `member_not_found`. The removed member sees nothing of the garden from its next request on, on every instance.",
           tags,
           security,
           params: MemberParams,

@@ -9,6 +9,7 @@ import { etagOf, parseEtags } from '../plants/etag.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { Page, PlantService } from '../plants/service.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import { GardenIdParam } from '../schemas/garden.js';
 import {
   ListQuery,
   MAX_PLANT_ID,
@@ -19,7 +20,6 @@ import {
   type PlantListItem,
   PlantPatch,
 } from '../schemas/plant.js';
-import { GardenIdParam } from '../schemas/garden.js';
 import type { PagePlant } from '../store/store.js';
 
 export const BODY_LIMIT = 16 * 1024;
@@ -94,7 +94,11 @@ function includes(include: string | undefined): { id: boolean; garden: boolean; 
       { field: '/include', message: 'names each field at most once' },
     ]);
   }
-  return { id: fields.includes('id'), garden: fields.includes('garden'), version: fields.includes('version') };
+  return {
+    id: fields.includes('id'),
+    garden: fields.includes('garden'),
+    version: fields.includes('version'),
+  };
 }
 
 // The next page's link: the same query on the same path, with the page's limit and the next cursor.
@@ -107,7 +111,8 @@ function nextLink(path: string, page: Page, q: ListQuery): string | undefined {
 }
 
 // The nested list's query: the garden is in the path.
-const GardenListQuery = Type.Omit(ListQuery, ['garden']);
+const { garden: _inPath, ...nestedQuery } = ListQuery.properties;
+const GardenListQuery = Type.Object(nestedQuery, { additionalProperties: false });
 
 function plantId(raw: string): number {
   const id = Number(raw);
@@ -132,7 +137,13 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
   }
 
   // One list answer for /plants and /gardens/{gid}/plants; `linkGarden`: the next link repeats garden=.
-  async function list(request: FastifyRequest, reply: FastifyReply, path: string, q: ListQuery, linkGarden = true) {
+  async function list(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    path: string,
+    q: ListQuery,
+    linkGarden = true,
+  ) {
     const want = includes(q.include);
     const scope = await service.scope(request.caller!, q.garden);
     const query = {
@@ -142,8 +153,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       include: q.include,
       withVersion: want.version,
     };
-    const shape =
-      want.version || want.garden ? pageViewWith(want) : want.id ? pageViewWithId : pageView;
+    const shape = want.version || want.garden ? pageViewWith(want) : want.id ? pageViewWithId : pageView;
     const linkQuery = linkGarden ? q : { ...q, garden: undefined };
     const out = await lists.get(request.caller!, scope, query, (page) => ({
       body: reply.serialize(page.plants.map(shape)) as string,
@@ -216,7 +226,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
                 ...SUCCESS_HEADERS,
               },
             },
-            ...errorResponses(400, 401, 403, 429, 500, 503),
+            ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },
       },
@@ -226,7 +236,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
     app.get(
       '/gardens/:gid/plants',
       {
-        onRequest: read,
+        onRequest: [requireIdSegment, read],
         schema: {
           operationId: 'listGardenPlants',
           summary: "List one garden's plants, by id ascending",
@@ -263,13 +273,13 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
     app.post(
       '/gardens/:gid/plants',
       {
-        onRequest: [write, requireJson],
+        onRequest: [requireIdSegment, write, requireJson],
         bodyLimit: BODY_LIMIT,
         schema: {
           operationId: 'createGardenPlant',
           summary: 'Create a plant in a garden',
           description:
-            "The create of `POST /plants`, into this garden: its editors and owners may (a viewer: 403 `insufficient_role`; a garden the caller is not a member of: 404). An `Idempotency-Key` is bound to the garden too.",
+            'The create of `POST /plants`, into this garden: its editors and owners may (a viewer: 403 `insufficient_role`; a garden the caller is not a member of: 404). An `Idempotency-Key` is bound to the garden too.',
           tags,
           security,
           params: GardenIdParam,

@@ -6,13 +6,10 @@ const GARDEN_ID_EXAMPLE = 'gdn_3f9a1c0e5b7d2a4c6e8f0b1d';
 
 export const GardenName = text(100, 'Garden name: 1–100 characters, not blank, no control characters.');
 
-export const Role = Type.Union(
-  [Type.Literal(ROLE[0]), Type.Literal(ROLE[1]), Type.Literal(ROLE[2])],
-  {
-    description:
-      '`viewer`: lists and reads the plants; `editor`: also creates, changes and deletes them; `owner`: also renames the garden, deletes it when empty, and manages its members.',
-  },
-);
+export const Role = Type.Union([Type.Literal(ROLE[0]), Type.Literal(ROLE[1]), Type.Literal(ROLE[2])], {
+  description:
+    '`viewer`: lists and reads the plants; `editor`: also creates, changes and deletes them; `owner`: also renames the garden, deletes it when empty, and manages its members.',
+});
 
 export const Garden = Type.Object(
   {
@@ -58,8 +55,8 @@ export type MemberPut = Static<typeof MemberPut>;
 export const GardenIdParam = Type.Object(
   {
     gid: Type.String({
-      minLength: 1,
-      description: 'A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.',
+      description:
+        'A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.',
       examples: [GARDEN_ID_EXAMPLE],
     }),
   },
@@ -70,7 +67,6 @@ export const MemberParams = Type.Object(
   {
     gid: GardenIdParam.properties.gid,
     user: Type.String({
-      minLength: 1,
       description: "The member's user name, URL-encoded (1–200 printable characters, no spaces).",
       examples: ['alice'],
     }),

@@ -70,7 +70,10 @@ export const PlantListItem = Type.Object(
   {
     id: Type.Optional({ ...PlantId, description: 'Present with `include=id`.' }),
     garden: Type.Optional(
-      Type.String({ description: "Present with `include=garden`: the id of the plant's garden.", examples: ['gdn_3f9a1c0e5b7d2a4c6e8f0b1d'] }),
+      Type.String({
+        description: "Present with `include=garden`: the id of the plant's garden.",
+        examples: ['gdn_3f9a1c0e5b7d2a4c6e8f0b1d'],
+      }),
     ),
     version: Type.Optional(
       Type.Integer({

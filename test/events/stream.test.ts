@@ -38,15 +38,28 @@ describe('EventStreams: a reader too slow to keep up', () => {
     const seen = watchWrites(reader);
     const head = await store.headPosition();
     let endedAt = 0;
-    const served = streams.serve(reader as unknown as ServerResponse, 'slow', head).then(() => {
-      endedAt = Date.now();
-    });
+    const served = streams
+      .serve(reader as unknown as ServerResponse, async () => ['gdn_slow'], head)
+      .then(() => {
+        endedAt = Date.now();
+      });
     // Together, so that they commit in one batch, well within stallMs even with an fsync each.
     await Promise.all(
       Array.from({ length: 400 }, (_, i) =>
-        store.createPlant({ id: null, owner: 'slow', name: `${'x'.repeat(150)}${i}`, tag: null }, undefined, {
-          at: new Date(),
-        }),
+        store.createPlant(
+          {
+            id: null,
+            owner: 'slow',
+            garden: 'gdn_slow',
+            admin: true,
+            name: `${'x'.repeat(150)}${i}`,
+            tag: null,
+          },
+          undefined,
+          {
+            at: new Date(),
+          },
+        ),
       ),
     );
     streams.nudge();
@@ -77,18 +90,24 @@ describe('EventStreams: a reader too slow to keep up', () => {
     });
     const head = await store.headPosition();
     let ended = false;
-    const served = streams.serve(reader as unknown as ServerResponse, 'fast', head).then(() => {
-      ended = true;
-    });
+    const served = streams
+      .serve(reader as unknown as ServerResponse, async () => ['gdn_fast'], head)
+      .then(() => {
+        ended = true;
+      });
     // Events keep coming for well over stallMs, so that a reader would be cut off by then if
     // keeping up were not enough.
     const started = Date.now();
     for (let i = 0; i < 50 || Date.now() - started < 3 * 200; i++) {
-      await store.createPlant({ id: null, owner: 'fast', name: `p${i}`, tag: null }, undefined, {
-        at: new Date(),
-      });
+      await store.createPlant(
+        { id: null, owner: 'fast', garden: 'gdn_fast', admin: true, name: `p${i}`, tag: null },
+        undefined,
+        {
+          at: new Date(),
+        },
+      );
     }
-    const events = await store.listEvents({ after: head, owner: 'fast', limit: 10_000 });
+    const events = await store.listEvents({ after: head, gardens: ['gdn_fast'], limit: 10_000 });
     assert.ok(events.length >= 50);
     const ids = events.map((e) => e.id);
     const received = () => [...text.matchAll(/^id: (.+)$/gm)].map((m) => m[1]);

@@ -35,6 +35,7 @@ for (const engine of ENGINES) {
       assert.equal(s.status, 200);
       await other.create({ name: 'Not mine' });
       const id = locationId(await c.create({ name: 'Ivy', tag: 'vine' }));
+      const garden = (await c.request({ method: 'GET', url: '/gardens' })).json()[0].id;
       await c.request({ method: 'DELETE', url: `/plants/${id}` });
       const got = await s.waitFor(2);
       assert.deepEqual(
@@ -45,7 +46,7 @@ for (const engine of ENGINES) {
         assert.match(m.id!, /^evt_/);
         const body = JSON.parse(m.data!);
         assert.equal(body.type, m.event);
-        assert.deepEqual(body.data, { id, name: 'Ivy', tag: 'vine' });
+        assert.deepEqual(body.data, { id, name: 'Ivy', tag: 'vine', garden });
         assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
       }
       // The stream follows the log in order: a later event of the caller's comes after anything

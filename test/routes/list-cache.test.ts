@@ -1,12 +1,19 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { gardenId } from '../../src/store/plant-changes.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../../src/store/store.js';
 import { type Harness, harness, locationId } from '../helpers/app.js';
 import { createPgDatabase, ENGINES, type Engine } from '../helpers/engines.js';
+
+// The user's home garden, as the service would make it (its id when it exists already).
+const homeOf = async (store: Store, user: string) =>
+  (await store.homeGarden(user, { id: gardenId(randomBytes), name: 'Home', at: new Date() })).id;
 
 const names = (res: { json(): unknown }) => (res.json() as { name: string }[]).map((p) => p.name);
 
@@ -201,7 +208,8 @@ describe('list pages and writes from another process (SQLite file)', () => {
     const c = await h.user();
     assert.deepEqual(names(await c.request({ method: 'GET', url: '/plants' })), []);
     const other = new SqliteStore({ path, durability: 'full' });
-    await other.createPlant({ id: null, owner: c.user, name: 'from elsewhere', tag: null });
+    const garden = await homeOf(other, c.user);
+    await other.createPlant({ id: null, owner: c.user, garden, name: 'from elsewhere', tag: null });
     await other.close();
     assert.deepEqual(names(await c.request({ method: 'GET', url: '/plants' })), ['from elsewhere']);
   });
@@ -216,8 +224,9 @@ describe('list pages and writes from another process (SQLite file)', () => {
     const other = new SqliteStore({ path, durability: 'full' });
     assert.equal(await other.deletePlant(ids[0]!, null), true);
     assert.deepEqual(names(await first()), ['n1', 'n2']);
-    await other.createPlant({ id: ids[1]! + 0, owner: c.user, name: 'dup', tag: null }); // taken: nothing changes
-    await other.createPlant({ id: ids[0]!, owner: c.user, name: 'back', tag: null });
+    const garden = await homeOf(other, c.user);
+    await other.createPlant({ id: ids[1]! + 0, owner: c.user, garden, name: 'dup', tag: null }); // taken: nothing changes
+    await other.createPlant({ id: ids[0]!, owner: c.user, garden, name: 'back', tag: null });
     await other.close();
     assert.deepEqual(names(await first()), ['back', 'n1']);
   });
@@ -263,7 +272,8 @@ describe('list pages and writes from another instance (PostgreSQL)', { skip: ENG
     assert.deepEqual(names(await all()), ['m0', 'm1', 'm2']);
     const other = new PgStore({ url: db.url, poolSize: 1 });
     try {
-      await other.createPlant({ id: null, owner: c.user, name: 'm3', tag: 'k' });
+      const garden = await homeOf(other, c.user);
+      await other.createPlant({ id: null, owner: c.user, garden, name: 'm3', tag: 'k' });
       assert.deepEqual(names(await all()), ['m0', 'm1', 'm2', 'm3'], 'the last page shows it');
       assert.deepEqual(names(await first()), ['m0', 'm1']);
       assert.equal(await other.deletePlant(ids[0]!, null), true);

@@ -8,12 +8,31 @@ import { ENGINES } from '../helpers/engines.js';
 const CONTRACT: Record<string, Record<string, number[]>> = {
   '/plants': {
     post: [201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503],
-    get: [200, 400, 401, 403, 429, 500, 503],
+    get: [200, 400, 401, 403, 404, 429, 500, 503],
   },
   '/plants/{id}': {
     get: [200, 304, 400, 401, 403, 404, 429, 500, 503],
     patch: [200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503],
     delete: [204, 400, 401, 403, 404, 412, 429, 500, 503],
+  },
+  // Version 3: gardens (section 3.2).
+  '/gardens': {
+    post: [201, 400, 401, 403, 409, 413, 415, 429, 500, 503],
+    get: [200, 401, 403, 429, 500, 503],
+  },
+  '/gardens/{gid}': {
+    get: [200, 401, 403, 404, 429, 500, 503],
+    patch: [200, 400, 401, 403, 404, 413, 415, 429, 500, 503],
+    delete: [204, 401, 403, 404, 409, 429, 500, 503],
+  },
+  '/gardens/{gid}/members': { get: [200, 401, 403, 404, 429, 500, 503] },
+  '/gardens/{gid}/members/{user}': {
+    put: [200, 201, 400, 401, 403, 404, 409, 413, 415, 429, 500, 503],
+    delete: [204, 400, 401, 403, 404, 409, 429, 500, 503],
+  },
+  '/gardens/{gid}/plants': {
+    get: [200, 400, 401, 403, 404, 429, 500, 503],
+    post: [201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
   },
 };
 
@@ -96,6 +115,7 @@ for (const engine of ENGINES) {
       const list = doc.paths['/plants'].get;
       assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), [
         'cursor',
+        'garden',
         'include',
         'limit',
         'tag',
@@ -129,7 +149,8 @@ for (const engine of ENGINES) {
               assert.ok(p.example ?? p.examples ?? p.schema.examples, `${where}: an example for ${p.name}`);
             }
           }
-          if (path.startsWith('/plants') || path.startsWith('/webhooks') || path === '/events') {
+          const guarded = ['/plants', '/gardens', '/webhooks'].some((p) => path.startsWith(p));
+          if (guarded || path === '/events') {
             assert.ok(op.security.length > 0, `${where}: needs a token`);
           } else {
             assert.deepEqual(op.security, [], `${where}: public`);

@@ -168,13 +168,15 @@ for (const engine of ENGINES) {
       assert.equal(log.length, 3, 'nothing of the other user');
       const bodies = got.map((d) => verified(e.secret, d));
       const byType = Object.fromEntries(bodies.map((b) => [b.type, b]));
-      assert.deepEqual(byType['plant.created']!.data, { id, name: 'Fern', tag: 'indoor' });
+      const garden = (await c.request({ method: 'GET', url: '/gardens' })).json()[0].id;
+      assert.deepEqual(byType['plant.created']!.data, { id, name: 'Fern', tag: 'indoor', garden });
       assert.deepEqual(byType['plant.updated']!.data, {
         id,
         name: 'Boston fern',
+        garden,
         previous: { name: 'Fern', tag: 'indoor' },
       });
-      assert.deepEqual(byType['plant.deleted']!.data, { id, name: 'Boston fern' });
+      assert.deepEqual(byType['plant.deleted']!.data, { id, name: 'Boston fern', garden });
       assert.match(got[0]!.headers['webhook-id'] as string, /^evt_/);
       assert.equal(got[0]!.headers['content-type'], 'application/json');
     });

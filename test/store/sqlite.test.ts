@@ -19,7 +19,7 @@ describe('SQLite store specifics', () => {
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
     assert.ok(existsSync(path));
-    await store.createPlant({ id: null, owner: 'o', name: 'n', tag: null });
+    await store.createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'n', tag: null });
     await store.close();
     const db = new Database(path, { readonly: true });
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
@@ -31,6 +31,7 @@ describe('SQLite store specifics', () => {
       { version: 4, name: '0004_list_pages' },
       { version: 5, name: '0005_write_clock' },
       { version: 6, name: '0006_plant_versions' },
+      { version: 7, name: '0007_gardens' },
     ]);
     db.close();
   });
@@ -39,13 +40,27 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'reopen.db');
     const s1 = new SqliteStore({ path, durability: 'full' });
     await s1.migrate();
-    const r = await s1.createPlant({ id: null, owner: 'o', name: 'kept', tag: 't' });
+    const r = await s1.createPlant({
+      id: null,
+      owner: 'o',
+      garden: 'gdn_o',
+      admin: true,
+      name: 'kept',
+      tag: 't',
+    });
     assert.ok('created' in r);
     await s1.deletePlant(r.created.id, 'o');
     await s1.close();
     const s2 = new SqliteStore({ path, durability: 'normal' });
     assert.deepEqual(await s2.migrate(), []);
-    const r2 = await s2.createPlant({ id: null, owner: 'o', name: 'after', tag: null });
+    const r2 = await s2.createPlant({
+      id: null,
+      owner: 'o',
+      garden: 'gdn_o',
+      admin: true,
+      name: 'after',
+      tag: null,
+    });
     assert.ok('created' in r2 && r2.created.id > r.created.id);
     await s2.close();
   });
@@ -53,12 +68,19 @@ describe('SQLite store specifics', () => {
   it('refuses a server-assigned id past 2^53−1 and writes nothing', async () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
-    await store.createPlant({ id: MAX_PLANT_ID, owner: 'o', name: 'last', tag: null });
+    await store.createPlant({
+      id: MAX_PLANT_ID,
+      owner: 'o',
+      garden: 'gdn_o',
+      admin: true,
+      name: 'last',
+      tag: null,
+    });
     await assert.rejects(
-      store.createPlant({ id: null, owner: 'o', name: 'x', tag: null }),
+      store.createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'x', tag: null }),
       IdSpaceExhaustedError,
     );
-    assert.equal((await store.listPlants({ owner: null, tag: null, afterId: 0, limit: 10 })).length, 1);
+    assert.equal((await store.listPlants({ gardens: null, tag: null, afterId: 0, limit: 10 })).length, 1);
     await store.close();
   });
 
@@ -66,18 +88,49 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'group.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
-    await store.createPlant({ id: MAX_PLANT_ID, owner: 'o', name: 'last', tag: null });
+    await store.createPlant({
+      id: MAX_PLANT_ID,
+      owner: 'o',
+      garden: 'gdn_o',
+      admin: true,
+      name: 'last',
+      tag: null,
+    });
     // Issued in one turn, so they form one batch: every server-assigned id is now past 2^53−1.
     // Each with its event: the batch runs once whole, is rolled back, and runs again write by write.
     const ev = { at: new Date() };
     const outcomes = await Promise.allSettled([
-      store.createPlant({ id: null, owner: 'o', name: 'first fails', tag: null }, undefined, ev),
-      store.createPlant({ id: 5, owner: 'o', name: 'five', tag: null }, undefined, ev),
-      store.createPlant({ id: null, owner: 'o', name: 'middle fails', tag: null }, undefined, ev),
-      store.createPlant({ id: 5, owner: 'o', name: 'five again', tag: null }, undefined, ev),
-      store.deletePlant(MAX_PLANT_ID, 'o', ev),
-      store.createPlant({ id: 6, owner: 'p', name: 'six', tag: 't' }, undefined, ev),
-      store.createPlant({ id: null, owner: 'o', name: 'last fails', tag: null }, undefined, ev),
+      store.createPlant(
+        { id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'first fails', tag: null },
+        undefined,
+        ev,
+      ),
+      store.createPlant(
+        { id: 5, owner: 'o', garden: 'gdn_o', admin: true, name: 'five', tag: null },
+        undefined,
+        ev,
+      ),
+      store.createPlant(
+        { id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'middle fails', tag: null },
+        undefined,
+        ev,
+      ),
+      store.createPlant(
+        { id: 5, owner: 'o', garden: 'gdn_o', admin: true, name: 'five again', tag: null },
+        undefined,
+        ev,
+      ),
+      store.deletePlant(MAX_PLANT_ID, null, ev),
+      store.createPlant(
+        { id: 6, owner: 'p', garden: 'gdn_p', admin: true, name: 'six', tag: 't' },
+        undefined,
+        ev,
+      ),
+      store.createPlant(
+        { id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'last fails', tag: null },
+        undefined,
+        ev,
+      ),
     ]);
     const versions: number[] = [];
     assert.deepEqual(
@@ -90,18 +143,18 @@ describe('SQLite store specifics', () => {
       }),
       [
         'IdSpaceExhaustedError',
-        { created: { id: 5, owner: 'o', name: 'five', tag: null } },
+        { created: { id: 5, owner: 'o', garden: 'gdn_o', name: 'five', tag: null } },
         'IdSpaceExhaustedError',
         { exists: true },
         true,
-        { created: { id: 6, owner: 'p', name: 'six', tag: 't' } },
+        { created: { id: 6, owner: 'p', garden: 'gdn_p', name: 'six', tag: 't' } },
         'IdSpaceExhaustedError',
       ],
     );
     assert.ok(versions[0]! > 1 && versions[1]! > versions[0]!, `versions ${versions} are new and distinct`);
     // Its events: one per acknowledged change, in order, and none of what was refused or rolled back.
     assert.deepEqual(
-      (await store.listEvents({ after: '0', owner: null, limit: 10 })).map((e) => [e.type, e.data.name]),
+      (await store.listEvents({ after: '0', gardens: null, limit: 10 })).map((e) => [e.type, e.data.name]),
       [
         ['plant.created', 'five'],
         ['plant.deleted', 'last'],
@@ -125,7 +178,7 @@ describe('SQLite store specifics', () => {
     await assert.rejects(store.ping(), (err: { status?: number }) => err.status === 503);
     // Batched writes and reads too, even when no statement had been prepared before the close.
     await assert.rejects(
-      store.createPlant({ id: null, owner: 'o', name: 'n', tag: null }),
+      store.createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'n', tag: null }),
       (err: { status?: number }) => err.status === 503,
     );
     await assert.rejects(store.getPlant(1), (err: { status?: number }) => err.status === 503);
@@ -141,6 +194,8 @@ describe('SQLite store specifics', () => {
       const r = await store.createPlant({
         id: null,
         owner: `o${i % 3}`,
+        garden: `gdn_o${i % 3}`,
+        admin: true,
         name: `p${i}`,
         tag: i % 2 ? 't' : null,
       });
@@ -160,18 +215,26 @@ describe('SQLite store specifics', () => {
     const wanted = [...ids, added, 999_999, ids[7]!];
     const [plants, page] = await Promise.all([
       Promise.all(wanted.map((id) => store.getPlant(id))),
-      store.listPlants({ owner: 'o1', tag: null, afterId: 0, limit: 100 }),
+      store.listPlants({ gardens: ['gdn_o1'], tag: null, afterId: 0, limit: 100 }),
     ]);
     wanted.forEach((id, i) => {
       const p = plants[i];
       if (id === ids[7] || id === 999_999) assert.equal(p, null, `plant ${id} is gone or never was`);
       // A plant written by hand takes the column's default version.
       else if (id === added)
-        assert.deepEqual(p, { id, owner: 'x', name: 'from elsewhere', tag: null, version: 1 });
+        assert.deepEqual(p, { id, owner: 'x', garden: '', name: 'from elsewhere', tag: null, version: 1 });
       else {
         const n = ids.indexOf(id);
         const version = versions[n];
-        assert.deepEqual(p, { id, owner: `o${n % 3}`, name: `p${n}`, tag: n % 2 ? 't' : null, version });
+        const garden = `gdn_o${n % 3}`;
+        assert.deepEqual(p, {
+          id,
+          owner: `o${n % 3}`,
+          garden,
+          name: `p${n}`,
+          tag: n % 2 ? 't' : null,
+          version,
+        });
       }
     });
     assert.deepEqual(
@@ -182,13 +245,13 @@ describe('SQLite store specifics', () => {
         .map((n) => `p${n}`),
     );
     // The batch's read transaction has ended: a write and a later batch go through.
-    await store.deletePlant(ids[0]!, 'o0');
+    await store.deletePlant(ids[0]!, null);
     assert.equal(await store.getPlant(ids[0]!), null);
     // Reads still queued when the store closes are answered first; a read after it is a 503.
     const late = [store.getPlant(ids[1]!), store.getPlant(ids[7]!)];
     await store.close();
     assert.deepEqual(await Promise.all(late), [
-      { id: ids[1], owner: 'o1', name: 'p1', tag: 't', version: versions[1] },
+      { id: ids[1], owner: 'o1', garden: 'gdn_o1', name: 'p1', tag: 't', version: versions[1] },
       null,
     ]);
     await assert.rejects(store.getPlant(ids[1]!), (err: { status?: number }) => err.status === 503);
@@ -217,13 +280,15 @@ describe('SQLite store specifics', () => {
       '0004_list_pages',
       '0005_write_clock',
       '0006_plant_versions',
+      '0007_gardens',
     ]);
-    const events = await store.listEvents({ after: '0', owner: null, limit: 10 });
+    const homeO = (await store.memberships('o'))[0]!.garden;
+    const events = await store.listEvents({ after: '0', gardens: null, limit: 10 });
     assert.deepEqual(
       events.map((e) => [e.id, e.type, e.data, e.createdAt.getTime(), e.position]),
       [
-        ['evt_old1', 'plant.created', { id: 1, name: 'Fern', tag: 'green' }, 1000, '1'],
-        ['evt_old2', 'plant.deleted', { id: 1, name: 'Fern', tag: 'green' }, 2000, '2'],
+        ['evt_old1', 'plant.created', { id: 1, name: 'Fern', tag: 'green', garden: homeO }, 1000, '1'],
+        ['evt_old2', 'plant.deleted', { id: 1, name: 'Fern', tag: 'green', garden: homeO }, 2000, '2'],
       ],
     );
     assert.equal(await store.eventPosition('evt_old2'), '2');
@@ -240,10 +305,10 @@ describe('SQLite store specifics', () => {
       jobs.map((j) => [j.event.id, j.event.data.name]),
       [['evt_old2', 'Fern']],
     );
-    await store.createPlant({ id: null, owner: 'o', name: 'New', tag: null }, undefined, {
+    await store.createPlant({ id: null, owner: 'o', garden: homeO, name: 'New', tag: null }, undefined, {
       at: new Date(5000),
     });
-    const [fresh] = await store.listEvents({ after: '2', owner: 'o', limit: 10 });
+    const [fresh] = await store.listEvents({ after: '2', gardens: [homeO], limit: 10 });
     assert.equal(fresh!.position, '3');
     assert.match(fresh!.id, /^evt_[0-9a-f]{16}0{15}3$/, 'an id of the new shape, unlike any before');
     assert.equal(await store.eventPosition(fresh!.id), '3');
@@ -252,13 +317,13 @@ describe('SQLite store specifics', () => {
     assert.equal(await store.eventPosition('evt_nope'), null);
     // Purging everything leaves the newest row, emptied: the next seq is never one that was used.
     assert.equal(await store.purgeEvents(new Date(10_000)), 3);
-    assert.deepEqual(await store.listEvents({ after: '0', owner: null, limit: 10 }), []);
+    assert.deepEqual(await store.listEvents({ after: '0', gardens: null, limit: 10 }), []);
     assert.equal(await store.eventPosition(fresh!.id), null, 'purged');
-    await store.createPlant({ id: null, owner: 'o', name: 'Newer', tag: null }, undefined, {
+    await store.createPlant({ id: null, owner: 'o', garden: homeO, name: 'Newer', tag: null }, undefined, {
       at: new Date(6000),
     });
     assert.deepEqual(
-      (await store.listEvents({ after: '0', owner: 'o', limit: 10 })).map((e) => e.position),
+      (await store.listEvents({ after: '0', gardens: [homeO], limit: 10 })).map((e) => e.position),
       ['4'],
     );
     // An hour on, every lease has run out: what is left to claim is the new events' deliveries only.
@@ -293,8 +358,18 @@ describe('SQLite store specifics', () => {
         VALUES ('a', 'k', 'h', 'done', 201, 3, ${Date.now()}, ${Date.now()});`);
     old.close();
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0006_plant_versions']);
-    assert.deepEqual(await store.getPlant(3), { id: 3, owner: 'a', name: 'x', tag: 'green', version: 1 });
+    assert.deepEqual(await store.migrate(), ['0006_plant_versions', '0007_gardens']);
+    const [home] = await store.memberships('a');
+    assert.equal(home?.role, 'owner', 'a has its home garden');
+    const homeA = home!.garden;
+    assert.deepEqual(await store.getPlant(3), {
+      id: 3,
+      owner: 'a',
+      garden: homeA,
+      name: 'x',
+      tag: 'green',
+      version: 1,
+    });
     const claim = await store.claimIdempotencyKey({ user: 'a', key: 'k' }, 'h', {
       now: new Date(),
       staleAfterMs: 60_000,
@@ -305,14 +380,14 @@ describe('SQLite store specifics', () => {
       { state: 'done', outcome: { status: 201, plantId: 3 } },
       'an old key replays as before',
     );
-    const made = await store.createPlant({ id: null, owner: 'a', name: 'z', tag: null });
+    const made = await store.createPlant({ id: null, owner: 'a', garden: homeA, name: 'z', tag: null });
     assert.ok('created' in made && made.created.version > 1, 'versions go on after the old plants’');
     const r = await store.updatePlant(5, 'a', { tag: 'red' }, [1], undefined, { at: new Date(7000) });
     assert.ok('updated' in r && r.changed && r.updated.version > made.created.version);
-    const [ev] = await store.listEvents({ after: '0', owner: 'a', limit: 10 });
+    const [ev] = await store.listEvents({ after: '0', gardens: [homeA], limit: 10 });
     assert.deepEqual(
       [ev!.type, ev!.data],
-      ['plant.updated', { id: 5, name: 'y', tag: 'red', previous: { tag: null } }],
+      ['plant.updated', { id: 5, name: 'y', tag: 'red', garden: homeA, previous: { tag: null } }],
     );
     const endpoints = await store.listEndpoints('a');
     assert.deepEqual(
@@ -335,45 +410,46 @@ describe('SQLite store specifics', () => {
       INSERT INTO plants (id, owner, name, tag) VALUES (3, 'a', 'x', 'green'), (5, 'a', 'y', NULL), (9, 'b', 'z', 'green'), (12, 'b', 'w', 'red');`);
     old.close();
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0005_write_clock', '0006_plant_versions']);
-    const start = await store.listMarks('a', null);
+    assert.deepEqual(await store.migrate(), ['0005_write_clock', '0006_plant_versions', '0007_gardens']);
+    const homeA = (await store.memberships('a'))[0]!.garden;
+    const homeB = (await store.memberships('b'))[0]!.garden;
+    const marks = (g: string | null, tag: string | null) => store.listMarks(g === null ? null : [g], tag);
+    const start = await marks(homeA, null);
     // After every id: only `top` moves, for the owner, everyone, and the tag.
-    await store.createPlant({ id: null, owner: 'a', name: 'v', tag: 'red' });
-    assert.deepEqual(await store.listMarks('a', null), { reorder: start.reorder, top: 13 });
-    assert.deepEqual(await store.listMarks('a', 'red'), { reorder: start.reorder, top: 13 });
-    assert.equal(
-      (await store.listMarks('a', 'green')).top,
-      0,
-      'no green plant created since the store opened',
-    );
-    assert.deepEqual(await store.listMarks(null, 'red'), { reorder: start.reorder, top: 13 });
-    const b = await store.listMarks('b', null);
+    await store.createPlant({ id: null, owner: 'a', garden: homeA, name: 'v', tag: 'red' });
+    assert.deepEqual(await marks(homeA, null), { reorder: start.reorder, top: 13 });
+    assert.deepEqual(await marks(homeA, 'red'), { reorder: start.reorder, top: 13 });
+    assert.equal((await marks(homeA, 'green')).top, 0, 'no green plant created since the store opened');
+    assert.deepEqual(await marks(null, 'red'), { reorder: start.reorder, top: 13 });
+    const b = await marks(homeB, null);
     // Below the newest id, and a delete: `reorder` moves, for the owner and everyone, not others.
-    await store.createPlant({ id: 4, owner: 'a', name: 'u', tag: null });
-    const a1 = await store.listMarks('a', null);
+    await store.createPlant({ id: 4, owner: 'a', garden: homeA, name: 'u', tag: null });
+    const a1 = await marks(homeA, null);
     assert.notEqual(a1.reorder, start.reorder);
-    assert.deepEqual(await store.listMarks('b', null), b);
-    const all1 = await store.listMarks(null, null);
+    assert.deepEqual(await marks(homeB, null), b);
+    const all1 = await marks(null, null);
     assert.equal(await store.deletePlant(9, 'b'), true);
-    assert.notEqual((await store.listMarks('b', 'green')).reorder, b.reorder);
-    assert.notEqual((await store.listMarks(null, null)).reorder, all1.reorder);
-    assert.deepEqual(await store.listMarks('a', null), a1);
+    assert.notEqual((await marks(homeB, 'green')).reorder, b.reorder);
+    assert.notEqual((await marks(null, null)).reorder, all1.reorder);
+    assert.deepEqual(await marks(homeA, null), a1);
     await store.close();
     const db = new Database(path, { readonly: true });
     const plan = (sql: string) =>
       (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
     assert.match(
-      plan("SELECT id, owner, name, tag FROM plants WHERE owner = 'a' AND id > 0 ORDER BY id LIMIT 10"),
-      /COVERING INDEX plants_owner_page/,
+      plan(
+        `SELECT id, garden, name, tag FROM plants WHERE garden = '${homeA}' AND id > 0 ORDER BY id LIMIT 10`,
+      ),
+      /COVERING INDEX plants_garden_page/,
     );
     assert.match(
       plan(
-        "SELECT id, owner, name, tag FROM plants WHERE owner = 'a' AND tag = 'red' AND id > 0 ORDER BY id LIMIT 10",
+        `SELECT id, garden, name, tag FROM plants WHERE garden = '${homeA}' AND tag = 'red' AND id > 0 ORDER BY id LIMIT 10`,
       ),
-      /COVERING INDEX plants_owner_tag_page/,
+      /COVERING INDEX plants_garden_tag_page/,
     );
     assert.match(
-      plan("SELECT id, owner, name, tag FROM plants WHERE tag = 'red' AND id > 0 ORDER BY id LIMIT 10"),
+      plan("SELECT id, garden, name, tag FROM plants WHERE tag = 'red' AND id > 0 ORDER BY id LIMIT 10"),
       /COVERING INDEX plants_tag_page/,
     );
     db.close();
@@ -384,37 +460,51 @@ describe('SQLite store specifics', () => {
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
     const mine = async () => {
-      const r = await store.createPlant({ id: null, owner: 'a', name: 'mine', tag: null });
+      const r = await store.createPlant({
+        id: null,
+        owner: 'a',
+        garden: 'gdn_a',
+        admin: true,
+        name: 'mine',
+        tag: null,
+      });
       return 'created' in r ? r.created.id : 0;
     };
     await mine();
-    const b0 = await store.listMarks('b', null);
+    const b0 = await store.listMarks(['gdn_b'], null);
     for (let i = 0; i < 3; i++) await mine();
-    assert.deepEqual(await store.listMarks('b', null), b0, 'the store’s own creates leave b alone');
+    assert.deepEqual(await store.listMarks(['gdn_b'], null), b0, 'the store’s own creates leave b alone');
     // Another store on the file (another process, as far as the file can tell).
     const other = new SqliteStore({ path, durability: 'full' });
-    await other.createPlant({ id: null, owner: 'c', name: 'elsewhere', tag: null });
+    await other.createPlant({
+      id: null,
+      owner: 'c',
+      garden: 'gdn_c',
+      admin: true,
+      name: 'elsewhere',
+      tag: null,
+    });
     await other.close();
-    const b1 = await store.listMarks('b', null);
+    const b1 = await store.listMarks(['gdn_b'], null);
     assert.notEqual(b1.reorder, b0.reorder, 'a write by another writer moves every mark');
     // Own writes after it, and the other's write seen once, leave the marks where they are.
     await mine();
     await mine();
-    assert.deepEqual(await store.listMarks('b', null), b1);
+    assert.deepEqual(await store.listMarks(['gdn_b'], null), b1);
     // A hand-made change (sqlite3 on the file): counted by the triggers, not by a plantstore writer.
     const raw = new Database(path);
     raw.prepare("UPDATE plants SET name = 'renamed' WHERE owner = 'a'").run();
     raw.close();
-    const b2 = await store.listMarks('b', null);
+    const b2 = await store.listMarks(['gdn_b'], null);
     assert.notEqual(b2.reorder, b1.reorder, 'a change made outside plantstore moves every mark');
     await mine();
-    assert.deepEqual(await store.listMarks('b', null), b2);
+    assert.deepEqual(await store.listMarks(['gdn_b'], null), b2);
     // Another writer that wrote first and then this store: still seen (its commit was not the last).
     const third = new SqliteStore({ path, durability: 'full' });
     await third.deletePlant(1, null);
     await third.close();
     await mine();
-    assert.notEqual((await store.listMarks('b', null)).reorder, b2.reorder);
+    assert.notEqual((await store.listMarks(['gdn_b'], null)).reorder, b2.reorder);
     await store.close();
   });
 
@@ -422,17 +512,26 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'writer.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
-    const r = await store.createPlant({ id: null, owner: 'o', name: 'first', tag: null });
+    const r = await store.createPlant({
+      id: null,
+      owner: 'o',
+      garden: 'gdn_o',
+      admin: true,
+      name: 'first',
+      tag: null,
+    });
     const id = 'created' in r ? r.created.id : 0;
     const first = 'created' in r ? r.created.version : 0;
     // Another connection takes the write lock; the store's next write waits for it (busy_timeout).
     const other = new Database(path);
     other.exec('BEGIN IMMEDIATE');
     let written = false;
-    const write = store.createPlant({ id: null, owner: 'o', name: 'second', tag: null }).then((w) => {
-      written = true;
-      return w;
-    });
+    const write = store
+      .createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'second', tag: null })
+      .then((w) => {
+        written = true;
+        return w;
+      });
     // Reads go on meanwhile, for 150 ms of the write's wait: the event loop is not held by the
     // waiting write (it would be, for up to busy_timeout, if the commit ran on it).
     let reads = 0;
@@ -440,6 +539,7 @@ describe('SQLite store specifics', () => {
       assert.deepEqual(await store.getPlant(id), {
         id,
         owner: 'o',
+        garden: 'gdn_o',
         name: 'first',
         tag: null,
         version: first,
@@ -454,7 +554,7 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(await store.getPlant(second.created.id), { ...second.created });
     await store.close();
     await assert.rejects(
-      store.createPlant({ id: null, owner: 'o', name: 'late', tag: null }),
+      store.createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'late', tag: null }),
       (err: { status?: number }) => err.status === 503,
     );
   });

@@ -22,12 +22,16 @@ describe('tokens, durations and cursors', () => {
     assert.equal(hashToken('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 
-  it('a cursor round-trips for its own user and tag only', () => {
-    const c = encodeCursor(42, 'alice', 'green');
-    assert.equal(decodeCursor(c, 'alice', 'green'), 42);
-    assert.throws(() => decodeCursor(c, 'bob', 'green'), /another user/);
-    assert.throws(() => decodeCursor(c, 'alice', null), /another user or for another tag/);
-    assert.throws(() => decodeCursor(encodeCursor(1, 'alice', null), 'alice', ''), /another/);
-    assert.throws(() => decodeCursor('!!', 'alice', null), /not a cursor/);
+  it('a cursor round-trips for its own user, tag and garden only', () => {
+    const c = encodeCursor(42, 'alice', 'green', null);
+    assert.equal(decodeCursor(c, 'alice', 'green', null), 42);
+    assert.throws(() => decodeCursor(c, 'bob', 'green', null), /another user/);
+    assert.throws(() => decodeCursor(c, 'alice', null, null), /another user or for another tag/);
+    assert.throws(() => decodeCursor(encodeCursor(1, 'alice', null, null), 'alice', '', null), /another/);
+    assert.throws(() => decodeCursor('!!', 'alice', null, null), /not a cursor/);
+    const g = encodeCursor(7, 'alice', null, 'gdn_000000000000000000000001');
+    assert.equal(decodeCursor(g, 'alice', null, 'gdn_000000000000000000000001'), 7);
+    assert.throws(() => decodeCursor(g, 'alice', null, null), /another tag or garden/);
+    assert.throws(() => decodeCursor(g, 'alice', null, 'gdn_000000000000000000000002'), /another tag or garden/);
   });
 });

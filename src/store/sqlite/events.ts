@@ -29,9 +29,12 @@ interface EventRow {
   garden: string;
 }
 const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden';
-// An endpoint may see an event: made with plants:admin, or its owner is a member of the event's garden.
-const MAY_SEE = (e: string, ev: string) =>
-  `(${e}.admin = 1 OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${e}.owner))`;
+// An endpoint may see an event: made with plants:admin, or its owner is a member of the event's
+// garden (at fan-out, the moment the event is written); `since`: and was already one when it was.
+const MAY_SEE = (e: string, ev: string, since = false) =>
+  `(${e}.admin = 1 OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${e}.owner${
+    since ? ` AND m.added_at <= ${ev}.created_at` : ''
+  }))`;
 interface EndpointRow {
   id: string;
   owner: string;
@@ -205,7 +208,7 @@ export class SqliteEvents {
       recover: db.prepare<[{ endpoint: string; since: number; now: number }]>(
         `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
          SELECT ${id('ev')}, ev.seq, e.id, 'pending', @now, @now FROM webhook_endpoints e JOIN events ev
-           ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev')}
+           ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev', true)}
          WHERE e.id = @endpoint AND NOT EXISTS (
            SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ${id('ev')}
              AND d.state IN ('pending', 'succeeded'))
@@ -309,7 +312,13 @@ export class SqliteEvents {
       type: typeOfBit(r.type)!,
       owner: r.owner,
       garden: r.garden,
-      data: eventData(r.plant_id, r.name, r.tag, r.garden, r.previous === null ? undefined : JSON.parse(r.previous)),
+      data: eventData(
+        r.plant_id,
+        r.name,
+        r.tag,
+        r.garden,
+        r.previous === null ? undefined : JSON.parse(r.previous),
+      ),
       createdAt: new Date(r.created_at),
       position: String(r.seq),
     };

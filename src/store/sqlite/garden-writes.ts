@@ -45,7 +45,9 @@ export class SqliteGardenWrites {
       deleteGarden: db.prepare<[string]>('DELETE FROM gardens WHERE id = ?'),
       hasPlants: db.prepare<[string], number>('SELECT 1 FROM plants WHERE garden = ? LIMIT 1').pluck(),
       role: db
-        .prepare<[string, string], Role>('SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?')
+        .prepare<[string, string], Role>(
+          'SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?',
+        )
         .pluck(),
       member: db.prepare<[string, string], { role: Role; added_at: number }>(
         'SELECT role, added_at FROM garden_members WHERE garden_id = ? AND user_id = ?',
@@ -62,9 +64,13 @@ export class SqliteGardenWrites {
       gardensOfUser: db
         .prepare<[string], number>('SELECT count(*) FROM garden_members WHERE user_id = ?')
         .pluck(),
-      members: db.prepare<[string], number>('SELECT count(*) FROM garden_members WHERE garden_id = ?').pluck(),
+      members: db
+        .prepare<[string], number>('SELECT count(*) FROM garden_members WHERE garden_id = ?')
+        .pluck(),
       owners: db
-        .prepare<[string], number>(`SELECT count(*) FROM garden_members WHERE garden_id = ? AND role = 'owner'`)
+        .prepare<[string], number>(
+          `SELECT count(*) FROM garden_members WHERE garden_id = ? AND role = 'owner'`,
+        )
         .pluck(),
     };
   }
@@ -128,7 +134,10 @@ export class SqliteGardenWrites {
     if (!found.owner) return refused('forbidden');
     const was = this.s.member.get(id, user);
     if (was === undefined) {
-      if (this.s.gardensOfUser.get(user)! >= MAX_GARDENS_PER_USER) return refused('too_many_gardens');
+      // A user with no home garden yet keeps a place for it: once made, it counts as one of its gardens.
+      const homeless = this.s.home.get(user) === undefined ? 1 : 0;
+      if (this.s.gardensOfUser.get(user)! + homeless >= MAX_GARDENS_PER_USER)
+        return refused('too_many_gardens');
       if (this.s.members.get(id)! >= MAX_MEMBERS_PER_GARDEN) return refused('too_many_members');
       this.s.insertMember.run(id, user, role, at.getTime());
       return { ok: { member: { user, role, addedAt: at }, created: true } };

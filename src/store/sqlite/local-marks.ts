@@ -72,7 +72,8 @@ export class LocalMarks {
    */
   get(gardens: readonly string[] | null, tag: string | null): ListMarks {
     const t = tag === null ? '*' : `t:${tag}`;
-    if (gardens === null) return { reorder: this.reorder.get('*') ?? this.floor, top: this.top.get(`*\0${t}`) ?? 0 };
+    if (gardens === null)
+      return { reorder: this.reorder.get('*') ?? this.floor, top: this.top.get(`*\0${t}`) ?? 0 };
     let reorder = this.floor;
     let top = 0;
     for (const g of gardens) {

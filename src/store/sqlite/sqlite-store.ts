@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
-import { pendingMigrations } from '../migrate.js';
 import { mergeGardens } from '../garden-merge.js';
+import { pendingMigrations } from '../migrate.js';
 import type {
   Actor,
   AttemptRecord,
@@ -369,11 +369,15 @@ export class SqliteStore implements Store {
       if (gardens === null) {
         if (q.withVersion) {
           const rows =
-            q.tag === null ? this.s.listAllV.all(q.afterId, q.limit) : this.s.listAllTagV.all(q.tag, q.afterId, q.limit);
+            q.tag === null
+              ? this.s.listAllV.all(q.afterId, q.limit)
+              : this.s.listAllTagV.all(q.tag, q.afterId, q.limit);
           return rows.map(toVersionedPagePlant);
         }
         const rows =
-          q.tag === null ? this.s.listAll.all(q.afterId, q.limit) : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
+          q.tag === null
+            ? this.s.listAll.all(q.afterId, q.limit)
+            : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
         return (rows as Row[]).map(toPagePlant);
       }
       if (gardens.length === 0) return [];
@@ -385,9 +389,11 @@ export class SqliteStore implements Store {
               : this.s.listGardenTagV.all(g, tag, after, n)
             ).map(toVersionedPagePlant)
         : (g: string, after: number, n: number) =>
-            ((tag === null ? this.s.listGarden.all(g, after, n) : this.s.listGardenTag.all(g, tag, after, n)) as Row[]).map(
-              toPagePlant,
-            );
+            (
+              (tag === null
+                ? this.s.listGarden.all(g, after, n)
+                : this.s.listGardenTag.all(g, tag, after, n)) as Row[]
+            ).map(toPagePlant);
       if (gardens.length === 1) return read(gardens[0]!, q.afterId, q.limit);
       // Several reads make one page: they share one snapshot.
       return this.snapshot(() => mergeGardens(gardens, q.afterId, q.limit, read));
@@ -432,7 +438,12 @@ export class SqliteStore implements Store {
     return this.writer.write('homeGarden', user, make);
   }
 
-  createGarden(g: { id: string; name: string; owner: string; at: Date }): Promise<GardenChange<GardenRecord>> {
+  createGarden(g: {
+    id: string;
+    name: string;
+    owner: string;
+    at: Date;
+  }): Promise<GardenChange<GardenRecord>> {
     return this.writer.write('createGarden', g);
   }
 

@@ -109,17 +109,16 @@ export class SqliteWrites {
   private prepare() {
     const db = this.db;
     return {
-      insertPlant: db.prepare<
-        [number | null, string, string, string, string | null, number],
-        { id: number }
-      >(
+      insertPlant: db.prepare<[number | null, string, string, string, string | null, number], { id: number }>(
         'INSERT INTO plants (id, owner, garden, name, tag, version) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
       ),
       plantForWrite: db
         .prepare<[number], Row>('SELECT id, owner, garden, name, tag, version FROM plants WHERE id = ?')
         .raw(),
       role: db
-        .prepare<[string, string], string>('SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?')
+        .prepare<[string, string], string>(
+          'SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?',
+        )
         .pluck(),
       updatePlant: db.prepare<[string, string | null, number, number]>(
         'UPDATE plants SET name = ?, tag = ?, version = ? WHERE id = ?',
@@ -259,7 +258,13 @@ export class SqliteWrites {
       const data = eventData(row.id, plant.name, plant.tag, plant.garden);
       this.e.record(event, 'plant.created', plant.owner, plant.garden, data);
     }
-    const created = { id: row.id, owner: plant.owner, garden: plant.garden, name: plant.name, tag: plant.tag };
+    const created = {
+      id: row.id,
+      owner: plant.owner,
+      garden: plant.garden,
+      name: plant.name,
+      tag: plant.tag,
+    };
     return { created: { ...created, version } };
   }
 
@@ -432,7 +437,8 @@ function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
     const o = outcomes[i]!;
     if (!o.ok) return;
     if (op === 'createPlant' && 'created' in (o.value as CreateResult)) n++;
-    else if (op === 'deletePlant' && o.value !== null && o.value !== 'mismatch' && o.value !== 'forbidden') n++;
+    else if (op === 'deletePlant' && o.value !== null && o.value !== 'mismatch' && o.value !== 'forbidden')
+      n++;
     else if (op === 'updatePlant' && (o.value as UpdateResult as { changed?: boolean }).changed) n++;
   });
   return n;

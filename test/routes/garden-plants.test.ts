@@ -1,0 +1,883 @@
+// Contract 3.2 and the version-3 parts of section 2: plants in gardens. The nested list and
+// create, GET /plants across gardens (garden=, include=, cursors, paging while memberships
+// change), roles on PATCH and DELETE with their order of checks, immediate revocation, admin.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+const MERGE = { 'content-type': 'application/merge-patch+json' };
+const T = { timeout: 30_000 };
+const MISSING_GID = 'gdn_000000000000000000000000';
+
+type Role = 'viewer' | 'editor' | 'owner';
+interface Listed {
+  id?: number;
+  garden?: string;
+  version?: number;
+  name: string;
+  tag?: string;
+}
+
+async function newGarden(c: Client, name = 'Shared'): Promise<string> {
+  const res = await c.request({
+    method: 'POST',
+    url: '/gardens',
+    headers: JSON_TYPE,
+    payload: JSON.stringify({ name }),
+  });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json().id;
+}
+
+async function homeOf(c: Client): Promise<string> {
+  const res = await c.request({ method: 'GET', url: '/gardens' });
+  assert.equal(res.statusCode, 200);
+  return res.json()[0].id;
+}
+
+async function share(owner: Client, gid: string, user: string, role: Role): Promise<void> {
+  const res = await owner.request({
+    method: 'PUT',
+    url: `/gardens/${gid}/members/${encodeURIComponent(user)}`,
+    headers: JSON_TYPE,
+    payload: JSON.stringify({ role }),
+  });
+  assert.ok(res.statusCode === 201 || res.statusCode === 200, res.body);
+}
+
+async function unshare(c: Client, gid: string, user: string): Promise<void> {
+  const res = await c.request({
+    method: 'DELETE',
+    url: `/gardens/${gid}/members/${encodeURIComponent(user)}`,
+  });
+  assert.equal(res.statusCode, 204, res.body);
+}
+
+const plantIn = (c: Client, gid: string, payload: unknown, headers: Record<string, string> = {}) =>
+  c.request({
+    method: 'POST',
+    url: `/gardens/${gid}/plants`,
+    headers: { ...JSON_TYPE, ...headers },
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  });
+
+async function made(c: Client, gid: string, payload: unknown): Promise<{ id: number; etag: string }> {
+  const res = await plantIn(c, gid, payload);
+  assert.equal(res.statusCode, 201, res.body);
+  return { id: locationId(res), etag: String(res.headers.etag) };
+}
+
+const get = (c: Client, url: string) => c.request({ method: 'GET', url });
+const patch = (c: Client, id: number, payload: unknown, headers: Record<string, string> = {}) =>
+  c.request({
+    method: 'PATCH',
+    url: `/plants/${id}`,
+    headers: { ...MERGE, ...headers },
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  });
+const del = (c: Client, id: number, headers: Record<string, string> = {}) =>
+  c.request({ method: 'DELETE', url: `/plants/${id}`, headers });
+
+function refused(res: LightMyRequestResponse, status: number, code?: string, what = ''): void {
+  assert.equal(res.statusCode, status, `${what} ${res.body}`);
+  const e = errorBody(res);
+  if (code !== undefined) assert.equal(e.code, code, what);
+}
+
+function insufficientRole(res: LightMyRequestResponse, what = ''): void {
+  refused(res, 403, 'insufficient_role', what);
+  assert.equal(res.headers['www-authenticate'], undefined, `${what}: no challenge for a role refusal`);
+}
+
+/** The target of a `Link: <…>; rel="next"` header, or null. */
+function nextLink(res: LightMyRequestResponse): string | null {
+  const link = res.headers.link;
+  if (link === undefined) return null;
+  const m = /^<([^>]+)>; rel="next"$/.exec(String(link));
+  assert.ok(m, `malformed Link header ${String(link)}`);
+  return m[1]!;
+}
+
+/** Follows next links from `url`; every page's link must start with `prefix`. */
+async function walk(c: Client, url: string, prefix: string): Promise<{ items: Listed[]; pages: number }> {
+  const items: Listed[] = [];
+  let pages = 0;
+  for (let next: string | null = url; next !== null; pages++) {
+    const res = await get(c, next);
+    assert.equal(res.statusCode, 200, `${next}: ${res.body}`);
+    items.push(...res.json());
+    next = nextLink(res);
+    if (next !== null) assert.ok(next.startsWith(prefix), `${next} repeats ${prefix}`);
+    assert.ok(pages < 1000, 'the walk ends');
+  }
+  return { items, pages };
+}
+
+const ids = (xs: Listed[]) => xs.map((x) => x.id!);
+const ascending = (xs: number[]) => xs.every((x, i) => i === 0 || xs[i - 1]! < x);
+
+for (const engine of ENGINES) {
+  describe(`plants in gardens (${engine.name})`, { skip: engine.skip }, () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness(engine);
+    });
+    after(() => h?.close());
+
+    describe('POST /gardens/{gid}/plants', () => {
+      it(
+        'editors and owners 201 into that garden (Location, ETag); a viewer 403; a non-member 404',
+        T,
+        async () => {
+          const o = await h.user();
+          const e = await h.user();
+          const v = await h.user();
+          const n = await h.user();
+          const g = await newGarden(o);
+          await share(o, g, e.user, 'editor');
+          await share(o, g, v.user, 'viewer');
+          const byOwner = await plantIn(o, g, { name: 'Owner’s', tag: 't' });
+          assert.equal(byOwner.statusCode, 201);
+          assert.deepEqual(byOwner.json(), { name: 'Owner’s', tag: 't' });
+          assert.match(String(byOwner.headers.location), /^\/plants\/[0-9]+$/);
+          assert.match(String(byOwner.headers.etag), /^"[^"]+"$/);
+          const chosen = 8_200_000_000_000 + Math.floor(Math.random() * 1e9);
+          const byEditor = await plantIn(e, g, { id: chosen, name: 'Editor’s' });
+          assert.equal(byEditor.statusCode, 201);
+          assert.equal(byEditor.headers.location, `/plants/${chosen}`);
+          insufficientRole(await plantIn(v, g, { name: 'Viewer’s' }), 'viewer');
+          const missing = await plantIn(n, g, { name: 'Stranger’s' });
+          refused(missing, 404, undefined, 'non-member');
+          const nowhere = await plantIn(n, MISSING_GID, { name: 'Stranger’s' });
+          assert.deepEqual(missing.json(), nowhere.json(), 'exactly as a garden that does not exist');
+          // Both plants are in the garden, and only there.
+          const listed = (await get(v, `/plants?garden=${g}&include=id,garden`)).json();
+          assert.deepEqual(listed, [
+            { id: locationId(byOwner), garden: g, name: 'Owner’s', tag: 't' },
+            { id: chosen, garden: g, name: 'Editor’s' },
+          ]);
+          assert.deepEqual(
+            (await get(e, `/plants?garden=${await homeOf(e)}`)).json(),
+            [],
+            'not in the editor’s home',
+          );
+          assert.equal((await get(v, `/plants/${chosen}`)).statusCode, 200, 'a viewer reads it');
+          assert.equal((await get(n, `/plants/${chosen}`)).statusCode, 404, 'a non-member does not');
+          // An id that exists (anyone's) is 409 plant_exists for an editor; the create's body rules hold.
+          refused(await plantIn(e, g, { id: chosen, name: 'Again' }), 409, 'plant_exists');
+          const elsewhere = locationId(await n.create({ name: 'In n’s home' }));
+          refused(await plantIn(e, g, { id: elsewhere, name: 'Again' }), 409, 'plant_exists');
+          for (const [what, payload, headers, status] of [
+            ['another field', { name: 'x', garden: g }, JSON_TYPE, 400],
+            ['no name', { tag: 'x' }, JSON_TYPE, 400],
+            ['array', [{ name: 'x' }], JSON_TYPE, 400],
+            ['text/plain', '{"name":"x"}', { 'content-type': 'text/plain' }, 415],
+            ['over 16 KiB', { name: 'x', tag: 'y'.repeat(17 * 1024) }, JSON_TYPE, 413],
+          ] as const) {
+            const payloadText = typeof payload === 'string' ? payload : JSON.stringify(payload);
+            refused(
+              await e.request({ method: 'POST', url: `/gardens/${g}/plants`, headers, payload: payloadText }),
+              status,
+              undefined,
+              `editor, ${what}`,
+            );
+            // Body checks come before the store's: a non-member with a bad body gets the same answer.
+            refused(
+              await n.request({ method: 'POST', url: `/gardens/${g}/plants`, headers, payload: payloadText }),
+              status,
+              undefined,
+              `non-member, ${what}`,
+            );
+          }
+          assert.equal((await get(o, `/gardens/${g}/plants`)).json().length, 2, 'nothing else made');
+        },
+      );
+
+      it(
+        'Idempotency-Key: a retry replays the 201; the same key for another garden or for /plants is 422',
+        T,
+        async () => {
+          const o = await h.user();
+          const e = await h.user();
+          const g1 = await newGarden(o, 'One');
+          const g2 = await newGarden(o, 'Two');
+          await share(o, g1, e.user, 'editor');
+          await share(o, g2, e.user, 'editor');
+          const key = { 'idempotency-key': `k-${randomUUID()}` };
+          const first = await plantIn(e, g1, { name: 'Once', tag: 'k' }, key);
+          assert.equal(first.statusCode, 201);
+          const again = await plantIn(e, g1, { tag: 'k', name: 'Once' }, key);
+          assert.equal(again.statusCode, 201);
+          assert.equal(again.headers['idempotent-replayed'], 'true');
+          assert.equal(again.headers.location, first.headers.location);
+          assert.equal(again.headers.etag, first.headers.etag);
+          assert.deepEqual(again.json(), first.json());
+          refused(
+            await plantIn(e, g2, { name: 'Once', tag: 'k' }, key),
+            422,
+            'idempotency_key_reused',
+            'another garden',
+          );
+          refused(
+            await e.create({ name: 'Once', tag: 'k' }, key),
+            422,
+            'idempotency_key_reused',
+            'POST /plants',
+          );
+          refused(
+            await plantIn(e, g1, { name: 'Twice', tag: 'k' }, key),
+            422,
+            'idempotency_key_reused',
+            'another body',
+          );
+          assert.deepEqual((await get(o, `/plants?garden=${g1}&include=id`)).json(), [
+            { id: locationId(first), name: 'Once', tag: 'k' },
+          ]);
+          assert.deepEqual((await get(o, `/plants?garden=${g2}`)).json(), []);
+          // A key of /plants is 422 on a garden too.
+          const homeKey = { 'idempotency-key': `k-${randomUUID()}` };
+          assert.equal((await e.create({ name: 'Home' }, homeKey)).statusCode, 201);
+          refused(await plantIn(e, g1, { name: 'Home' }, homeKey), 422, 'idempotency_key_reused');
+          // Once the editor is removed, a retry is 404: the garden is gone for it before any replay.
+          await unshare(o, g1, e.user);
+          refused(
+            await plantIn(e, g1, { name: 'Once', tag: 'k' }, key),
+            404,
+            undefined,
+            'a retry after removal',
+          );
+          // Demoted to viewer, a retry is 403.
+          await share(o, g2, e.user, 'viewer');
+          const k2 = { 'idempotency-key': `k-${randomUUID()}` };
+          await share(o, g2, e.user, 'editor');
+          assert.equal((await plantIn(e, g2, { name: 'Then viewer' }, k2)).statusCode, 201);
+          await share(o, g2, e.user, 'viewer');
+          insufficientRole(await plantIn(e, g2, { name: 'Then viewer' }, k2), 'a retry after demotion');
+        },
+      );
+    });
+
+    describe('GET /gardens/{gid}/plants', () => {
+      it(
+        'one garden’s plants in id order, to any member; Link next repeats on the nested path with tag and include',
+        T,
+        async () => {
+          const o = await h.user();
+          const v = await h.user();
+          const g = await newGarden(o, 'Listed');
+          const other = await newGarden(o, 'Not listed');
+          await share(o, g, v.user, 'viewer');
+          await share(o, other, v.user, 'viewer');
+          const inG: { id: number; name: string; tag?: string }[] = [];
+          for (let i = 0; i < 7; i++) {
+            const tag = i % 2 === 0 ? 'even' : undefined;
+            const body = tag ? { name: `p${i}`, tag } : { name: `p${i}` };
+            inG.push({ id: (await made(o, g, body)).id, ...body });
+            await made(o, other, { name: `q${i}`, tag: 'even' });
+          }
+          await o.create({ name: 'o’s home', tag: 'even' });
+          const first = await get(v, `/gardens/${g}/plants?limit=3`);
+          assert.equal(first.statusCode, 200);
+          assert.equal(first.headers['content-type'], 'application/json; charset=utf-8');
+          assert.deepEqual(
+            first.json(),
+            inG.slice(0, 3).map(({ name, tag }) => (tag ? { name, tag } : { name })),
+          );
+          const link = nextLink(first)!;
+          assert.match(link, new RegExp(`^/gardens/${g}/plants\\?limit=3&cursor=[^&]+$`));
+          const all = await walk(
+            v,
+            `/gardens/${g}/plants?limit=3&include=id`,
+            `/gardens/${g}/plants?limit=3&cursor=`,
+          );
+          assert.equal(all.pages, 3);
+          assert.deepEqual(
+            ids(all.items),
+            inG.map((p) => p.id),
+          );
+          // tag and include repeat; garden appears in elements when asked, never as a query of the nested link.
+          const tagged = await get(v, `/gardens/${g}/plants?limit=2&tag=even&include=garden,version,id`);
+          const tagLink = nextLink(tagged)!;
+          assert.match(tagLink, /&tag=even/);
+          assert.match(tagLink, /&include=garden,version,id/);
+          assert.doesNotMatch(tagLink, /garden=/);
+          const walked = await walk(
+            v,
+            `/gardens/${g}/plants?limit=2&tag=even&include=garden,version,id`,
+            `/gardens/${g}/plants?`,
+          );
+          assert.deepEqual(
+            walked.items.map((p) => [p.id, p.garden, p.name, p.tag]),
+            inG.filter((p) => p.tag === 'even').map((p) => [p.id, g, p.name, 'even']),
+          );
+          for (const p of walked.items) {
+            assert.ok(Number.isInteger(p.version) && p.version! > 0, 'version a positive integer');
+            assert.deepEqual(Object.keys(p).sort(), ['garden', 'id', 'name', 'tag', 'version']);
+          }
+          // Empty: [] and no link.
+          const empty = await newGarden(o, 'Empty');
+          const none = await get(o, `/gardens/${empty}/plants`);
+          assert.deepEqual(none.json(), []);
+          assert.equal(none.headers.link, undefined);
+        },
+      );
+
+      it(
+        'the same parameter rules: bad limit, include, cursor, unknown parameters 400; a non-member 404; admin 200',
+        T,
+        async () => {
+          const o = await h.user();
+          const n = await h.user();
+          const admin = await h.user(['plants:admin']);
+          const g = await newGarden(o, 'Params');
+          await made(o, g, { name: 'a' });
+          await made(o, g, { name: 'b' });
+          const wrong: string[] = [];
+          for (const q of [
+            'limit=0',
+            'limit=01',
+            'limit=1001',
+            'limit=-1',
+            'limit=1.5',
+            'limit=1e2',
+            'limit=',
+            'limit=2&limit=2',
+            'include=id,id',
+            'include=name',
+            'include=garden,garden',
+            'include=',
+            'cursor=nonsense',
+            'color=green',
+            `garden=${g}`,
+            `garden=${MISSING_GID}`,
+          ]) {
+            // Every parameter is checked before any failure is reported, so one run names them all.
+            const res = await get(o, `/gardens/${g}/plants?${q}`);
+            if (res.statusCode !== 400) wrong.push(`${q}: ${res.statusCode}`);
+            else errorBody(res);
+          }
+          assert.deepEqual(
+            wrong,
+            [],
+            'GET /gardens/{gid}/plants takes the parameters of GET /plants, no others',
+          );
+          const missing = await get(n, `/gardens/${g}/plants`);
+          refused(missing, 404);
+          assert.deepEqual(missing.json(), (await get(n, `/gardens/${MISSING_GID}/plants`)).json());
+          const seen = await get(admin, `/gardens/${g}/plants?include=garden`);
+          assert.equal(seen.statusCode, 200);
+          assert.deepEqual(seen.json(), [
+            { garden: g, name: 'a' },
+            { garden: g, name: 'b' },
+          ]);
+        },
+      );
+    });
+
+    describe('GET /plants across gardens', () => {
+      it(
+        'every garden of the caller, in id order; garden= filters (non-member 404); include in any order',
+        T,
+        async () => {
+          const o = await h.user();
+          const u = await h.user();
+          const g1 = await newGarden(o, 'G1');
+          const g2 = await newGarden(o, 'G2');
+          const oHome = await homeOf(o);
+          const uHome = await homeOf(u);
+          await share(o, g1, u.user, 'editor');
+          await share(o, g2, u.user, 'viewer');
+          const expected: { id: number; garden: string; name: string }[] = [];
+          for (let i = 0; i < 4; i++) {
+            for (const [g, c] of [
+              [g1, o],
+              [g2, o],
+              [uHome, u],
+            ] as const) {
+              const name = `${i}-${g.slice(-4)}`;
+              expected.push({ id: (await made(c, g, { name })).id, garden: g, name });
+            }
+            await made(o, oHome, { name: `hidden-${i}` });
+          }
+          const mine = await get(u, '/plants?include=id,garden&limit=1000');
+          assert.equal(mine.statusCode, 200);
+          assert.deepEqual(mine.json(), expected);
+          assert.ok(ascending(ids(mine.json())));
+          assert.deepEqual(
+            (await get(u, '/plants')).json(),
+            expected.map(({ name }) => ({ name })),
+            'without include: exactly {name, tag}',
+          );
+          for (const g of [g1, g2, uHome]) {
+            const only = await get(u, `/plants?garden=${g}&include=id,garden`);
+            assert.equal(only.statusCode, 200);
+            assert.deepEqual(
+              only.json(),
+              expected.filter((p) => p.garden === g),
+            );
+          }
+          const notMine = await get(u, `/plants?garden=${oHome}`);
+          refused(notMine, 404, undefined, 'garden= of a garden the caller is not in');
+          assert.deepEqual(
+            notMine.json(),
+            (await get(u, `/plants?garden=${MISSING_GID}`)).json(),
+            'as one that does not exist',
+          );
+          // include: any order of id, garden, version; each at most once.
+          const orders = [
+            'id',
+            'garden',
+            'version',
+            'id,garden',
+            'garden,id',
+            'garden,version',
+            'version,garden',
+            'id,version',
+            'id,garden,version',
+            'id,version,garden',
+            'garden,id,version',
+            'garden,version,id',
+            'version,id,garden',
+            'version,garden,id',
+          ];
+          for (const include of orders) {
+            const res = await get(u, `/plants?include=${include}&garden=${g1}`);
+            assert.equal(res.statusCode, 200, include);
+            const want = include.split(',');
+            for (const p of res.json() as Listed[]) {
+              assert.deepEqual(Object.keys(p).sort(), [...want, 'name'].sort(), include);
+              if (want.includes('version')) assert.ok(Number.isInteger(p.version) && p.version! >= 1);
+              if (want.includes('garden')) assert.equal(p.garden, g1);
+            }
+          }
+          for (const bad of [
+            'id,garden,id',
+            'garden,garden',
+            'version,garden,version',
+            'id,garden,version,id',
+            'Garden',
+            'gardens',
+            'id,,garden',
+            ',id',
+            'id,garden,',
+            'id%2Cgarden%2Cname',
+          ]) {
+            refused(await get(u, `/plants?include=${bad}`), 400, undefined, bad);
+          }
+          // The next link repeats garden= and include.
+          const first = await get(u, `/plants?garden=${g1}&limit=1&include=version,garden`);
+          const link = nextLink(first)!;
+          assert.match(link, new RegExp(`&garden=${g1}`));
+          assert.match(link, /&include=version,garden/);
+          assert.ok(link.startsWith('/plants?limit=1&cursor='));
+          const walked = await walk(u, `/plants?garden=${g1}&limit=1&include=id`, '/plants?limit=1&cursor=');
+          assert.deepEqual(
+            ids(walked.items),
+            expected.filter((p) => p.garden === g1).map((p) => p.id),
+          );
+        },
+      );
+
+      it(
+        'a cursor issued for another garden, for all gardens, another tag, another user or path is 400',
+        T,
+        async () => {
+          const o = await h.user();
+          const u = await h.user();
+          const w = await h.user();
+          const g1 = await newGarden(o, 'C1');
+          const g2 = await newGarden(o, 'C2');
+          for (const g of [g1, g2]) {
+            await share(o, g, u.user, 'viewer');
+            await share(o, g, w.user, 'viewer');
+            for (const name of ['a', 'b', 'c']) await made(o, g, { name, tag: 'x' });
+          }
+          const cursorOf = async (c: Client, url: string) => {
+            const link = nextLink(await get(c, url));
+            assert.ok(link, url);
+            return new URL(link, 'http://x').searchParams.get('cursor')!;
+          };
+          const forG1 = await cursorOf(u, `/plants?garden=${g1}&limit=1`);
+          const forAll = await cursorOf(u, '/plants?limit=1');
+          const forTag = await cursorOf(u, `/plants?garden=${g1}&tag=x&limit=1`);
+          const nested = await cursorOf(u, `/gardens/${g1}/plants?limit=1`);
+          // Each works where it was issued.
+          assert.equal((await get(u, `/plants?garden=${g1}&limit=1&cursor=${forG1}`)).statusCode, 200);
+          assert.equal((await get(u, `/plants?limit=1&cursor=${forAll}`)).statusCode, 200);
+          assert.equal((await get(u, `/gardens/${g1}/plants?limit=1&cursor=${nested}`)).statusCode, 200);
+          for (const [what, c, url] of [
+            ['G1’s cursor for G2', u, `/plants?garden=${g2}&cursor=${forG1}`],
+            ['G1’s cursor for all gardens', u, `/plants?cursor=${forG1}`],
+            ['G1’s cursor with a tag', u, `/plants?garden=${g1}&tag=x&cursor=${forG1}`],
+            ['all gardens’ cursor for G1', u, `/plants?garden=${g1}&cursor=${forAll}`],
+            ['a tag’s cursor without it', u, `/plants?garden=${g1}&cursor=${forTag}`],
+            ['a tag’s cursor for another tag', u, `/plants?garden=${g1}&tag=y&cursor=${forTag}`],
+            ['nested G1 cursor on nested G2', u, `/gardens/${g2}/plants?cursor=${nested}`],
+            ['G1’s cursor on nested G2', u, `/gardens/${g2}/plants?cursor=${forG1}`],
+            ['another member’s cursor, same garden', w, `/plants?garden=${g1}&cursor=${forG1}`],
+            ['another member’s cursor, nested', w, `/gardens/${g1}/plants?cursor=${nested}`],
+            ['another member’s cursor, all gardens', w, `/plants?cursor=${forAll}`],
+          ] as const) {
+            const res = await get(c, url);
+            refused(res, 400, undefined, what);
+            assert.deepEqual(
+              res.json().details.map((d: { field: string }) => d.field),
+              ['/cursor'],
+              what,
+            );
+          }
+        },
+      );
+
+      it('following next across k gardens visits every plant that stays visible exactly once, in id order, while plants and memberships change', {
+        timeout: 60_000,
+      }, async () => {
+        const o = await h.user();
+        const u = await h.user();
+        const K = 6;
+        const gardens: string[] = [];
+        for (let i = 0; i < K; i++) gardens.push(await newGarden(o, `k${i}`));
+        const uHome = await homeOf(u);
+        const stays = [uHome, ...gardens.slice(0, 4)];
+        const leaves = gardens[4]!; // u is removed from it half-way
+        const joins = gardens[5]!; // u is added to it half-way
+        for (const g of gardens.slice(0, 5))
+          await share(o, g, u.user, g === gardens[1] ? 'editor' : 'viewer');
+        // Ids interleaved across every garden: round-robin creates.
+        const plants = new Map<number, { garden: string; doomed: boolean }>();
+        for (let round = 0; round < 12; round++) {
+          for (const g of [uHome, ...gardens]) {
+            const c = g === uHome ? u : o;
+            const { id } = await made(c, g, { name: `r${round}`, tag: round % 3 === 0 ? 'third' : 'other' });
+            plants.set(id, { garden: g, doomed: round % 4 === 1 });
+          }
+        }
+        const doomed = [...plants].filter(([, p]) => p.doomed && stays.includes(p.garden)).map(([id]) => id);
+        const stable = [...plants]
+          .filter(([, p]) => !p.doomed && stays.includes(p.garden))
+          .map(([id]) => id)
+          .sort((a, b) => a - b);
+        const everVisible = new Set([uHome, ...gardens]);
+        const seen: Listed[] = [];
+        let next: string | null = '/plants?limit=5&include=id,garden';
+        let page = 0;
+        let removedAfter = Number.POSITIVE_INFINITY;
+        let addedAfter = Number.POSITIVE_INFINITY;
+        const pageOf = new Map<number, number>();
+        while (next !== null) {
+          const res = await get(u, next);
+          assert.equal(res.statusCode, 200, res.body);
+          const items = res.json() as Listed[];
+          for (const p of items) pageOf.set(p.id!, page);
+          seen.push(...items);
+          for (const p of items) {
+            assert.ok(everVisible.has(p.garden!), `${p.id} from a garden u never belonged to`);
+            if (p.garden === leaves)
+              assert.ok(page <= removedAfter, `${p.id} of the garden u left, listed after`);
+            if (p.garden === joins)
+              assert.ok(page > addedAfter, `${p.id} of the garden u joined, listed before`);
+          }
+          next = nextLink(res);
+          if (next) assert.match(next, /&include=id,garden$/);
+          // Between pages: plants come and go everywhere, and u's memberships change.
+          const g = gardens[page % K]!;
+          await made(o, g, { name: `new-${page}` });
+          const victim = doomed.shift();
+          if (victim !== undefined) {
+            const c = plants.get(victim)!.garden === uHome ? u : o;
+            assert.equal((await del(c, victim)).statusCode, 204);
+          }
+          if (page === 2) {
+            await unshare(o, leaves, u.user);
+            removedAfter = page;
+          }
+          if (page === 5) {
+            await share(o, joins, u.user, 'viewer');
+            addedAfter = page;
+          }
+          page++;
+          assert.ok(page < 500, 'the walk ends');
+        }
+        const listed = ids(seen);
+        assert.ok(ascending(listed), 'in id order, each at most once');
+        const missed = stable.filter((id) => !pageOf.has(id));
+        assert.deepEqual(missed, [], 'every plant that stayed visible was listed');
+        assert.ok(
+          removedAfter < Number.POSITIVE_INFINITY && addedAfter < Number.POSITIVE_INFINITY,
+          'the memberships did change mid-walk',
+        );
+        // The tag filter walks the same way.
+        const third = await walk(u, '/plants?limit=3&tag=third&include=id', '/plants?limit=3&cursor=');
+        assert.ok(ascending(ids(third.items)));
+      });
+    });
+
+    describe('PATCH and DELETE by role', () => {
+      it(
+        'a viewer is 403 insufficient_role (no challenge) and nothing changes; editors and owners change; non-members 404',
+        T,
+        async () => {
+          const o = await h.user();
+          const e = await h.user();
+          const v = await h.user();
+          const n = await h.user();
+          const g = await newGarden(o);
+          await share(o, g, e.user, 'editor');
+          await share(o, g, v.user, 'viewer');
+          const p = await made(o, g, { name: 'Fern', tag: 'x' });
+          const read = await get(v, `/plants/${p.id}`);
+          assert.equal(read.statusCode, 200);
+          assert.equal(read.headers.etag, p.etag);
+          insufficientRole(
+            await patch(v, p.id, { name: 'Viewer was here' }, { 'if-match': p.etag }),
+            'viewer PATCH',
+          );
+          insufficientRole(
+            await patch(v, p.id, { name: 'Viewer was here' }, { 'if-match': '*' }),
+            'viewer PATCH *',
+          );
+          insufficientRole(await del(v, p.id), 'viewer DELETE');
+          insufficientRole(await del(v, p.id, { 'if-match': p.etag }), 'viewer DELETE If-Match');
+          const still = await get(o, `/plants/${p.id}`);
+          assert.deepEqual(still.json(), { name: 'Fern', tag: 'x' });
+          assert.equal(still.headers.etag, p.etag, 'unchanged');
+          // A non-member: 404, the answer for a plant that does not exist.
+          const absent = 8_999_000_000_000 + Math.floor(Math.random() * 1e9);
+          for (const [what, a, b] of [
+            ['GET', await get(n, `/plants/${p.id}`), await get(n, `/plants/${absent}`)],
+            [
+              'PATCH',
+              await patch(n, p.id, { name: 'x' }, { 'if-match': p.etag }),
+              await patch(n, absent, { name: 'x' }, { 'if-match': p.etag }),
+            ],
+            ['DELETE', await del(n, p.id), await del(n, absent)],
+          ] as const) {
+            refused(a, 404, undefined, what);
+            assert.deepEqual(a.json(), b.json(), what);
+          }
+          const byEditor = await patch(e, p.id, { name: 'Edited' }, { 'if-match': p.etag });
+          assert.equal(byEditor.statusCode, 200);
+          const byOwner = await patch(o, p.id, { tag: null }, { 'if-match': String(byEditor.headers.etag) });
+          assert.equal(byOwner.statusCode, 200);
+          assert.deepEqual(byOwner.json(), { name: 'Edited' });
+          assert.deepEqual(
+            (await get(v, `/plants/${p.id}`)).json(),
+            { name: 'Edited' },
+            'the viewer sees the change',
+          );
+          const q = await made(o, g, { name: 'Editor deletes' });
+          assert.equal((await del(e, q.id)).statusCode, 204);
+          assert.equal((await del(o, p.id, { 'if-match': String(byOwner.headers.etag) })).statusCode, 204);
+          refused(await get(v, `/plants/${p.id}`), 404);
+        },
+      );
+
+      it(
+        'PATCH order: 415/413/400 → 428 → 404 (not visible) → 403 (viewer) → Idempotency-Key replay → 412',
+        T,
+        async () => {
+          const o = await h.user();
+          const e = await h.user();
+          const v = await h.user();
+          const n = await h.user();
+          const g = await newGarden(o);
+          await share(o, g, e.user, 'editor');
+          await share(o, g, v.user, 'viewer');
+          const p = await made(o, g, { name: 'Ordered' });
+          const stale = '"999999"';
+          // Body and media type before everything, also for a viewer and a non-member.
+          for (const c of [v, n]) {
+            refused(await patch(c, p.id, '{"name":"x"}', { 'content-type': 'text/plain' }), 415);
+            refused(await patch(c, p.id, { name: 'x'.repeat(17 * 1024) }), 413);
+            refused(await patch(c, p.id, { garden: g }), 400);
+            refused(await patch(c, p.id, { name: null }), 400);
+            // Then If-Match is required.
+            refused(await patch(c, p.id, { name: 'x' }), 428, 'precondition_required');
+          }
+          // Then visibility (a stale If-Match does not make it 412), then the role (not 412 either).
+          refused(await patch(n, p.id, { name: 'x' }, { 'if-match': stale }), 404);
+          insufficientRole(
+            await patch(v, p.id, { name: 'x' }, { 'if-match': stale }),
+            'viewer, stale If-Match',
+          );
+          // An editor: stale If-Match is 412.
+          refused(await patch(e, p.id, { name: 'x' }, { 'if-match': stale }), 412, 'precondition_failed');
+          // A keyed change applies; its retry replays though its If-Match is now stale.
+          const key = { 'idempotency-key': `k-${randomUUID()}` };
+          const applied = await patch(e, p.id, { name: 'Keyed' }, { 'if-match': p.etag, ...key });
+          assert.equal(applied.statusCode, 200);
+          const replay = await patch(e, p.id, { name: 'Keyed' }, { 'if-match': p.etag, ...key });
+          assert.equal(replay.statusCode, 200);
+          assert.equal(replay.headers['idempotent-replayed'], 'true');
+          assert.equal(replay.headers.etag, applied.headers.etag);
+          // The role comes before the replay: demoted to viewer, the same retry is 403.
+          await share(o, g, e.user, 'viewer');
+          insufficientRole(
+            await patch(e, p.id, { name: 'Keyed' }, { 'if-match': p.etag, ...key }),
+            'retry as a viewer',
+          );
+          // Visibility before the role and the replay: removed, the same retry is 404.
+          await unshare(o, g, e.user);
+          refused(
+            await patch(e, p.id, { name: 'Keyed' }, { 'if-match': p.etag, ...key }),
+            404,
+            undefined,
+            'retry removed',
+          );
+          const now = await get(o, `/plants/${p.id}`);
+          assert.deepEqual(now.json(), { name: 'Keyed' });
+          assert.equal(now.headers.etag, applied.headers.etag, 'changed once');
+        },
+      );
+
+      it('DELETE order: 404 (not visible) → 403 (viewer) → 412 → the delete', T, async () => {
+        const o = await h.user();
+        const e = await h.user();
+        const v = await h.user();
+        const n = await h.user();
+        const g = await newGarden(o);
+        await share(o, g, e.user, 'editor');
+        await share(o, g, v.user, 'viewer');
+        const p = await made(o, g, { name: 'Doomed' });
+        const stale = '"999999"';
+        refused(await del(n, p.id, { 'if-match': stale }), 404);
+        insufficientRole(await del(v, p.id, { 'if-match': stale }), 'viewer, stale If-Match');
+        refused(await del(e, p.id, { 'if-match': stale }), 412, 'precondition_failed');
+        assert.equal((await get(v, `/plants/${p.id}`)).statusCode, 200, 'kept');
+        assert.equal((await del(e, p.id, { 'if-match': p.etag })).statusCode, 204);
+        refused(await del(e, p.id), 404, undefined, 'a second delete');
+        refused(await del(v, p.id), 404, undefined, 'a viewer: gone is 404, not 403');
+      });
+    });
+
+    describe('revocation', () => {
+      it(
+        'a removed member’s very next GET, PATCH, DELETE and lists see nothing of the garden',
+        T,
+        async () => {
+          const o = await h.user();
+          const m = await h.user();
+          const g = await newGarden(o);
+          await share(o, g, m.user, 'editor');
+          const p = await made(o, g, { name: 'Revoked', tag: 'r' });
+          // Read and list twice before (whatever is kept for the member is warm).
+          for (let i = 0; i < 2; i++) {
+            assert.equal((await get(m, `/plants/${p.id}`)).statusCode, 200);
+            assert.equal((await get(m, '/plants')).json().length, 1);
+            assert.equal((await get(m, '/plants?tag=r')).json().length, 1);
+            assert.equal((await get(m, `/plants?garden=${g}`)).json().length, 1);
+            assert.equal((await get(m, `/gardens/${g}/plants`)).json().length, 1);
+          }
+          await unshare(o, g, m.user);
+          refused(await get(m, `/plants/${p.id}`), 404);
+          refused(await patch(m, p.id, { name: 'x' }, { 'if-match': p.etag }), 404);
+          refused(await del(m, p.id), 404);
+          assert.deepEqual((await get(m, '/plants')).json(), []);
+          assert.deepEqual((await get(m, '/plants?tag=r')).json(), []);
+          refused(await get(m, `/plants?garden=${g}`), 404);
+          refused(await get(m, `/gardens/${g}/plants`), 404);
+          refused(await plantIn(m, g, { name: 'x' }), 404);
+          refused(await get(m, `/gardens/${g}`), 404);
+          assert.ok(!(await get(m, '/gardens')).json().some((x: { id: string }) => x.id === g));
+          assert.deepEqual(
+            (await get(o, `/plants/${p.id}`)).json(),
+            { name: 'Revoked', tag: 'r' },
+            'nothing changed',
+          );
+          // A cursor issued before the removal gives nothing of the garden after it.
+          await share(o, g, m.user, 'viewer');
+          await made(o, g, { name: 'Second', tag: 'r' });
+          const first = await get(m, '/plants?limit=1');
+          const next = nextLink(first)!;
+          await unshare(o, g, m.user);
+          assert.deepEqual((await get(m, next)).json(), []);
+        },
+      );
+
+      it(
+        'a demotion counts on the very next request; a member that leaves loses the garden at once',
+        T,
+        async () => {
+          const o = await h.user();
+          const m = await h.user();
+          const g = await newGarden(o);
+          await share(o, g, m.user, 'editor');
+          const p = await made(o, g, { name: 'Demoted' });
+          const changed = await patch(m, p.id, { name: 'By editor' }, { 'if-match': p.etag });
+          assert.equal(changed.statusCode, 200);
+          await share(o, g, m.user, 'viewer');
+          insufficientRole(
+            await patch(m, p.id, { name: 'By viewer' }, { 'if-match': String(changed.headers.etag) }),
+          );
+          insufficientRole(await plantIn(m, g, { name: 'x' }));
+          await share(o, g, m.user, 'editor');
+          assert.equal((await plantIn(m, g, { name: 'Promoted again' })).statusCode, 201);
+          await unshare(m, g, m.user);
+          refused(await get(m, `/plants/${p.id}`), 404);
+          assert.deepEqual((await get(m, '/plants')).json(), []);
+        },
+      );
+
+      it('a deleted garden’s members lose it at once', T, async () => {
+        const o = await h.user();
+        const m = await h.user();
+        const g = await newGarden(o, 'Short-lived');
+        await share(o, g, m.user, 'editor');
+        const p = await made(m, g, { name: 'Temporary' });
+        assert.deepEqual((await get(m, `/plants?garden=${g}`)).json(), [{ name: 'Temporary' }]);
+        assert.equal((await del(o, p.id)).statusCode, 204);
+        assert.deepEqual((await get(m, `/gardens/${g}/plants`)).json(), []);
+        assert.equal((await o.request({ method: 'DELETE', url: `/gardens/${g}` })).statusCode, 204);
+        refused(await get(m, `/gardens/${g}`), 404);
+        refused(await get(m, `/gardens/${g}/plants`), 404);
+        refused(await get(m, `/plants?garden=${g}`), 404);
+        refused(await plantIn(m, g, { name: 'Into nothing' }), 404);
+        refused(await get(m, `/gardens/${g}/members`), 404);
+        assert.ok(!(await get(m, '/gardens')).json().some((x: { id: string }) => x.id === g));
+        // A garden made afterwards is new: nothing of the old membership carries over.
+        const again = await newGarden(o, 'Short-lived');
+        refused(await get(m, `/gardens/${again}`), 404);
+      });
+    });
+
+    describe('plants:admin', () => {
+      it('sees and changes every garden’s plants, as an owner would', T, async () => {
+        const o = await h.user();
+        const admin = await h.user(['plants:admin']);
+        const g = await newGarden(o, 'Admin’s reach');
+        const p = await made(o, g, { name: 'Watched', tag: 'w' });
+        const home = await homeOf(o);
+        const h1 = locationId(await o.create({ name: 'At home' }));
+        assert.deepEqual((await get(admin, `/plants/${p.id}`)).json(), { name: 'Watched', tag: 'w' });
+        assert.deepEqual((await get(admin, `/plants?garden=${g}&include=id,garden`)).json(), [
+          { id: p.id, garden: g, name: 'Watched', tag: 'w' },
+        ]);
+        assert.deepEqual((await get(admin, `/gardens/${home}/plants?include=id`)).json(), [
+          { id: h1, name: 'At home' },
+        ]);
+        const all = await walk(admin, '/plants?limit=1000&include=id', '/plants?');
+        assert.ok(
+          ids(all.items).includes(p.id) && ids(all.items).includes(h1),
+          'the unfiltered list has every garden',
+        );
+        const mine = await plantIn(admin, g, { name: 'Planted by admin' });
+        assert.equal(mine.statusCode, 201);
+        assert.equal((await get(o, `/plants/${locationId(mine)}`)).statusCode, 200, 'into o’s garden');
+        const changed = await patch(admin, p.id, { name: 'Changed by admin' }, { 'if-match': p.etag });
+        assert.equal(changed.statusCode, 200);
+        assert.deepEqual((await get(o, `/plants/${p.id}`)).json(), { name: 'Changed by admin', tag: 'w' });
+        assert.equal((await del(admin, h1)).statusCode, 204);
+        refused(await get(o, `/plants/${h1}`), 404);
+        // POST /plants by an admin goes to the admin's own home garden.
+        const own = locationId(await admin.create({ name: 'Admin’s own' }));
+        assert.deepEqual((await get(admin, `/plants?garden=${await homeOf(admin)}&include=id`)).json(), [
+          { id: own, name: 'Admin’s own' },
+        ]);
+      });
+    });
+  });
+}

@@ -1,0 +1,1087 @@
+// Contract 3.2 (gardens): the garden and member requests, home gardens, roles, limits and hostile
+// paths, on every engine.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { Scope } from '../../src/schemas/token.js';
+import { createToken } from '../../src/tokens/tokens.js';
+import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+const T = { timeout: 30_000 };
+const GARDEN_KEYS = ['createdAt', 'home', 'id', 'name', 'role'];
+const MEMBER_KEYS = ['addedAt', 'role', 'user'];
+
+interface Garden {
+  id: string;
+  name: string;
+  home: boolean;
+  role: 'viewer' | 'editor' | 'owner';
+  createdAt: string;
+}
+interface Member {
+  user: string;
+  role: 'viewer' | 'editor' | 'owner';
+  addedAt: string;
+}
+
+/** A client whose token names exactly this user (the harness makes random ones). */
+async function as(
+  h: Harness,
+  user: string,
+  scopes: Scope[] = ['plants:read', 'plants:write'],
+): Promise<Client> {
+  const { record, secret } = await createToken(h.store, { user, scopes, name: null, expiresInMs: null });
+  const auth = { authorization: `Bearer ${secret}` };
+  const request = (opts: InjectOptions) =>
+    h.app.inject({ ...opts, headers: { ...auth, ...(opts.headers ?? {}) } });
+  return {
+    user,
+    token: secret,
+    tokenId: record.id,
+    auth,
+    request,
+    create: (body, headers = {}) =>
+      request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: JSON.stringify(body),
+      }),
+  };
+}
+
+const body = (payload: unknown) => (typeof payload === 'string' ? payload : JSON.stringify(payload));
+
+const postGarden = (c: Client, payload: unknown, headers: Record<string, string> = JSON_TYPE) =>
+  c.request({ method: 'POST', url: '/gardens', headers, payload: body(payload) });
+
+async function newGarden(c: Client, name = 'Shared'): Promise<Garden> {
+  const res = await postGarden(c, { name });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json();
+}
+
+const listGardens = async (c: Client): Promise<Garden[]> => {
+  const res = await c.request({ method: 'GET', url: '/gardens' });
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json();
+};
+
+const getGarden = (c: Client, gid: string) => c.request({ method: 'GET', url: `/gardens/${gid}` });
+const patchGarden = (c: Client, gid: string, payload: unknown, headers: Record<string, string> = JSON_TYPE) =>
+  c.request({ method: 'PATCH', url: `/gardens/${gid}`, headers, payload: body(payload) });
+const deleteGarden = (c: Client, gid: string) => c.request({ method: 'DELETE', url: `/gardens/${gid}` });
+const members = (c: Client, gid: string) => c.request({ method: 'GET', url: `/gardens/${gid}/members` });
+const enc = encodeURIComponent;
+const put = (c: Client, gid: string, user: string, role: unknown, raw = false) =>
+  c.request({
+    method: 'PUT',
+    url: `/gardens/${gid}/members/${raw ? user : enc(user)}`,
+    headers: JSON_TYPE,
+    payload: JSON.stringify({ role }),
+  });
+const remove = (c: Client, gid: string, user: string, raw = false) =>
+  c.request({ method: 'DELETE', url: `/gardens/${gid}/members/${raw ? user : enc(user)}` });
+
+async function share(owner: Client, gid: string, user: string, role: Member['role']): Promise<Member> {
+  const res = await put(owner, gid, user, role);
+  assert.ok(
+    res.statusCode === 201 || res.statusCode === 200,
+    `PUT ${user} ${role}: ${res.statusCode} ${res.body}`,
+  );
+  return res.json();
+}
+
+const plantIn = (c: Client, gid: string, payload: unknown) =>
+  c.request({ method: 'POST', url: `/gardens/${gid}/plants`, headers: JSON_TYPE, payload: body(payload) });
+
+/** Asserts a 4xx/5xx error of this status (and code when given), with the contract's body. */
+function refused(res: LightMyRequestResponse, status: number, code?: string, what = ''): void {
+  assert.equal(res.statusCode, status, `${what} ${res.body}`);
+  const e = errorBody(res);
+  if (code !== undefined) assert.equal(e.code, code, what);
+}
+
+/** A 403 for the role, not the token: no WWW-Authenticate challenge. */
+function insufficientRole(res: LightMyRequestResponse, what = ''): void {
+  refused(res, 403, 'insufficient_role', what);
+  assert.equal(res.headers['www-authenticate'], undefined, `${what}: no challenge for a role refusal`);
+}
+
+function assertGardenShape(g: Garden): void {
+  assert.deepEqual(Object.keys(g).sort(), GARDEN_KEYS);
+  assert.match(g.id, /^gdn_/);
+  assert.equal(typeof g.name, 'string');
+  assert.equal(typeof g.home, 'boolean');
+  assert.ok(['viewer', 'editor', 'owner'].includes(g.role));
+  assert.equal(new Date(g.createdAt).toISOString(), g.createdAt, 'createdAt is an ISO 8601 timestamp');
+}
+
+function assertMemberShape(m: Member): void {
+  assert.deepEqual(Object.keys(m).sort(), MEMBER_KEYS);
+  assert.ok(['viewer', 'editor', 'owner'].includes(m.role));
+  assert.equal(new Date(m.addedAt).toISOString(), m.addedAt, 'addedAt is an ISO 8601 timestamp');
+}
+
+/** Compares two error answers as the client sees them (status and body). */
+function sameAnswer(a: LightMyRequestResponse, b: LightMyRequestResponse, what: string): void {
+  assert.equal(a.statusCode, b.statusCode, what);
+  assert.deepEqual(a.json(), b.json(), what);
+}
+
+/** A request over a socket with the path exactly as given (no dot-segment resolution). */
+function raw(
+  base: string,
+  method: string,
+  path: string,
+  token: string,
+  payload?: string,
+): Promise<{ status: number; body: string }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        timeout: 10_000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const MISSING_GID = 'gdn_000000000000000000000000';
+
+for (const engine of ENGINES) {
+  describe(`gardens and members (${engine.name})`, { skip: engine.skip }, () => {
+    let h: Harness;
+    let base = '';
+    before(async () => {
+      h = await harness(engine);
+      base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    });
+    after(() => h?.close());
+
+    describe('home gardens', () => {
+      it(
+        'a new user has exactly its home garden, made on first need: {id, name, home: true, role: owner, createdAt}',
+        T,
+        async () => {
+          const c = await h.user();
+          const res = await c.request({ method: 'GET', url: '/gardens' });
+          assert.equal(res.statusCode, 200);
+          assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+          const list: Garden[] = res.json();
+          assert.equal(list.length, 1);
+          const home = list[0]!;
+          assertGardenShape(home);
+          assert.equal(home.home, true);
+          assert.equal(home.role, 'owner');
+          assert.ok(home.name.length >= 1 && home.name.length <= 100);
+          assert.deepEqual(await listGardens(c), [home], 'made once, not again');
+          const one = await getGarden(c, home.id);
+          assert.equal(one.statusCode, 200);
+          assert.deepEqual(one.json(), home);
+          const mine = (await members(c, home.id)).json() as Member[];
+          assert.deepEqual(
+            mine.map((m) => [m.user, m.role]),
+            [[c.user, 'owner']],
+          );
+        },
+      );
+
+      it(
+        'POST /plants puts the plant in the home garden, also as the very first request of a user',
+        T,
+        async () => {
+          const c = await h.user();
+          const first = await c.create({ name: 'First ever' });
+          assert.equal(first.statusCode, 201);
+          const id = locationId(first);
+          const gardens = await listGardens(c);
+          assert.equal(gardens.length, 1, 'one home garden, made by the create');
+          const home = gardens[0]!;
+          assert.equal(home.home, true);
+          const listed = (await c.request({ method: 'GET', url: '/plants?include=id,garden' })).json();
+          assert.deepEqual(listed, [{ id, garden: home.id, name: 'First ever' }]);
+          const nested = (
+            await c.request({ method: 'GET', url: `/gardens/${home.id}/plants?include=id` })
+          ).json();
+          assert.deepEqual(nested, [{ id, name: 'First ever' }]);
+          // A member of other gardens still creates into its home garden with POST /plants.
+          const other = await newGarden(c, 'Elsewhere');
+          const second = locationId(await c.create({ name: 'Second' }));
+          const inHome = (
+            await c.request({ method: 'GET', url: `/plants?garden=${home.id}&include=id` })
+          ).json();
+          assert.deepEqual(
+            inHome.map((p: { id: number }) => p.id),
+            [id, second],
+          );
+          const inOther = await c.request({ method: 'GET', url: `/gardens/${other.id}/plants` });
+          assert.deepEqual(inOther.json(), []);
+        },
+      );
+
+      it(
+        'home: true only for its user; a shared home garden works; its user stays its owner (409 home_garden)',
+        T,
+        async () => {
+          const o = await h.user();
+          const m = await h.user();
+          const [home] = await listGardens(o);
+          assert.equal((await put(o, home!.id, m.user, 'editor')).statusCode, 201);
+          // The member sees it, not as its home.
+          const seen = await listGardens(m);
+          assert.equal(seen.length, 2);
+          assert.equal(seen[0]!.home, true, "the member's own home garden first");
+          assert.notEqual(seen[0]!.id, home!.id);
+          assert.deepEqual(seen[1], { ...home, home: false, role: 'editor' });
+          assert.deepEqual((await getGarden(m, home!.id)).json(), { ...home, home: false, role: 'editor' });
+          assert.deepEqual((await getGarden(o, home!.id)).json(), home);
+          // The member creates into it; its user sees the plant; the member's POST /plants goes to its own home.
+          const made = await plantIn(m, home!.id, { name: 'Shared fern' });
+          assert.equal(made.statusCode, 201, made.body);
+          const id = locationId(made);
+          assert.equal((await o.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 200);
+          const own = locationId(await m.create({ name: 'Own' }));
+          assert.equal((await o.request({ method: 'GET', url: `/plants/${own}` })).statusCode, 404);
+          // The home garden's user: its membership cannot be changed or removed, by anyone.
+          for (const role of ['editor', 'viewer'])
+            refused(await put(o, home!.id, o.user, role), 409, 'home_garden', role);
+          refused(await remove(o, home!.id, o.user), 409, 'home_garden', 'leaving one’s own home garden');
+          assert.equal((await put(o, home!.id, m.user, 'owner')).statusCode, 200);
+          refused(
+            await put(m, home!.id, o.user, 'viewer'),
+            409,
+            'home_garden',
+            'another owner demoting the home user',
+          );
+          refused(
+            await remove(m, home!.id, o.user),
+            409,
+            'home_garden',
+            'another owner removing the home user',
+          );
+          const admin = await h.user(['plants:admin']);
+          refused(await put(admin, home!.id, o.user, 'viewer'), 409, 'home_garden', 'admin demoting');
+          refused(await remove(admin, home!.id, o.user), 409, 'home_garden', 'admin removing');
+          const roles = ((await members(o, home!.id)).json() as Member[]).map((x) => [x.user, x.role]).sort();
+          assert.deepEqual(
+            roles,
+            [
+              [m.user, 'owner'],
+              [o.user, 'owner'],
+            ].sort(),
+          );
+          // It cannot be deleted: empty or not, by its user, another owner or an admin.
+          refused(await deleteGarden(o, home!.id), 409, 'home_garden');
+          refused(await deleteGarden(m, home!.id), 409, 'home_garden');
+          refused(await deleteGarden(admin, home!.id), 409, 'home_garden');
+          const empty = await h.user();
+          const [emptyHome] = await listGardens(empty);
+          refused(await deleteGarden(empty, emptyHome!.id), 409, 'home_garden', 'an empty home garden');
+          assert.equal((await getGarden(empty, emptyHome!.id)).statusCode, 200);
+          // The other owner may leave the shared home garden.
+          assert.equal((await remove(m, home!.id, m.user)).statusCode, 204);
+          assert.equal((await getGarden(m, home!.id)).statusCode, 404);
+        },
+      );
+    });
+
+    describe('POST, GET, PATCH, DELETE /gardens', () => {
+      it(
+        'POST /gardens: 201, the garden with the caller as owner, Location: /gardens/{id}; the name as sent',
+        T,
+        async () => {
+          const c = await h.user();
+          const res = await postGarden(c, { name: '  Back yard  ' });
+          assert.equal(res.statusCode, 201);
+          assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+          const g: Garden = res.json();
+          assertGardenShape(g);
+          assert.deepEqual(
+            { name: g.name, home: g.home, role: g.role },
+            { name: '  Back yard  ', home: false, role: 'owner' },
+          );
+          assert.equal(res.headers.location, `/gardens/${g.id}`);
+          const read = await c.request({ method: 'GET', url: String(res.headers.location) });
+          assert.equal(read.statusCode, 200);
+          assert.deepEqual(read.json(), g);
+          const again = await newGarden(c, '  Back yard  ');
+          assert.notEqual(again.id, g.id, 'names need not be unique; ids are');
+          const charset = await postGarden(
+            c,
+            { name: 'Charset' },
+            { 'content-type': 'application/json; charset=utf-8' },
+          );
+          assert.equal(charset.statusCode, 201);
+        },
+      );
+
+      it('GET /gardens: home first, then by creation, each with the caller’s role', T, async () => {
+        const o = await h.user();
+        const c = await h.user();
+        // Created one after the other as fast as they go: several share a millisecond.
+        const made: Garden[] = [];
+        for (let i = 0; i < 25; i++) made.push(await newGarden(c, `g${i}`));
+        const shared = await newGarden(o, 'Shared with c');
+        await share(o, shared.id, c.user, 'viewer');
+        const list = await listGardens(c);
+        assert.equal(list.length, 27);
+        assert.equal(list[0]!.home, true);
+        assert.equal(list[0]!.role, 'owner');
+        for (const g of list) assertGardenShape(g);
+        assert.deepEqual(
+          list.slice(1, 26).map((g) => g.name),
+          made.map((g) => g.name),
+          'by creation',
+        );
+        assert.deepEqual(list[26], { ...shared, role: 'viewer' });
+        assert.ok(list.slice(1).every((g) => !g.home));
+      });
+
+      it(
+        'name rules: 1–100 code points, not blank, no control characters; else 400 and nothing made or renamed',
+        T,
+        async () => {
+          const c = await h.user();
+          const g = await newGarden(c, 'Keep');
+          for (const name of ['x', '🌱'.repeat(100), 'a'.repeat(100), ' padded ', 'Ünïcødé ✓']) {
+            const res = await postGarden(c, { name });
+            assert.equal(res.statusCode, 201, `${name}: ${res.body}`);
+            assert.equal(res.json().name, name);
+            const renamed = await patchGarden(c, g.id, { name });
+            assert.equal(renamed.statusCode, 200, name);
+            assert.equal(renamed.json().name, name);
+          }
+          await patchGarden(c, g.id, { name: 'Keep' });
+          const before = (await listGardens(c)).length;
+          for (const name of [
+            '',
+            ' ',
+            '\t \n',
+            '\u3000',
+            'a'.repeat(101),
+            '🌱'.repeat(101),
+            'a\u0000b',
+            'a\u001fb',
+            'a\u007fb',
+            'line\nbreak',
+            'tab\there',
+            null,
+            5,
+            true,
+            ['x'],
+            { text: 'x' },
+          ]) {
+            refused(await postGarden(c, { name }), 400, undefined, `POST ${JSON.stringify(name)}`);
+            refused(await patchGarden(c, g.id, { name }), 400, undefined, `PATCH ${JSON.stringify(name)}`);
+          }
+          assert.equal((await listGardens(c)).length, before, 'nothing made');
+          assert.equal((await getGarden(c, g.id)).json().name, 'Keep', 'nothing renamed');
+        },
+      );
+
+      it(
+        'bodies follow POST /plants: 415, 413, other fields 400, non-objects 400, malformed 400',
+        T,
+        async () => {
+          const c = await h.user();
+          const g = await newGarden(c, 'Bodies');
+          const big = JSON.stringify({ name: 'x'.repeat(17 * 1024) });
+          const cases: [string, Record<string, string>, string, number][] = [
+            ['text/plain', { 'content-type': 'text/plain' }, '{"name":"a"}', 415],
+            ['form', { 'content-type': 'application/x-www-form-urlencoded' }, 'name=a', 415],
+            ['merge patch', { 'content-type': 'application/merge-patch+json' }, '{"name":"a"}', 415],
+            ['over 16 KiB', JSON_TYPE, big, 413],
+            ['another field', JSON_TYPE, '{"name":"a","home":true}', 400],
+            ['an id', JSON_TYPE, '{"name":"a","id":"gdn_000000000000000000000001"}', 400],
+            ['a role', JSON_TYPE, '{"name":"a","role":"viewer"}', 400],
+            ['no name', JSON_TYPE, '{}', 400],
+            ['array', JSON_TYPE, '[{"name":"a"}]', 400],
+            ['string', JSON_TYPE, '"a"', 400],
+            ['null', JSON_TYPE, 'null', 400],
+            ['number', JSON_TYPE, '1', 400],
+            ['malformed', JSON_TYPE, '{"name":', 400],
+            ['empty', JSON_TYPE, '', 400],
+          ];
+          const before = (await listGardens(c)).length;
+          for (const [what, headers, payload, status] of cases) {
+            refused(
+              await c.request({ method: 'POST', url: '/gardens', headers, payload }),
+              status,
+              undefined,
+              `POST ${what}`,
+            );
+            refused(
+              await c.request({ method: 'PATCH', url: `/gardens/${g.id}`, headers, payload }),
+              status,
+              undefined,
+              `PATCH ${what}`,
+            );
+          }
+          // No content type at all.
+          refused(await c.request({ method: 'POST', url: '/gardens', payload: '{"name":"a"}' }), 415);
+          assert.equal((await listGardens(c)).length, before);
+          assert.equal((await getGarden(c, g.id)).json().name, 'Bodies');
+          // The member request's body follows the same rules.
+          const memberCases: [string, Record<string, string>, string, number][] = [
+            ['text/plain', { 'content-type': 'text/plain' }, '{"role":"viewer"}', 415],
+            ['over 16 KiB', JSON_TYPE, JSON.stringify({ role: 'viewer', pad: 'x'.repeat(17 * 1024) }), 413],
+            ['another field', JSON_TYPE, '{"role":"viewer","user":"x"}', 400],
+            ['no role', JSON_TYPE, '{}', 400],
+            ['a role not in the table', JSON_TYPE, '{"role":"admin"}', 400],
+            ['a role in capitals', JSON_TYPE, '{"role":"Owner"}', 400],
+            ['a null role', JSON_TYPE, '{"role":null}', 400],
+            ['array', JSON_TYPE, '["viewer"]', 400],
+            ['string', JSON_TYPE, '"viewer"', 400],
+            ['malformed', JSON_TYPE, '{"role"', 400],
+          ];
+          for (const [what, headers, payload, status] of memberCases) {
+            refused(
+              await c.request({ method: 'PUT', url: `/gardens/${g.id}/members/someone`, headers, payload }),
+              status,
+              undefined,
+              `PUT member ${what}`,
+            );
+          }
+          assert.equal(((await members(c, g.id)).json() as Member[]).length, 1, 'nobody added');
+        },
+      );
+
+      it(
+        'GET, PATCH, DELETE by role: viewer and editor 403 insufficient_role (no challenge); non-member 404 as if missing',
+        T,
+        async () => {
+          const o = await h.user();
+          const v = await h.user();
+          const e = await h.user();
+          const n = await h.user();
+          const g = await newGarden(o, 'Roles');
+          await share(o, g.id, v.user, 'viewer');
+          await share(o, g.id, e.user, 'editor');
+          assert.deepEqual((await getGarden(v, g.id)).json(), { ...g, role: 'viewer' });
+          assert.deepEqual((await getGarden(e, g.id)).json(), { ...g, role: 'editor' });
+          for (const [who, c] of [
+            ['viewer', v],
+            ['editor', e],
+          ] as const) {
+            insufficientRole(await patchGarden(c, g.id, { name: 'Mine now' }), `${who} PATCH`);
+            insufficientRole(await deleteGarden(c, g.id), `${who} DELETE`);
+          }
+          assert.equal((await getGarden(o, g.id)).json().name, 'Roles', 'not renamed');
+          // A non-member: 404, exactly the answer for a garden that does not exist.
+          for (const [method, url, payload] of [
+            ['GET', `/gardens/${g.id}`, undefined],
+            ['PATCH', `/gardens/${g.id}`, '{"name":"x"}'],
+            ['DELETE', `/gardens/${g.id}`, undefined],
+            ['GET', `/gardens/${g.id}/members`, undefined],
+            ['PUT', `/gardens/${g.id}/members/${enc(n.user)}`, '{"role":"owner"}'],
+            ['DELETE', `/gardens/${g.id}/members/${enc(o.user)}`, undefined],
+          ] as const) {
+            const opts = (url: string): InjectOptions => ({
+              method,
+              url,
+              ...(payload ? { headers: JSON_TYPE, payload } : {}),
+            });
+            const res = await n.request(opts(url));
+            refused(res, 404, undefined, `${method} ${url} by a non-member`);
+            sameAnswer(res, await n.request(opts(url.replace(g.id, MISSING_GID))), `${method} ${url}`);
+          }
+          assert.equal((await getGarden(o, g.id)).statusCode, 200, 'still there');
+          // The owner renames it: every member sees the new name at once.
+          const renamed = await patchGarden(o, g.id, { name: 'Renamed' });
+          assert.equal(renamed.statusCode, 200);
+          assert.deepEqual(renamed.json(), { ...g, name: 'Renamed' });
+          assert.equal((await getGarden(v, g.id)).json().name, 'Renamed');
+          // Scopes still apply on top of roles: an owner's read-only token may not rename (403 with a challenge).
+          const readOnly = await as(h, o.user, ['plants:read']);
+          const scoped = await patchGarden(readOnly, g.id, { name: 'x' });
+          refused(scoped, 403);
+          assert.match(String(scoped.headers['www-authenticate']), /insufficient_scope/);
+          assert.match(
+            String((await deleteGarden(readOnly, g.id)).headers['www-authenticate']),
+            /insufficient_scope/,
+          );
+          assert.match(
+            String((await postGarden(readOnly, { name: 'x' })).headers['www-authenticate']),
+            /insufficient_scope/,
+          );
+          assert.match(
+            String((await put(readOnly, g.id, n.user, 'viewer')).headers['www-authenticate']),
+            /insufficient_scope/,
+          );
+          assert.equal((await getGarden(readOnly, g.id)).statusCode, 200);
+          const writeOnly = await as(h, o.user, ['plants:write']);
+          const noRead = await writeOnly.request({ method: 'GET', url: '/gardens' });
+          refused(noRead, 403);
+          assert.match(String(noRead.headers['www-authenticate']), /insufficient_scope/);
+          // Without a token: 401 with the challenge.
+          const anon = await h.app.inject({ method: 'GET', url: `/gardens/${g.id}` });
+          refused(anon, 401);
+          assert.equal(anon.headers['www-authenticate'], 'Bearer realm="plantstore"');
+          // The owner deletes it: 204, then it is gone for everyone.
+          const del = await deleteGarden(o, g.id);
+          assert.equal(del.statusCode, 204);
+          assert.equal(del.body, '');
+          for (const c of [o, v, e]) {
+            refused(await getGarden(c, g.id), 404);
+            assert.ok(!(await listGardens(c)).some((x) => x.id === g.id));
+          }
+          refused(await deleteGarden(o, g.id), 404, undefined, 'a second delete');
+        },
+      );
+
+      it('DELETE of a garden with plants is 409 garden_not_empty; once empty, 204', T, async () => {
+        const o = await h.user();
+        const e = await h.user();
+        const g = await newGarden(o, 'Full');
+        await share(o, g.id, e.user, 'editor');
+        const id = locationId(await plantIn(e, g.id, { name: 'Rooted' }));
+        refused(await deleteGarden(o, g.id), 409, 'garden_not_empty');
+        assert.equal((await getGarden(o, g.id)).statusCode, 200);
+        assert.equal(
+          (await e.request({ method: 'GET', url: `/plants/${id}` })).statusCode,
+          200,
+          'the plant stays',
+        );
+        const admin = await h.user(['plants:admin']);
+        refused(await deleteGarden(admin, g.id), 409, 'garden_not_empty', 'an admin too');
+        assert.equal((await e.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+        assert.equal((await deleteGarden(o, g.id)).statusCode, 204);
+        refused(await getGarden(e, g.id), 404);
+      });
+
+      it(
+        'plants:admin: every garden with role owner (home false), renames, manages members, deletes',
+        T,
+        async () => {
+          const o = await h.user();
+          const admin = await h.user(['plants:admin']);
+          const g = await newGarden(o, 'Watched');
+          const [home] = await listGardens(o);
+          const seen = await getGarden(admin, g.id);
+          assert.equal(seen.statusCode, 200);
+          assert.deepEqual(seen.json(), { ...g, role: 'owner', home: false });
+          assert.deepEqual((await getGarden(admin, home!.id)).json(), { ...home, home: false });
+          const renamed = await patchGarden(admin, g.id, { name: 'By the admin' });
+          assert.equal(renamed.statusCode, 200);
+          assert.deepEqual(renamed.json(), { ...g, name: 'By the admin', role: 'owner', home: false });
+          assert.equal((await getGarden(o, g.id)).json().name, 'By the admin');
+          const x = `added-by-admin-${randomUUID()}`;
+          assert.equal((await put(admin, g.id, x, 'editor')).statusCode, 201);
+          assert.equal((await put(admin, g.id, x, 'viewer')).statusCode, 200);
+          const list = (await members(admin, g.id)).json() as Member[];
+          assert.deepEqual(
+            list.map((m) => [m.user, m.role]).sort(),
+            [
+              [o.user, 'owner'],
+              [x, 'viewer'],
+            ].sort(),
+          );
+          assert.equal((await remove(admin, g.id, x)).statusCode, 204);
+          refused(
+            await put(admin, g.id, o.user, 'editor'),
+            409,
+            'last_owner',
+            'the admin is no member: o is the last owner',
+          );
+          assert.equal((await deleteGarden(admin, g.id)).statusCode, 204);
+          refused(await getGarden(o, g.id), 404);
+          refused(await getGarden(admin, MISSING_GID), 404);
+        },
+      );
+    });
+
+    describe('members', () => {
+      it(
+        'any member lists [{user, role, addedAt}]; PUT adds (201) then changes (200); owners only',
+        T,
+        async () => {
+          const o = await h.user();
+          const m = await h.user();
+          const x = await h.user();
+          const g = await newGarden(o, 'Members');
+          const first = (await members(o, g.id)).json() as Member[];
+          assert.equal(first.length, 1);
+          assertMemberShape(first[0]!);
+          assert.deepEqual([first[0]!.user, first[0]!.role], [o.user, 'owner']);
+          const added = await put(o, g.id, m.user, 'viewer');
+          assert.equal(added.statusCode, 201);
+          assert.equal(added.headers['content-type'], 'application/json; charset=utf-8');
+          const am: Member = added.json();
+          assertMemberShape(am);
+          assert.deepEqual([am.user, am.role], [m.user, 'viewer']);
+          const changed = await put(o, g.id, m.user, 'editor');
+          assert.equal(changed.statusCode, 200);
+          assert.deepEqual(changed.json(), { ...am, role: 'editor' }, 'addedAt stays');
+          const same = await put(o, g.id, m.user, 'editor');
+          assert.equal(same.statusCode, 200);
+          assert.deepEqual(same.json(), { ...am, role: 'editor' });
+          assert.deepEqual((await getGarden(m, g.id)).json().role, 'editor', 'the new role counts at once');
+          const listed = (await members(m, g.id)).json() as Member[];
+          for (const l of listed) assertMemberShape(l);
+          assert.deepEqual(
+            listed.map((l) => [l.user, l.role]).sort(),
+            [
+              [m.user, 'editor'],
+              [o.user, 'owner'],
+            ].sort(),
+          );
+          // Editors and viewers may not manage members.
+          insufficientRole(await put(m, g.id, x.user, 'viewer'), 'editor adding');
+          insufficientRole(await put(m, g.id, m.user, 'owner'), 'editor promoting itself');
+          insufficientRole(await remove(m, g.id, o.user), 'editor removing the owner');
+          await share(o, g.id, m.user, 'viewer');
+          insufficientRole(await put(m, g.id, x.user, 'viewer'), 'viewer adding');
+          assert.equal(((await members(m, g.id)).json() as Member[]).length, 2, 'a viewer lists members too');
+          // A non-member: 404.
+          refused(await members(x, g.id), 404);
+          refused(await put(x, g.id, x.user, 'owner'), 404);
+          // Owners may add owners; a user need not have signed in yet.
+          const later = `not-signed-in-${randomUUID()}`;
+          assert.equal((await put(o, g.id, later, 'owner')).statusCode, 201);
+          const arrived = await as(h, later);
+          const theirs = await listGardens(arrived);
+          assert.equal(theirs.length, 2);
+          assert.equal(theirs[0]!.home, true, 'its home garden, made on its first need, comes first');
+          assert.deepEqual(theirs[1], { ...g, role: 'owner' });
+          assert.equal((await put(arrived, g.id, x.user, 'viewer')).statusCode, 201, 'and acts as an owner');
+        },
+      );
+
+      it(
+        'the last owner cannot be demoted or removed (409 last_owner); with two owners either may go',
+        T,
+        async () => {
+          const o = await h.user();
+          const p = await h.user();
+          const g = await newGarden(o, 'Owners');
+          refused(await put(o, g.id, o.user, 'editor'), 409, 'last_owner', 'demoting the only owner');
+          refused(await put(o, g.id, o.user, 'viewer'), 409, 'last_owner', 'demoting the only owner');
+          refused(await remove(o, g.id, o.user), 409, 'last_owner', 'the only owner leaving');
+          await share(o, g.id, p.user, 'owner');
+          assert.equal((await put(o, g.id, o.user, 'editor')).statusCode, 200, 'another owner remains');
+          refused(await put(p, g.id, p.user, 'viewer'), 409, 'last_owner');
+          refused(await remove(p, g.id, p.user), 409, 'last_owner');
+          const roles = ((await members(p, g.id)).json() as Member[]).map((m) => [m.user, m.role]).sort();
+          assert.deepEqual(
+            roles,
+            [
+              [o.user, 'editor'],
+              [p.user, 'owner'],
+            ].sort(),
+            'nothing changed by the refusals',
+          );
+          await share(p, g.id, o.user, 'owner');
+          assert.equal(
+            (await remove(p, g.id, p.user)).statusCode,
+            204,
+            'an owner leaves while another stays',
+          );
+          refused(await remove(o, g.id, p.user), 404, undefined, 'gone already');
+          assert.deepEqual(
+            ((await members(o, g.id)).json() as Member[]).map((m) => [m.user, m.role]),
+            [[o.user, 'owner']],
+          );
+        },
+      );
+
+      it(
+        'a member leaves by itself whatever its role (204); removing a non-member is 404; others need an owner',
+        T,
+        async () => {
+          const o = await h.user();
+          const v = await h.user();
+          const e = await h.user();
+          const o2 = await h.user();
+          const g = await newGarden(o, 'Leaving');
+          await share(o, g.id, v.user, 'viewer');
+          await share(o, g.id, e.user, 'editor');
+          await share(o, g.id, o2.user, 'owner');
+          insufficientRole(await remove(v, g.id, e.user), 'a viewer removing another');
+          insufficientRole(await remove(e, g.id, v.user), 'an editor removing another');
+          for (const c of [v, e, o2]) {
+            const res = await remove(c, g.id, c.user);
+            assert.equal(res.statusCode, 204, res.body);
+            assert.equal(res.body, '');
+            refused(await getGarden(c, g.id), 404, undefined, 'gone for the one that left');
+            refused(await remove(c, g.id, c.user), 404, undefined, 'leaving twice');
+          }
+          refused(await remove(o, g.id, `never-${randomUUID()}`), 404, undefined, 'a user never a member');
+          refused(await remove(o, g.id, v.user), 404, undefined, 'a member that left');
+          assert.equal((await put(o, g.id, v.user, 'viewer')).statusCode, 201, 'added again: 201');
+          assert.equal((await remove(o, g.id, v.user)).statusCode, 204, 'an owner removes a member');
+        },
+      );
+
+      it('405 with Allow on the garden paths; 401 without a token', T, async () => {
+        const c = await h.user();
+        const g = await newGarden(c);
+        for (const [method, url, allow] of [
+          ['PUT', '/gardens', /GET.*POST/],
+          ['DELETE', '/gardens', /GET.*POST/],
+          ['POST', `/gardens/${g.id}`, /DELETE.*GET.*PATCH/],
+          ['PUT', `/gardens/${g.id}`, /DELETE.*GET.*PATCH/],
+          ['POST', `/gardens/${g.id}/members`, /GET/],
+          ['PATCH', `/gardens/${g.id}/members/${enc(c.user)}`, /DELETE.*PUT/],
+          ['GET', `/gardens/${g.id}/members/${enc(c.user)}`, /DELETE.*PUT/],
+          ['PUT', `/gardens/${g.id}/plants`, /GET.*POST/],
+        ] as const) {
+          const res = await c.request({ method, url });
+          refused(res, 405, undefined, `${method} ${url}`);
+          assert.match(String(res.headers.allow), allow, `${method} ${url}`);
+        }
+        for (const [method, url] of [
+          ['GET', '/gardens'],
+          ['POST', '/gardens'],
+          ['GET', `/gardens/${g.id}`],
+          ['GET', `/gardens/${g.id}/members`],
+          ['PUT', `/gardens/${g.id}/members/x`],
+          ['DELETE', `/gardens/${g.id}/members/x`],
+        ] as const) {
+          const res = await h.app.inject({ method, url });
+          refused(res, 401, undefined, `${method} ${url}`);
+          assert.equal(res.headers['www-authenticate'], 'Bearer realm="plantstore"');
+        }
+      });
+    });
+
+    describe('user names in the path', () => {
+      it(
+        'are URL-decoded: a@b.c, names with / % ? # + and quotes are added, found and removed',
+        T,
+        async () => {
+          const o = await h.user();
+          const g = await newGarden(o, 'Names');
+          const suffix = randomUUID().slice(0, 8);
+          for (const name of [
+            `a@b.c-${suffix}`,
+            `x/y-${suffix}`,
+            `a%2Fb-${suffix}`,
+            `50%off-${suffix}`,
+            `q?x=1&y=2-${suffix}`,
+            `h#frag-${suffix}`,
+            `plus+sign-${suffix}`,
+            `quote'"-${suffix}`,
+            `..-${suffix}`,
+            `~!$&()*,;=:[]{}|\\^\`<>-${suffix}`,
+          ]) {
+            const added = await put(o, g.id, name, 'viewer');
+            assert.equal(added.statusCode, 201, `${name}: ${added.body}`);
+            assert.equal(added.json().user, name);
+            assert.ok(
+              ((await members(o, g.id)).json() as Member[]).some((m) => m.user === name),
+              name,
+            );
+            const them = await as(h, name);
+            const seen = await listGardens(them);
+            assert.deepEqual(seen[1], { ...g, role: 'viewer' }, `${name} sees the garden`);
+            const changed = await put(o, g.id, name, 'editor');
+            assert.equal(changed.statusCode, 200, name);
+            assert.equal(changed.json().user, name);
+            assert.equal((await remove(o, g.id, name)).statusCode, 204, name);
+            refused(await getGarden(them, g.id), 404, undefined, name);
+          }
+          // `%2F` names the user with a slash, never another path.
+          const slash = `s/${suffix}`;
+          assert.equal((await put(o, g.id, 's%2F' + suffix, 'viewer', true)).statusCode, 201);
+          assert.ok(((await members(o, g.id)).json() as Member[]).some((m) => m.user === slash));
+          assert.equal((await remove(o, g.id, `S%2f${suffix}`.replace('S', 's'), true)).statusCode, 204);
+        },
+      );
+
+      it(
+        'hostile names are 400 and change nothing: too long, spaces, control characters, non-ASCII',
+        T,
+        async () => {
+          const o = await h.user();
+          const g = await newGarden(o, 'Hostile names');
+          for (const raw of [
+            'a'.repeat(201),
+            'a%20b',
+            '%20',
+            'a%09b',
+            'a%0Ab',
+            'a%00b',
+            'a%01',
+            'a%7F',
+            'caf%C3%A9',
+            '%F0%9F%8C%B1',
+            '%C2%A0',
+          ]) {
+            refused(await put(o, g.id, raw, 'viewer', true), 400, undefined, `PUT ${raw.slice(0, 40)}`);
+            refused(await remove(o, g.id, raw, true), 400, undefined, `DELETE ${raw.slice(0, 40)}`);
+          }
+          // 200 characters is the longest name.
+          const longest = 'a'.repeat(190) + randomUUID().slice(0, 10);
+          assert.equal((await put(o, g.id, longest, 'viewer')).statusCode, 201);
+          assert.equal(((await members(o, g.id)).json() as Member[]).length, 2);
+          // Undecodable percent escapes: a client error, never a 5xx.
+          for (const raw of ['%', '%zz', '%E0%A4%A', '%C3']) {
+            const res = await put(o, g.id, raw, 'viewer', true);
+            assert.ok(res.statusCode === 400 || res.statusCode === 404, `${raw}: ${res.statusCode}`);
+            errorBody(res);
+          }
+        },
+      );
+    });
+
+    describe('hostile garden ids', () => {
+      it('are 404 on every garden path, as a garden that does not exist; nothing changes', T, async () => {
+        const c = await h.user();
+        const g = await newGarden(c, 'Target');
+        await plantIn(c, g.id, { name: 'Safe' });
+        // (Dot segments such as `..` and `%2E%2E` are sent over a socket below: inject's URL parser
+        // would resolve them before the server saw them.)
+        const ids = [
+          '..%2F',
+          '..%2F..%2Fplants',
+          '%2E%2E%2F',
+          '...',
+          'x'.repeat(2000),
+          `${g.id}${'0'.repeat(2000)}`,
+          enc(`' OR 1=1 --`),
+          enc(`${g.id}' OR '1'='1`),
+          enc(`'; DROP TABLE gardens; --`),
+          enc(`${g.id}"; DELETE FROM garden_members; --`),
+          enc('gdn_🌱🌱🌱'),
+          enc(`gdn_${'é'.repeat(24)}`),
+          enc(g.id.toUpperCase()),
+          enc(`${g.id} `),
+          `${g.id}%00`,
+          enc('*'),
+          enc('%'),
+          MISSING_GID,
+        ];
+        // Every case is tried before any failure is reported, so one run names them all.
+        const wrong: string[] = [];
+        for (const id of ids) {
+          const short = id.slice(0, 50);
+          for (const [method, url, payload] of [
+            ['GET', `/gardens/${id}`, undefined],
+            ['PATCH', `/gardens/${id}`, '{"name":"pwned"}'],
+            ['DELETE', `/gardens/${id}`, undefined],
+            ['GET', `/gardens/${id}/members`, undefined],
+            ['PUT', `/gardens/${id}/members/${enc(c.user)}`, '{"role":"owner"}'],
+            ['DELETE', `/gardens/${id}/members/${enc(c.user)}`, undefined],
+            ['GET', `/gardens/${id}/plants`, undefined],
+            ['POST', `/gardens/${id}/plants`, '{"name":"pwned"}'],
+          ] as const) {
+            const res = await c.request({ method, url, ...(payload ? { headers: JSON_TYPE, payload } : {}) });
+            if (res.statusCode !== 404) wrong.push(`${method} ${url.replace(id, short)}: ${res.statusCode}`);
+            else errorBody(res);
+          }
+          if (id.length <= 200) {
+            const res = await c.request({ method: 'GET', url: `/plants?garden=${id}` });
+            if (res.statusCode !== 404) wrong.push(`GET /plants?garden=${short}: ${res.statusCode}`);
+            else errorBody(res);
+          }
+        }
+        // Past the router's limit for one path segment (2,048), 414 instead: a client error, never a 5xx.
+        for (const url of [`/gardens/${'x'.repeat(5000)}`, `/gardens/${'x'.repeat(5000)}/plants`]) {
+          const res = await c.request({ method: 'GET', url });
+          assert.ok(
+            res.statusCode === 404 || res.statusCode === 414,
+            `${url.slice(0, 30)}: ${res.statusCode}`,
+          );
+          errorBody(res);
+        }
+        // A garden= too long to be any garden's id: refused as a client error, never a 5xx.
+        const long = await c.request({ method: 'GET', url: `/plants?garden=${'x'.repeat(5000)}` });
+        assert.ok(long.statusCode === 400 || long.statusCode === 404, String(long.statusCode));
+        errorBody(long);
+        // Dot segments as a client that does not resolve them sends them: to the server, a garden id.
+        for (const id of ['..', '.', '%2E%2E', '%2e', '.%2E']) {
+          for (const [method, path, payload] of [
+            ['GET', `/gardens/${id}`, undefined],
+            ['GET', `/gardens/${id}/members`, undefined],
+            ['GET', `/gardens/${id}/plants`, undefined],
+            ['POST', `/gardens/${id}/plants`, '{"name":"pwned"}'],
+            ['PUT', `/gardens/${id}/members/${enc(c.user)}`, '{"role":"owner"}'],
+            ['DELETE', `/gardens/${id}`, undefined],
+          ] as const) {
+            const res = await raw(base, method, path, c.token, payload);
+            if (res.status !== 404) wrong.push(`${method} ${path} (over a socket): ${res.status}`);
+            else assert.equal(JSON.parse(res.body).error, 404);
+          }
+        }
+        assert.deepEqual(wrong, [], 'every hostile garden id is 404');
+        assert.deepEqual((await getGarden(c, g.id)).json(), g, 'the garden is untouched');
+        assert.deepEqual((await c.request({ method: 'GET', url: `/gardens/${g.id}/plants` })).json(), [
+          { name: 'Safe' },
+        ]);
+        assert.equal(((await members(c, g.id)).json() as Member[]).length, 1);
+        assert.equal((await listGardens(c)).length, 2);
+      });
+
+      it('an empty garden id segment is an unknown path: 404, never a 5xx', T, async () => {
+        const c = await h.user();
+        const wrong: string[] = [];
+        for (const [method, url] of [
+          ['GET', '/gardens/'],
+          ['PATCH', '/gardens/'],
+          ['DELETE', '/gardens/'],
+          ['GET', '/gardens//members'],
+          ['PUT', '/gardens//members/x'],
+          ['GET', '/gardens//plants'],
+          ['POST', '/gardens//plants'],
+        ] as const) {
+          const res = await c.request({
+            method,
+            url,
+            headers: JSON_TYPE,
+            payload: '{"name":"x","role":"viewer"}',
+          });
+          errorBody(res);
+          if (res.statusCode !== 404) wrong.push(`${method} ${url}: ${res.statusCode} ${res.json().code}`);
+        }
+        assert.deepEqual(wrong, []);
+      });
+    });
+
+    describe('limits', () => {
+      it('a user belongs to at most 100 gardens (home included): 409 too_many_gardens on create and on being added', {
+        timeout: 90_000,
+      }, async () => {
+        const u = await h.user();
+        const o = await h.user();
+        const [home] = await listGardens(u);
+        const mine: Garden[] = [];
+        for (let batch = 0; batch < 99; batch += 11) {
+          const made = await Promise.all(
+            Array.from({ length: Math.min(11, 99 - batch) }, (_, i) =>
+              postGarden(u, { name: `n${batch + i}` }),
+            ),
+          );
+          for (const res of made) {
+            assert.equal(res.statusCode, 201, res.body);
+            mine.push(res.json());
+          }
+        }
+        assert.equal((await listGardens(u)).length, 100);
+        refused(await postGarden(u, { name: 'one too many' }), 409, 'too_many_gardens');
+        const g = await newGarden(o, 'Wants u');
+        refused(
+          await put(o, g.id, u.user, 'viewer'),
+          409,
+          'too_many_gardens',
+          'adding a user in 100 gardens',
+        );
+        refused(await getGarden(u, g.id), 404, undefined, 'not added');
+        assert.equal((await listGardens(u)).length, 100);
+        // A role change of a garden it is in is no new membership.
+        await share(u, mine[0]!.id, o.user, 'viewer');
+        assert.equal((await put(u, mine[0]!.id, o.user, 'editor')).statusCode, 200);
+        // One fewer: it may be added again; then it is full again.
+        assert.equal((await remove(o, mine[0]!.id, o.user)).statusCode, 204);
+        assert.equal((await deleteGarden(u, mine[0]!.id)).statusCode, 204);
+        assert.equal((await put(o, g.id, u.user, 'viewer')).statusCode, 201);
+        refused(await postGarden(u, { name: 'full again' }), 409, 'too_many_gardens');
+        // Two places free and ten creates at once: exactly two are made.
+        assert.equal((await remove(u, g.id, u.user)).statusCode, 204);
+        assert.equal((await deleteGarden(u, mine[1]!.id)).statusCode, 204);
+        const raced = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => postGarden(u, { name: `race${i}` })),
+        );
+        assert.deepEqual(
+          raced.map((r) => r.statusCode).sort(),
+          [201, 201, 409, 409, 409, 409, 409, 409, 409, 409],
+        );
+        for (const r of raced.filter((r) => r.statusCode === 409))
+          assert.equal(errorBody(r).code, 'too_many_gardens');
+        const final = await listGardens(u);
+        assert.equal(final.length, 100);
+        assert.equal(final[0]!.id, home!.id);
+      });
+
+      it('a user added to 100 gardens before it ever signed in still belongs to at most 100 once its home garden is made', {
+        timeout: 90_000,
+      }, async () => {
+        const o = await h.user();
+        const gardens = [(await listGardens(o))[0]!.id];
+        for (let batch = 0; batch < 99; batch += 11) {
+          const made = await Promise.all(
+            Array.from({ length: Math.min(11, 99 - batch) }, (_, i) =>
+              postGarden(o, { name: `late${batch + i}` }),
+            ),
+          );
+          for (const res of made) {
+            assert.equal(res.statusCode, 201, res.body);
+            gardens.push(res.json().id);
+          }
+        }
+        const late = `late-${randomUUID()}`;
+        const added: number[] = [];
+        for (const g of gardens) {
+          const res = await put(o, g, late, 'viewer');
+          assert.ok(res.statusCode === 201 || res.statusCode === 409, res.body);
+          if (res.statusCode === 409) assert.equal(errorBody(res).code, 'too_many_gardens');
+          added.push(res.statusCode);
+        }
+        const arrived = await as(h, late);
+        const theirs = await listGardens(arrived);
+        assert.equal(theirs[0]!.home, true, 'its home garden first');
+        assert.ok(
+          theirs.length <= 100,
+          `a user belongs to at most 100 gardens: ${theirs.length} (${added.filter((s) => s === 201).length} adds accepted before its home garden was made)`,
+        );
+      });
+
+      it('a garden has at most 1,000 members: 409 too_many_members (members added over the API, in parallel)', {
+        timeout: 120_000,
+      }, async () => {
+        const o = await h.user();
+        const g = await newGarden(o, 'Crowded');
+        const prefix = `crowd-${randomUUID().slice(0, 8)}`;
+        // 989 more: 990 members.
+        for (let start = 0; start < 989; start += 50) {
+          const batch = await Promise.all(
+            Array.from({ length: Math.min(50, 989 - start) }, (_, i) =>
+              put(o, g.id, `${prefix}-${start + i}`, 'viewer'),
+            ),
+          );
+          for (const res of batch) assert.equal(res.statusCode, 201, res.body);
+        }
+        // Twenty at once for the last ten places: exactly ten are added.
+        const raced = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => put(o, g.id, `${prefix}-race-${i}`, 'viewer')),
+        );
+        assert.deepEqual(raced.map((r) => r.statusCode).sort(), [
+          ...Array(10).fill(201),
+          ...Array(10).fill(409),
+        ]);
+        for (const r of raced.filter((r) => r.statusCode === 409))
+          assert.equal(errorBody(r).code, 'too_many_members');
+        const listed = (await members(o, g.id)).json() as Member[];
+        assert.equal(listed.length, 1000);
+        assert.equal(new Set(listed.map((m) => m.user)).size, 1000);
+        refused(await put(o, g.id, `${prefix}-one-more`, 'viewer'), 409, 'too_many_members');
+        // Changing a member's role adds nobody.
+        assert.equal((await put(o, g.id, `${prefix}-0`, 'editor')).statusCode, 200);
+        assert.equal((await remove(o, g.id, `${prefix}-1`)).statusCode, 204);
+        assert.equal((await put(o, g.id, `${prefix}-one-more`, 'viewer')).statusCode, 201);
+        refused(await put(o, g.id, `${prefix}-yet-another`, 'viewer'), 409, 'too_many_members');
+      });
+    });
+  });
+}
