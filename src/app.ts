@@ -6,6 +6,7 @@ import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
 import type { Resolver } from './events/outbound.js';
 import { EventStreams, type StreamOptions } from './events/stream.js';
 import { WebhookService } from './events/webhooks.js';
+import { GardenService } from './gardens/service.js';
 import { docsRoutes } from './http/docs.js';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerBodyParsers } from './http/json.js';
@@ -15,7 +16,6 @@ import { genReqId } from './http/request-id.js';
 import { requestLoggerFactory } from './http/request-logger.js';
 import { BearerVerifier } from './identity/bearer.js';
 import { JwtVerifier } from './identity/jwt.js';
-import { GardenService } from './gardens/service.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
@@ -206,6 +206,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       },
       tags: [
         { name: 'plants', description: 'The plant API' },
+        {
+          name: 'gardens',
+          description: 'Gardens and their members: plants shared with viewers, editors and owners',
+        },
         {
           name: 'webhooks',
           description: 'Webhook endpoints: signed deliveries (Standard Webhooks) of plant events',

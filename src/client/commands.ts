@@ -1,20 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { ID_TEXT, LIMIT_TEXT } from '../schemas/plant.js';
+import { isValidUser } from '../tokens/tokens.js';
 import { UsageError } from '../usage-error.js';
 import {
+  type Garden,
   type ListedPlant,
   type PlantEvent,
   type PlantPatch,
   PlantStore,
   PlantStoreError,
+  type Role,
   signWebhook,
 } from './index.js';
 
 /**
- * The client commands of CONTRACT.md section 7: `plants create|list|get|update|delete` and `events tail`,
- * speaking HTTP to a running service through the project's own client. Exit status: 0 success,
- * 1 the service refused (its message on stderr), 2 bad usage, 3 the service could not be reached.
+ * The client commands of CONTRACT.md section 7: `plants create|list|get|update|delete`,
+ * `gardens list|create|share|unshare` and `events tail`, speaking HTTP to a running service through
+ * the project's own client. Exit status: 0 success, 1 the service refused (its message on stderr),
+ * 2 bad usage, 3 the service could not be reached.
  */
 interface ClientOpts {
   url?: string;
@@ -47,7 +51,33 @@ function plantId(text: string): number {
   return id;
 }
 
+// A garden id is opaque to the client: any text but an empty one (the service says whether it is one).
+function gardenId(text: string, what = 'a garden id'): string {
+  if (text === '') throw new UsageError(`${what} must not be empty`);
+  return text;
+}
+
+function userName(text: string): string {
+  if (!isValidUser(text)) {
+    throw new UsageError(
+      `a user is 1 to 200 printable characters without spaces; got ${JSON.stringify(text)}`,
+    );
+  }
+  return text;
+}
+
+const ROLES: readonly Role[] = ['viewer', 'editor', 'owner'];
+function role(text: string): Role {
+  if (!(ROLES as readonly string[]).includes(text)) {
+    throw new UsageError(`--role must be ${ROLES.join(', ')}; got ${JSON.stringify(text)}`);
+  }
+  return text as Role;
+}
+
 const line = (p: ListedPlant) => `${p.id}\t${p.name}${p.tag === undefined ? '' : `\t${p.tag}`}`;
+// A list line (contract version 3): id, name, tag (empty when none) and garden, always four fields.
+const listLine = (p: ListedPlant<'garden'>) => `${p.id}\t${p.name}\t${p.tag ?? ''}\t${p.garden}`;
+const gardenLine = (g: Garden) => `${g.id}\t${g.name}\t${g.role}`;
 const out = (text: string) => process.stdout.write(`${text}\n`);
 
 export function registerClientCommands(program: Command): void {
@@ -61,43 +91,49 @@ export function registerClientCommands(program: Command): void {
       .description('create a plant; prints its id')
       .requiredOption('--name <name>', 'the plant’s name')
       .option('--tag <tag>', 'its tag')
-      .option('--id <id>', 'an id of your choosing (default: the service assigns one)'),
-  ).action(async (o: ClientOpts & { name: string; tag?: string; id?: string }) => {
-    const store = connect(o);
-    const p = await store.create({
+      .option('--id <id>', 'an id of your choosing (default: the service assigns one)')
+      .option('--garden <gid>', 'the garden to put it in (default: your home garden)'),
+  ).action(async (o: ClientOpts & { name: string; tag?: string; id?: string; garden?: string }) => {
+    const garden = o.garden === undefined ? undefined : gardenId(o.garden, '--garden');
+    const plant = {
       name: o.name,
       ...(o.tag === undefined ? {} : { tag: o.tag }),
       ...(o.id === undefined ? {} : { id: plantId(o.id) }),
-    });
+    };
+    const p = await connect(o).create(plant, garden === undefined ? {} : { garden });
     out(o.json ? JSON.stringify(p) : String(p.id));
   });
 
   withClient(
     plants
       .command('list')
-      .description('one line per plant: id, name, tag')
+      .description('one line per plant: id, name, tag (empty when none), garden')
       .option('--tag <tag>', 'only plants with this tag')
+      .option('--garden <gid>', 'only the plants of this garden')
       .option('--limit <n>', 'page size, 1 … 1000 (default 100)')
       .option('--all', 'follow every next link, not only the first page'),
-  ).action(async (o: ClientOpts & { tag?: string; limit?: string; all?: boolean }) => {
+  ).action(async (o: ClientOpts & { tag?: string; garden?: string; limit?: string; all?: boolean }) => {
     if (o.limit !== undefined && !new RegExp(LIMIT_TEXT).test(o.limit)) {
       throw new UsageError(`--limit must be 1 … 1000; got ${JSON.stringify(o.limit)}`);
     }
+    const garden = o.garden === undefined ? undefined : gardenId(o.garden, '--garden');
     const store = connect(o);
     const q = {
+      include: ['garden'] as const,
       ...(o.tag === undefined ? {} : { tag: o.tag }),
+      ...(garden === undefined ? {} : { garden }),
       ...(o.limit ? { limit: Number(o.limit) } : {}),
     };
-    const plants: ListedPlant[] = [];
+    const plants: ListedPlant<'garden'>[] = [];
     if (o.all) {
       for await (const p of store.list(q)) {
         if (o.json) plants.push(p);
-        else out(line(p));
+        else out(listLine(p));
       }
     } else {
       const page = await store.page(q);
       if (o.json) plants.push(...page.plants);
-      else for (const p of page.plants) out(line(p));
+      else for (const p of page.plants) out(listLine(p));
       if (page.next && !o.json) process.stderr.write('more plants follow: --all lists them all\n');
     }
     if (o.json) out(JSON.stringify(plants));
@@ -158,6 +194,60 @@ export function registerClientCommands(program: Command): void {
       else process.stderr.write(`deleted plant ${n}\n`);
     },
   );
+
+  const gardens = program
+    .command('gardens')
+    .description('list and create gardens, and share them with other users, on a running service');
+
+  withClient(
+    gardens.command('list').description('one line per garden you are a member of: id, name, your role'),
+  ).action(async (o: ClientOpts) => {
+    const list = await connect(o).gardens.list();
+    if (o.json) out(JSON.stringify(list));
+    else for (const g of list) out(gardenLine(g));
+  });
+
+  withClient(
+    gardens
+      .command('create')
+      .description('create a garden (you are its owner); prints its id')
+      .argument('<name>', 'the garden’s name'),
+  ).action(async (name: string, o: ClientOpts) => {
+    const g = await connect(o).gardens.create(name);
+    out(o.json ? JSON.stringify(g) : g.id);
+  });
+
+  withClient(
+    gardens
+      .command('share')
+      .description('add a user to a garden, or change its role there (owners only)')
+      .argument('<gid>', 'garden id (gdn_…)')
+      .argument('<user>', 'the user, as its tokens name it')
+      .option('--role <role>', 'viewer, editor or owner', 'viewer'),
+  ).action(async (gid: string, user: string, o: ClientOpts & { role: string }) => {
+    const args = [gardenId(gid), userName(user), role(o.role)] as const;
+    const { member, created } = await connect(o).gardens.share(...args);
+    if (o.json) out(JSON.stringify({ ...member, created }));
+    else
+      process.stderr.write(
+        created
+          ? `added ${member.user} to garden ${gid} as ${member.role}\n`
+          : `${member.user} is ${member.role} in garden ${gid}\n`,
+      );
+  });
+
+  withClient(
+    gardens
+      .command('unshare')
+      .description('remove a user from a garden (owners; or yourself, to leave it)')
+      .argument('<gid>', 'garden id (gdn_…)')
+      .argument('<user>', 'the user, as its tokens name it'),
+  ).action(async (gid: string, user: string, o: ClientOpts) => {
+    const args = [gardenId(gid), userName(user)] as const;
+    await connect(o).gardens.unshare(...args);
+    if (o.json) out(JSON.stringify({ garden: gid, user, removed: true }));
+    else process.stderr.write(`removed ${user} from garden ${gid}\n`);
+  });
 
   const events = program.command('events').description('the live stream of plant events');
   withClient(

@@ -11,8 +11,35 @@ type Json<T> = T extends { content: { 'application/json': infer B } } ? B : neve
 export type Plant = Json<operations['getPlant']['responses'][200]>;
 /** What a create sends: `name`, and optionally `tag` and `id`. */
 export type PlantCreate = Json<operations['createPlant']['requestBody']>;
-/** A plant of a list page, with its id. */
-export type ListedPlant = Plant & { id: number };
+/** A list page's element as the service answers it: `{id?, garden?, version?, name, tag?}`. */
+type ListItem = Json<operations['listPlants']['responses'][200]>[number];
+/** What a list may ask each plant to carry besides its id (`include=`): its garden, its version. */
+export type PlantInclude = 'garden' | 'version';
+/**
+ * A plant of a list page, with its id, and the fields `include` asked for: `ListedPlant<'garden'>`
+ * also has `garden`, `ListedPlant<'garden' | 'version'>` also `version` (its ETag is it in quotes).
+ */
+export type ListedPlant<I extends PlantInclude = never> = Plant & { id: number } & Pick<
+    Required<ListItem>,
+    I
+  >;
+/** What a list reads: a page size, a tag, one garden, and what else each plant carries. */
+export interface PlantQuery<I extends PlantInclude = never> {
+  /** Page size, 1 … 1000 (default 100). */
+  limit?: number;
+  /** Only plants with exactly this tag. */
+  tag?: string;
+  /** Only this garden's plants (a garden the caller is not a member of: a PlantStoreError 404). */
+  garden?: string;
+  /** Also each plant's garden and/or version. */
+  include?: readonly I[];
+}
+/** A garden as the service answers it: `{id, name, home, role, createdAt}`, `role` the caller's own. */
+export type Garden = Json<operations['getGarden']['responses'][200]>;
+/** A member's role in a garden: `viewer`, `editor` or `owner` (CONTRACT.md section 3.2). */
+export type Role = Garden['role'];
+/** A garden's member: `{user, role, addedAt}`. */
+export type Member = Json<operations['putMember']['responses'][201]>;
 /** A JSON Merge Patch of a plant: `name`, `tag` (null removes it); absent fields stay. */
 export type PlantPatch = Json<operations['updatePlant']['requestBody']>;
 /**
@@ -80,20 +107,29 @@ export class PlantStore {
   private readonly deadlineMs: number;
   private readonly retries: number;
 
+  /** Gardens and their members (CONTRACT.md section 3.2): `store.gardens.create('Greenhouse')`. */
+  readonly gardens: Gardens;
+
   constructor(private readonly opts: PlantStoreOptions) {
     this.base = opts.url.replace(/\/+$/, '');
     this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.deadlineMs = opts.deadlineMs ?? 30_000;
     this.retries = opts.retries ?? 4;
+    this.gardens = new Gardens((method, path, o) => this.call(method, path, o));
   }
 
-  /** Creates a plant; retried safely under one Idempotency-Key (made here unless given). */
+  /**
+   * Creates a plant: in the caller's home garden, or with `garden` in that one (the caller must be
+   * its editor or owner: a viewer gets a PlantStoreError 403 `insufficient_role`). Retried safely
+   * under one Idempotency-Key (made here unless given).
+   */
   async create(
     plant: PlantCreate,
-    opts: { idempotencyKey?: string } = {},
+    opts: { idempotencyKey?: string; garden?: string } = {},
   ): Promise<ListedPlant & { etag: string }> {
     const key = opts.idempotencyKey ?? crypto.randomUUID();
-    const res = await this.call('POST', '/plants', {
+    const path = opts.garden === undefined ? '/plants' : `${gardenPath(opts.garden)}/plants`;
+    const res = await this.call('POST', path, {
       body: plant,
       headers: { 'idempotency-key': key },
       retryable: true,
@@ -143,29 +179,44 @@ export class PlantStore {
     });
   }
 
-  /** One page of plants, with ids, and the path of the next page (null on the last). */
-  async page(
-    q: { limit?: number; tag?: string; next?: string | null } = {},
-  ): Promise<{ plants: ListedPlant[]; next: string | null }> {
+  /**
+   * One page of plants, with ids (and what `include` asks for), and the path of the next page (null
+   * on the last); `next` from a page reads the page after it, with the query it was made with.
+   */
+  async page<I extends PlantInclude = never>(
+    q: PlantQuery<I> & { next?: string | null } = {},
+  ): Promise<{ plants: ListedPlant<I>[]; next: string | null }> {
     let path = q.next ?? null;
     if (path === null) {
-      const params = new URLSearchParams({ include: 'id' });
+      const include = ['id', ...new Set(q.include ?? [])];
+      const params = new URLSearchParams({ include: include.join(',') });
       if (q.limit !== undefined) params.set('limit', String(q.limit));
       if (q.tag !== undefined) params.set('tag', q.tag);
+      if (q.garden !== undefined) params.set('garden', q.garden);
       path = `/plants?${params}`;
     }
     const res = await this.call('GET', path, { retryable: true });
-    return { plants: (await res.json()) as ListedPlant[], next: nextLink(res.headers.get('link')) };
+    return { plants: (await res.json()) as ListedPlant<I>[], next: nextLink(res.headers.get('link')) };
   }
 
-  /** Every plant the caller may see, page after page through `Link`: `for await (const p of store.list())`. */
-  async *list(q: { limit?: number; tag?: string } = {}): AsyncGenerator<ListedPlant> {
+  /**
+   * Every plant the caller may see (of one `garden`, with one `tag`), page after page through
+   * `Link`: `for await (const p of store.list({ include: ['garden'] }))`.
+   */
+  async *list<I extends PlantInclude = never>(q: PlantQuery<I> = {}): AsyncGenerator<ListedPlant<I>> {
     let next: string | null = null;
     do {
-      const page: { plants: ListedPlant[]; next: string | null } = await this.page({ ...q, next });
+      const page: { plants: ListedPlant<I>[]; next: string | null } = await this.page({ ...q, next });
       yield* page.plants;
       next = page.next;
     } while (next !== null);
+  }
+
+  /** Every plant of `list(q)`, all pages read, in id order. */
+  async all<I extends PlantInclude = never>(q: PlantQuery<I> = {}): Promise<ListedPlant<I>[]> {
+    const plants: ListedPlant<I>[] = [];
+    for await (const p of this.list(q)) plants.push(p);
+    return plants;
   }
 
   /**
@@ -228,13 +279,11 @@ export class PlantStore {
   /**
    * One call with retries: network errors, 408, 409 idempotency_key_in_flight, 429, 502, 503 and
    * 504 are tried again with exponential backoff and jitter, or after Retry-After when the service
-   * says, within the deadline. Anything else not 2xx is a PlantStoreError.
+   * says, within the deadline. Anything else not 2xx is a PlantStoreError. `retryable: 'refused'`
+   * (a request that is not safe to repeat) tries again only after a 429 or 503: the service
+   * answered and did nothing, so nothing is done twice.
    */
-  private async call(
-    method: string,
-    path: string,
-    o: { body?: unknown; headers?: Record<string, string>; retryable: boolean },
-  ): Promise<Response> {
+  private async call(method: string, path: string, o: CallOptions): Promise<Response> {
     const deadline = Date.now() + this.deadlineMs;
     for (let attempt = 0; ; attempt++) {
       const left = deadline - Date.now();
@@ -253,14 +302,17 @@ export class PlantStore {
           signal: AbortSignal.timeout(left),
         });
       } catch (err) {
-        if (!o.retryable || attempt >= this.retries) throw unreachable(err);
+        if (o.retryable !== true || attempt >= this.retries) throw unreachable(err);
         await this.wait(backoff(attempt + 1), deadline);
         continue;
       }
       if (res.ok) return res;
       const error = await refusal(res);
       const again =
-        RETRY_STATUS.has(res.status) || (res.status === 409 && error.code === 'idempotency_key_in_flight');
+        o.retryable === 'refused'
+          ? res.status === 429 || res.status === 503
+          : RETRY_STATUS.has(res.status) ||
+            (res.status === 409 && error.code === 'idempotency_key_in_flight');
       if (!o.retryable || !again || attempt >= this.retries) throw error;
       await this.wait(retryAfterMs(res.headers.get('retry-after')) ?? backoff(attempt + 1), deadline, error);
     }
@@ -272,6 +324,88 @@ export class PlantStore {
     }
     await sleep(ms);
   }
+}
+
+interface CallOptions {
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** true: safe to repeat; 'refused': only after a 429 or 503 (the service did nothing); false: never. */
+  retryable: boolean | 'refused';
+}
+type Call = (method: string, path: string, o: CallOptions) => Promise<Response>;
+
+/**
+ * Gardens and their members (CONTRACT.md section 3.2), as `store.gardens`. A garden the caller is not
+ * a member of is a PlantStoreError 404 (`garden_not_found`), as one that does not exist; a role too
+ * low for the request is a 403 (`insufficient_role`); the rules' refusals are 409s (`home_garden`,
+ * `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`).
+ */
+export class Gardens {
+  constructor(private readonly call: Call) {}
+
+  /** The caller's gardens, its home garden first (made when first needed), then by creation. */
+  async list(): Promise<Garden[]> {
+    return (await (await this.call('GET', '/gardens', { retryable: true })).json()) as Garden[];
+  }
+
+  /**
+   * Makes a garden with the caller as its owner. Not repeated after a lost answer (that could make
+   * two): only after a 429 or 503, when the service made nothing.
+   */
+  async create(name: string): Promise<Garden> {
+    const res = await this.call('POST', '/gardens', { body: { name }, retryable: 'refused' });
+    return (await res.json()) as Garden;
+  }
+
+  /** One garden, with the caller's role in it. */
+  async get(gid: string): Promise<Garden> {
+    return (await (await this.call('GET', gardenPath(gid), { retryable: true })).json()) as Garden;
+  }
+
+  /** Renames a garden (owners only). */
+  async rename(gid: string, name: string): Promise<Garden> {
+    const res = await this.call('PATCH', gardenPath(gid), { body: { name }, retryable: true });
+    return (await res.json()) as Garden;
+  }
+
+  /** Deletes an empty garden (owners only; a garden with plants: 409 `garden_not_empty`). */
+  async delete(gid: string): Promise<void> {
+    await this.call('DELETE', gardenPath(gid), { retryable: true });
+  }
+
+  /** The garden's members, to any member. */
+  async members(gid: string): Promise<Member[]> {
+    const res = await this.call('GET', `${gardenPath(gid)}/members`, { retryable: true });
+    return (await res.json()) as Member[];
+  }
+
+  /**
+   * Adds `user` to the garden with `role` (default viewer), or changes its role (owners only);
+   * `created` says which (a retry after a lost answer finds it added: `created` false).
+   */
+  async share(
+    gid: string,
+    user: string,
+    role: Role = 'viewer',
+  ): Promise<{ member: Member; created: boolean }> {
+    const res = await this.call('PUT', memberPath(gid, user), { body: { role }, retryable: true });
+    return { member: (await res.json()) as Member, created: res.status === 201 };
+  }
+
+  /** Removes `user` from the garden (owners; any member may remove itself: leaving). */
+  async unshare(gid: string, user: string): Promise<void> {
+    await this.call('DELETE', memberPath(gid, user), { retryable: true });
+  }
+}
+
+function gardenPath(gid: string): string {
+  if (typeof gid !== 'string' || gid === '') throw new TypeError(`not a garden id: ${JSON.stringify(gid)}`);
+  return `/gardens/${encodeURIComponent(gid)}`;
+}
+
+function memberPath(gid: string, user: string): string {
+  if (typeof user !== 'string' || user === '') throw new TypeError(`not a user: ${JSON.stringify(user)}`);
+  return `${gardenPath(gid)}/members/${encodeURIComponent(user)}`;
 }
 
 function plantId(id: number): string {

@@ -26,6 +26,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gardens/{gid}/plants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List one garden's plants, by id ascending
+         * @description The list of `GET /plants` for one garden, with the same parameters and `Link` rules. Any member may list them; a garden the caller is not a member of answers 404.
+         */
+        get: operations["listGardenPlants"];
+        put?: never;
+        /**
+         * Create a plant in a garden
+         * @description The create of `POST /plants`, into this garden: its editors and owners may (a viewer: 403 `insufficient_role`; a garden the caller is not a member of: 404). An `Idempotency-Key` is bound to the garden too.
+         */
+        post: operations["createGardenPlant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/plants/{id}": {
         parameters: {
             query?: never;
@@ -52,6 +76,102 @@ export interface paths {
          * @description Applies a JSON Merge Patch (RFC 7396) of `name` and `tag` (`tag: null` removes the tag), only if the plant is still in the version `If-Match` names (`*`: any). Without `If-Match`, 428; when the plant has changed since, 412 and nothing changes. A patch that changes nothing answers 200 with the same ETag and records no event. With an `Idempotency-Key`, a retry of an applied change replays its 200. A plant the caller may not see answers 404.
          */
         patch: operations["updatePlant"];
+        trace?: never;
+    };
+    "/gardens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's gardens
+         * @description Every garden the caller is a member of, with its role there: its home garden first (made when first needed), then by creation.
+         */
+        get: operations["listGardens"];
+        put?: never;
+        /**
+         * Create a garden
+         * @description Makes a garden with the caller as its owner. A user belongs to at most 100 gardens (its home garden included): beyond that, 409 `too_many_gardens`.
+         */
+        post: operations["createGarden"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gardens/{gid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one garden
+         * @description Any member may read it; to anyone else it is 404, exactly as one that does not exist.
+         */
+        get: operations["getGarden"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an empty garden
+         * @description Owners only. A garden with plants is 409 `garden_not_empty`; a home garden is 409 `home_garden`. Its members lose it at once.
+         */
+        delete: operations["deleteGarden"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a garden
+         * @description Owners only (another member: 403 `insufficient_role`).
+         */
+        patch: operations["renameGarden"];
+        trace?: never;
+    };
+    "/gardens/{gid}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A garden's members
+         * @description Any member may list them, by when they were added.
+         */
+        get: operations["listMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gardens/{gid}/members/{user}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Add a member, or change its role
+         * @description Owners only. The user need not have signed in yet. 201 when added, 200 when its role changed (or was already that). Demoting the last owner: 409 `last_owner`; the home garden's own user: 409 `home_garden`; limits: 409 `too_many_gardens` (the user is in 100) or `too_many_members` (the garden has 1,000).
+         */
+        put: operations["putMember"];
+        post?: never;
+        /**
+         * Remove a member, or leave
+         * @description Owners may remove anyone; any member may remove itself (leave). The last owner: 409 `last_owner`; the home garden's own user: 409 `home_garden`; a user who is not a member: 404 `member_not_found`. The removed member sees nothing of the garden from its next request on, on every instance.
+         */
+        delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/webhooks": {
@@ -414,10 +534,15 @@ export interface operations {
                 /** @description Only plants with exactly this tag. */
                 tag?: string;
                 /**
-                 * @description A comma-separated list of `id` and `version`, each at most once: each element also carries those fields, `{id, version, name, tag}` (the version is the one its ETag names, for a change or delete with If-Match).
+                 * @description A comma-separated list of `id`, `garden` and `version`, each at most once, in any order: each element also carries those fields, `{id, garden, version, name, tag}` (the version is the one its ETag names, for a change or delete with If-Match).
                  * @example id,version
                  */
                 include?: string;
+                /**
+                 * @description Only this garden's plants. A garden the caller is not a member of answers 404, as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                garden?: string;
                 /** @description Opaque token from a `Link: rel="next"` header. */
                 cursor?: string;
             };
@@ -446,6 +571,11 @@ export interface operations {
                     "application/json": {
                         /** @description Present with `include=id`. */
                         id?: number;
+                        /**
+                         * @description Present with `include=garden`: the id of the plant's garden.
+                         * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                         */
+                        garden?: string;
                         /** @description Present with `include=version`: the plant's version; its ETag is the version in quotes. */
                         version?: number;
                         /** @description Plant name: 1–200 characters, not blank, no control characters. */
@@ -485,7 +615,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -498,6 +628,23 @@ export interface operations {
                     "ratelimit-reset"?: number;
                     /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
                     "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -642,7 +789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -661,7 +808,435 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 16 KiB. */
+            413: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json. */
+            415: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different body. */
+            422: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listGardenPlants: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size: 1 … 1000 in decimal digits with no sign or leading zero; default 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Only plants with exactly this tag. */
+                tag?: string;
+                /**
+                 * @description A comma-separated list of `id`, `garden` and `version`, each at most once, in any order: each element also carries those fields, `{id, garden, version, name, tag}` (the version is the one its ETag names, for a change or delete with If-Match).
+                 * @example id,version
+                 */
+                include?: string;
+                /** @description Opaque token from a `Link: rel="next"` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of plants. `Link: <…>; rel="next"` is present when more follow. */
+            200: {
+                headers: {
+                    /** @description The next page, `</gardens/{gid}/plants?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page. */
+                    link?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Present with `include=id`. */
+                        id?: number;
+                        /**
+                         * @description Present with `include=garden`: the id of the plant's garden.
+                         * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                         */
+                        garden?: string;
+                        /** @description Present with `include=version`: the plant's version; its ETag is the version in quotes. */
+                        version?: number;
+                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        name: string;
+                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        tag?: string;
+                    }[];
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createGardenPlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the create safe to retry: the same key and body replay the first response for 24 h. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Monstera",
+                 *       "tag": "indoor"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Optional; when absent or null the service assigns one. */
+                    id?: number | null;
+                    /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                    name: string;
+                    /** @description Optional; null means absent. */
+                    tag?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. `Location: /plants/{id}` names the new plant. */
+            201: {
+                headers: {
+                    /** @description /plants/{id} */
+                    location?: string;
+                    /** @description The plant's current version as a strong ETag: send it back in `If-Match` to change or delete only that version. */
+                    etag?: string;
+                    /** @description Present when this answer replays the first one for the same Idempotency-Key. */
+                    "idempotent-replayed"?: "true";
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        name: string;
+                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        tag?: string;
+                    };
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -872,7 +1447,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -891,7 +1466,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1025,7 +1600,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1044,7 +1619,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1235,7 +1810,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1254,7 +1829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1271,7 +1846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1424,6 +1999,1392 @@ export interface operations {
             };
         };
     };
+    listGardens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's gardens. */
+            200: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Opaque: `gdn_` and 24 hex digits.
+                         * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                         */
+                        id: string;
+                        /** @description Garden name: 1–100 characters, not blank, no control characters. */
+                        name: string;
+                        /** @description True only for the caller's own home garden. */
+                        home: boolean;
+                        /** @description The caller's role here (`owner` for an admin who is not a member). */
+                        role: "viewer" | "editor" | "owner";
+                        /** Format: date-time */
+                        createdAt: string;
+                    }[];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createGarden: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Greenhouse"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Garden name: 1–100 characters, not blank, no control characters. */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description /gardens/{gid} */
+                    location?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Opaque: `gdn_` and 24 hex digits.
+                         * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                         */
+                        id: string;
+                        /** @description Garden name: 1–100 characters, not blank, no control characters. */
+                        name: string;
+                        /** @description True only for the caller's own home garden. */
+                        home: boolean;
+                        /** @description The caller's role here (`owner` for an admin who is not a member). */
+                        role: "viewer" | "editor" | "owner";
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 16 KiB. */
+            413: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json. */
+            415: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGarden: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The garden. */
+            200: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Opaque: `gdn_` and 24 hex digits.
+                         * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                         */
+                        id: string;
+                        /** @description Garden name: 1–100 characters, not blank, no control characters. */
+                        name: string;
+                        /** @description True only for the caller's own home garden. */
+                        home: boolean;
+                        /** @description The caller's role here (`owner` for an admin who is not a member). */
+                        role: "viewer" | "editor" | "owner";
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteGarden: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; no body. */
+            204: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    renameGarden: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Glasshouse"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Garden name: 1–100 characters, not blank, no control characters. */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The renamed garden. */
+            200: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Opaque: `gdn_` and 24 hex digits.
+                         * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                         */
+                        id: string;
+                        /** @description Garden name: 1–100 characters, not blank, no control characters. */
+                        name: string;
+                        /** @description True only for the caller's own home garden. */
+                        home: boolean;
+                        /** @description The caller's role here (`owner` for an admin who is not a member). */
+                        role: "viewer" | "editor" | "owner";
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 16 KiB. */
+            413: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json. */
+            415: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members. */
+            200: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The user, as its tokens name it. */
+                        user: string;
+                        /** @description `viewer`: lists and reads the plants; `editor`: also creates, changes and deletes them; `owner`: also renames the garden, deletes it when empty, and manages its members. */
+                        role: "viewer" | "editor" | "owner";
+                        /** Format: date-time */
+                        addedAt: string;
+                    }[];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+                /**
+                 * @description The member's user name, URL-encoded (1–200 printable characters, no spaces).
+                 * @example alice
+                 */
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "editor"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description `viewer`: lists and reads the plants; `editor`: also creates, changes and deletes them; `owner`: also renames the garden, deletes it when empty, and manages its members. */
+                    role: "viewer" | "editor" | "owner";
+                };
+            };
+        };
+        responses: {
+            /** @description Its role changed (or already was the one asked). */
+            200: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The user, as its tokens name it. */
+                        user: string;
+                        /** @description `viewer`: lists and reads the plants; `editor`: also creates, changes and deletes them; `owner`: also renames the garden, deletes it when empty, and manages its members. */
+                        role: "viewer" | "editor" | "owner";
+                        /** Format: date-time */
+                        addedAt: string;
+                    };
+                };
+            };
+            /** @description Added. */
+            201: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The user, as its tokens name it. */
+                        user: string;
+                        /** @description `viewer`: lists and reads the plants; `editor`: also creates, changes and deletes them; `owner`: also renames the garden, deletes it when empty, and manages its members. */
+                        role: "viewer" | "editor" | "owner";
+                        /** Format: date-time */
+                        addedAt: string;
+                    };
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 16 KiB. */
+            413: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json. */
+            415: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+                /**
+                 * @description The member's user name, URL-encoded (1–200 printable characters, no spaces).
+                 * @example alice
+                 */
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed; no body. */
+            204: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -1473,7 +3434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1637,7 +3598,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1801,7 +3762,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1820,7 +3781,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1931,7 +3892,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1950,7 +3911,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2078,7 +4039,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2097,7 +4058,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2252,7 +4213,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2271,7 +4232,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2420,7 +4381,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2439,7 +4400,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such plant, or the caller may not see it. */
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
             404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2583,7 +4544,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs. */
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
             403: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */

@@ -15,6 +15,7 @@ import {
   signWebhook,
   verifyWebhook,
 } from '../../src/client/index.js';
+import { createToken } from '../../src/tokens/tokens.js';
 import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { startIssuer } from '../helpers/oidc.js';
@@ -333,3 +334,237 @@ describe('the typed client (plantstore/client)', () => {
     }
   });
 });
+
+for (const engine of ENGINES)
+  describe(`gardens through the typed client on ${engine.name} (CONTRACT.md section 3.2)`, {
+    skip: engine.skip,
+  }, () => {
+    let h: Harness;
+    let base: string;
+    before(async () => {
+      h = await harness(engine);
+      base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    });
+    after(() => h?.close());
+
+    const as = async () => {
+      const c = await h.user();
+      return { user: c.user, store: new PlantStore({ url: base, token: c.token }) };
+    };
+    const refused = (status: number, code: string) => (e: unknown) =>
+      e instanceof PlantStoreError && e.status === status && e.code === code;
+
+    it('list, create, get, rename and delete a garden', async () => {
+      const { store } = await as();
+      const [home, ...rest] = await store.gardens.list();
+      assert.deepEqual(rest, []);
+      assert.deepEqual(
+        { ...home!, id: '', createdAt: '' },
+        { id: '', name: 'Home', home: true, role: 'owner', createdAt: '' },
+      );
+      assert.match(home!.id, /^gdn_/);
+      assert.ok(!Number.isNaN(Date.parse(home!.createdAt)));
+
+      const g = await store.gardens.create('Greenhouse');
+      assert.deepEqual(
+        { name: g.name, home: g.home, role: g.role },
+        { name: 'Greenhouse', home: false, role: 'owner' },
+      );
+      assert.match(g.id, /^gdn_/);
+      assert.deepEqual(await store.gardens.get(g.id), g);
+      assert.deepEqual(
+        (await store.gardens.list()).map((x) => x.id),
+        [home!.id, g.id],
+        'home first, then by creation',
+      );
+      const renamed = await store.gardens.rename(g.id, 'Glasshouse');
+      assert.deepEqual(renamed, { ...g, name: 'Glasshouse' });
+      assert.deepEqual(await store.gardens.get(g.id), renamed);
+
+      await assert.rejects(store.gardens.delete(home!.id), refused(409, 'home_garden'));
+      await store.gardens.delete(g.id);
+      await assert.rejects(store.gardens.get(g.id), refused(404, 'garden_not_found'));
+      await assert.rejects(store.gardens.delete(g.id), refused(404, 'garden_not_found'));
+      await assert.rejects(store.gardens.create(' '), refused(400, 'invalid_body'));
+      await assert.rejects(store.gardens.get(''), TypeError);
+    });
+
+    it('members, share (added, then changed) and unshare; the shared user sees the garden until removed', async () => {
+      const owner = await as();
+      const other = await as();
+      const g = await owner.store.gardens.create('Shared');
+      assert.deepEqual(
+        (await owner.store.gardens.members(g.id)).map((m) => [m.user, m.role]),
+        [[owner.user, 'owner']],
+      );
+      await assert.rejects(other.store.gardens.get(g.id), refused(404, 'garden_not_found'));
+
+      const added = await owner.store.gardens.share(g.id, other.user);
+      assert.equal(added.created, true);
+      assert.deepEqual([added.member.user, added.member.role], [other.user, 'viewer'], 'viewer by default');
+      assert.ok(!Number.isNaN(Date.parse(added.member.addedAt)));
+      const seen = await other.store.gardens.get(g.id);
+      assert.deepEqual({ ...seen, role: 'owner' }, g);
+      assert.equal(seen.role, 'viewer');
+      assert.deepEqual(
+        (await other.store.gardens.list()).map((x) => [x.name, x.role]),
+        [
+          ['Home', 'owner'],
+          ['Shared', 'viewer'],
+        ],
+      );
+      await assert.rejects(other.store.gardens.rename(g.id, 'Mine now'), refused(403, 'insufficient_role'));
+      await assert.rejects(other.store.gardens.share(g.id, 'someone'), refused(403, 'insufficient_role'));
+
+      const changed = await owner.store.gardens.share(g.id, other.user, 'editor');
+      assert.equal(changed.created, false);
+      assert.deepEqual([changed.member.role, changed.member.addedAt], ['editor', added.member.addedAt]);
+      assert.deepEqual(
+        (await other.store.gardens.members(g.id)).map((m) => [m.user, m.role]),
+        [
+          [owner.user, 'owner'],
+          [other.user, 'editor'],
+        ],
+      );
+      // A user who has never signed in may be added; its name is URL-encoded in the path.
+      const odd = 'ann/o%b?c#d@example';
+      assert.equal((await owner.store.gardens.share(g.id, odd, 'owner')).member.user, odd);
+      assert.ok((await owner.store.gardens.members(g.id)).some((m) => m.user === odd && m.role === 'owner'));
+      await owner.store.gardens.unshare(g.id, odd);
+
+      await assert.rejects(owner.store.gardens.unshare(g.id, owner.user), refused(409, 'last_owner'));
+      await assert.rejects(
+        owner.store.gardens.unshare(g.id, 'nobody-here'),
+        refused(404, 'member_not_found'),
+      );
+      await owner.store.gardens.unshare(g.id, other.user);
+      await assert.rejects(other.store.gardens.get(g.id), refused(404, 'garden_not_found'));
+      assert.deepEqual(
+        (await other.store.gardens.list()).map((x) => x.name),
+        ['Home'],
+      );
+
+      // Leaving: any member may remove itself.
+      await owner.store.gardens.share(g.id, other.user, 'viewer');
+      await other.store.gardens.unshare(g.id, other.user);
+      await assert.rejects(other.store.gardens.members(g.id), refused(404, 'garden_not_found'));
+    });
+
+    it('plants: create into a garden, list one garden with its garden and version, every page, all()', async () => {
+      const owner = await as();
+      const viewer = await as();
+      const stranger = await as();
+      const g = await owner.store.gardens.create('Beds');
+      await owner.store.gardens.share(g.id, viewer.user, 'viewer');
+      const [home] = await owner.store.gardens.list();
+
+      const inHome = await owner.store.create({ name: 'At home', tag: 'x' });
+      const made = [];
+      for (let i = 0; i < 7; i++)
+        made.push(
+          await owner.store.create({ name: `Bed ${i}`, ...(i % 2 ? { tag: 'odd' } : {}) }, { garden: g.id }),
+        );
+      assert.ok(made.every((p) => Number.isSafeInteger(p.id) && /^"[^"]+"$/.test(p.etag)));
+      assert.deepEqual(await owner.store.get(made[0]!.id), { name: 'Bed 0', etag: made[0]!.etag });
+
+      // One garden's plants, page after page, each with its garden and version.
+      const pages = await owner.store.page({ garden: g.id, limit: 3, include: ['garden', 'version'] });
+      assert.equal(pages.plants.length, 3);
+      assert.ok(pages.next, 'a next page');
+      assert.deepEqual(
+        { ...pages.plants[0]!, version: 0 },
+        { id: made[0]!.id, garden: g.id, version: 0, name: 'Bed 0' },
+      );
+      assert.equal(`"${pages.plants[0]!.version}"`, made[0]!.etag, 'the version is what the ETag quotes');
+      const second = await owner.store.page({ next: pages.next });
+      assert.deepEqual(
+        second.plants.map((p) => [p.id, (p as { garden?: string }).garden]),
+        made.slice(3, 6).map((p) => [p.id, g.id]),
+        'the next link keeps the garden and include',
+      );
+      const everyPage = [];
+      for await (const p of owner.store.list({ garden: g.id, limit: 2, include: ['garden'] }))
+        everyPage.push(p);
+      assert.deepEqual(
+        everyPage.map((p) => [p.id, p.garden]),
+        made.map((p) => [p.id, g.id]),
+      );
+      assert.deepEqual(
+        (await owner.store.all({ garden: g.id, tag: 'odd', limit: 1 })).map((p) => [p.name, p.tag]),
+        [
+          ['Bed 1', 'odd'],
+          ['Bed 3', 'odd'],
+          ['Bed 5', 'odd'],
+        ],
+      );
+      // Across the caller's gardens, in id order, each with its own garden.
+      const everything = await owner.store.all({ limit: 4, include: ['garden'] });
+      assert.deepEqual(
+        everything.map((p) => [p.id, p.garden]),
+        [[inHome.id, home!.id], ...made.map((p) => [p.id, g.id])],
+      );
+      assert.deepEqual(
+        (await viewer.store.all({ include: ['garden'] })).map((p) => p.id),
+        made.map((p) => p.id),
+        'a viewer sees the shared garden’s plants',
+      );
+
+      // A viewer may not create there; a stranger does not see the garden at all.
+      const denied = await viewer.store.create({ name: 'Weed' }, { garden: g.id }).catch((e: unknown) => e);
+      assert.ok(refused(403, 'insufficient_role')(denied), String(denied));
+      assert.equal(
+        (denied as PlantStoreError).message,
+        'only an editor or owner of this garden may change its plants',
+      );
+      await assert.rejects(
+        stranger.store.create({ name: 'Weed' }, { garden: g.id }),
+        refused(404, 'garden_not_found'),
+      );
+      await assert.rejects(stranger.store.page({ garden: g.id }), refused(404, 'garden_not_found'));
+      await assert.rejects(owner.store.gardens.delete(g.id), refused(409, 'garden_not_empty'));
+    });
+
+    it('a garden create is tried again after a 503 (nothing was made), never after a lost answer', async () => {
+      const { store: direct, user } = await as();
+      const token = (
+        await createToken(h.store, {
+          user,
+          scopes: ['plants:read', 'plants:write'],
+          name: null,
+          expiresInMs: null,
+        })
+      ).secret;
+      const proxy = await startProxy(base);
+      try {
+        const store = new PlantStore({ url: proxy.url, token });
+        proxy.rules.push(answer(503, { 'retry-after': '0' }));
+        const g = await store.gardens.create('After a 503');
+        assert.equal(proxy.seen.filter((s) => s.method === 'POST').length, 2);
+        // The service makes it; its answer is lost: not tried again (it might make a second).
+        proxy.seen.length = 0;
+        proxy.rules.push((req, res) => {
+          const up = httpRequest(`${base}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+            r.resume().on('end', () => res.socket?.destroy());
+          });
+          req.pipe(up);
+          return true;
+        });
+        const lost = await store.gardens.create('Lost answer').catch((e: unknown) => e);
+        assert.ok(
+          lost instanceof PlantStoreError && lost.status === 0 && lost.code === 'unreachable',
+          String(lost),
+        );
+        assert.equal(proxy.seen.length, 1, 'one attempt');
+        assert.deepEqual(
+          (await direct.gardens.list()).map((x) => x.name),
+          ['Home', 'After a 503', 'Lost answer'],
+        );
+        // A share is safe to repeat: a retry after a 503 adds the member once.
+        proxy.rules.push(answer(503, { 'retry-after': '0' }));
+        const shared = await store.gardens.share(g.id, 'retried-user', 'editor');
+        assert.deepEqual([shared.created, shared.member.role], [true, 'editor']);
+      } finally {
+        await proxy.close();
+      }
+    });
+  });

@@ -34,6 +34,8 @@ interface Exchange {
   path: string;
   status: number;
   client?: Client | null;
+  /** The request goes with a fresh token of this client's user (the limit is 3 a token). */
+  as?: Client;
   headers?: Record<string, string>;
   body?: string;
 }
@@ -110,6 +112,38 @@ describe('every operation through Prism, validating against the served document'
     });
     const hook = `/webhooks/${reg.json().id}`;
     const limited = await h.user();
+
+    // Gardens (contract 3.2): made and shared directly, each request with a token of its own.
+    const tokenOf = async (c: Client) =>
+      (
+        await createToken(h.store, {
+          user: c.user,
+          scopes: ['plants:read', 'plants:write'],
+          name: null,
+          expiresInMs: null,
+        })
+      ).secret;
+    const direct = async (c: Client, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) => {
+      const res = await h.app.inject({
+        method,
+        url,
+        headers: {
+          authorization: `Bearer ${await tokenOf(c)}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+      });
+      assert.ok(res.statusCode < 300, `${method} ${url}: ${res.statusCode} ${res.body}`);
+      return res.json();
+    };
+    const friend = await h.user();
+    const stranger = await h.user();
+    const home = `/gardens/${(await direct(owner, 'GET', '/gardens'))[0].id}`;
+    const beds = `/gardens/${(await direct(owner, 'POST', '/gardens', { name: 'Contract beds' })).id}`;
+    const spare = `/gardens/${(await direct(owner, 'POST', '/gardens', { name: 'Spare' })).id}`;
+    await direct(owner, 'PUT', `${beds}/members/${friend.user}`, { role: 'viewer' });
+    await direct(owner, 'POST', `${beds}/plants`, { name: 'Bed fern', tag: 'green' });
+    const none = '/gardens/gdn_000000000000000000000000';
 
     const exchanges: Exchange[] = [
       {
@@ -315,6 +349,257 @@ describe('every operation through Prism, validating against the served document'
         status: 410,
         headers: { accept: 'text/event-stream', 'last-event-id': 'evt_gone' },
       },
+      {
+        name: 'garden create',
+        method: 'POST',
+        path: '/gardens',
+        status: 201,
+        headers: json,
+        body: '{"name":"Greenhouse"}',
+      },
+      {
+        name: 'garden create, bad body',
+        method: 'POST',
+        path: '/gardens',
+        status: 400,
+        headers: json,
+        body: '{"name":"","color":"green"}',
+      },
+      {
+        name: 'garden create, not JSON',
+        method: 'POST',
+        path: '/gardens',
+        status: 415,
+        headers: { 'content-type': 'text/plain' },
+        body: 'Greenhouse',
+      },
+      {
+        name: 'garden create, too large',
+        method: 'POST',
+        path: '/gardens',
+        status: 413,
+        headers: json,
+        body: JSON.stringify({ name: 'x'.repeat(20_000) }),
+      },
+      {
+        name: 'garden create, read-only token',
+        method: 'POST',
+        path: '/gardens',
+        status: 403,
+        client: reader,
+        headers: json,
+        body: '{"name":"x"}',
+      },
+      { name: 'gardens', method: 'GET', path: '/gardens', status: 200 },
+      { name: 'gardens, no token', method: 'GET', path: '/gardens', status: 401, client: null },
+      { name: 'garden', method: 'GET', path: beds, status: 200 },
+      { name: 'garden, as a viewer', method: 'GET', path: beds, status: 200, as: friend },
+      { name: 'garden, none', method: 'GET', path: none, status: 404 },
+      { name: 'garden, not a member', method: 'GET', path: beds, status: 404, as: stranger },
+      {
+        name: 'share',
+        method: 'PUT',
+        path: `${beds}/members/newbie`,
+        status: 201,
+        headers: json,
+        body: '{"role":"editor"}',
+      },
+      {
+        name: 'share, role changed',
+        method: 'PUT',
+        path: `${beds}/members/newbie`,
+        status: 200,
+        headers: json,
+        body: '{"role":"viewer"}',
+      },
+      {
+        name: 'share, bad role',
+        method: 'PUT',
+        path: `${beds}/members/newbie`,
+        status: 400,
+        headers: json,
+        body: '{"role":"boss"}',
+      },
+      {
+        name: 'share, bad user name',
+        method: 'PUT',
+        path: `${beds}/members/has%20space`,
+        status: 400,
+        headers: json,
+        body: '{"role":"viewer"}',
+      },
+      {
+        name: 'share, not JSON',
+        method: 'PUT',
+        path: `${beds}/members/newbie`,
+        status: 415,
+        headers: { 'content-type': 'text/plain' },
+        body: 'viewer',
+      },
+      {
+        name: 'share, by a viewer',
+        method: 'PUT',
+        path: `${beds}/members/newbie`,
+        status: 403,
+        as: friend,
+        headers: json,
+        body: '{"role":"owner"}',
+      },
+      {
+        name: 'share, demoting the last owner',
+        method: 'PUT',
+        path: `${beds}/members/${owner.user}`,
+        status: 409,
+        headers: json,
+        body: '{"role":"viewer"}',
+      },
+      {
+        name: 'share, none',
+        method: 'PUT',
+        path: `${none}/members/newbie`,
+        status: 404,
+        headers: json,
+        body: '{"role":"viewer"}',
+      },
+      { name: 'members', method: 'GET', path: `${beds}/members`, status: 200 },
+      { name: 'members, as a viewer', method: 'GET', path: `${beds}/members`, status: 200, as: friend },
+      { name: 'members, not a member', method: 'GET', path: `${beds}/members`, status: 404, as: stranger },
+      {
+        name: 'create in a garden',
+        method: 'POST',
+        path: `${beds}/plants`,
+        status: 201,
+        headers: { ...json, 'idempotency-key': 'g-1' },
+        body: '{"name":"Tomato","tag":"veg"}',
+      },
+      {
+        name: 'create in a garden, replayed',
+        method: 'POST',
+        path: `${beds}/plants`,
+        status: 201,
+        headers: { ...json, 'idempotency-key': 'g-1' },
+        body: '{"name":"Tomato","tag":"veg"}',
+      },
+      {
+        name: 'create in a garden, key reused with another body',
+        method: 'POST',
+        path: `${beds}/plants`,
+        status: 422,
+        headers: { ...json, 'idempotency-key': 'g-1' },
+        body: '{"name":"Basil"}',
+      },
+      {
+        name: 'create in a garden, bad body',
+        method: 'POST',
+        path: `${beds}/plants`,
+        status: 400,
+        headers: json,
+        body: '{"name":" "}',
+      },
+      {
+        name: 'create in a garden, by a viewer',
+        method: 'POST',
+        path: `${beds}/plants`,
+        status: 403,
+        as: friend,
+        headers: json,
+        body: '{"name":"Weed"}',
+      },
+      {
+        name: 'create in a garden, none',
+        method: 'POST',
+        path: `${none}/plants`,
+        status: 404,
+        headers: json,
+        body: '{"name":"Weed"}',
+      },
+      {
+        name: 'list a garden',
+        method: 'GET',
+        path: `${beds}/plants?limit=1&include=id,garden,version`,
+        status: 200,
+      },
+      {
+        name: 'list a garden, as a viewer',
+        method: 'GET',
+        path: `${beds}/plants?tag=veg`,
+        status: 200,
+        as: friend,
+      },
+      { name: 'list a garden, bad limit', method: 'GET', path: `${beds}/plants?limit=0`, status: 400 },
+      {
+        name: 'list a garden, not a member',
+        method: 'GET',
+        path: `${beds}/plants`,
+        status: 404,
+        as: stranger,
+      },
+      {
+        name: 'list with garden=',
+        method: 'GET',
+        path: `/plants?garden=${beds.split('/').pop()}&include=garden&limit=1`,
+        status: 200,
+      },
+      {
+        name: 'list with garden=, not a member',
+        method: 'GET',
+        path: `/plants?garden=${beds.split('/').pop()}`,
+        status: 404,
+        as: stranger,
+      },
+      {
+        name: 'rename',
+        method: 'PATCH',
+        path: spare,
+        status: 200,
+        headers: json,
+        body: '{"name":"Glasshouse"}',
+      },
+      {
+        name: 'rename, bad body',
+        method: 'PATCH',
+        path: spare,
+        status: 400,
+        headers: json,
+        body: '{"name":"Glasshouse","home":true}',
+      },
+      {
+        name: 'rename, by a viewer',
+        method: 'PATCH',
+        path: beds,
+        status: 403,
+        as: friend,
+        headers: json,
+        body: '{"name":"Mine"}',
+      },
+      {
+        name: 'rename, none',
+        method: 'PATCH',
+        path: none,
+        status: 404,
+        headers: json,
+        body: '{"name":"Nowhere"}',
+      },
+      { name: 'unshare', method: 'DELETE', path: `${beds}/members/newbie`, status: 204 },
+      { name: 'unshare, not a member', method: 'DELETE', path: `${beds}/members/newbie`, status: 404 },
+      {
+        name: 'unshare, by a viewer',
+        method: 'DELETE',
+        path: `${beds}/members/${owner.user}`,
+        status: 403,
+        as: friend,
+      },
+      {
+        name: 'unshare, the last owner',
+        method: 'DELETE',
+        path: `${beds}/members/${owner.user}`,
+        status: 409,
+      },
+      { name: 'leave', method: 'DELETE', path: `${beds}/members/${friend.user}`, status: 204, as: friend },
+      { name: 'garden delete, not empty', method: 'DELETE', path: beds, status: 409 },
+      { name: 'garden delete, home', method: 'DELETE', path: home, status: 409 },
+      { name: 'garden delete', method: 'DELETE', path: spare, status: 204 },
+      { name: 'garden delete, gone', method: 'DELETE', path: spare, status: 404 },
       { name: 'webhook delete', method: 'DELETE', path: hook, status: 204 },
       { name: 'delete', method: 'DELETE', path: plant, status: 204 },
       { name: 'delete, gone', method: 'DELETE', path: plant, status: 404 },
@@ -344,7 +629,11 @@ describe('every operation through Prism, validating against the served document'
         })
       ).secret;
     for (const x of exchanges) {
-      const who = x.client === undefined ? { authorization: `Bearer ${await ownerToken()}` } : x.client?.auth;
+      const who = x.as
+        ? { authorization: `Bearer ${await tokenOf(x.as)}` }
+        : x.client === undefined
+          ? { authorization: `Bearer ${await ownerToken()}` }
+          : x.client?.auth;
       let res: Response;
       try {
         res = await fetch(`${proxy}${x.path}`, {
@@ -374,6 +663,6 @@ describe('every operation through Prism, validating against the served document'
         .slice(-20)
         .join('\n'),
     );
-    assert.ok(exchanges.length >= 47);
+    assert.ok(exchanges.length >= 95);
   });
 });

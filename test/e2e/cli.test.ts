@@ -129,11 +129,22 @@ describe('bin/plantstore usage errors and help', () => {
     ['token', 'list', '--help'],
     ['token', 'revoke', '--help'],
     ['backup', '--help'],
+    ['plants', 'create', '--help'],
+    ['plants', 'list', '--help'],
+    ['gardens', '--help'],
+    ['gardens', 'list', '--help'],
+    ['gardens', 'create', '--help'],
+    ['gardens', 'share', '--help'],
+    ['gardens', 'unshare', '--help'],
   ]) {
     it(`${args.join(' ')} prints usage and exits 0`, async () => {
       const r = await cli(args);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^Usage: plantstore/);
+      if (args.includes('create') && args[0] === 'plants') assert.match(r.stdout, /--garden <gid>/);
+      if (args.includes('list') && args[0] === 'plants') assert.match(r.stdout, /--garden <gid>/);
+      if (args.includes('share'))
+        assert.match(r.stdout, /--role <role>.*viewer, editor or owner.*default: "viewer"/s);
     });
   }
 });

@@ -15,10 +15,18 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
   const env = { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` };
   let server: Server;
   let as: Record<string, string>;
+  let friend: Record<string, string>;
+  // cli-user's home garden, where plants made without --garden go.
+  let home = '';
   before(async () => {
     server = await serve([], env);
     const token = (await cli(['token', 'create', '--user', 'cli-user'], env)).stdout.trim();
     as = { PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: token };
+    const other = (await cli(['token', 'create', '--user', 'cli-friend'], env)).stdout.trim();
+    friend = { PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: other };
+    const gardens = await cli(['gardens', 'list', '--json'], as);
+    assert.equal(gardens.code, 0, gardens.stderr);
+    home = (JSON.parse(gardens.stdout) as { id: string; home: boolean }[]).find((g) => g.home)!.id;
   });
   after(async () => {
     await server?.stop();
@@ -33,13 +41,14 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
     const second = await cli(['plants', 'create', '--name', 'Ivy', '--id', '4242'], as);
     assert.deepEqual([second.code, second.stdout], [0, '4242\n']);
     assert.deepEqual((await cli(['plants', 'get', id], as)).stdout, `${id}\tFern\tgreen\n`);
+    // One line per plant: id, name, tag (an empty field when none) and its garden.
     const all = await cli(['plants', 'list', '--limit', '1', '--all'], as);
     assert.equal(all.code, 0);
-    assert.deepEqual(all.stdout, `${id}\tFern\tgreen\n4242\tIvy\n`);
+    assert.deepEqual(all.stdout, `${id}\tFern\tgreen\t${home}\n4242\tIvy\t\t${home}\n`);
     const first = await cli(['plants', 'list', '--limit', '1'], as);
-    assert.deepEqual([first.stdout, /--all/.test(first.stderr)], [`${id}\tFern\tgreen\n`, true]);
+    assert.deepEqual([first.stdout, /--all/.test(first.stderr)], [`${id}\tFern\tgreen\t${home}\n`, true]);
     const json = await cli(['plants', 'list', '--json', '--tag', 'green'], as);
-    assert.deepEqual(JSON.parse(json.stdout), [{ id: Number(id), name: 'Fern', tag: 'green' }]);
+    assert.deepEqual(JSON.parse(json.stdout), [{ id: Number(id), garden: home, name: 'Fern', tag: 'green' }]);
     const del = await cli(['plants', 'delete', '4242'], as);
     assert.equal(del.code, 0, del.stderr);
     const gone = await cli(['plants', 'get', '4242'], as);
@@ -100,6 +109,135 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
     assert.equal((await cli(['plants', 'get', id], as)).stdout, `${id}\tChanged by someone else\toffice\n`);
   });
 
+  // The garden the two tests below share (made by the first).
+  let gid = '';
+  let gardenList = '';
+
+  it('gardens create and list; plants create and list --garden', async () => {
+    const listed = await cli(['gardens', 'list'], as);
+    assert.deepEqual([listed.code, listed.stdout], [0, `${home}\tHome\towner\n`]);
+    const made = await cli(['gardens', 'create', 'Greenhouse'], as);
+    assert.equal(made.code, 0, made.stderr);
+    gid = made.stdout.trim();
+    assert.match(made.stdout, /^gdn_\S+\n$/);
+    assert.deepEqual(
+      (await cli(['gardens', 'list'], as)).stdout,
+      `${home}\tHome\towner\n${gid}\tGreenhouse\towner\n`,
+    );
+    const json = JSON.parse((await cli(['gardens', 'list', '--json'], as)).stdout) as Record<
+      string,
+      unknown
+    >[];
+    assert.deepEqual(
+      json.map((g) => [g.id, g.name, g.home, g.role]),
+      [
+        [home, 'Home', true, 'owner'],
+        [gid, 'Greenhouse', false, 'owner'],
+      ],
+    );
+
+    const tomato = await cli(['plants', 'create', '--name', 'Tomato', '--tag', 'veg', '--garden', gid], as);
+    assert.equal(tomato.code, 0, tomato.stderr);
+    const tid = tomato.stdout.trim();
+    const basil = (await cli(['plants', 'create', '--name', 'Basil', '--garden', gid, '--id', '7777'], as))
+      .stdout;
+    assert.equal(basil, '7777\n');
+    const inGarden = await cli(['plants', 'list', '--garden', gid, '--limit', '1', '--all'], as);
+    assert.equal(inGarden.code, 0, inGarden.stderr);
+    assert.equal(inGarden.stdout, `${tid}\tTomato\tveg\t${gid}\n7777\tBasil\t\t${gid}\n`);
+    const tagged = await cli(['plants', 'list', '--garden', gid, '--tag', 'veg', '--json'], as);
+    assert.deepEqual(JSON.parse(tagged.stdout), [
+      { id: Number(tid), garden: gid, name: 'Tomato', tag: 'veg' },
+    ]);
+
+    gardenList = inGarden.stdout;
+  });
+
+  it('gardens share and unshare: a viewer reads the garden but cannot create there (exit 1), an editor can', async () => {
+    assert.ok(gid, 'the garden the test before made');
+    // cli-friend sees nothing of it until it is shared, then reads it as a viewer (the default role).
+    const hidden = await cli(['plants', 'list', '--garden', gid], friend);
+    assert.equal(hidden.code, 1);
+    assert.match(hidden.stderr, /^plantstore: garden not found \(garden_not_found, HTTP 404\)\n$/);
+    const shared = await cli(['gardens', 'share', gid, 'cli-friend'], as);
+    assert.deepEqual([shared.code, shared.stdout], [0, ''], shared.stderr);
+    assert.match(shared.stderr, /added cli-friend to garden gdn_\S+ as viewer/);
+    const friendHome = (
+      JSON.parse((await cli(['gardens', 'list', '--json'], friend)).stdout) as { id: string }[]
+    )[0]!.id;
+    assert.equal(
+      (await cli(['gardens', 'list'], friend)).stdout,
+      `${friendHome}\tHome\towner\n${gid}\tGreenhouse\tviewer\n`,
+    );
+    assert.equal((await cli(['plants', 'list', '--garden', gid], friend)).stdout, gardenList);
+    const refused = await cli(['plants', 'create', '--name', 'Weed', '--garden', gid], friend);
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.equal(refused.stdout, '');
+    assert.equal(
+      refused.stderr,
+      'plantstore: only an editor or owner of this garden may change its plants (insufficient_role, HTTP 403)\n',
+    );
+    const notOwner = await cli(['gardens', 'share', gid, 'cli-friend', '--role', 'owner'], friend);
+    assert.equal(notOwner.code, 1);
+    assert.match(notOwner.stderr, /insufficient_role, HTTP 403/);
+
+    // Made an editor, it may; --json shows the member and whether it was added.
+    const promoted = await cli(['gardens', 'share', gid, 'cli-friend', '--role', 'editor', '--json'], as);
+    assert.equal(promoted.code, 0, promoted.stderr);
+    const member = JSON.parse(promoted.stdout) as { user: string; role: string; created: boolean };
+    assert.deepEqual([member.user, member.role, member.created], ['cli-friend', 'editor', false]);
+    const planted = await cli(['plants', 'create', '--name', 'Mint', '--garden', gid], friend);
+    assert.equal(planted.code, 0, planted.stderr);
+    assert.match(
+      (await cli(['plants', 'list', '--all'], friend)).stdout,
+      new RegExp(`^${planted.stdout.trim()}\tMint\t\t${gid}$`, 'm'),
+    );
+
+    // Unshared, it sees nothing of the garden again.
+    const removed = await cli(['gardens', 'unshare', gid, 'cli-friend'], as);
+    assert.deepEqual([removed.code, removed.stdout], [0, ''], removed.stderr);
+    assert.match(removed.stderr, /removed cli-friend from garden/);
+    assert.equal((await cli(['plants', 'list', '--garden', gid], friend)).code, 1);
+    assert.equal((await cli(['gardens', 'list'], friend)).stdout, `${friendHome}\tHome\towner\n`);
+    const again = await cli(['gardens', 'unshare', gid, 'cli-friend'], as);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /member_not_found, HTTP 404/);
+    const last = await cli(['gardens', 'unshare', gid, 'cli-user'], as);
+    assert.equal(last.code, 1);
+    assert.match(last.stderr, /last_owner, HTTP 409/);
+    const blank = await cli(['gardens', 'create', ' '], as);
+    assert.equal(blank.code, 1);
+    assert.match(blank.stderr, /invalid_body, HTTP 400/);
+  });
+
+  it('gardens and plants --garden: bad usage is exit 2 with one line, nothing sent; down is exit 3', async () => {
+    for (const args of [
+      ['gardens', 'create'],
+      ['gardens', 'share', 'gdn_x'],
+      ['gardens', 'share', 'gdn_x', 'bob', '--role', 'boss'],
+      ['gardens', 'share', 'gdn_x', 'has space'],
+      ['gardens', 'share', '', 'bob'],
+      ['gardens', 'unshare', 'gdn_x'],
+      ['gardens', 'unshare', 'gdn_x', 'bob', 'extra'],
+      ['gardens', 'frobnicate'],
+      ['plants', 'list', '--garden', ''],
+      ['plants', 'create', '--name', 'x', '--garden'],
+    ]) {
+      const r = await cli(args, as);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stderr.split('\n').length, 2, `${args.join(' ')}: one line: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+    }
+    const down = await cli(['gardens', 'list'], { ...as, PLANTSTORE_URL: 'http://127.0.0.1:1' });
+    assert.equal(down.code, 3, down.stderr);
+    assert.match(down.stderr, /could not be reached/);
+    const noToken = await cli(['gardens', 'create', 'x'], {
+      PLANTSTORE_URL: server.url,
+      PLANTSTORE_TOKEN: '',
+    });
+    assert.equal(noToken.code, 2);
+  });
+
   it('exit 1 when the service refuses, 2 for bad usage, 3 when it cannot be reached', async () => {
     const refused = await cli(['plants', 'create', '--name', ' '], as);
     assert.equal(refused.code, 1);
@@ -152,17 +290,18 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
       });
       const event = new Webhook(secret).verify(d!.body, d!.headers as Record<string, string>) as {
         type: string;
-        data: { id: number; name: string };
+        data: { id: number; name: string; garden: string };
       };
       assert.equal(event.type, 'plant.created');
-      assert.deepEqual(event.data, { id, name: 'Forwarded' });
-      const line = `\t${JSON.stringify({ id, name: 'Forwarded' })}`;
+      // Version 3: an event's data names the plant's garden (its home garden here).
+      assert.deepEqual(event.data, { id, name: 'Forwarded', garden: home });
+      const line = `\t${JSON.stringify(event.data)}`;
       await until('events tail to print the event on stdout', () => stdout.includes(line), 10_000).catch(
         (err) => {
           throw new Error(`${(err as Error).message}; it printed: ${stdout}`);
         },
       );
-      assert.match(stdout, /^evt_\S+\tplant\.created\t\{"id":\d+,"name":"Forwarded"\}$/m);
+      assert.match(stdout, /^evt_\S+\tplant\.created\t\{"id":\d+,"name":"Forwarded","garden":"gdn_\w+"\}$/m);
       tail.kill('SIGINT');
       assert.equal(await exitOf(tail, 'events tail, after SIGINT,'), 0);
     } finally {
