@@ -11,7 +11,7 @@ export interface paths {
         };
         /**
          * List the plants the caller may see, by id ascending
-         * @description The plants the caller may see (its own; everyone's with `plants:admin`), by id ascending, a page at a time. Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include=id` adds each plant's id, `include=version` its version (`include=id,version`: both). A query parameter not listed here is 400 `invalid_parameter`.
+         * @description The plants of every garden the caller is a member of (every plant, with `plants:admin`), by id ascending, a page at a time, as one keyset page across all those gardens. `garden=` lists one garden (one the caller is not a member of: 404). Follow `Link: rel="next"` for the next page; the cursor is opaque and bound to the caller and the query. `include` adds each plant's `id`, `garden` and `version`, in any order. A query parameter not listed here is 400 `invalid_parameter`.
          */
         get: operations["listPlants"];
         put?: never;
