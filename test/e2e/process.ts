@@ -18,9 +18,12 @@ function track<C extends ChildProcess>(child: C): C {
   return child;
 }
 
-/** Starts `bin/plantstore ARGS` with piped output; it is killed after the file's tests if still running. */
-export function spawnBin(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return track(spawn(BIN, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+/**
+ * Starts `bin/plantstore ARGS` with piped output; it is killed after the file's tests if still running.
+ * `bin` runs another tree's executable instead (an older version's, test/e2e/old-version.ts).
+ */
+export function spawnBin(args: string[], env: Record<string, string> = {}, bin = BIN): ChildProcess {
+  return track(spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
 }
 
 /** Resolves with the child's exit code once it has exited; rejects, naming `what`, after `ms`. */
@@ -47,11 +50,11 @@ export interface CliResult {
 
 const CLI_TIMEOUT_MS = 60_000;
 
-/** Runs `bin/plantstore ARGS` as a user would and collects its output (killed after 60 s). */
-export function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Runs `bin/plantstore ARGS` (or `bin`) as a user would and collects its output (killed after 60 s). */
+export function cli(args: string[], env: Record<string, string> = {}, bin = BIN): Promise<CliResult> {
   return new Promise((resolve) => {
     const child = execFile(
-      BIN,
+      bin,
       args,
       { env: { ...process.env, ...env }, timeout: CLI_TIMEOUT_MS, killSignal: 'SIGKILL' },
       (err, stdout, stderr) => {
@@ -74,9 +77,9 @@ export interface Server {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `bin/plantstore serve --port 0` and resolves once it listens. */
-export async function serve(args: string[], env: Record<string, string> = {}): Promise<Server> {
-  const child = spawnBin(['serve', '--port', '0', ...args], { LOG_LEVEL: 'info', ...env });
+/** Starts `bin/plantstore serve --port 0` (or `bin`'s) and resolves once it listens. */
+export async function serve(args: string[], env: Record<string, string> = {}, bin = BIN): Promise<Server> {
+  const child = spawnBin(['serve', '--port', '0', ...args], { LOG_LEVEL: 'info', ...env }, bin);
   const logs: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d) => {

@@ -32,6 +32,9 @@ describe('tokens, durations and cursors', () => {
     const g = encodeCursor(7, 'alice', null, 'gdn_000000000000000000000001');
     assert.equal(decodeCursor(g, 'alice', null, 'gdn_000000000000000000000001'), 7);
     assert.throws(() => decodeCursor(g, 'alice', null, null), /another tag or garden/);
-    assert.throws(() => decodeCursor(g, 'alice', null, 'gdn_000000000000000000000002'), /another tag or garden/);
+    assert.throws(
+      () => decodeCursor(g, 'alice', null, 'gdn_000000000000000000000002'),
+      /another tag or garden/,
+    );
   });
 });
