@@ -17,6 +17,9 @@ export function mergeGardens<T extends { id: number }>(
   read: GardenRead<T>,
 ): T[] {
   if (gardens.length === 1) return read(gardens[0]!, afterId, limit);
+  // A garden named twice is read once: each plant comes once.
+  if (new Set(gardens).size !== gardens.length)
+    return mergeGardens([...new Set(gardens)], afterId, limit, read);
   const slice = Math.min(limit, Math.ceil(limit / gardens.length) + 4);
   const heads = gardens.map((garden) => {
     const rows = read(garden, afterId, slice);

@@ -29,6 +29,9 @@ describe('EventStreams: a reader too slow to keep up', () => {
   let store: Store;
   before(async () => {
     store = await ENGINES[0]!.open();
+    // The readers' gardens; plants go in as plants:admin.
+    for (const id of ['gdn_slow', 'gdn_fast'])
+      await store.createGarden({ id, name: id, owner: 'seed', at: new Date() });
   });
   after(() => store?.close());
 

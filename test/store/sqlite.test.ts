@@ -9,6 +9,13 @@ import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import { sqlitePath } from '../../src/store/index.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../../src/store/store.js';
+
+// The gardens these tests put plants into as plants:admin (an admin create needs its garden to exist).
+const GARDENS = ['gdn_o', 'gdn_p', 'gdn_o0', 'gdn_o1', 'gdn_o2', 'gdn_a', 'gdn_c'];
+async function seedGardens(store: Store): Promise<void> {
+  for (const id of GARDENS) await store.createGarden({ id, name: id, owner: 'seed', at: new Date() });
+}
 
 describe('SQLite store specifics', () => {
   const dir = mkdtempSync(join(tmpdir(), 'plantstore-sqlite-'));
@@ -18,6 +25,7 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'a', 'b', 'plants.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
+    await seedGardens(store);
     assert.ok(existsSync(path));
     await store.createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'n', tag: null });
     await store.close();
@@ -40,6 +48,7 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'reopen.db');
     const s1 = new SqliteStore({ path, durability: 'full' });
     await s1.migrate();
+    await seedGardens(s1);
     const r = await s1.createPlant({
       id: null,
       owner: 'o',
@@ -68,6 +77,7 @@ describe('SQLite store specifics', () => {
   it('refuses a server-assigned id past 2^53−1 and writes nothing', async () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
+    await seedGardens(store);
     await store.createPlant({
       id: MAX_PLANT_ID,
       owner: 'o',
@@ -88,6 +98,7 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'group.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
+    await seedGardens(store);
     await store.createPlant({
       id: MAX_PLANT_ID,
       owner: 'o',
@@ -174,6 +185,7 @@ describe('SQLite store specifics', () => {
   it('answers 503-style errors once closed', async () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
+    await seedGardens(store);
     await store.close();
     await assert.rejects(store.ping(), (err: { status?: number }) => err.status === 503);
     // Batched writes and reads too, even when no statement had been prepared before the close.
@@ -188,6 +200,7 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'batch.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
+    await seedGardens(store);
     const ids: number[] = [];
     const versions: number[] = [];
     for (let i = 0; i < 50; i++) {
@@ -459,6 +472,7 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'clock.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
+    await seedGardens(store);
     const mine = async () => {
       const r = await store.createPlant({
         id: null,
@@ -512,6 +526,7 @@ describe('SQLite store specifics', () => {
     const path = join(dir, 'writer.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
+    await seedGardens(store);
     const r = await store.createPlant({
       id: null,
       owner: 'o',

@@ -1,14 +1,18 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
+import { gardenId } from '../../src/store/plant-changes.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
 
 const owner = () => `owner-${randomUUID()}`;
 const idemOpts = (now = new Date()) => ({ now, staleAfterMs: 60_000, retainMs: 86_400_000 });
+// The user's home garden, made as the service makes it when first needed.
+const home = async (store: Store, user: string, id = gardenId(randomBytes)) =>
+  (await store.homeGarden(user, { id, name: 'Home', at: new Date() })).id;
 
 for (const engine of ENGINES) {
   describe(`store contract: ${engine.name}`, { skip: engine.skip }, () => {
@@ -20,8 +24,9 @@ for (const engine of ENGINES) {
       await store?.close();
     });
 
+    // A plant of o's, in o's home garden.
     const create = async (o: string, id: number | null = null, tag: string | null = null, name = 'Fern') => {
-      const r = await store.createPlant({ id, owner: o, name, tag });
+      const r = await store.createPlant({ id, owner: o, garden: await home(store, o), name, tag });
       assert.ok('created' in r, 'expected a created plant');
       return r.created;
     };
@@ -40,39 +45,41 @@ for (const engine of ENGINES) {
       }
       const o = owner();
       const other = owner();
-      const start = await marks(o, null);
+      const mine = [await home(store, o)];
+      const theirs = [await home(store, other)];
+      const start = await marks(mine, null);
       assert.equal(start.top, 0, 'nothing created here yet');
       const a = await create(o, null, 'green');
-      assert.deepEqual(await marks(o, null), { reorder: start.reorder, top: a.id });
-      assert.deepEqual(await marks(o, 'green'), { reorder: start.reorder, top: a.id });
-      assert.deepEqual(await marks(o, 'red'), { reorder: start.reorder, top: 0 });
+      assert.deepEqual(await marks(mine, null), { reorder: start.reorder, top: a.id });
+      assert.deepEqual(await marks(mine, 'green'), { reorder: start.reorder, top: a.id });
+      assert.deepEqual(await marks(mine, 'red'), { reorder: start.reorder, top: 0 });
       const b = await create(o, null, null);
-      assert.deepEqual(await marks(o, null), { reorder: start.reorder, top: b.id });
-      const green = await marks(o, 'green');
+      assert.deepEqual(await marks(mine, null), { reorder: start.reorder, top: b.id });
+      const green = await marks(mine, 'green');
       assert.deepEqual(green, { reorder: start.reorder, top: a.id }, 'untagged: the tag keeps its top');
       await create(other);
       assert.deepEqual(
-        await marks(o, null),
+        await marks(mine, null),
         { reorder: start.reorder, top: b.id },
-        'another owner changes nothing',
+        'another garden changes nothing',
       );
-      const before = await marks(o, null);
-      const otherBefore = await marks(other, null);
+      const before = await marks(mine, null);
+      const otherBefore = await marks(theirs, null);
       const allBefore = await marks(null, null);
       assert.equal(await store.deletePlant(a.id, o), true);
-      const afterDelete = await marks(o, null);
+      const afterDelete = await marks(mine, null);
       assert.notEqual(afterDelete.reorder, before.reorder, 'a delete moves reorder');
       assert.equal(afterDelete.top, b.id);
       assert.equal(
-        (await marks(o, 'green')).reorder,
+        (await marks(mine, 'green')).reorder,
         afterDelete.reorder,
-        'reorder is the owner’s, every tag',
+        'reorder is the garden’s, every tag',
       );
       assert.notEqual((await marks(null, null)).reorder, allBefore.reorder, 'and everyone’s');
-      assert.deepEqual(await marks(other, null), otherBefore, 'not another owner’s');
+      assert.deepEqual(await marks(theirs, null), otherBefore, 'not another garden’s');
       await create(o, a.id, 'green'); // the freed id, below top
       assert.notEqual(
-        (await marks(o, null)).reorder,
+        (await marks(mine, null)).reorder,
         afterDelete.reorder,
         'a create below top moves reorder',
       );
@@ -94,7 +101,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.updatePlant(a.id, o, { name: 'x' }, [a.version], undefined, at), {
         mismatch: r1.updated,
       });
-      // Not the owner's, or no such plant: missing, whatever the version.
+      // Not a member of its garden, or no such plant: missing, whatever the version.
       assert.deepEqual(await store.updatePlant(a.id, owner(), { name: 'x' }, null), { missing: true });
       assert.deepEqual(await store.updatePlant(MAX_PLANT_ID, o, { name: 'x' }, null), { missing: true });
       // A no-op keeps the version and records nothing.
@@ -107,7 +114,7 @@ for (const engine of ENGINES) {
         at,
       );
       assert.deepEqual(same, { updated: r1.updated, changed: false });
-      // Any owner (null) and any version (null): a tag removed.
+      // Admin (null) and any version (null): a tag removed.
       const r2 = await store.updatePlant(a.id, null, { tag: null }, null, undefined, at);
       assert.ok(
         'updated' in r2 && r2.changed && r2.updated.tag === null && r2.updated.version > r1.updated.version,
@@ -124,7 +131,7 @@ for (const engine of ENGINES) {
       const events = await until(
         'three plant.updated events',
         async () => {
-          const got = await store.listEvents({ after: head, owner: o, limit: 10 });
+          const got = await store.listEvents({ after: head, gardens: [a.garden], limit: 10 });
           return got.length >= 3 && got;
         },
         10_000,
@@ -132,11 +139,20 @@ for (const engine of ENGINES) {
       assert.deepEqual(
         events.map((e) => [e.type, e.data]),
         [
-          ['plant.updated', { id: a.id, name: 'Boston fern', tag: 'green', previous: { name: 'Fern' } }],
-          ['plant.updated', { id: a.id, name: 'Boston fern', previous: { tag: 'green' } }],
           [
             'plant.updated',
-            { id: a.id, name: 'B', tag: 'blue', previous: { name: 'Boston fern', tag: null } },
+            { id: a.id, name: 'Boston fern', tag: 'green', garden: a.garden, previous: { name: 'Fern' } },
+          ],
+          ['plant.updated', { id: a.id, name: 'Boston fern', garden: a.garden, previous: { tag: 'green' } }],
+          [
+            'plant.updated',
+            {
+              id: a.id,
+              name: 'B',
+              tag: 'blue',
+              garden: a.garden,
+              previous: { name: 'Boston fern', tag: null },
+            },
           ],
         ],
       );
@@ -226,9 +242,17 @@ for (const engine of ENGINES) {
     it('a client may re-create a deleted id; an existing id reports exists', async () => {
       const o = owner();
       const p = await create(o, null, 'x', 'Aloe');
-      assert.deepEqual(await store.createPlant({ id: p.id, owner: owner(), name: 'Other', tag: null }), {
-        exists: true,
-      });
+      const other = owner();
+      assert.deepEqual(
+        await store.createPlant({
+          id: p.id,
+          owner: other,
+          garden: await home(store, other),
+          name: 'Other',
+          tag: null,
+        }),
+        { exists: true },
+      );
       assert.equal(await store.deletePlant(p.id, o), true);
       const again = await create(owner(), p.id);
       assert.equal(again.id, p.id);
@@ -241,6 +265,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.getPlant(p.id), {
         id: p.id,
         owner: o,
+        garden: await home(store, o),
         name,
         tag: ' 彩 ',
         version: p.version,
@@ -248,33 +273,36 @@ for (const engine of ENGINES) {
       assert.equal(await store.getPlant(MAX_PLANT_ID), null);
     });
 
-    it('lists by id ascending after a cursor, filtered by owner and tag', async () => {
+    it('lists by id ascending after a cursor, filtered by garden and tag', async () => {
       const o = owner();
       const other = owner();
+      const g = await home(store, o);
       const ids: number[] = [];
       for (let i = 0; i < 5; i++) ids.push((await create(o, null, i % 2 ? 'odd' : 'even', `p${i}`)).id);
-      await create(other, null, 'odd');
-      const all = await store.listPlants({ owner: o, tag: null, afterId: 0, limit: 100 });
+      const theirs = await create(other, null, 'odd');
+      const all = await store.listPlants({ gardens: [g], tag: null, afterId: 0, limit: 100 });
       assert.deepEqual(
         all.map((p) => p.id),
         ids,
       );
-      const page = await store.listPlants({ owner: o, tag: null, afterId: ids[1]!, limit: 2 });
+      const page = await store.listPlants({ gardens: [g], tag: null, afterId: ids[1]!, limit: 2 });
       assert.deepEqual(
         page.map((p) => p.id),
         [ids[2], ids[3]],
       );
-      const odd = await store.listPlants({ owner: o, tag: 'odd', afterId: 0, limit: 100 });
+      const odd = await store.listPlants({ gardens: [g], tag: 'odd', afterId: 0, limit: 100 });
       assert.deepEqual(
         odd.map((p) => p.name),
         ['p1', 'p3'],
       );
-      const everyone = await store.listPlants({ owner: null, tag: 'odd', afterId: ids[0]!, limit: 1000 });
-      assert.ok(everyone.some((p) => p.owner === other));
+      assert.deepEqual(all[0], { id: ids[0], garden: g, name: 'p0', tag: 'even' }, 'a page shows no creator');
+      const everyone = await store.listPlants({ gardens: null, tag: 'odd', afterId: ids[0]!, limit: 1000 });
+      assert.ok(everyone.some((p) => p.id === theirs.id && p.garden === theirs.garden));
       assert.ok(everyone.every((p, i) => i === 0 || p.id > everyone[i - 1]!.id));
+      assert.deepEqual(await store.listPlants({ gardens: [], tag: null, afterId: 0, limit: 10 }), []);
     });
 
-    it('deletes only what the owner owns, unless owner is null', async () => {
+    it('deletes only in a garden the actor is a member of, unless the actor is admin (null)', async () => {
       const o = owner();
       const p = await create(o);
       assert.equal(await store.deletePlant(p.id, owner()), false);
@@ -289,7 +317,11 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), { state: 'claimed' });
       assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), { state: 'in_flight' });
       assert.deepEqual(await store.claimIdempotencyKey(ref, 'h2', idemOpts()), { state: 'mismatch' });
-      const r = await store.createPlant({ id: null, owner: ref.user, name: 'Idem', tag: null }, ref);
+      const g = await home(store, ref.user);
+      const r = await store.createPlant(
+        { id: null, owner: ref.user, garden: g, name: 'Idem', tag: null },
+        ref,
+      );
       assert.ok('created' in r);
       assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), {
         state: 'done',
@@ -312,7 +344,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts(later)), { state: 'claimed' });
 
       const conflict = await store.createPlant(
-        { id: r.created.id, owner: ref.user, name: 'x', tag: null },
+        { id: r.created.id, owner: ref.user, garden: g, name: 'x', tag: null },
         ref2,
       );
       assert.deepEqual(conflict, { exists: true });
@@ -360,8 +392,11 @@ for (const engine of ENGINES) {
 for (const engine of ENGINES) {
   describe(`store read batching: ${engine.name}`, { skip: engine.skip }, () => {
     let store: Store;
-    // Owners and tags with characters that need quoting in an array literal, and a tag spelt NULL.
+    // Owners, garden ids and tags with characters that need quoting in an array literal, and a tag
+    // spelt NULL.
     const owners = [owner(), `${owner()} "quoted", {braced} \\ back`, owner()];
+    const gardens: string[] = [];
+    let shared = '';
     const tags = ['red', 'NULL', 'a,b "c" {d} \\e', '彩 ', null];
     const ids: number[] = [];
     let deleted = 0;
@@ -371,10 +406,27 @@ for (const engine of ENGINES) {
 
     before(async () => {
       store = await engine.open();
+      for (const [i, o] of owners.entries()) {
+        gardens.push(
+          await home(store, o, i === 1 ? `gdn_"quoted", {braced} \\ back ${randomUUID()}` : undefined),
+        );
+      }
+      // A garden the first owner shares with the third, as an editor.
+      const made = await store.createGarden({
+        id: gardenId(randomBytes),
+        name: 'Shared',
+        owner: owners[0]!,
+        at: new Date(),
+      });
+      assert.ok('ok' in made);
+      shared = made.ok.id;
+      assert.ok('ok' in (await store.putMember(shared, owners[0]!, owners[2]!, 'editor', new Date())));
       for (let i = 0; i < 60; i++) {
+        const o = i % owners.length;
         const r = await store.createPlant({
           id: null,
-          owner: owners[i % owners.length]!,
+          owner: owners[o]!,
+          garden: i % 4 === 3 && o !== 1 ? shared : gardens[o]!,
           name: `p${i}`,
           tag: tags[i % tags.length]!,
         });
@@ -388,13 +440,28 @@ for (const engine of ENGINES) {
       await store?.close();
     });
 
-    // Every shape of read, with cursors, limits, missing ids and duplicates.
+    const GETS = 16;
+    // Every shape of read, with cursors, limits, missing ids and duplicates: GETS plant reads
+    // (getPlant and plantFor), then pages.
     const reads = (): (() => Promise<unknown>)[] => {
       const out: (() => Promise<unknown>)[] = [];
       for (const id of [ids[0]!, ids[1]!, ids[0]!, deleted, MAX_PLANT_ID, ids[59]!, ids[30]!, ids[30]!]) {
         out.push(() => store.getPlant(id));
       }
-      for (const o of [...owners, null]) {
+      for (const [id, user] of [
+        [ids[0]!, owners[0]!],
+        [ids[0]!, owners[1]!],
+        [ids[3]!, owners[2]!],
+        [ids[3]!, owners[0]!],
+        [ids[1]!, owners[1]!],
+        [ids[1]!, null],
+        [deleted, null],
+        [ids[2]!, 'nobody'],
+      ] as const) {
+        out.push(() => store.plantFor(id, user));
+      }
+      const sets = [[gardens[0]!], [gardens[1]!], gardens, [gardens[2]!, shared], [shared, shared], null];
+      for (const g of sets) {
         for (const tag of [...tags, 'no-such-tag']) {
           for (const [afterId, limit] of [
             [0, 1000],
@@ -403,7 +470,7 @@ for (const engine of ENGINES) {
             [ids[58]!, 10],
             [ids[59]!, 5],
           ] as const) {
-            out.push(() => store.listPlants({ owner: o, tag, afterId, limit }));
+            out.push(() => store.listPlants({ gardens: g, tag, afterId, limit }));
           }
         }
       }
@@ -420,38 +487,56 @@ for (const engine of ENGINES) {
       assert.ok(alone.some((r) => Array.isArray(r) && r.length > 3));
       assert.ok(alone.some((r) => Array.isArray(r) && r.length === 0));
       assert.ok(alone.includes(null));
+      // plantFor: a member's role, none for a stranger, owner for admin.
+      assert.deepEqual(
+        alone.slice(8, GETS).map((r) => (r === null ? null : (r as { role: string }).role)),
+        ['owner', null, 'editor', 'owner', 'owner', 'owner', null, null],
+      );
     });
 
     it('duplicate ids in a batch get equal but separate records', async () => {
-      const [a, b] = await Promise.all([store.getPlant(ids[2]!), store.getPlant(ids[2]!)]);
-      assert.ok(a && b);
+      const [a, b, c] = await Promise.all([
+        store.getPlant(ids[2]!),
+        store.getPlant(ids[2]!),
+        store.plantFor(ids[2]!, owners[2]!),
+      ]);
+      assert.ok(a && b && c);
       assert.deepEqual(a, b);
       assert.notEqual(a, b);
+      assert.deepEqual(c.plant, a);
+      assert.notEqual(c.plant, a);
     });
 
     it('a read queued when a write is acknowledged sees it, batched with reads already waiting', async () => {
       const o = owner();
+      const g = await home(store, o);
       const others = reads();
       const seen = await Promise.all([
         ...Array.from({ length: 8 }, async (_, i) => {
-          const r = await store.createPlant({ id: null, owner: o, name: `w${i}`, tag: i % 2 ? 'odd' : null });
+          const r = await store.createPlant({
+            id: null,
+            owner: o,
+            garden: g,
+            name: `w${i}`,
+            tag: i % 2 ? 'odd' : null,
+          });
           assert.ok('created' in r);
           const id = r.created.id;
           // Both queued in the turn the create was acknowledged in.
           const [got, mine, everyone] = await Promise.all([
             store.getPlant(id),
-            store.listPlants({ owner: o, tag: r.created.tag, afterId: 0, limit: 1000 }),
-            store.listPlants({ owner: null, tag: null, afterId: id - 1, limit: 1 }),
+            store.listPlants({ gardens: [g, shared], tag: r.created.tag, afterId: 0, limit: 1000 }),
+            store.listPlants({ gardens: null, tag: null, afterId: id - 1, limit: 1 }),
           ]);
           assert.deepEqual(got, r.created);
           assert.ok(mine.some((p) => p.id === id));
-          const { version: _version, ...listed } = r.created;
+          const { version: _version, owner: _owner, ...listed } = r.created;
           assert.deepEqual(everyone, [listed]);
           return id;
         }),
         ...others.map((call) => call().then(() => 0)),
       ]);
-      const mine = await store.listPlants({ owner: o, tag: null, afterId: 0, limit: 1000 });
+      const mine = await store.listPlants({ gardens: [g], tag: null, afterId: 0, limit: 1000 });
       assert.deepEqual(
         mine.map((p) => p.id),
         seen.filter((id) => id > 0).sort((a, b) => a - b),
@@ -467,18 +552,22 @@ for (const engine of ENGINES) {
         counter.n = 0;
         await Promise.all(
           reads()
-            .slice(8)
+            .slice(GETS)
             .map((call) => call()),
         );
         assert.equal(counter.n, 1, 'listPlants calls of every shape');
 
         counter.n = 0;
         await Promise.all(reads().map((call) => call()));
-        assert.equal(counter.n, 2, 'one statement for the gets, one for the lists');
+        assert.equal(
+          counter.n,
+          2,
+          'one statement for the plant reads (getPlant and plantFor), one for the lists',
+        );
 
         counter.n = 0;
         const { version: _, ...read } = (await store.getPlant(ids[3]!))!;
-        assert.deepEqual(read, { id: ids[3], owner: owners[0], name: 'p3', tag: tags[3] });
+        assert.deepEqual(read, { id: ids[3], owner: owners[0], garden: shared, name: 'p3', tag: tags[3] });
         assert.equal(counter.n, 1, 'a read alone is one statement too');
 
         // An id PostgreSQL refuses fails on its own, not with the reads batched beside it.
@@ -486,11 +575,11 @@ for (const engine of ENGINES) {
         const [bad, good, other] = await Promise.allSettled([
           store.getPlant(1.5),
           store.getPlant(ids[4]!),
-          store.getPlant(ids[5]!),
+          store.plantFor(ids[5]!, owners[2]!),
         ]);
         assert.equal(bad.status, 'rejected');
         assert.equal(good.status === 'fulfilled' && good.value?.id, ids[4]);
-        assert.equal(other.status === 'fulfilled' && other.value?.id, ids[5]);
+        assert.equal(other.status === 'fulfilled' && other.value?.plant.id, ids[5]);
         assert.equal(counter.n, 2);
       } finally {
         counter.restore();
@@ -504,9 +593,16 @@ for (const engine of ENGINES) {
         await (doomed as unknown as PoolOwner).pool.end();
         const counter = countQueries(doomed);
         const results = await Promise.allSettled([
-          ...Array.from({ length: 5 }, (_, i) => doomed.getPlant(i + 1)),
           ...Array.from({ length: 5 }, (_, i) =>
-            doomed.listPlants({ owner: i % 2 ? 'x' : null, tag: i % 3 ? 'y' : null, afterId: i, limit: 10 }),
+            i % 2 ? doomed.getPlant(i + 1) : doomed.plantFor(i + 1, 'x'),
+          ),
+          ...Array.from({ length: 5 }, (_, i) =>
+            doomed.listPlants({
+              gardens: i % 2 ? ['x', 'y'] : null,
+              tag: i % 3 ? 'y' : null,
+              afterId: i,
+              limit: 10,
+            }),
           ),
         ]);
         assert.equal(counter.n, 2);
@@ -547,12 +643,20 @@ for (const engine of ENGINES) {
     // Statement counts are PostgreSQL's (SQLite batches in a read transaction, not a statement).
     const pgIt = engine.name === 'postgres' ? it : () => {};
     const at = (i: number) => new Date(1_700_000_000_000 + i * 1000);
-    const plant = (i: number) => ({ id: null, owner: o, name: `c${i}`, tag: i % 3 ? `t${i % 3}` : null });
+    let g = '';
+    const plant = (i: number) => ({
+      id: null,
+      owner: o,
+      garden: g,
+      name: `c${i}`,
+      tag: i % 3 ? `t${i % 3}` : null,
+    });
 
     before(async () => {
       store = await engine.open();
       store.onDeliveriesQueued(() => queuedCalls++);
       await store.insertEndpoint(endpoint);
+      g = await home(store, o);
     });
     after(async () => {
       await store?.close();
@@ -587,7 +691,7 @@ for (const engine of ENGINES) {
       const events = await until(
         'all twelve events in the log',
         async () => {
-          const got = await store.listEvents({ after: head, owner: o, limit: 100 });
+          const got = await store.listEvents({ after: head, gardens: [g], limit: 100 });
           return got.length >= plants.length && got;
         },
         10_000,
@@ -598,7 +702,9 @@ for (const engine of ENGINES) {
           .sort((a, b) => Number(a[2]) - Number(b[2])),
         plants.map((p, i) => [
           'plant.created',
-          p.tag === null ? { id: p.id, name: p.name } : { id: p.id, name: p.name, tag: p.tag },
+          p.tag === null
+            ? { id: p.id, name: p.name, garden: g }
+            : { id: p.id, name: p.name, tag: p.tag, garden: g },
           at(i).getTime(),
         ]),
       );
@@ -616,6 +722,52 @@ for (const engine of ENGINES) {
         'one delivery each',
       );
       assert.ok(jobs.every((j) => j.endpoint.id === endpoint.id));
+    });
+
+    it('creates refused by their garden in a turn answer missing or forbidden; the rest are written', async () => {
+      const viewer = owner();
+      const made = await store.createGarden({
+        id: gardenId(randomBytes),
+        name: 'Shared',
+        owner: o,
+        at: new Date(),
+      });
+      assert.ok('ok' in made);
+      const shared = made.ok.id;
+      assert.ok('ok' in (await store.putMember(shared, o, viewer, 'viewer', new Date())));
+      const stranger = owner();
+      const cases = [
+        { plant: plant(0), want: 'created' },
+        { plant: { ...plant(1), owner: viewer, garden: shared }, want: 'forbidden' },
+        { plant: { ...plant(2), owner: stranger, garden: shared }, want: 'missing' },
+        { plant: { ...plant(3), garden: 'gdn_000000000000000000000000' }, want: 'missing' },
+        { plant: { ...plant(4), garden: 'gdn_000000000000000000000000', admin: true }, want: 'missing' },
+        { plant: { ...plant(5), owner: stranger, garden: shared, admin: true }, want: 'created' },
+        { plant: { ...plant(6), owner: viewer, garden: shared }, want: 'forbidden' },
+        { plant: { ...plant(7), garden: shared }, want: 'created' },
+      ];
+      const counter = engine.name === 'postgres' ? countQueries(store) : null;
+      let results: CreateResult[];
+      try {
+        results = await Promise.all(
+          cases.map((c, i) => store.createPlant(c.plant, undefined, { at: at(i) })),
+        );
+        if (counter) assert.equal(counter.n, 1, 'one statement, refusals included');
+      } finally {
+        counter?.restore();
+      }
+      assert.deepEqual(
+        results.map((r) => Object.keys(r)[0]),
+        cases.map((c) => c.want),
+      );
+      for (const [i, r] of results.entries()) {
+        if (!('created' in r)) continue;
+        const { admin: _, ...p } = cases[i]!.plant as { admin?: boolean };
+        assert.deepEqual(r.created, { ...p, id: r.created.id, version: r.created.version });
+        assert.deepEqual(await store.getPlant(r.created.id), r.created);
+      }
+      const inShared = await store.listPlants({ gardens: [shared], tag: null, afterId: 0, limit: 100 });
+      assert.deepEqual(inShared.map((p) => p.name).sort(), ['c5', 'c7'], 'nothing refused was written');
     });
 
     pgIt('N creates in a turn are one statement', async () => {
@@ -637,7 +789,7 @@ for (const engine of ENGINES) {
       const { rows } = await pool.query('SELECT last_value + 2 AS next FROM plants_id_seq');
       const taken = rows[0]!.next;
       await pool.query(
-        `INSERT INTO plants (id, owner, name, tag) VALUES (${taken}, 'someone', 'Taken', NULL)`,
+        `INSERT INTO plants (id, owner, garden, name, tag) VALUES (${taken}, 'someone', '${g}', 'Taken', NULL)`,
       );
       const counter = countQueries(store);
       try {
@@ -649,7 +801,7 @@ for (const engine of ENGINES) {
         counter.restore();
       }
       const { version: _, ...read } = (await store.getPlant(taken))!;
-      assert.deepEqual(read, { id: taken, owner: 'someone', name: 'Taken', tag: null });
+      assert.deepEqual(read, { id: taken, owner: 'someone', garden: g, name: 'Taken', tag: null });
     });
 
     pgIt('a create PostgreSQL refuses fails on its own; the others of its batch are written', async () => {

@@ -10,9 +10,10 @@ import {
 
 // The SQL of the event log, webhook endpoints and deliveries on PostgreSQL (mirrors sqlite/events.ts).
 
-// A plant row `p` as the event's data: NewPlant's shape, tag only when set, keys in that order.
-const DATA = `(CASE WHEN p.tag IS NULL THEN json_build_object('id', p.id, 'name', p.name)
-  ELSE json_build_object('id', p.id, 'name', p.name, 'tag', p.tag) END)::text`;
+// A plant row `p` as the event's data: NewPlant's shape, tag only when set, and its garden, keys in
+// eventData's order.
+export const DATA = `(CASE WHEN p.tag IS NULL THEN json_build_object('id', p.id, 'name', p.name, 'garden', p.garden)
+  ELSE json_build_object('id', p.id, 'name', p.name, 'tag', p.tag, 'garden', p.garden) END)::text`;
 
 // An event id: `evt_`, the time in milliseconds (12 hex digits) and 80 random bits (20 hex digits),
 // so that the unique index on ids grows at its end rather than on a random page per insert.
@@ -21,46 +22,37 @@ const NEW_ID = (
 ) => `'evt_' || lpad(to_hex((extract(epoch FROM ${at}::timestamptz) * 1000)::bigint), 12, '0')
   || substr(md5(gen_random_uuid()::text), 1, 20)`;
 
-// Writes an event (type T, at $AT) for the rows of CTE `p`, and its deliveries, in one statement.
-const eventFor = (type: EventType, at: string, data = DATA) => `
-  e AS (INSERT INTO events (id, type, owner, data, created_at)
-        SELECT ${NEW_ID(at)}, '${type}', p.owner, ${data}, ${at} FROM p RETURNING id, owner, created_at),
+// An endpoint `w` may see an event `ev`: made with plants:admin, or its owner is a member of the
+// event's garden (one read of the membership's primary key).
+const MAY_SEE = (w: string, ev: string) =>
+  `(${w}.admin OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${w}.owner))`;
+
+// Writes an event (type T, at $AT) for the rows of CTE `p` (those `where` keeps), and its deliveries,
+// in one statement. The deliveries go to the enabled endpoints that want the type and whose owner
+// is a member of the event's garden now, as the event is written (admin endpoints: every event);
+// the members' endpoints and the admin ones are two joins, so each can go by its own index.
+export const eventFor = (type: EventType, at: string, data = DATA, where = '') => `
+  e AS (INSERT INTO events (id, type, owner, garden, data, created_at)
+        SELECT ${NEW_ID(at)}, '${type}', p.owner, p.garden, ${data}, ${at} FROM p ${where}
+        RETURNING id, garden, created_at),
   d AS (INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+        SELECT e.id, w.id, 'pending', e.created_at, e.created_at
+          FROM e JOIN garden_members m ON m.garden_id = e.garden
+          JOIN webhook_endpoints w ON w.owner = m.user_id AND NOT w.admin
+          WHERE w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0
+        UNION ALL
         SELECT e.id, w.id, 'pending', e.created_at, e.created_at FROM e JOIN webhook_endpoints w
-          ON w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0 AND (w.owner = e.owner OR w.admin)
+          ON w.admin AND w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0
         RETURNING 1)`;
 // How many deliveries the statement queued (the dispatcher is told when there are some).
-const QUEUED = '(SELECT count(*) FROM d)::int AS queued';
+export const QUEUED = '(SELECT count(*) FROM d)::int AS queued';
 
-const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, data, created_at';
+const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, garden, data, created_at';
 // An event type column's bit in endpoint masks, as event-mask.ts gives it.
 const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
 
 export const EVENT_QUERIES = {
-  insertServerIdEvent: `WITH p AS (INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
-      ON CONFLICT (id) DO NOTHING RETURNING id, owner, name, tag, version), ${eventFor('plant.created', '$4')}
-    SELECT id, version, ${QUEUED} FROM p`,
-  // insertServerIdEvent for many plants at once ($1[i], $2[i], $3[i], the event at $4[i]), each row
-  // of p tagged with its ordinal n. `i` is evaluated once (it calls nextval), so each plant's id is
-  // the one its row is matched back by; a plant whose id was taken meanwhile is not in p.
-  insertServerIdEvents: `WITH i AS (SELECT nextval('plants_id_seq') AS id, owner, name, tag, at, n
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS i(owner, name, tag, at, n)),
-      ins AS (INSERT INTO plants (id, owner, name, tag) SELECT id, owner, name, tag FROM i
-        ON CONFLICT (id) DO NOTHING RETURNING id, version),
-      p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)), ${eventFor('plant.created', 'p.at')}
-    SELECT n, id, version, ${QUEUED} FROM p`,
-  // For creates done step by step in a transaction: the plant row is given as parameters.
-  recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS name, $4::text AS tag),
-    ${eventFor('plant.created', '$5')} SELECT ${QUEUED}`,
-  // The last parameter: the versions the plant must be in (null: any).
-  deleteAnyEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 AND ($3::bigint[] IS NULL OR version = ANY($3))
-      RETURNING id, owner, name, tag), ${eventFor('plant.deleted', '$2')} SELECT id, ${QUEUED} FROM p`,
-  deleteOwnedEvent: `WITH p AS (DELETE FROM plants WHERE id = $1 AND owner = $3 AND ($4::bigint[] IS NULL OR version = ANY($4))
-      RETURNING id, owner, name, tag), ${eventFor('plant.deleted', '$2')} SELECT id, ${QUEUED} FROM p`,
-  // A change's event: the plant row and the event's data (the plant after it, with previous) as parameters.
-  recordUpdated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner),
-    ${eventFor('plant.updated', '$4', '$3::text')} SELECT ${QUEUED}`,
   insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
       previous_secret_until, status, disabled_reason, created_at, last_success_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
@@ -76,21 +68,33 @@ export const EVENT_QUERIES = {
   deleteEndpoint: `WITH a AS (DELETE FROM delivery_attempts WHERE endpoint_id = $1),
       d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
     DELETE FROM webhook_endpoints WHERE id = $1`,
-  // Candidates are locked with SKIP LOCKED (another instance's claim passes over them), then at
-  // most $6 per endpoint are picked; window functions cannot sit beside FOR UPDATE, hence two steps.
   // Per enabled endpoint, its first $6 due deliveries through the deliveries_endpoint_due index
   // (locked with SKIP LOCKED: another instance's claim passes over them), then the $5 most overdue
   // of those: the cost follows the endpoints and what is claimed, not how long the queue is.
+  // Those whose endpoint may no longer see their event (its owner left the event's garden) are not
+  // leased but ended, failed, with an attempt that says why and no status; the endpoint's own record
+  // (failing since, last success) is left alone, since nothing was sent to it.
   claim: `WITH picked AS (
-      SELECT d.id FROM webhook_endpoints w CROSS JOIN LATERAL (
-        SELECT x.id, x.next_attempt_at FROM deliveries x
+      SELECT d.id, d.event_id, d.attempts, w.id AS endpoint_id, w.owner, w.admin
+      FROM webhook_endpoints w CROSS JOIN LATERAL (
+        SELECT x.id, x.event_id, x.attempts, x.next_attempt_at FROM deliveries x
         WHERE x.endpoint_id = w.id AND x.state = 'pending' AND x.next_attempt_at <= $3
           AND (x.lease_until IS NULL OR x.lease_until <= $3)
         ORDER BY x.next_attempt_at, x.id LIMIT $6
         FOR UPDATE SKIP LOCKED) d
       WHERE w.status = 'enabled' AND NOT (w.id = ANY($4::text[]))
-      ORDER BY d.next_attempt_at LIMIT $5)
-    UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM picked WHERE deliveries.id = picked.id
+      ORDER BY d.next_attempt_at LIMIT $5),
+    checked AS (SELECT p.*, ev.type, ev.garden, ev.id IS NULL OR ${MAY_SEE('p', 'ev')} AS allowed
+      FROM picked p LEFT JOIN events ev ON ev.id = p.event_id),
+    unsent AS (UPDATE deliveries SET state = 'failed', attempts = deliveries.attempts + 1,
+        lease_owner = NULL, lease_until = NULL
+      FROM checked c WHERE deliveries.id = c.id AND NOT c.allowed),
+    logged AS (INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
+        outcome, error, duration_ms, next_attempt_at)
+      SELECT c.id, c.endpoint_id, c.event_id, c.type, c.attempts + 1, $3, NULL, 'failed',
+        'not sent: the endpoint''s owner is no longer a member of garden ' || c.garden, 0, NULL
+      FROM checked c WHERE NOT c.allowed)
+    UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM checked c WHERE deliveries.id = c.id AND c.allowed
     RETURNING deliveries.id::text AS id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts`,
   eventsIn: `SELECT ${EVENT_COLS} FROM events WHERE id = ANY($1::text[])`,
   finish: `WITH a AS (
@@ -112,7 +116,7 @@ export const EVENT_QUERIES = {
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
       ON ev.created_at >= $2
         AND (w.events & ${TYPE_BIT_SQL('ev.type')}) != 0
-        AND (ev.owner = w.owner OR w.admin)
+        AND ${MAY_SEE('w', 'ev')}
     WHERE w.id = $1 AND NOT EXISTS (
       SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state IN ('pending', 'succeeded'))`,
   position: 'SELECT xid::text AS xid, seq FROM events WHERE id = $1',
@@ -121,9 +125,14 @@ export const EVENT_QUERIES = {
   eventsAll: `SELECT ${EVENT_COLS} FROM events
     WHERE (xid, seq) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
     ORDER BY xid, seq LIMIT $3`,
-  eventsOf: `SELECT ${EVENT_COLS} FROM events
-    WHERE owner = $4 AND (xid, seq) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-    ORDER BY xid, seq LIMIT $3`,
+  // The gardens' events ($4), each garden's read along events_garden_position and merged, as a
+  // plant list page is.
+  eventsOf: `SELECT e.xid::text AS xid, e.seq, e.id, e.type, e.owner, e.garden, e.data, e.created_at
+    FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
+      SELECT * FROM events
+      WHERE garden = g.id AND (xid, seq) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY xid, seq LIMIT $3) e
+    ORDER BY e.xid, e.seq LIMIT $3`,
   purge: `WITH a AS (DELETE FROM delivery_attempts WHERE at < $1),
       ev AS (DELETE FROM events WHERE created_at < $1 RETURNING id),
       d AS (DELETE FROM deliveries WHERE event_id IN (SELECT id FROM ev))
@@ -136,6 +145,7 @@ export interface EventRow {
   id: string;
   type: EventType;
   owner: string;
+  garden: string;
   data: string;
   created_at: Date;
 }
@@ -178,14 +188,21 @@ export function parsePosition(p: string): [string, string] {
   return [m[1]!, m[2]!];
 }
 
-export const toEvent = (r: EventRow): EventRecord => ({
-  id: r.id,
-  type: r.type,
-  owner: r.owner,
-  data: JSON.parse(r.data) as EventData,
-  createdAt: r.created_at,
-  position: position(r.xid, r.seq),
-});
+export function toEvent(r: EventRow): EventRecord {
+  const data = JSON.parse(r.data) as EventData;
+  // Events written before gardens (migration 5 put them in their owner's home garden) carry their
+  // garden in the column only.
+  if (data.garden === undefined) data.garden = r.garden;
+  return {
+    id: r.id,
+    type: r.type,
+    owner: r.owner,
+    garden: r.garden,
+    data,
+    createdAt: r.created_at,
+    position: position(r.xid, r.seq),
+  };
+}
 
 export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   id: r.id,

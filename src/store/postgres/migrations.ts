@@ -144,4 +144,53 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       UPDATE webhook_endpoints SET events = 7 WHERE events = 3;
     `,
   },
+  {
+    version: 5,
+    name: '0005_gardens',
+    // Gardens (contract 3.2): every plant belongs to one, and its members' roles decide who sees and
+    // changes it. Each user who has plants or events gets a home garden (named "Home", owned by the
+    // user), and every plant and event so far goes into its owner's, so a user who never shares sees
+    // what it saw before. A garden's list page is a walk along plants_garden_page (or, with a tag,
+    // plants_garden_tag_page), which also holds every column a page shows; the owner indexes go,
+    // since nothing reads plants or events by owner any more. The columns are filled before the
+    // indexes are built (one sorted build rather than an entry per updated row).
+    // plants.garden has no foreign key: a create locks its garden's row itself, in the statement
+    // that checks the creator's role (a key check would be a second, per-row query doing the same).
+    sql: `
+      CREATE TABLE gardens (
+        id         text PRIMARY KEY,
+        name       text NOT NULL,
+        home_user  text UNIQUE,
+        created_at timestamptz NOT NULL
+      );
+      CREATE TABLE garden_members (
+        garden_id text NOT NULL REFERENCES gardens (id) ON DELETE CASCADE,
+        user_id   text NOT NULL,
+        role      text NOT NULL CHECK (role IN ('viewer', 'editor', 'owner')),
+        added_at  timestamptz NOT NULL,
+        PRIMARY KEY (garden_id, user_id)
+      );
+      CREATE INDEX garden_members_user ON garden_members (user_id, garden_id, role);
+
+      INSERT INTO gardens (id, name, home_user, created_at)
+        SELECT 'gdn_' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 24), 'Home', u, now()
+        FROM (SELECT owner AS u FROM plants UNION SELECT owner FROM events) users ORDER BY u;
+      INSERT INTO garden_members (garden_id, user_id, role, added_at)
+        SELECT id, home_user, 'owner', created_at FROM gardens;
+
+      DROP INDEX plants_owner_id;
+      DROP INDEX plants_owner_tag_id;
+      ALTER TABLE plants ADD COLUMN garden text;
+      UPDATE plants SET garden = g.id FROM gardens g WHERE g.home_user = plants.owner;
+      ALTER TABLE plants ALTER COLUMN garden SET NOT NULL;
+      CREATE INDEX plants_garden_page ON plants (garden, id) INCLUDE (name, tag);
+      CREATE INDEX plants_garden_tag_page ON plants (garden, tag, id) INCLUDE (name) WHERE tag IS NOT NULL;
+
+      DROP INDEX events_owner_position;
+      ALTER TABLE events ADD COLUMN garden text;
+      UPDATE events SET garden = g.id FROM gardens g WHERE g.home_user = events.owner;
+      ALTER TABLE events ALTER COLUMN garden SET NOT NULL;
+      CREATE INDEX events_garden_position ON events (garden, xid, seq);
+    `,
+  },
 ];

@@ -1,10 +1,11 @@
 import pg from 'pg';
-import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
+import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { maskOf } from '../event-mask.js';
 import { pendingMigrations } from '../migrate.js';
-import { applyPatch, eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
+import { recordedOutcome } from '../plant-changes.js';
 import type {
+  Actor,
   AttemptRecord,
   CreateResult,
   DeliveryJob,
@@ -12,20 +13,24 @@ import type {
   EndpointRecord,
   EventRecord,
   FinishedAttempt,
+  GardenChange,
+  GardenRecord,
   IdempotencyClaim,
   IdempotencyRef,
+  MemberRecord,
+  Membership,
   NewEvent,
   NewPlant,
+  PagePlant,
   PageQuery,
   PlantPatch,
-  PlantRecord,
   PoolStats,
+  Role,
   Store,
   TokenRecord,
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
-import { type Pending, TurnBatch } from '../turn-batch.js';
 import {
   type AttemptRow,
   type EndpointRow,
@@ -37,7 +42,11 @@ import {
   toEndpoint,
   toEvent,
 } from './events.js';
+import { GARDEN_QUERIES, PgGardens } from './gardens.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
+import { PLANT_QUERIES } from './plant-queries.js';
+import { PgPlantReads } from './plant-reads.js';
+import { PgPlantWrites } from './plant-writes.js';
 
 export interface PgOptions {
   url: string;
@@ -45,9 +54,9 @@ export interface PgOptions {
   poolSize: number;
 }
 
-// Arbitrary but fixed keys for the advisory locks that serialize migrations and client-chosen ids.
+// Arbitrary but fixed key for the advisory lock that serializes migrations (plant-writes.ts and
+// gardens.ts hold the others: 727_002 and 727_003).
 const MIGRATION_LOCK = 727_001;
-const ID_LOCK = 727_002;
 
 // bigint ids fit in a JS number (the contract caps them at 2^53−1).
 const types = {
@@ -91,67 +100,9 @@ const toToken = (r: TokenRow): TokenRecord => ({
   revokedAt: r.revoked_at,
 });
 
-const COLS = 'id, owner, name, tag, version';
-// A list page shows no versions.
-const PAGE_COLS = 'id, owner, name, tag';
-
-// listPages, one branch per shape of query: the shape's pages (`which`), each an ordered index
-// range scan stopped at its LIMIT, its rows tagged with the page's ordinal n.
-// `owner = o AND id > a` is spelt `(owner, id) > (o, a) AND owner <= o` (likewise for tags): only
-// then does the one right index yield the order asked for. The planner cannot see the values in
-// the arrays, and given the equality it may walk the primary key in id order and filter, which
-// reads the whole table for a rare owner or tag. (The database's collation is deterministic, equal
-// meaning byte-equal, so both spellings select the same rows.)
-const branch = (which: string, where: string, order: string) => `
-    SELECT q.n, p.id, p.owner, p.name, p.tag FROM q CROSS JOIN LATERAL (
-      SELECT ${PAGE_COLS} FROM plants WHERE ${where} ORDER BY ${order} LIMIT q.lim) p
-    WHERE ${which}`;
-const PAGE_SHAPES = [
-  branch(
-    'q.owner IS NOT NULL AND q.tag IS NULL',
-    '(owner, id) > (q.owner, q.after_id) AND owner <= q.owner',
-    'owner, id',
-  ),
-  branch(
-    'q.owner IS NOT NULL AND q.tag IS NOT NULL',
-    'owner = q.owner AND (tag, id) > (q.tag, q.after_id) AND tag <= q.tag',
-    'tag, id',
-  ),
-  branch(
-    'q.owner IS NULL AND q.tag IS NOT NULL',
-    '(tag, id) > (q.tag, q.after_id) AND tag <= q.tag',
-    'tag, id',
-  ),
-  branch('q.owner IS NULL AND q.tag IS NULL', 'id > q.after_id', 'id'),
-];
-
 const Q = {
-  insertServerId: `INSERT INTO plants (id, owner, name, tag) VALUES (nextval('plants_id_seq'), $1, $2, $3)
-    ON CONFLICT (id) DO NOTHING RETURNING id, version`,
-  insertClientId:
-    'INSERT INTO plants (id, owner, name, tag) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING id, version',
-  // A change: the row locked, so that its check and its write are one step against any other writer.
-  plantForUpdate: `SELECT ${COLS} FROM plants WHERE id = $1 FOR UPDATE`,
-  updatePlant: `UPDATE plants SET name = $2, tag = $3, version = nextval('plant_versions') WHERE id = $1 RETURNING version`,
-  raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
-  getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
-  listAll: `SELECT ${PAGE_COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
-  listAllTag: `SELECT ${PAGE_COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  listOwner: `SELECT ${PAGE_COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  listOwnerTag: `SELECT ${PAGE_COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
-  listAllV: `SELECT ${COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
-  listAllTagV: `SELECT ${COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  listOwnerV: `SELECT ${COLS} FROM plants WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  listOwnerTagV: `SELECT ${COLS} FROM plants WHERE owner = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4`,
-  // The batched forms of the above: a turn's reads in one statement.
-  getPlants: `SELECT ${COLS} FROM plants WHERE id = ANY($1::bigint[])`,
-  // Pages $1[i], $2[i], $3[i], $4[i] (owner, tag, afterId, limit; a null owner or tag: any).
-  listPages: `WITH q AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
-      WITH ORDINALITY AS q(owner, tag, after_id, lim, n))
-    ${PAGE_SHAPES.join('\n    UNION ALL')}`,
-  deleteAny: 'DELETE FROM plants WHERE id = $1 AND ($2::bigint[] IS NULL OR version = ANY($2))',
-  deleteOwned:
-    'DELETE FROM plants WHERE id = $1 AND owner = $3 AND ($2::bigint[] IS NULL OR version = ANY($2))',
+  ...PLANT_QUERIES,
+  ...GARDEN_QUERIES,
   // Claims a new key, an expired one, or an abandoned claim of the same request, in one statement.
   claimIdem: `INSERT INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
     VALUES ($1, $2, $3, 'pending', $4, $4)
@@ -177,57 +128,6 @@ const Q = {
 
 type QueryName = keyof typeof Q;
 
-/**
- * The calls of one kind queued in a turn (TurnBatch), answered by one call of `run`, which gives
- * an outcome per argument, in order (a promise for one settled on its own); when `run` fails,
- * every call of the batch fails with its error.
- */
-class CallBatch<A, R> {
-  // A pending item's fn hands back the call's argument.
-  private readonly turn = new TurnBatch((items) => {
-    this.settle(items);
-  });
-
-  constructor(private readonly run: (args: A[]) => Promise<(R | Promise<R>)[]>) {}
-
-  push(arg: A): Promise<R> {
-    return this.turn.push(() => arg) as Promise<unknown> as Promise<R>;
-  }
-
-  private settle(items: Pending[]): void {
-    this.run(items.map((item) => item.fn() as A)).then(
-      (results) => {
-        items.forEach((item, i) => {
-          item.resolve(results[i]);
-        });
-      },
-      (err: unknown) => {
-        for (const item of items) item.reject(err);
-      },
-    );
-  }
-}
-
-interface ServerIdCreate {
-  plant: NewPlant;
-  event: NewEvent;
-}
-
-/** A plant a create wrote: its id and version. */
-interface Made {
-  id: number;
-  version: number;
-}
-
-// Arguments the batch's typed arrays would refuse (so failing every read of the batch) or that
-// PostgreSQL refuses in text (NUL) go on their own, failing alone as before.
-const batchable = (q: PageQuery): boolean =>
-  Number.isSafeInteger(q.afterId) &&
-  Number.isSafeInteger(q.limit) &&
-  q.limit >= 0 &&
-  !q.owner?.includes('\0') &&
-  !q.tag?.includes('\0');
-
 /** The scale-out store: a bounded node-postgres pool, named (prepared) statements. */
 export class PgStore implements Store {
   readonly engine = 'postgres';
@@ -249,16 +149,16 @@ export class PgStore implements Store {
     this.pool.on('error', () => {});
   }
 
-  // Read batching, as in the SQLite store: the getPlant calls that arrive in one turn of the event
-  // loop become one statement, and so do the listPlants calls; a batch costs one pool checkout,
-  // one round trip and one statement's parse, bind and plan instead of one per call. Its
-  // statement is sent after every request of the turn has queued its read, so each read still
-  // sees every write acknowledged before it was sent.
-  private readonly gets = new CallBatch((ids: number[]) => this.getBatch(ids));
-  private readonly lists = new CallBatch((qs: PageQuery[]) => this.listBatch(qs));
-  // The creates with server-assigned ids of a turn, likewise: one statement writes their plants,
-  // events and deliveries.
-  private readonly creates = new CallBatch((cs: ServerIdCreate[]) => this.createBatch(cs));
+  // What the code of each concern borrows: the prepared statements, transactions, dispatcher.
+  private readonly db = {
+    q: <R extends pg.QueryResultRow>(name: QueryName, values: unknown[], client?: pg.PoolClient) =>
+      this.q<R>(name, values, client),
+    tx: <T>(fn: (c: pg.PoolClient) => Promise<T>) => this.tx(fn),
+    queued: (n: number) => this.queued(n),
+  };
+  private readonly reads = new PgPlantReads(this.db);
+  private readonly writes = new PgPlantWrites(this.db);
+  private readonly gardens = new PgGardens(this.db);
 
   // One prepared statement per name, per connection; failures that mean "unavailable" become 503s.
   private async q<R extends pg.QueryResultRow>(
@@ -335,89 +235,40 @@ export class PgStore implements Store {
     }
   }
 
-  async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
-    if (plant.id === null && !idem) {
-      // The common case: the turn's creates in one statement, no explicit transaction (their events
-      // and deliveries in the same statement).
-      const made = event
-        ? await this.creates.push({ plant, event })
-        : await this.insertServerId(plant, this.pool);
-      return { created: { ...plant, id: made.id, version: made.version } };
-    }
-    let queued = 0;
-    const result = await this.tx(async (c) => {
-      let made: Made | null;
-      if (plant.id === null) {
-        const r = await this.insertServerId(plant, c, event);
-        made = r;
-        queued = r.queued;
-      } else {
-        const r = await this.q<Made>('insertClientId', [plant.id, plant.owner, plant.name, plant.tag], c);
-        made = r.rows[0] ?? null;
-        if (made !== null) {
-          // Serialized so two concurrent client ids cannot lower the sequence below either of them.
-          await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
-          await this.q('raiseSequence', [made.id], c);
-          if (event) {
-            const e = await this.q<{ queued: number }>(
-              'recordCreated',
-              [made.id, plant.owner, plant.name, plant.tag, event.at],
-              c,
-            );
-            queued = e.rows[0]?.queued ?? 0;
-          }
-        }
-      }
-      const id = made?.id ?? null;
-      if (idem) {
-        const shown = made && shownPlant({ ...plant, version: made.version });
-        await this.q('finishIdem', [id === null ? 409 : 201, id, idem.user, idem.key, shown], c);
-      }
-      return made === null
-        ? { exists: true as const }
-        : { created: { ...plant, id: made.id, version: made.version } };
-    });
-    this.queued(queued);
-    return result;
+  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
+    return this.writes.create(plant, idem, event);
   }
 
-  async updatePlant(
+  getPlant(id: number): Promise<VersionedPlant | null> {
+    return this.reads.get(id);
+  }
+
+  plantFor(id: number, user: string | null): Promise<{ plant: VersionedPlant; role: Role } | null> {
+    return this.reads.plantFor(id, user);
+  }
+
+  listPlants(q: PageQuery): Promise<PagePlant[]> {
+    return this.reads.list(q);
+  }
+
+  updatePlant(
     id: number,
-    owner: string | null,
+    actor: Actor,
     patch: PlantPatch,
     ifVersions: number[] | null,
     idem?: IdempotencyRef,
     event?: NewEvent,
   ): Promise<UpdateResult> {
-    // An id the bigint parameter would refuse is no plant.
-    if (!Number.isSafeInteger(id)) return { missing: true };
-    let queued = 0;
-    const result = await this.tx(async (c): Promise<UpdateResult> => {
-      const was = (await this.q<VersionedPlant>('plantForUpdate', [id], c)).rows[0];
-      if (was === undefined || (owner !== null && was.owner !== owner)) return { missing: true };
-      if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
-      const { name, tag, changed, previous } = applyPatch(was, patch);
-      let now = was;
-      if (changed) {
-        const r = await this.q<{ version: number }>('updatePlant', [id, name, tag], c);
-        now = { ...was, name, tag, version: r.rows[0]!.version };
-        if (event) {
-          const e = await this.q<{ queued: number }>(
-            'recordUpdated',
-            [id, was.owner, JSON.stringify(eventData(id, name, tag, previous)), event.at],
-            c,
-          );
-          queued = e.rows[0]?.queued ?? 0;
-        }
-      }
-      if (idem) {
-        const shown = shownPlant(now);
-        await this.q('finishIdem', [200, id, idem.user, idem.key, shown], c);
-      }
-      return { updated: now, changed };
-    });
-    this.queued(queued);
-    return result;
+    return this.writes.update(id, actor, patch, ifVersions, idem, event);
+  }
+
+  deletePlant(
+    id: number,
+    actor: Actor,
+    event?: NewEvent,
+    ifVersions?: number[] | null,
+  ): Promise<boolean | 'mismatch' | 'forbidden'> {
+    return this.writes.delete(id, actor, event, ifVersions);
   }
 
   private readonly queuedListeners: (() => void)[] = [];
@@ -431,165 +282,55 @@ export class PgStore implements Store {
     if (n > 0) for (const listener of this.queuedListeners) listener();
   }
 
-  private async createBatch(cs: ServerIdCreate[]): Promise<(Made | Promise<Made>)[]> {
-    if (cs.length === 1) return [this.createOne(cs[0]!)];
-    let rows: { n: number; id: number; version: number; queued: number }[];
-    try {
-      rows = (
-        await this.q<{ n: number; id: number; version: number; queued: number }>('insertServerIdEvents', [
-          cs.map((c) => c.plant.owner),
-          cs.map((c) => c.plant.name),
-          cs.map((c) => c.plant.tag),
-          cs.map((c) => c.event.at),
-        ])
-      ).rows;
-    } catch (err) {
-      // The statement may have committed before the connection failed: a retry could create twice.
-      if (err instanceof StoreUnavailableError) throw err;
-      // Refused, it wrote nothing; each create runs on its own, to succeed or fail by itself.
-      return cs.map((c) => this.createOne(c));
-    }
-    this.queued(rows[0]?.queued ?? 0);
-    const made = new Map(rows.map((r) => [r.n, { id: r.id, version: r.version }]));
-    // A plant whose id a client took meanwhile was not written: it takes the next id on its own.
-    return cs.map((c, i) => made.get(i + 1) ?? this.createOne(c));
+  homeGarden(user: string, make: { id: string; name: string; at: Date }): Promise<GardenRecord> {
+    return this.gardens.home(user, make);
   }
 
-  private async createOne(c: ServerIdCreate): Promise<Made> {
-    const r = await this.insertServerId(c.plant, this.pool, c.event);
-    this.queued(r.queued);
-    return r;
+  gardensOf(user: string): Promise<(GardenRecord & { role: Role })[]> {
+    return this.gardens.gardensOf(user);
   }
 
-  // nextval may land on an id a client took meanwhile; then take the next one.
-  private async insertServerId(
-    plant: NewPlant,
-    c: pg.Pool | pg.PoolClient,
-    event?: NewEvent,
-  ): Promise<Made & { queued: number }> {
-    for (let attempt = 0; attempt < 100; attempt++) {
-      let r: pg.QueryResult<Made & { queued?: number }>;
-      try {
-        r = event
-          ? await this.q<Made & { queued: number }>(
-              'insertServerIdEvent',
-              [plant.owner, plant.name, plant.tag, event.at],
-              c,
-            )
-          : await this.q<Made>('insertServerId', [plant.owner, plant.name, plant.tag], c);
-      } catch (err) {
-        // The sequence stops at 2^53−1 (sequence_generator_limit_exceeded).
-        if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
-        throw err;
-      }
-      const row = r.rows[0];
-      if (row !== undefined) return { id: row.id, version: row.version, queued: row.queued ?? 0 };
-    }
-    throw new StoreUnavailableError('could not find a free plant id; retry later');
+  memberships(user: string): Promise<Membership[]> {
+    return this.gardens.memberships(user);
   }
 
-  getPlant(id: number): Promise<VersionedPlant | null> {
-    // An id the batch's bigint[] would refuse fails on its own rather than with its batch.
-    return Number.isSafeInteger(id) ? this.gets.push(id) : this.getOne(id);
+  gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null> {
+    return this.gardens.gardenFor(id, user);
   }
 
-  private async getOne(id: number): Promise<VersionedPlant | null> {
-    return (await this.q<VersionedPlant>('getPlant', [id])).rows[0] ?? null;
+  createGarden(g: {
+    id: string;
+    name: string;
+    owner: string;
+    at: Date;
+  }): Promise<GardenChange<GardenRecord>> {
+    return this.gardens.createGarden(g);
   }
 
-  private async getBatch(ids: number[]): Promise<(VersionedPlant | null)[]> {
-    if (ids.length === 1) return [await this.getOne(ids[0]!)];
-    const byId = new Map<number, VersionedPlant>();
-    for (const row of (await this.q<VersionedPlant>('getPlants', [ids])).rows) byId.set(row.id, row);
-    // Each caller gets a record of its own, as from a query of its own, even for the same id.
-    const taken = new Set<number>();
-    return ids.map((id) => {
-      const row = byId.get(id);
-      if (row === undefined) return null;
-      if (taken.has(id)) return { ...row };
-      taken.add(id);
-      return row;
-    });
+  renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>> {
+    return this.gardens.renameGarden(id, actor, name);
   }
 
-  listPlants(q: PageQuery): Promise<(PlantRecord & { version?: number })[]> {
-    if (q.withVersion) return this.listVersioned(q);
-    return batchable(q) ? this.lists.push(q) : this.listOne(q);
+  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>> {
+    return this.gardens.deleteGarden(id, actor);
   }
 
-  // A page with each plant's version (include=version): one statement, outside the turn's batch.
-  private async listVersioned(q: PageQuery): Promise<VersionedPlant[]> {
-    const r =
-      q.owner === null
-        ? q.tag === null
-          ? await this.q<VersionedPlant>('listAllV', [q.afterId, q.limit])
-          : await this.q<VersionedPlant>('listAllTagV', [q.tag, q.afterId, q.limit])
-        : q.tag === null
-          ? await this.q<VersionedPlant>('listOwnerV', [q.owner, q.afterId, q.limit])
-          : await this.q<VersionedPlant>('listOwnerTagV', [q.owner, q.tag, q.afterId, q.limit]);
-    return r.rows;
+  listMembers(id: string): Promise<MemberRecord[]> {
+    return this.gardens.listMembers(id);
   }
 
-  private async listBatch(qs: PageQuery[]): Promise<PlantRecord[][]> {
-    if (qs.length === 1) return [await this.listOne(qs[0]!)];
-    const { rows } = await this.q<PlantRecord & { n: number }>('listPages', [
-      qs.map((q) => q.owner),
-      qs.map((q) => q.tag),
-      qs.map((q) => q.afterId),
-      qs.map((q) => q.limit),
-    ]);
-    const pages = qs.map((): PlantRecord[] => []);
-    let ordered = true;
-    for (const r of rows) {
-      const page = pages[r.n - 1]!;
-      const last = page[page.length - 1];
-      if (last !== undefined && last.id > r.id) ordered = false;
-      page.push({ id: r.id, owner: r.owner, name: r.name, tag: r.tag });
-    }
-    // Each page comes out of its own ordered scan; SQL promises that order only under a top-level
-    // ORDER BY, which would sort the whole result, so the (unlikely) other case is put right here.
-    if (!ordered) for (const page of pages) page.sort((a, b) => a.id - b.id);
-    return pages;
+  putMember(
+    id: string,
+    actor: Actor,
+    user: string,
+    role: Role,
+    at: Date,
+  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>> {
+    return this.gardens.putMember(id, actor, user, role, at);
   }
 
-  private async listOne(q: PageQuery): Promise<PlantRecord[]> {
-    const r =
-      q.owner === null
-        ? q.tag === null
-          ? await this.q<PlantRecord>('listAll', [q.afterId, q.limit])
-          : await this.q<PlantRecord>('listAllTag', [q.tag, q.afterId, q.limit])
-        : q.tag === null
-          ? await this.q<PlantRecord>('listOwner', [q.owner, q.afterId, q.limit])
-          : await this.q<PlantRecord>('listOwnerTag', [q.owner, q.tag, q.afterId, q.limit]);
-    return r.rows;
-  }
-
-  async deletePlant(
-    id: number,
-    owner: string | null,
-    event?: NewEvent,
-    ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch'> {
-    const versions = ifVersions ?? null;
-    let deleted: boolean;
-    if (event) {
-      const r =
-        owner === null
-          ? await this.q<{ queued: number }>('deleteAnyEvent', [id, event.at, versions])
-          : await this.q<{ queued: number }>('deleteOwnedEvent', [id, event.at, owner, versions]);
-      this.queued(r.rows[0]?.queued ?? 0);
-      deleted = (r.rowCount ?? 0) > 0;
-    } else {
-      const r =
-        owner === null
-          ? await this.q('deleteAny', [id, versions])
-          : await this.q('deleteOwned', [id, versions, owner]);
-      deleted = (r.rowCount ?? 0) > 0;
-    }
-    if (deleted || versions === null) return deleted;
-    // Not deleted under a condition: in another version if it is there (and the owner's) now.
-    const now = await this.getOne(id);
-    return now !== null && (owner === null || now.owner === owner) ? 'mismatch' : false;
+  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>> {
+    return this.gardens.removeMember(id, actor, user);
   }
 
   async insertEndpoint(e: EndpointRecord): Promise<void> {
@@ -716,12 +457,13 @@ export class PgStore implements Store {
     return position(row.xmin, 0);
   }
 
-  async listEvents(q: { after: string; owner: string | null; limit: number }): Promise<EventRecord[]> {
+  async listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
     const [xid, seq] = parsePosition(q.after);
+    if (q.gardens !== null && q.gardens.length === 0) return [];
     const r =
-      q.owner === null
+      q.gardens === null
         ? await this.q<EventRow>('eventsAll', [xid, seq, q.limit])
-        : await this.q<EventRow>('eventsOf', [xid, seq, q.limit, q.owner]);
+        : await this.q<EventRow>('eventsOf', [xid, seq, q.limit, [...new Set(q.gardens)]]);
     return r.rows.map(toEvent);
   }
 

@@ -120,6 +120,7 @@ export class SqliteWrites {
           'SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?',
         )
         .pluck(),
+      gardenExists: db.prepare<[string], number>('SELECT 1 FROM gardens WHERE id = ?').pluck(),
       updatePlant: db.prepare<[string, string | null, number, number]>(
         'UPDATE plants SET name = ?, tag = ?, version = ? WHERE id = ?',
       ),
@@ -240,8 +241,11 @@ export class SqliteWrites {
   }
 
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
-    if (!plant.admin) {
-      // The role is read under the write lock, so a member removed a moment ago creates nothing.
+    if (plant.admin) {
+      // Read under the write lock: a garden deleted a moment ago takes no plant.
+      if (this.s.gardenExists.get(plant.garden) === undefined) return { missing: true };
+    } else {
+      // Likewise, a member removed a moment ago creates nothing.
       const role = this.s.role.get(plant.garden, plant.owner);
       if (role === undefined) return { missing: true };
       if (!canWrite(role)) return { forbidden: true };

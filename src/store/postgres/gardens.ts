@@ -1,0 +1,246 @@
+import type pg from 'pg';
+import {
+  type Actor,
+  type GardenChange,
+  type GardenRecord,
+  type GardenRefusal,
+  MAX_GARDENS_PER_USER,
+  MAX_MEMBERS_PER_GARDEN,
+  type MemberRecord,
+  type Membership,
+  type Role,
+} from '../store.js';
+import type { PgDb } from './db.js';
+
+// Gardens and their members on PostgreSQL (contract 3.2; mirrors sqlite/garden-writes.ts).
+//
+// Every garden write locks the garden's row first, then reads what it checks in a statement of its
+// own: under READ COMMITTED each statement sees what committed before it began, so a check made
+// after the lock sees every change that held the lock before it (two owners removing each other:
+// the second finds one owner left). Membership changes and renames take FOR NO KEY UPDATE, which
+// excludes them from each other but not the FOR KEY SHARE that creates take on their garden
+// (creates do not wait for a membership change, nor it for them); a delete takes FOR UPDATE, which
+// waits for the creates in flight, so that its emptiness check sees their plants (plant-queries.ts).
+// A user's garden count is guarded by an advisory lock on the user (there is no users row to lock),
+// always taken after any garden lock, so the two kinds of lock never wait on each other in a cycle.
+const USER_LOCK = 727_003;
+
+const GARDEN_COLS = 'g.id, g.name, g.home_user, g.created_at';
+
+export const GARDEN_QUERIES = {
+  homeOf: `SELECT ${GARDEN_COLS} FROM gardens g WHERE g.home_user = $1`,
+  // The garden and its owner membership in one statement; a racing instance's insert wins quietly.
+  makeHome: `WITH g AS (INSERT INTO gardens (id, name, home_user, created_at) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (home_user) DO NOTHING RETURNING *),
+    m AS (INSERT INTO garden_members (garden_id, user_id, role, added_at)
+      SELECT id, home_user, 'owner', created_at FROM g)
+    SELECT ${GARDEN_COLS} FROM g`,
+  gardensOf: `SELECT ${GARDEN_COLS}, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id
+    WHERE m.user_id = $1 ORDER BY g.home_user IS NOT DISTINCT FROM $1 DESC, g.created_at, g.id`,
+  memberships: 'SELECT garden_id AS garden, role FROM garden_members WHERE user_id = $1 ORDER BY garden_id',
+  gardenFor: `SELECT ${GARDEN_COLS}, m.role FROM gardens g
+    LEFT JOIN garden_members m ON m.garden_id = g.id AND m.user_id = $2 WHERE g.id = $1`,
+  lockUser: `SELECT pg_advisory_xact_lock(${USER_LOCK}, hashtext($1))`,
+  // Counted after lockUser, in a statement of its own (see above).
+  createGarden: `WITH n AS (SELECT count(*) AS c FROM garden_members WHERE user_id = $3),
+    g AS (INSERT INTO gardens (id, name, home_user, created_at) SELECT $1, $2, NULL, $4 FROM n WHERE n.c < $5
+      RETURNING *),
+    m AS (INSERT INTO garden_members (garden_id, user_id, role, added_at) SELECT id, $3, 'owner', created_at FROM g)
+    SELECT ${GARDEN_COLS} FROM g`,
+  lockGarden: 'SELECT id FROM gardens WHERE id = $1 FOR NO KEY UPDATE',
+  lockGardenToDelete: 'SELECT id FROM gardens WHERE id = $1 FOR UPDATE',
+  // A new member's garden count needs its user's lock: taken once the garden's row is locked.
+  lockGardenAndUser: `WITH g AS (SELECT id FROM gardens WHERE id = $1 FOR NO KEY UPDATE)
+    SELECT g.id, pg_advisory_xact_lock(${USER_LOCK}, hashtext($2))::text AS locked FROM g`,
+  gardenActor: `SELECT ${GARDEN_COLS},
+      (SELECT role FROM garden_members WHERE garden_id = $1 AND user_id = $2) AS role
+    FROM gardens g WHERE g.id = $1`,
+  memberState: `SELECT m.role, m.added_at,
+      (SELECT count(*) FROM garden_members WHERE garden_id = $1 AND role = 'owner')::int AS owners,
+      (SELECT count(*) FROM garden_members WHERE garden_id = $1)::int AS members,
+      (SELECT count(*) FROM garden_members WHERE user_id = $2)::int AS user_gardens
+    FROM (SELECT 1) one LEFT JOIN garden_members m ON m.garden_id = $1 AND m.user_id = $2`,
+  hasPlants: 'SELECT EXISTS (SELECT 1 FROM plants WHERE garden = $1) AS any',
+  renameGarden: `UPDATE gardens g SET name = $2 WHERE g.id = $1 RETURNING ${GARDEN_COLS}`,
+  deleteGarden: 'DELETE FROM gardens WHERE id = $1',
+  listMembers: `SELECT user_id, role, added_at FROM garden_members WHERE garden_id = $1 ORDER BY added_at, user_id`,
+  insertMember: 'INSERT INTO garden_members (garden_id, user_id, role, added_at) VALUES ($1, $2, $3, $4)',
+  setRole: 'UPDATE garden_members SET role = $3 WHERE garden_id = $1 AND user_id = $2',
+  deleteMember: 'DELETE FROM garden_members WHERE garden_id = $1 AND user_id = $2',
+} as const;
+
+type GardenQuery = keyof typeof GARDEN_QUERIES;
+
+interface GardenRow {
+  id: string;
+  name: string;
+  home_user: string | null;
+  created_at: Date;
+}
+
+const toGarden = (r: GardenRow): GardenRecord => ({
+  id: r.id,
+  name: r.name,
+  homeUser: r.home_user,
+  createdAt: r.created_at,
+});
+
+const refused = <R extends GardenRefusal>(why: R) => ({ refused: why });
+
+/** The garden reads and writes of the PostgreSQL store. */
+export class PgGardens {
+  constructor(private readonly db: PgDb<GardenQuery>) {}
+
+  /** The user's home garden, made (with the user as owner) when there is none; racing callers get one garden. */
+  async home(user: string, make: { id: string; name: string; at: Date }): Promise<GardenRecord> {
+    const found = (await this.db.q<GardenRow>('homeOf', [user])).rows[0];
+    if (found) return toGarden(found);
+    const made = (await this.db.q<GardenRow>('makeHome', [make.id, make.name, user, make.at])).rows[0];
+    if (made) return toGarden(made);
+    // Another caller made it first; it has committed (ON CONFLICT waited for it), so it is read now.
+    const other = (await this.db.q<GardenRow>('homeOf', [user])).rows[0];
+    if (!other) throw new Error(`the home garden of ${user} vanished while it was made`);
+    return toGarden(other);
+  }
+
+  /** The user's gardens with its role in each, its home garden first, then by creation. */
+  async gardensOf(user: string): Promise<(GardenRecord & { role: Role })[]> {
+    const rows = (await this.db.q<GardenRow & { role: Role }>('gardensOf', [user])).rows;
+    return rows.map((r) => ({ ...toGarden(r), role: r.role }));
+  }
+
+  /** The user's memberships, by garden id. */
+  async memberships(user: string): Promise<Membership[]> {
+    return (await this.db.q<Membership>('memberships', [user])).rows;
+  }
+
+  /** The garden and the user's role in it (admin: owner); null when missing or not a member. */
+  async gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null> {
+    const row = (await this.db.q<GardenRow & { role: Role | null }>('gardenFor', [id, user])).rows[0];
+    if (!row) return null;
+    if (user === null) return { garden: toGarden(row), role: 'owner' };
+    return row.role === null ? null : { garden: toGarden(row), role: row.role };
+  }
+
+  /** A new garden owned by `owner`, unless the owner is in as many gardens as a user may be. */
+  createGarden(g: {
+    id: string;
+    name: string;
+    owner: string;
+    at: Date;
+  }): Promise<GardenChange<GardenRecord>> {
+    return this.db.tx(async (c) => {
+      await this.db.q('lockUser', [g.owner], c);
+      const row = (
+        await this.db.q<GardenRow>('createGarden', [g.id, g.name, g.owner, g.at, MAX_GARDENS_PER_USER], c)
+      ).rows[0];
+      return row ? { ok: toGarden(row) } : refused('too_many_gardens');
+    });
+  }
+
+  // Locks the garden (see the top of this file), then reads it and the actor's role: `missing`
+  // when there is no such garden or the actor (null: admin) is no member of it.
+  private async locked(
+    c: pg.PoolClient,
+    id: string,
+    actor: Actor,
+    lock: 'lockGarden' | 'lockGardenToDelete' | { user: string },
+  ): Promise<{ garden: GardenRow; owner: boolean } | { refused: 'missing' }> {
+    const got =
+      typeof lock === 'string'
+        ? await this.db.q(lock, [id], c)
+        : await this.db.q('lockGardenAndUser', [id, lock.user], c);
+    if (got.rowCount === 0) return refused('missing');
+    const row = (await this.db.q<GardenRow & { role: Role | null }>('gardenActor', [id, actor], c)).rows[0];
+    if (!row) return refused('missing');
+    if (actor === null) return { garden: row, owner: true };
+    if (row.role === null) return refused('missing');
+    return { garden: row, owner: row.role === 'owner' };
+  }
+
+  /** Renames a garden the actor owns. */
+  renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>> {
+    return this.db.tx(async (c) => {
+      const found = await this.locked(c, id, actor, 'lockGarden');
+      if ('refused' in found) return found;
+      if (!found.owner) return refused('forbidden');
+      const row = (await this.db.q<GardenRow>('renameGarden', [id, name], c)).rows[0]!;
+      return { ok: toGarden(row) };
+    });
+  }
+
+  /** Deletes an empty garden the actor owns, never a home garden; its memberships go with it. */
+  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>> {
+    return this.db.tx(async (c) => {
+      const found = await this.locked(c, id, actor, 'lockGardenToDelete');
+      if ('refused' in found) return found;
+      if (!found.owner) return refused('forbidden');
+      if (found.garden.home_user !== null) return refused('home_garden');
+      const plants = (await this.db.q<{ any: boolean }>('hasPlants', [id], c)).rows[0]!;
+      if (plants.any) return refused('garden_not_empty');
+      await this.db.q('deleteGarden', [id], c);
+      return { ok: true as const };
+    });
+  }
+
+  /** The garden's members, by when they were added. */
+  async listMembers(id: string): Promise<MemberRecord[]> {
+    const rows = (await this.db.q<{ user_id: string; role: Role; added_at: Date }>('listMembers', [id])).rows;
+    return rows.map((r) => ({ user: r.user_id, role: r.role, addedAt: r.added_at }));
+  }
+
+  /** Adds a member or changes its role, with the limits, the last owner and a home garden's user checked. */
+  putMember(
+    id: string,
+    actor: Actor,
+    user: string,
+    role: Role,
+    at: Date,
+  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>> {
+    return this.db.tx(async (c) => {
+      const found = await this.locked(c, id, actor, { user });
+      if ('refused' in found) return found;
+      if (!found.owner) return refused('forbidden');
+      const was = await this.memberState(c, id, user);
+      if (was.role === null) {
+        if (was.user_gardens >= MAX_GARDENS_PER_USER) return refused('too_many_gardens');
+        if (was.members >= MAX_MEMBERS_PER_GARDEN) return refused('too_many_members');
+        await this.db.q('insertMember', [id, user, role, at], c);
+        return { ok: { member: { user, role, addedAt: at }, created: true } };
+      }
+      if (was.role !== role) {
+        if (found.garden.home_user === user) return refused('home_garden');
+        if (was.role === 'owner' && was.owners <= 1) return refused('last_owner');
+        await this.db.q('setRole', [id, user, role], c);
+      }
+      return { ok: { member: { user, role, addedAt: was.added_at! }, created: false } };
+    });
+  }
+
+  /** Removes a member, by an owner or by the member itself (leaving); never the last owner or a home garden's user. */
+  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>> {
+    return this.db.tx(async (c) => {
+      const found = await this.locked(c, id, actor, 'lockGarden');
+      if ('refused' in found) return found;
+      if (!found.owner && actor !== user) return refused('forbidden');
+      const was = await this.memberState(c, id, user);
+      if (was.role === null) return refused('no_member');
+      if (found.garden.home_user === user) return refused('home_garden');
+      if (was.role === 'owner' && was.owners <= 1) return refused('last_owner');
+      await this.db.q('deleteMember', [id, user], c);
+      return { ok: true as const };
+    });
+  }
+
+  private async memberState(c: pg.PoolClient, id: string, user: string) {
+    return (
+      await this.db.q<{
+        role: Role | null;
+        added_at: Date | null;
+        owners: number;
+        members: number;
+        user_gardens: number;
+      }>('memberState', [id, user], c)
+    ).rows[0]!;
+  }
+}

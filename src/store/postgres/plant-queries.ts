@@ -1,0 +1,137 @@
+import { DATA, eventFor, QUEUED } from './events.js';
+
+// The SQL of plants on PostgreSQL: creates (with their garden's role check), changes, deletes and
+// list pages, with the events and deliveries each writes in the same statement or transaction.
+
+const COLS = 'id, owner, garden, name, tag, version';
+// A list page shows neither the creator nor (unless asked) the version: the garden page indexes
+// hold every column it shows.
+const PAGE_COLS = 'id, garden, name, tag';
+const PAGE_COLS_V = 'id, garden, name, tag, version';
+
+// A writer's role in a garden (an editor or owner may write), as SQL over a role column.
+const WRITES = (role: string) => `${role} IN ('editor', 'owner')`;
+
+// One garden's page (garden `g`, with `tag` unless null, ids after `after`, `lim` of them), an
+// ordered index range scan stopped at its LIMIT. `garden = g AND id > a` is spelt `(garden, id) > (g, a) AND garden <= g` (likewise
+// for tags): only then does the one right index yield the order asked for. The planner cannot see
+// the values in the arrays, and given the equality it may walk the primary key in id order and
+// filter, which reads the whole table for a small garden or a rare tag. (The database's collation is
+// deterministic, equal meaning byte-equal, so both spellings select the same rows.)
+const gardenPage = (cols: string, g: string, tag: string | null, after: string, lim: string) =>
+  tag === null
+    ? `SELECT ${cols} FROM plants WHERE (garden, id) > (${g}, ${after}) AND garden <= ${g}
+        ORDER BY garden, id LIMIT ${lim}`
+    : `SELECT ${cols} FROM plants WHERE garden = ${g} AND (tag, id) > (${tag}, ${after}) AND tag <= ${tag}
+        ORDER BY tag, id LIMIT ${lim}`;
+
+// A page across gardens (the text[] `gardens`): each garden's own page, merged in id order and cut at
+// the limit, so the cost follows the gardens and the limit, never how many plants they hold.
+const acrossGardens = (cols: string, gardens: string, tag: string | null, after: string, lim: string) =>
+  `SELECT p.* FROM unnest(${gardens}) AS g(id) CROSS JOIN LATERAL (
+      ${gardenPage(cols, 'g.id', tag, after, lim)}) p
+    ORDER BY p.id LIMIT ${lim}`;
+
+// The batched pages' branches, one per shape of query, each row tagged with its page's ordinal n. A
+// page's gardens are the slice lo…hi of $6 (a null lo: every plant).
+const branch = (which: string, from: string) => `
+    SELECT q.n, p.id, p.garden, p.name, p.tag FROM q CROSS JOIN LATERAL (${from}) p
+    WHERE ${which}`;
+const PAGE_SHAPES = [
+  branch(
+    'q.lo IS NOT NULL AND q.tag IS NULL',
+    acrossGardens(PAGE_COLS, '($6::text[])[q.lo:q.hi]', null, 'q.after_id', 'q.lim'),
+  ),
+  branch(
+    'q.lo IS NOT NULL AND q.tag IS NOT NULL',
+    acrossGardens(PAGE_COLS, '($6::text[])[q.lo:q.hi]', 'q.tag', 'q.after_id', 'q.lim'),
+  ),
+  branch(
+    'q.lo IS NULL AND q.tag IS NOT NULL',
+    `SELECT ${PAGE_COLS} FROM plants WHERE (tag, id) > (q.tag, q.after_id) AND tag <= q.tag
+      ORDER BY tag, id LIMIT q.lim`,
+  ),
+  branch(
+    'q.lo IS NULL AND q.tag IS NULL',
+    `SELECT ${PAGE_COLS} FROM plants WHERE id > q.after_id ORDER BY id LIMIT q.lim`,
+  ),
+];
+
+// A create checks its garden and the creator's role in the statement that inserts the plant, and
+// locks the garden's row FOR KEY SHARE, as a foreign key's check would: a garden's delete (FOR
+// UPDATE) waits for the creates in flight and then sees their plants, and a create that waited for
+// a delete finds no garden, so no plant is ever left in a deleted garden. Membership changes take
+// FOR NO KEY UPDATE, which does not wait for creates (gardens.ts).
+// Whether `garden` exists and the role in it of the creator `owner` (`admin`: plants:admin, owner).
+const ACCESS = (garden: string, owner: string, admin: string) => `
+      SELECT g.id IS NOT NULL AS found, CASE WHEN ${admin} THEN 'owner' ELSE m.role END AS role
+      FROM (SELECT 1) one
+      LEFT JOIN LATERAL (SELECT id FROM gardens WHERE id = ${garden} FOR KEY SHARE) g ON true
+      LEFT JOIN garden_members m ON m.garden_id = ${garden} AND m.user_id = ${owner}`;
+
+export const PLANT_QUERIES = {
+  // Creates with server-assigned ids ($1[i] … $6[i]: owner, garden, name, tag, the event's time or
+  // null for none, made by admin), each row of the answer tagged with its ordinal n; only a plant
+  // whose creator may write in its garden takes an id. `i` is evaluated once (it calls nextval), so
+  // each plant's id is the one its row is matched back by; a plant whose id was taken meanwhile is
+  // not in p.
+  createPlants: `WITH u AS (
+      SELECT u.n, u.owner, u.garden, u.name, u.tag, u.at, a.found, a.role
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[])
+        WITH ORDINALITY AS u(owner, garden, name, tag, at, admin, n)
+      CROSS JOIN LATERAL (${ACCESS('u.garden', 'u.owner', 'u.admin')}) a),
+    i AS (SELECT nextval('plants_id_seq') AS id, owner, garden, name, tag, at, n FROM u
+      WHERE found AND ${WRITES('role')}),
+    ins AS (INSERT INTO plants (id, owner, garden, name, tag) SELECT id, owner, garden, name, tag FROM i
+      ON CONFLICT (id) DO NOTHING RETURNING id, version),
+    p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)),
+    ${eventFor('plant.created', 'p.at', DATA, 'WHERE p.at IS NOT NULL')}
+    SELECT u.n, p.id, p.version, u.found, u.role, ${QUEUED} FROM u LEFT JOIN p USING (n)`,
+  // A client-chosen id's plant ($1 … $5: id, owner, garden, name, tag; $6 by admin), if its
+  // creator may write in its garden: whether it may, and the plant written (none: the id exists).
+  insertClientId: `WITH a AS (${ACCESS('$3::text', '$2::text', '$6::boolean')}),
+    ins AS (INSERT INTO plants (id, owner, garden, name, tag) SELECT $1, $2, $3, $4, $5 FROM a
+      WHERE a.found AND ${WRITES('a.role')} ON CONFLICT (id) DO NOTHING RETURNING id, version)
+    SELECT a.found, a.role, ins.id, ins.version FROM a LEFT JOIN ins ON true`,
+  raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
+  recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden, $4::text AS name,
+      $5::text AS tag), ${eventFor('plant.created', '$6')} SELECT ${QUEUED}`,
+  // A change: the row locked, so that its check and its write are one step against any other
+  // writer, with the actor's role in its garden.
+  plantForUpdate: `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p
+    LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = $2 WHERE p.id = $1 FOR UPDATE OF p`,
+  updatePlant: `UPDATE plants SET name = $2, tag = $3, version = nextval('plant_versions') WHERE id = $1 RETURNING version`,
+  // A change's event: the plant row and the event's data (the plant after it, with previous) as parameters.
+  recordUpdated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden),
+    ${eventFor('plant.updated', '$5', '$4::text')} SELECT ${QUEUED}`,
+  // A delete in one statement, by an actor ($2; null: admin) that may write in the plant's garden,
+  // in one of the versions $3 (null: any), with its event at $4 (null: none). When it deletes
+  // nothing, the store reads why.
+  deletePlant: `WITH p AS (DELETE FROM plants x WHERE x.id = $1 AND ($3::bigint[] IS NULL OR x.version = ANY($3))
+      AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM garden_members m
+        WHERE m.garden_id = x.garden AND m.user_id = $2 AND ${WRITES('m.role')}))
+      RETURNING x.id, x.owner, x.garden, x.name, x.tag),
+    ${eventFor('plant.deleted', '$4::timestamptz', DATA, 'WHERE $4::timestamptz IS NOT NULL')}
+    SELECT id, ${QUEUED} FROM p`,
+  getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
+  // A plant and a user's role in its garden (no user: no role), by primary keys.
+  plantFor: `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p
+    LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = $2 WHERE p.id = $1`,
+  // The batched form: plant $1[i] with the role of user $2[i], tagged with the ordinal n.
+  plantsFor: `SELECT u.n, p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role
+    FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS u(id, usr, n) JOIN plants p ON p.id = u.id
+    LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = u.usr`,
+  listAll: `SELECT ${PAGE_COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
+  listAllTag: `SELECT ${PAGE_COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listGardens: acrossGardens(PAGE_COLS, '$1::text[]', null, '$2::bigint', '$3::bigint'),
+  listGardensTag: acrossGardens(PAGE_COLS, '$1::text[]', '$2::text', '$3::bigint', '$4::bigint'),
+  listAllV: `SELECT ${PAGE_COLS_V} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
+  listAllTagV: `SELECT ${PAGE_COLS_V} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  listGardensV: acrossGardens(PAGE_COLS_V, '$1::text[]', null, '$2::bigint', '$3::bigint'),
+  listGardensTagV: acrossGardens(PAGE_COLS_V, '$1::text[]', '$2::text', '$3::bigint', '$4::bigint'),
+  // Pages $1[i] … $5[i] (tag, afterId, limit, and the slice lo…hi of $6 holding its gardens; a null
+  // tag: any, a null lo: every plant).
+  listPages: `WITH q AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::int[], $5::int[])
+      WITH ORDINALITY AS q(tag, after_id, lim, lo, hi, n))
+    ${PAGE_SHAPES.join('\n    UNION ALL')}`,
+} as const;

@@ -1,0 +1,143 @@
+import type { PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
+import { CallBatch } from './call-batch.js';
+import type { PgDb } from './db.js';
+import type { PLANT_QUERIES } from './plant-queries.js';
+
+// The plant reads of the PostgreSQL store. As in the SQLite store, the reads of one kind that arrive
+// in one turn of the event loop become one statement (getPlant and plantFor one, listPlants
+// another): a batch costs one pool checkout, one round trip and one statement's parse, bind and
+// plan instead of one per call. Its statement is sent after every request of the turn has queued
+// its read, so each read still sees every write acknowledged before it was sent.
+
+/** A read of one plant, with the role of `user` in its garden (null: none asked). */
+interface PlantRead {
+  id: number;
+  user: string | null;
+}
+/** A plant as read with a user's role in its garden. */
+export type PlantRow = VersionedPlant & { role: Role | null };
+
+/** The plant of a row read with more beside it. */
+export const toPlant = (r: PlantRow): VersionedPlant => ({
+  id: r.id,
+  owner: r.owner,
+  garden: r.garden,
+  name: r.name,
+  tag: r.tag,
+  version: r.version,
+});
+
+// Arguments the batch's typed arrays would refuse (so failing every read of the batch) or that
+// PostgreSQL refuses in text (NUL) go on their own, failing alone as before.
+const batchable = (q: PageQuery): boolean =>
+  Number.isSafeInteger(q.afterId) &&
+  Number.isSafeInteger(q.limit) &&
+  q.limit >= 0 &&
+  !q.gardens?.some((g) => g.includes('\0')) &&
+  !q.tag?.includes('\0');
+
+/** Reads plants, batched per turn. */
+export class PgPlantReads {
+  constructor(private readonly db: PgDb<keyof typeof PLANT_QUERIES>) {}
+
+  private readonly gets = new CallBatch((reads: PlantRead[]) => this.getBatch(reads));
+  private readonly lists = new CallBatch((qs: PageQuery[]) => this.listBatch(qs));
+
+  /** The plant with this id, whoever's garden it is in. */
+  async get(id: number): Promise<VersionedPlant | null> {
+    return (await this.read({ id, user: null }))?.plant ?? null;
+  }
+
+  /** The plant with this id and the user's role in its garden (null user: admin, owner); null if none or no member. */
+  async plantFor(id: number, user: string | null): Promise<{ plant: VersionedPlant; role: Role } | null> {
+    const r = await this.read({ id, user });
+    if (r === null) return null;
+    if (user === null) return { plant: r.plant, role: 'owner' };
+    return r.role === null ? null : { plant: r.plant, role: r.role };
+  }
+
+  private read(x: PlantRead): Promise<{ plant: VersionedPlant; role: Role | null } | null> {
+    // An id the batch's bigint[] would refuse, or a user text refuses, fails on its own rather
+    // than with its batch.
+    return Number.isSafeInteger(x.id) && !x.user?.includes('\0') ? this.gets.push(x) : this.readOne(x);
+  }
+
+  private async readOne(x: PlantRead): Promise<{ plant: VersionedPlant; role: Role | null } | null> {
+    const row = (await this.db.q<PlantRow>('plantFor', [x.id, x.user])).rows[0];
+    return row ? { plant: toPlant(row), role: row.role } : null;
+  }
+
+  private async getBatch(
+    reads: PlantRead[],
+  ): Promise<({ plant: VersionedPlant; role: Role | null } | null)[]> {
+    if (reads.length === 1) return [await this.readOne(reads[0]!)];
+    const rows = (
+      await this.db.q<PlantRow & { n: number }>('plantsFor', [
+        reads.map((x) => x.id),
+        reads.map((x) => x.user),
+      ])
+    ).rows;
+    const byN = new Map(rows.map((r) => [r.n, r]));
+    // Each caller gets a record of its own, as from a query of its own, even for the same id.
+    return reads.map((_, i) => {
+      const row = byN.get(i + 1);
+      return row ? { plant: toPlant(row), role: row.role } : null;
+    });
+  }
+
+  /** A page of plants (see Store.listPlants). */
+  list(q: PageQuery): Promise<PagePlant[]> {
+    // A garden named twice is read once; no gardens, no plants.
+    const page = q.gardens === null ? q : { ...q, gardens: [...new Set(q.gardens)] };
+    if (page.gardens !== null && page.gardens.length === 0) return Promise.resolve([]);
+    // A page with each plant's version (include=version): one statement, outside the turn's batch.
+    if (q.withVersion) return this.listOne(page, true);
+    return batchable(page) ? this.lists.push(page) : this.listOne(page, false);
+  }
+
+  private async listOne(q: PageQuery, withVersion: boolean): Promise<PagePlant[]> {
+    const v = withVersion ? 'V' : '';
+    const r =
+      q.gardens === null
+        ? q.tag === null
+          ? await this.db.q<PagePlant>(`listAll${v}`, [q.afterId, q.limit])
+          : await this.db.q<PagePlant>(`listAllTag${v}`, [q.tag, q.afterId, q.limit])
+        : q.tag === null
+          ? await this.db.q<PagePlant>(`listGardens${v}`, [q.gardens, q.afterId, q.limit])
+          : await this.db.q<PagePlant>(`listGardensTag${v}`, [q.gardens, q.tag, q.afterId, q.limit]);
+    return r.rows;
+  }
+
+  private async listBatch(qs: PageQuery[]): Promise<PagePlant[][]> {
+    if (qs.length === 1) return [await this.listOne(qs[0]!, false)];
+    // Every page's gardens in one array, each page naming its slice (1-based, inclusive).
+    const gardens: string[] = [];
+    const lo: (number | null)[] = [];
+    const hi: (number | null)[] = [];
+    for (const q of qs) {
+      lo.push(q.gardens === null ? null : gardens.length + 1);
+      if (q.gardens !== null) gardens.push(...q.gardens);
+      hi.push(q.gardens === null ? null : gardens.length);
+    }
+    const { rows } = await this.db.q<PagePlant & { n: number }>('listPages', [
+      qs.map((q) => q.tag),
+      qs.map((q) => q.afterId),
+      qs.map((q) => q.limit),
+      lo,
+      hi,
+      gardens,
+    ]);
+    const pages = qs.map((): PagePlant[] => []);
+    let ordered = true;
+    for (const r of rows) {
+      const page = pages[r.n - 1]!;
+      const last = page[page.length - 1];
+      if (last !== undefined && last.id > r.id) ordered = false;
+      page.push({ id: r.id, garden: r.garden, name: r.name, tag: r.tag });
+    }
+    // Each page comes out of its own ordered scan; SQL promises that order only under a top-level
+    // ORDER BY, which would sort the whole result, so the (unlikely) other case is put right here.
+    if (!ordered) for (const page of pages) page.sort((a, b) => a.id - b.id);
+    return pages;
+  }
+}

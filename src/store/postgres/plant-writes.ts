@@ -1,0 +1,258 @@
+import type pg from 'pg';
+import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
+import { applyPatch, canWrite, eventData, shownPlant } from '../plant-changes.js';
+import type {
+  Actor,
+  CreateResult,
+  IdempotencyRef,
+  NewEvent,
+  NewPlant,
+  PlantPatch,
+  Role,
+  UpdateResult,
+} from '../store.js';
+import { CallBatch } from './call-batch.js';
+import type { PgDb } from './db.js';
+import type { PLANT_QUERIES } from './plant-queries.js';
+import { type PlantRow, toPlant } from './plant-reads.js';
+
+// The plant writes of the PostgreSQL store: creates (batched per turn), changes and deletes, each
+// with its garden's role check, its event and its deliveries in the same statement or transaction.
+
+// Arbitrary but fixed key of the advisory lock that serializes client-chosen ids.
+const ID_LOCK = 727_002;
+
+/** A create with a server-assigned id; event null: it records none. */
+interface ServerIdCreate {
+  plant: NewPlant;
+  event: NewEvent | null;
+}
+
+/** A plant a create wrote (its id and version), or why its garden refused it. */
+type Made = { id: number; version: number } | 'missing' | 'forbidden';
+
+/** A row of createPlants: the plant written, or (id null) whether its garden was found and the role. */
+interface CreateRow {
+  n: number;
+  id: number | null;
+  version: number | null;
+  found: boolean;
+  role: Role | null;
+  queued: number;
+}
+
+/** What a create row says; null when its id was taken (a server-assigned one then takes the next id). */
+function madeOf(r: CreateRow | undefined): Made | null {
+  if (r === undefined) return null;
+  if (r.id !== null && r.version !== null) return { id: r.id, version: r.version };
+  if (!r.found || r.role === null) return 'missing';
+  return canWrite(r.role) ? null : 'forbidden';
+}
+
+// What createPlant answers for what it made; null: the id exists.
+function createResult(plant: NewPlant, made: Made | null): CreateResult {
+  if (made === null) return { exists: true };
+  if (made === 'missing') return { missing: true };
+  if (made === 'forbidden') return { forbidden: true };
+  const { owner, garden, name, tag } = plant;
+  return { created: { id: made.id, owner, garden, name, tag, version: made.version } };
+}
+
+/** Creates, changes and deletes plants. */
+export class PgPlantWrites {
+  constructor(private readonly db: PgDb<keyof typeof PLANT_QUERIES | 'finishIdem'>) {}
+
+  // The creates with server-assigned ids of a turn: one statement checks their gardens and writes
+  // their plants, events and deliveries.
+  private readonly creates = new CallBatch((cs: ServerIdCreate[]) => this.createBatch(cs));
+
+  /** Creates a plant (see Store.createPlant). */
+  async create(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
+    const create = { plant, event: event ?? null };
+    if (plant.id === null && !idem) {
+      // The common case: the turn's creates in one statement, no explicit transaction (their garden
+      // checks, events and deliveries in the same statement).
+      return createResult(plant, await this.creates.push(create));
+    }
+    let queued = 0;
+    const result = await this.db.tx(async (c): Promise<CreateResult> => {
+      let made: Made | null;
+      if (plant.id === null) {
+        const r = await this.createOne(create, c);
+        made = r.made;
+        queued = r.queued;
+      } else {
+        made = await this.createClientId(plant, event, c, (n) => {
+          queued = n;
+        });
+      }
+      // A refusal by the garden records nothing against the key: the caller releases it.
+      if (made === 'missing' || made === 'forbidden') return createResult(plant, made);
+      if (idem) {
+        const shown = made && shownPlant({ ...plant, version: made.version });
+        await this.db.q(
+          'finishIdem',
+          [made === null ? 409 : 201, made?.id ?? null, idem.user, idem.key, shown],
+          c,
+        );
+      }
+      return createResult(plant, made);
+    });
+    this.db.queued(queued);
+    return result;
+  }
+
+  // A client-chosen id, step by step in the create's transaction: the plant, if its creator may
+  // write in its garden (null: the id exists), the sequence raised past it, and its event.
+  private async createClientId(
+    plant: NewPlant,
+    event: NewEvent | undefined,
+    c: pg.PoolClient,
+    onQueued: (n: number) => void,
+  ): Promise<Made | null> {
+    const row = (
+      await this.db.q<Omit<CreateRow, 'n' | 'queued'>>(
+        'insertClientId',
+        [plant.id, plant.owner, plant.garden, plant.name, plant.tag, plant.admin === true],
+        c,
+      )
+    ).rows[0]!;
+    const made = madeOf({ ...row, n: 1, queued: 0 });
+    if (made === 'missing' || made === 'forbidden') return made;
+    if (made === null) return null;
+    // Serialized so two concurrent client ids cannot lower the sequence below either of them.
+    await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
+    await this.db.q('raiseSequence', [made.id], c);
+    if (event) {
+      const e = await this.db.q<{ queued: number }>(
+        'recordCreated',
+        [made.id, plant.owner, plant.garden, plant.name, plant.tag, event.at],
+        c,
+      );
+      onQueued(e.rows[0]?.queued ?? 0);
+    }
+    return made;
+  }
+
+  /** Changes a plant (see Store.updatePlant). */
+  async update(
+    id: number,
+    actor: Actor,
+    patch: PlantPatch,
+    ifVersions: number[] | null,
+    idem?: IdempotencyRef,
+    event?: NewEvent,
+  ): Promise<UpdateResult> {
+    // An id the bigint parameter would refuse is no plant.
+    if (!Number.isSafeInteger(id)) return { missing: true };
+    let queued = 0;
+    const result = await this.db.tx(async (c): Promise<UpdateResult> => {
+      const row = (await this.db.q<PlantRow>('plantForUpdate', [id, actor], c)).rows[0];
+      if (row === undefined || (actor !== null && row.role === null)) return { missing: true };
+      if (actor !== null && !canWrite(row.role)) return { forbidden: true };
+      const was = toPlant(row);
+      if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
+      const { name, tag, changed, previous } = applyPatch(was, patch);
+      let now = was;
+      if (changed) {
+        const r = await this.db.q<{ version: number }>('updatePlant', [id, name, tag], c);
+        now = { ...was, name, tag, version: r.rows[0]!.version };
+        if (event) {
+          const data = JSON.stringify(eventData(id, name, tag, was.garden, previous));
+          const e = await this.db.q<{ queued: number }>(
+            'recordUpdated',
+            [id, was.owner, was.garden, data, event.at],
+            c,
+          );
+          queued = e.rows[0]?.queued ?? 0;
+        }
+      }
+      if (idem) {
+        const shown = shownPlant(now);
+        await this.db.q('finishIdem', [200, id, idem.user, idem.key, shown], c);
+      }
+      return { updated: now, changed };
+    });
+    this.db.queued(queued);
+    return result;
+  }
+
+  // Runs createPlants for these creates; a row per create, by its ordinal.
+  private async createRows(cs: ServerIdCreate[], c?: pg.PoolClient): Promise<Map<number, CreateRow>> {
+    const r = await this.db.q<CreateRow>(
+      'createPlants',
+      [
+        cs.map((x) => x.plant.owner),
+        cs.map((x) => x.plant.garden),
+        cs.map((x) => x.plant.name),
+        cs.map((x) => x.plant.tag),
+        cs.map((x) => x.event?.at ?? null),
+        cs.map((x) => x.plant.admin === true),
+      ],
+      c,
+    );
+    return new Map(r.rows.map((row) => [row.n, row]));
+  }
+
+  private async createBatch(cs: ServerIdCreate[]): Promise<(Made | Promise<Made>)[]> {
+    const alone = (x: ServerIdCreate) =>
+      this.createOne(x).then((r) => {
+        this.db.queued(r.queued);
+        return r.made;
+      });
+    if (cs.length === 1) return [alone(cs[0]!)];
+    let rows: Map<number, CreateRow>;
+    try {
+      rows = await this.createRows(cs);
+    } catch (err) {
+      // The statement may have committed before the connection failed: a retry could create twice.
+      if (err instanceof StoreUnavailableError) throw err;
+      // Refused, it wrote nothing; each create runs on its own, to succeed or fail by itself.
+      return cs.map(alone);
+    }
+    this.db.queued(rows.get(1)?.queued ?? 0);
+    // A plant whose id a client took meanwhile was not written: it takes the next id on its own.
+    return cs.map((x, i) => madeOf(rows.get(i + 1)) ?? alone(x));
+  }
+
+  // One create with a server-assigned id; nextval may land on an id a client took meanwhile, and
+  // then it takes the next one. The caller tells the dispatcher (after its commit).
+  private async createOne(x: ServerIdCreate, c?: pg.PoolClient): Promise<{ made: Made; queued: number }> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      let row: CreateRow | undefined;
+      try {
+        row = (await this.createRows([x], c)).get(1);
+      } catch (err) {
+        // The sequence stops at 2^53−1 (sequence_generator_limit_exceeded).
+        if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
+        throw err;
+      }
+      const made = madeOf(row);
+      if (made !== null) return { made, queued: row?.queued ?? 0 };
+    }
+    throw new StoreUnavailableError('could not find a free plant id; retry later');
+  }
+
+  /** Deletes a plant (see Store.deletePlant). */
+  async delete(
+    id: number,
+    actor: Actor,
+    event?: NewEvent,
+    ifVersions?: number[] | null,
+  ): Promise<boolean | 'mismatch' | 'forbidden'> {
+    // An id the bigint parameter would refuse is no plant.
+    if (!Number.isSafeInteger(id)) return false;
+    const versions = ifVersions ?? null;
+    const r = await this.db.q<{ queued: number }>('deletePlant', [id, actor, versions, event?.at ?? null]);
+    if ((r.rowCount ?? 0) > 0) {
+      this.db.queued(r.rows[0]?.queued ?? 0);
+      return true;
+    }
+    if (actor === null && versions === null) return false;
+    // Not deleted: why, as things stand now (missing before forbidden before mismatch).
+    const now = (await this.db.q<{ version: number; role: Role | null }>('plantFor', [id, actor])).rows[0];
+    if (now === undefined || (actor !== null && now.role === null)) return false;
+    if (actor !== null && !canWrite(now.role)) return 'forbidden';
+    return versions !== null && !versions.includes(now.version) ? 'mismatch' : false;
+  }
+}

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { EventRecord, Store } from '../../src/store/store.js';
+import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
+import { claimAll, endpoint, garden, plant, user } from './garden-helpers.js';
+
+// Events in gardens, on every engine (contract 8, version 3): the log read by gardens, webhook
+// deliveries fanned out to the endpoints of the garden's members when the event is written, the
+// membership asked again when a delivery is claimed, and recover by the memberships of now.
+
+for (const engine of ENGINES) {
+  describe(`store garden events: ${engine.name}`, { skip: engine.skip }, () => {
+    let store: Store;
+    before(async () => {
+      store = await engine.open();
+    });
+    after(async () => {
+      await store?.close();
+    });
+
+    // The events after `head` (every one, the log's own order), once `n` of them are readable.
+    const eventsAfter = (head: string, gardens: string[] | null, n: number) =>
+      until(`${n} events`, async () => {
+        const got = await store.listEvents({ after: head, gardens, limit: 1000 });
+        return got.length >= n && got;
+      });
+
+    it('listEvents by gardens: exactly the events of those gardens, in log order', async () => {
+      const o = user();
+      const gs = [await garden(store, o), await garden(store, o), await garden(store, o)];
+      const head = await store.headPosition();
+      for (let i = 0; i < 12; i++) {
+        const p = await plant(store, o, gs[i % 3]!, { name: `e${i}`, at: new Date() });
+        if (i % 4 === 0) assert.equal(await store.deletePlant(p.id, o, { at: new Date() }), true);
+      }
+      const all = (await eventsAfter(head, null, 15)).filter((e) => gs.includes(e.garden));
+      assert.equal(all.length, 15);
+      const pick = (wanted: string[]) => all.filter((e) => wanted.includes(e.garden));
+      for (const wanted of [[gs[0]!], [gs[2]!, gs[0]!], gs, [gs[1]!, gs[1]!]]) {
+        const got = await eventsAfter(head, wanted, pick(wanted).length);
+        assert.deepEqual(got, pick(wanted));
+        assert.ok(got.every((e: EventRecord) => e.data.garden === e.garden));
+        // From a position within: what follows it.
+        const mid = got[2]!.position;
+        assert.deepEqual(await store.listEvents({ after: mid, gardens: wanted, limit: 1000 }), got.slice(3));
+        assert.deepEqual(await store.listEvents({ after: head, gardens: wanted, limit: 2 }), got.slice(0, 2));
+      }
+      assert.deepEqual(await store.listEvents({ after: head, gardens: [], limit: 10 }), []);
+      assert.deepEqual(
+        await store.listEvents({ after: head, gardens: [await garden(store, o)], limit: 10 }),
+        [],
+      );
+    });
+
+    it("deliveries go to the endpoints of the garden's members (and admin ones), as the event is written", async () => {
+      const o = user();
+      const viewer = user();
+      const outsider = user();
+      const g = await garden(store, o, [[viewer, 'viewer']]);
+      const mine = await endpoint(store, o);
+      const viewers = await endpoint(store, viewer);
+      const outsiders = await endpoint(store, outsider);
+      const admins = await endpoint(store, outsider, { admin: true });
+      const disabled = await endpoint(store, viewer, { status: 'disabled' });
+      const deletesOnly = await endpoint(store, viewer, { events: ['plant.deleted'] });
+      const ours = new Set([mine, viewers, outsiders, admins, disabled, deletesOnly].map((e) => e.id));
+      const p = await plant(store, o, g, { at: new Date() });
+      // Joining after the event was written brings none of it.
+      assert.ok('ok' in (await store.putMember(g, o, outsider, 'viewer', new Date())));
+      const jobs = (await claimAll(store)).filter((j) => ours.has(j.endpoint.id));
+      assert.deepEqual(jobs.map((j) => j.endpoint.id).sort(), [mine.id, viewers.id, admins.id].sort());
+      for (const j of jobs) {
+        assert.equal(j.event.type, 'plant.created');
+        assert.equal(j.event.garden, g);
+        assert.deepEqual(j.event.data, { id: p.id, name: p.name, garden: g });
+        assert.equal(j.attempts, 0);
+      }
+      // A delete now reaches the new member too, and the endpoint that wants deletes.
+      assert.equal(await store.deletePlant(p.id, o, { at: new Date() }), true);
+      const later = (await claimAll(store)).filter((j) => ours.has(j.endpoint.id));
+      assert.deepEqual(
+        later.map((j) => j.endpoint.id).sort(),
+        [mine.id, viewers.id, admins.id, outsiders.id, deletesOnly.id].sort(),
+      );
+    });
+
+    it("a delivery whose endpoint's owner left the garden is not sent: it ends failed, logged with the reason", async () => {
+      const o = user();
+      const leaver = user();
+      const rejoiner = user();
+      const g = await garden(store, o, [
+        [leaver, 'editor'],
+        [rejoiner, 'viewer'],
+      ]);
+      const leavers = await endpoint(store, leaver);
+      const rejoiners = await endpoint(store, rejoiner);
+      const admins = await endpoint(store, leaver, { admin: true });
+      const ours = new Set([leavers.id, rejoiners.id, admins.id]);
+      const p = await plant(store, o, g, { at: new Date() });
+      assert.ok('ok' in (await store.removeMember(g, leaver, leaver)));
+      assert.ok('ok' in (await store.removeMember(g, o, rejoiner)));
+      assert.ok('ok' in (await store.putMember(g, o, rejoiner, 'viewer', new Date())));
+      const claimedAt = new Date(Date.now() + 365 * 86_400_000);
+      const jobs = (await claimAll(store, claimedAt)).filter((j) => ours.has(j.endpoint.id));
+      // Admin endpoints see every garden; a member again by delivery time gets it.
+      assert.deepEqual(jobs.map((j) => j.endpoint.id).sort(), [rejoiners.id, admins.id].sort());
+      const log = await store.listAttempts(leavers.id, { limit: 10, beforeId: null });
+      assert.equal(log.length, 1);
+      const [attempt] = log;
+      assert.deepEqual(
+        { ...attempt!, id: '', deliveryId: '', durationMs: 0 },
+        {
+          id: '',
+          deliveryId: '',
+          endpointId: leavers.id,
+          eventId: jobs[0]!.event.id,
+          eventType: 'plant.created',
+          attempt: 1,
+          at: claimedAt,
+          status: null,
+          outcome: 'failed',
+          error: `not sent: the endpoint's owner is no longer a member of garden ${g}`,
+          durationMs: 0,
+          nextAttemptAt: null,
+        },
+      );
+      // Ended: not claimed again (the others' leases run out and they come again), and the endpoint
+      // is not marked failing for what it never got.
+      const again = await claimAll(store, new Date(claimedAt.getTime() + 3_600_000));
+      assert.deepEqual(
+        again
+          .filter((j) => ours.has(j.endpoint.id))
+          .map((j) => j.endpoint.id)
+          .sort(),
+        [rejoiners.id, admins.id].sort(),
+      );
+      const after = await store.getEndpoint(leavers.id);
+      assert.equal(after?.status, 'enabled');
+      assert.equal(after?.failingSince, null);
+      assert.deepEqual(await store.listAttempts(rejoiners.id, { limit: 10, beforeId: null }), []);
+      assert.ok(jobs.every((j) => j.event.data.id === p.id));
+    });
+
+    it('recover queues again only the events of gardens the owner is a member of now (admin: every one)', async () => {
+      const o = user();
+      const m = user();
+      const [stay, left, never] = [
+        await garden(store, o, [[m, 'viewer']]),
+        await garden(store, o, [[m, 'editor']]),
+        await garden(store, o),
+      ];
+      // Events at a time of their own, far ahead, so that `since` takes only these.
+      const since = new Date(Date.now() + 3 * 365 * 86_400_000 + Math.floor(Math.random() * 1e9));
+      const head = await store.headPosition();
+      for (const [i, g] of [stay, left, never, stay, left].entries()) {
+        await plant(store, o, g, { name: `r${i}`, at: new Date(since.getTime() + i * 1000) });
+      }
+      assert.ok('ok' in (await store.removeMember(left, o, m)));
+      const events = await eventsAfter(head, [stay, left, never], 5);
+      // Endpoints made after the events: none of them was queued at the time.
+      const members = await endpoint(store, m);
+      const admins = await endpoint(store, user(), { admin: true });
+      const now = new Date();
+      assert.equal(await store.recoverDeliveries(members.id, since, now), 2);
+      assert.equal(await store.recoverDeliveries(admins.id, since, now), 5);
+      // Already queued: not again.
+      assert.equal(await store.recoverDeliveries(members.id, since, now), 0);
+      const jobs = (await claimAll(store, new Date(now.getTime() + 1000))).filter(
+        (j) => j.endpoint.id === members.id || j.endpoint.id === admins.id,
+      );
+      const of = (id: string) =>
+        jobs
+          .filter((j) => j.endpoint.id === id)
+          .map((j) => j.event.id)
+          .sort();
+      assert.deepEqual(
+        of(members.id),
+        events
+          .filter((e) => e.garden === stay)
+          .map((e) => e.id)
+          .sort(),
+      );
+      assert.deepEqual(of(admins.id), events.map((e) => e.id).sort());
+    });
+  });
+}
