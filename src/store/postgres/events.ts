@@ -24,8 +24,11 @@ const NEW_ID = (
 
 // An endpoint `w` may see an event `ev`: made with plants:admin, or its owner is a member of the
 // event's garden (one read of the membership's primary key).
-const MAY_SEE = (w: string, ev: string) =>
-  `(${w}.admin OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${w}.owner))`;
+// `since`: and was one already when the event was written (recover).
+const MAY_SEE = (w: string, ev: string, since = false) =>
+  `(${w}.admin OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${w}.owner${
+    since ? ` AND m.added_at <= ${ev}.created_at` : ''
+  }))`;
 
 // Writes an event (type T, at $AT) for the rows of CTE `p` (those `where` keeps), and its deliveries,
 // in one statement. The deliveries go to the enabled endpoints that want the type and whose owner
@@ -116,7 +119,7 @@ export const EVENT_QUERIES = {
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
       ON ev.created_at >= $2
         AND (w.events & ${TYPE_BIT_SQL('ev.type')}) != 0
-        AND ${MAY_SEE('w', 'ev')}
+        AND ${MAY_SEE('w', 'ev', true)}
     WHERE w.id = $1 AND NOT EXISTS (
       SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state IN ('pending', 'succeeded'))`,
   position: 'SELECT xid::text AS xid, seq FROM events WHERE id = $1',

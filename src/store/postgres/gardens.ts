@@ -58,7 +58,9 @@ export const GARDEN_QUERIES = {
   memberState: `SELECT m.role, m.added_at,
       (SELECT count(*) FROM garden_members WHERE garden_id = $1 AND role = 'owner')::int AS owners,
       (SELECT count(*) FROM garden_members WHERE garden_id = $1)::int AS members,
-      (SELECT count(*) FROM garden_members WHERE user_id = $2)::int AS user_gardens
+      -- A user with no home garden yet keeps a place for it: once made, it counts as one of its gardens.
+      ((SELECT count(*) FROM garden_members WHERE user_id = $2)
+        + (NOT EXISTS (SELECT 1 FROM gardens WHERE home_user = $2))::int)::int AS user_gardens
     FROM (SELECT 1) one LEFT JOIN garden_members m ON m.garden_id = $1 AND m.user_id = $2`,
   hasPlants: 'SELECT EXISTS (SELECT 1 FROM plants WHERE garden = $1) AS any',
   renameGarden: `UPDATE gardens g SET name = $2 WHERE g.id = $1 RETURNING ${GARDEN_COLS}`,
