@@ -17,7 +17,7 @@ export interface paths {
         put?: never;
         /**
          * Create a plant
-         * @description Creates a plant owned by the caller. With an `Idempotency-Key`, a retry with the same key and body replays the first answer (with `Idempotent-Replayed: true`) instead of creating a second plant; the same key with another body is 422. An `id` of the caller's choosing that exists is 409.
+         * @description Creates a plant in the caller's home garden (`POST /gardens/{gid}/plants` creates in another). With an `Idempotency-Key`, a retry with the same key and body replays the first answer (with `Idempotent-Replayed: true`) instead of creating a second plant; the same key with another body is 422. An `id` of the caller's choosing that exists is 409.
          */
         post: operations["createPlant"];
         delete?: never;

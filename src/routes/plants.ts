@@ -110,6 +110,18 @@ function nextLink(path: string, page: Page, q: ListQuery): string | undefined {
   return `<${path}?limit=${page.limit}&cursor=${page.next}${tag}${garden}${include}>; rel="next"`;
 }
 
+// A create's answer, on /plants and on /gardens/{gid}/plants alike.
+const created = {
+  ...Plant,
+  description: 'Created. `Location: /plants/{id}` names the new plant.',
+  headers: {
+    location: { type: 'string', description: '/plants/{id}' },
+    ...etagHeader,
+    ...replayedHeader,
+    ...SUCCESS_HEADERS,
+  },
+};
+
 // The nested list's query: the garden is in the path.
 const { garden: _inPath, ...nestedQuery } = ListQuery.properties;
 const GardenListQuery = Type.Object(nestedQuery, { additionalProperties: false });
@@ -178,22 +190,13 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           operationId: 'createPlant',
           summary: 'Create a plant',
           description:
-            "Creates a plant owned by the caller. With an `Idempotency-Key`, a retry with the same key and body replays the first answer (with `Idempotent-Replayed: true`) instead of creating a second plant; the same key with another body is 422. An `id` of the caller's choosing that exists is 409.",
+            "Creates a plant in the caller's home garden (`POST /gardens/{gid}/plants` creates in another). With an `Idempotency-Key`, a retry with the same key and body replays the first answer (with `Idempotent-Replayed: true`) instead of creating a second plant; the same key with another body is 422. An `id` of the caller's choosing that exists is 409.",
           tags,
           security,
           headers: IdempotencyHeaders,
           body: PlantCreate,
           response: {
-            201: {
-              ...Plant,
-              description: 'Created. `Location: /plants/{id}` names the new plant.',
-              headers: {
-                location: { type: 'string', description: '/plants/{id}' },
-                ...etagHeader,
-                ...replayedHeader,
-                ...SUCCESS_HEADERS,
-              },
-            },
+            201: created,
             ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503),
           },
         },
@@ -286,16 +289,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           headers: IdempotencyHeaders,
           body: PlantCreate,
           response: {
-            201: {
-              ...Plant,
-              description: 'Created. `Location: /plants/{id}` names the new plant.',
-              headers: {
-                location: { type: 'string', description: '/plants/{id}' },
-                ...etagHeader,
-                ...replayedHeader,
-                ...SUCCESS_HEADERS,
-              },
-            },
+            201: created,
             ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503),
           },
         },
