@@ -48,7 +48,7 @@ function refusal(why: GardenRefusal): AppError {
     case 'too_many_members':
       return new ConflictError('too_many_members', 'a garden may have at most 1,000 members');
     case 'garden_not_empty':
-      return new ConflictError('garden_not_empty', 'delete or move the plants of this garden first');
+      return new ConflictError('garden_not_empty', 'this garden still has plants: delete them first');
   }
 }
 

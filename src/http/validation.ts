@@ -9,6 +9,7 @@ const PATTERN_MESSAGES: Record<string, string> = {
   limit: 'must be a whole number from 1 to 1000',
   id: `must be a whole number from 1 to ${MAX_PLANT_ID}`,
   'idempotency-key': 'must be 1 to 255 printable ASCII characters',
+  include: 'must be a comma-separated list of id, garden and version',
 };
 
 const TYPE_NAMES: Record<string, string> = {
@@ -57,6 +58,11 @@ function describe(e: FastifySchemaValidationError, value: unknown, name: string,
         return 'must not contain control characters';
       return 'must not be blank';
     }
+    // A union of constants (a member's role): name the values it takes.
+    case 'const':
+    case 'anyOf':
+      if (name === 'role') return 'must be viewer, editor or owner';
+      return e.message ?? 'is invalid';
     default:
       return e.message ?? 'is invalid';
   }

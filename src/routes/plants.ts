@@ -73,7 +73,7 @@ const pageView = (p: PagePlant): PlantListItem =>
 const pageViewWithId = (p: PagePlant): PlantListItem =>
   p.tag === null ? { id: p.id, name: p.name } : { id: p.id, name: p.name, tag: p.tag };
 // With more of include=id,garden,version (any order): also what a change's If-Match needs, and
-// where the plant is. Fields in the contract's order {id, garden, version, name, tag}.
+// where the plant is. (The serializer writes the fields in its schema's order, name first.)
 const pageViewWith =
   (want: { id: boolean; garden: boolean; version: boolean }) =>
   (p: PagePlant): PlantListItem => {
