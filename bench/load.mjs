@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // One load-generator run, in its own process (the benchmark pins it to its own core).
 // Usage: node bench/load.mjs '<json spec>'  → prints one JSON result line.
-// spec: { urls, connections, duration?, amount?, method, path, body?, token?, idsFile?, idsOut? }
+// spec: { urls, connections, duration?, amount?, method, path, body?, token?, idsFile?, idsOut?,
+//         rotation? ("all" or a count; default 256), start? (offset into the ids) }
 import { readFileSync, writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { combine } from './combine.mjs';
@@ -29,7 +30,13 @@ function run(url, connections, amount) {
     });
   } else if (ids) {
     // Reads: a fixed rotation of paths, built once, so the load generator does no per-request work.
-    requests = ids.slice(0, 256).map((id) => ({ ...request, path: spec.path.replace('{id}', String(id)) }));
+    // Up to `rotation` of them (default 256) from `start` on, as bench/wrk.lua does.
+    const n = spec.rotation === 'all' ? ids.length : Math.min(ids.length, Number(spec.rotation ?? 256));
+    const start = spec.start ?? 0;
+    requests = Array.from({ length: n }, (_, k) => ids[(start + k) % ids.length]).map((id) => ({
+      ...request,
+      path: spec.path.replace('{id}', () => String(id)),
+    }));
   }
   if (spec.idsOut) {
     request.onResponse = (status, body, _ctx, headers) => {

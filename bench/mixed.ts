@@ -6,11 +6,17 @@
  *
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
- *                          [--variants sqlite,endpoints,postgres] [--profile DIR] [--disk-probe 10]
+ *                          [--variants sqlite,sharing,endpoints,postgres] [--share 20] [--profile DIR]
+ *                          [--disk-probe 10]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
  * always on, SQLite with full durability):
  *   sqlite     the default
+ *   sharing    SQLite with sharing on (contract 3.2): every user's home garden is shared with the
+ *              next --share − 1 users as editors, so each user is a member of --share gardens and
+ *              its lists (first and deep pages) merge that many gardens' plants; the requests
+ *              are the same (deep pages from the unshared lists' Link headers: the same ids,
+ *              deeper in a shared list)
  *   endpoints  SQLite with webhook endpoints: one of an admin (every event) and one for each of
  *              ten users, delivering to a receiver on core 1
  *   inline     SQLite with its writes committed on the event loop (PLANTSTORE_SQLITE_WRITER=inline)
@@ -31,6 +37,7 @@
  * of the disk is a stall of every create in flight.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   copyFileSync,
@@ -49,6 +56,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { openStore } from '../src/store/index.js';
+import { gardenId } from '../src/store/plant-changes.js';
 import { createToken } from '../src/tokens/tokens.js';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 
@@ -60,7 +68,9 @@ const { values: opt } = parseArgs({
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     mix: { type: 'string', multiple: true, default: ['list:36,deep:24,read:25,create:15', 'create:100'] },
-    variants: { type: 'string', default: 'sqlite,endpoints,postgres' },
+    variants: { type: 'string', default: 'sqlite,sharing,endpoints,postgres' },
+    // Gardens each user is a member of in the `sharing` variant (its home garden and share − 1 others').
+    share: { type: 'string', default: '20' },
     pg: {
       type: 'string',
       default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -115,13 +125,21 @@ const adminToken = (
   await createToken(store, { user: 'bench-admin', scopes: ['plants:admin'], name: null, expiresInMs: null })
 ).secret;
 const tokenRecords = await store.listTokens(null);
+// Every user's home garden (contract 3.2), where its plants go; the PostgreSQL copy gets the same ids.
+const seededAt = new Date();
+const homes: string[] = [];
+for (let u = 0; u < USERS; u++) {
+  homes.push(
+    (await store.homeGarden(`user-${u}`, { id: gardenId(randomBytes), name: 'Home', at: seededAt })).id,
+  );
+}
 await store.close();
 {
   const db = new Database(dbPath);
-  const insert = db.prepare('INSERT INTO plants (owner, name, tag) VALUES (?, ?, ?)');
+  const insert = db.prepare('INSERT INTO plants (owner, garden, name, tag) VALUES (?, ?, ?, ?)');
   db.transaction(() => {
     for (let i = 0; i < USERS * PER_USER; i++)
-      insert.run(`user-${i % USERS}`, `plant ${i}`, tagOf(Math.floor(i / USERS)));
+      insert.run(`user-${i % USERS}`, homes[i % USERS], `plant ${i}`, tagOf(Math.floor(i / USERS)));
   })();
   db.close();
 }
@@ -233,15 +251,19 @@ async function postgresCopy(): Promise<string | null> {
   const pgStore = await openStore({ url: url.toString(), durability: 'full', poolSize: 1 });
   await pgStore.migrate();
   for (const t of tokenRecords) await pgStore.insertToken(t);
+  for (let u = 0; u < USERS; u++) {
+    const made = await pgStore.homeGarden(`user-${u}`, { id: homes[u]!, name: 'Home', at: seededAt });
+    if (made.id !== homes[u]) throw new Error(`user-${u}'s home garden came back as ${made.id}`);
+  }
   await pgStore.close();
   const c = new pg.Client({ connectionString: url.toString() });
   await c.connect();
   await c.query(
-    `INSERT INTO plants (id, owner, name, tag)
-     SELECT nextval('plants_id_seq'), 'user-' || (g % $2), 'plant ' || g,
+    `INSERT INTO plants (id, owner, garden, name, tag)
+     SELECT nextval('plants_id_seq'), 'user-' || (g % $2), ($4::text[])[g % $2 + 1], 'plant ' || g,
             CASE WHEN (g / $2) % 2 = 0 THEN 'tag-' || ((g / $2 / 2) % $3) END
      FROM generate_series(0, $1 - 1) g`,
-    [USERS * PER_USER, USERS, TAGS],
+    [USERS * PER_USER, USERS, TAGS, homes],
   );
   await c.query('ANALYZE plants');
   await c.end();
@@ -249,8 +271,25 @@ async function postgresCopy(): Promise<string | null> {
 }
 let dropPg = async () => {};
 
+const SHARE = Number(opt.share);
+/** Sharing on: each user's home garden shared with the next SHARE − 1 users, as editors (through the Store). */
+async function share(url: string): Promise<void> {
+  if (!(SHARE >= 1 && SHARE <= Math.min(USERS, 100)))
+    throw new Error(`--share must be 1 … ${Math.min(USERS, 100)}`);
+  const s = await openStore({ url, durability: 'normal', poolSize: 1 });
+  await s.migrate();
+  for (let u = 0; u < USERS; u++) {
+    for (let k = 1; k < SHARE; k++) {
+      const r = await s.putMember(homes[u]!, null, `user-${(u + k) % USERS}`, 'editor', seededAt);
+      if ('refused' in r) throw new Error(`putMember: ${r.refused}`);
+    }
+  }
+  await s.close();
+  console.error(`sharing: every user a member of ${SHARE} gardens`);
+}
+
 const wanted = opt.variants!.split(',').map((v) => v.trim());
-const unknown = wanted.filter((v) => !['sqlite', 'endpoints', 'inline', 'postgres'].includes(v));
+const unknown = wanted.filter((v) => !['sqlite', 'sharing', 'endpoints', 'inline', 'postgres'].includes(v));
 if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
 const servers: Server[] = [];
 let receiver: ChildProcess | undefined;
@@ -260,6 +299,10 @@ for (const v of wanted) {
   if (v !== 'postgres') copyFileSync(dbPath, file);
   const first = servers.length === 0;
   if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, first));
+  if (v === 'sharing') {
+    await share(`sqlite:${file}`);
+    servers.push(await serve(`sqlite, sharing (${SHARE} gardens each)`, `sqlite:${file}`, {}, first));
+  }
   if (v === 'inline') {
     servers.push(
       await serve('sqlite, writes inline', `sqlite:${file}`, { PLANTSTORE_SQLITE_WRITER: 'inline' }, first),

@@ -8,7 +8,12 @@
  *   npm run bench -- --no-postgres         only the SQLite part
  *   npm run bench -- --mixed               only the mixed workload (bench/mixed.ts), which otherwise
  *                                          follows the rest; --no-mixed leaves it out
+ *   npm run bench -- --only gardens        only the garden scenarios (contract 3.2): first and random
+ *                                          deep pages for a caller in 1 garden and one in 20, against
+ *                                          the ceiling (SQLite), then the mixed workload without and
+ *                                          with sharing (SQLite; --no-mixed leaves it out)
  *   options: --rounds N --duration S --plants N --connections N --pg URL --load wrk|autocannon
+ *            --no-write (print the results only; docs/ is left as it is: for smoke runs)
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,10 +29,19 @@ import {
   type Result,
   type Samples,
   summarize,
+  summarizeGardens,
+  writeGardensReport,
   writeReport,
   writeScaleReport,
 } from './report.js';
-import { seed, seededPlant, USERS } from './seed.js';
+import { deepPages, type Seeded, SHARED_GARDENS, seed, seededPlant, USERS } from './seed.js';
+
+/**
+ * Distinct deep pages per caller: far more than the list cache holds (16 MB, some 20,000 pages of
+ * 20 plants, dropped oldest first), and each run goes on where the caller's last one stopped, so
+ * that a deep page is read from the store, not the cache.
+ */
+const DEEP_PAGES = 80_000;
 
 const { values: opt } = parseArgs({
   options: {
@@ -41,6 +55,8 @@ const { values: opt } = parseArgs({
     'no-postgres': { type: 'boolean', default: false },
     mixed: { type: 'boolean', default: false },
     'no-mixed': { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
     pg: {
       type: 'string',
       default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -51,6 +67,9 @@ const ROUNDS = Number(opt.rounds);
 const DURATION = Number(opt.duration);
 const CONNECTIONS = Number(opt.connections);
 const PLANTS = Number(opt.plants);
+if (opt.only !== undefined && opt.only !== 'gardens') throw new Error('--only takes: gardens');
+const GARDENS_ONLY = opt.only === 'gardens';
+const WRITE = !opt['no-write'];
 const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 
 // The load generators, each a script taking one JSON spec and printing one JSON result line.
@@ -77,6 +96,8 @@ interface Target {
   paths?: Record<string, string>;
   /** Only these operations (default: all). */
   ops?: string[];
+  /** Paths of random deep list pages (the `deep` operation); without them, the op's fixed path. */
+  deep?: string[];
   pids: number[];
   stop(): Promise<void>;
 }
@@ -184,8 +205,9 @@ async function startPlantstore(
   instances: number,
   pin: boolean,
   plants = PLANTS,
-): Promise<Target> {
+): Promise<Target & { seeded: Seeded; sharedDeep: string[] }> {
   const s = await seed(database, plants);
+  const deep = deepPages([s.one, s.shared], 20, DEEP_PAGES);
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   for (let i = 0; i < instances; i++) {
@@ -209,8 +231,28 @@ async function startPlantstore(
     urls,
     token: s.token,
     readIds: s.callerIds,
+    deep: deep[0],
     pids: children.map((c) => c.pid!),
     stop: () => stopAll(children),
+    seeded: s,
+    sharedDeep: deep[1]!,
+  };
+}
+
+/**
+ * The caller in SHARED_GARDENS gardens, on the same server as `t` (its 1-garden caller): list
+ * operations only, deep pages at the same positions as the 1-garden caller's. Stopping it stops
+ * nothing (`t` owns the server).
+ */
+function sharedCaller(t: Target & { seeded: Seeded; sharedDeep: string[] }): Target {
+  return {
+    ...t,
+    name: `${t.name}, ${SHARED_GARDENS} gardens`,
+    token: t.seeded.shared.token,
+    readIds: t.seeded.shared.ids,
+    deep: t.sharedDeep,
+    ops: GARDEN_OPS,
+    stop: async () => {},
   };
 }
 
@@ -263,7 +305,7 @@ interface Op {
   method: string;
   path: string;
   body?: unknown;
-  ids?: 'read' | 'created';
+  ids?: 'read' | 'created' | 'deep';
   records?: boolean;
 }
 
@@ -279,7 +321,13 @@ const OPS: Op[] = [
     records: true,
   },
   { name: 'delete', method: 'DELETE', path: '/plants/{id}', ids: 'created' },
+  // A random page deep in the caller's list (target.deep: cursors at random positions, each visited
+  // once per pass; targets without them, the ceiling, answer this fixed path).
+  { name: 'list deep limit=20', method: 'GET', path: '/plants?limit=20&cursor=x', ids: 'deep' },
 ];
+/** The garden scenarios' operations (contract 3.2: a caller in 1 garden and in 20). */
+const GARDEN_OPS = ['list limit=20', 'list deep limit=20'];
+const NOT_DEEP = OPS.filter((op) => op.ids !== 'deep').map((op) => op.name);
 
 /** One load-generator run, in its own process (asynchronous, so a Ctrl-C is handled at once). */
 function load(spec: Record<string, unknown>, pin: boolean): Promise<Result> {
@@ -310,9 +358,14 @@ async function measure(
   targets: Target[],
   pin: boolean,
   tmp: string,
+  ops: Op[] = OPS,
 ): Promise<{ medians: Map<string, Map<string, Result>>; samples: Samples }> {
-  const allPids = targets.flatMap((t) => t.pids);
-  const othersOf = (t: Target) => targets.filter((o) => o !== t).flatMap((o) => o.pids);
+  const allPids = [...new Set(targets.flatMap((t) => t.pids))];
+  // Two callers of one server are two targets with the same processes: those are never stopped.
+  const othersOf = (t: Target) => allPids.filter((p) => !t.pids.includes(p));
+  // Where each target's next deep-page run starts in its paths: on from where the last one ended.
+  const deepAt = new Map<Target, number>();
+  const deepFiles = new Map<Target, string>();
   // One run of `op` on `t`. `ids` is the file where a create records the plants it made and from
   // which the delete after it takes them: each deleted once, a fixed amount rather than a duration.
   const specFor = (t: Target, op: Op, duration: number, ids: string): Record<string, unknown> => {
@@ -326,6 +379,18 @@ async function measure(
       token: t.token,
     };
     if (op.records) spec.idsOut = ids;
+    if (op.ids === 'deep' && t.deep) {
+      let file = deepFiles.get(t);
+      if (file === undefined) {
+        file = join(tmp, `deep-${deepFiles.size}.json`);
+        writeFileSync(file, JSON.stringify(t.deep));
+        deepFiles.set(t, file);
+      }
+      spec.path = '{id}';
+      spec.idsFile = file;
+      spec.rotation = 'all';
+      spec.start = deepAt.get(t) ?? 0;
+    }
     if (op.ids === 'created') {
       spec.idsFile = ids;
       spec.amount = JSON.parse(readFileSync(ids, 'utf8')).length;
@@ -339,18 +404,19 @@ async function measure(
   // warm-up deletes exactly what the create warm-up made.
   for (const t of targets) {
     const warmIds = join(tmp, `${t.name}-warm.ids.json`);
-    for (const op of OPS) {
+    for (const op of ops) {
       if (t.ops && !t.ops.includes(op.name)) continue;
       const spec = specFor(t, op, 1, warmIds);
       if (op.ids === 'read') spec.path = String(spec.path).replace('{id}', String(t.readIds[0]));
       if (spec.amount === 0) continue;
       await waitIdle(allPids);
-      await withOthersStopped(othersOf(t), () => load(spec, pin));
+      const r = await withOthersStopped(othersOf(t), () => load(spec, pin));
+      if (spec.start !== undefined) deepAt.set(t, Number(spec.start) + Math.ceil(r.rps * 1) + 1000);
     }
   }
   const samples: Samples = new Map();
   for (let round = 0; round < ROUNDS; round++) {
-    for (const op of OPS) {
+    for (const op of ops) {
       for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
         if (t.ops && !t.ops.includes(op.name)) continue;
         const idsFile = join(tmp, `${t.name}-${round}.ids.json`);
@@ -364,6 +430,7 @@ async function measure(
           spec.amount === 0
             ? { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 }
             : await withOthersStopped(othersOf(t), () => load(spec, pin));
+        if (spec.start !== undefined) deepAt.set(t, Number(spec.start) + Math.ceil(r.rps * DURATION) + 1000);
         process.stderr.write(
           `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}  (ended ${new Date().toISOString().slice(11, 23)})\n`,
         );
@@ -396,8 +463,11 @@ function table(results: Map<string, Map<string, Result>>): string {
     '|---|---|---:|---:|---:|---:|',
   ];
   for (const [t, byOp] of results) {
+    // Rounded: a median of an even number of rounds is a mean of two.
     for (const [op, r] of byOp)
-      lines.push(`| ${t} | ${op} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.non2xx} |`);
+      lines.push(
+        `| ${t} | ${op} | ${r.rps.toFixed(0)} | ${+r.p50.toFixed(2)} | ${+r.p99.toFixed(2)} | ${r.non2xx} |`,
+      );
   }
   return lines.join('\n');
 }
@@ -446,10 +516,37 @@ try {
   const header =
     `${date}, ${availableParallelism()} cores, Node ${process.version}, ` +
     `${PLANTS} plants over ${USERS} users (caller owns ${PLANTS / USERS}), load generator ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s, medians (ratios: the median of the per-round ratios)`;
-  if (!opt.scale && !opt.mixed) {
+  const gardenHeader =
+    `${date}, ${availableParallelism()} cores, Node ${process.version}, ${PLANTS} plants over ${USERS} users; ` +
+    `a caller in 1 garden and a caller in ${SHARED_GARDENS} gardens, each seeing ${PLANTS / USERS} plants (every ${USERS}th id); ` +
+    `deep pages: limit=20 after random cursors, ${DEEP_PAGES} distinct per caller; load generator ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s`;
+  if (GARDENS_ONLY) {
+    // The garden scenarios alone: one server, its caller in 1 garden and its caller in 20, and the
+    // ceiling, on first pages and random deep pages.
+    const plantstore = await startPlantstore('plantstore', `sqlite:${join(tmp, 'bench.db')}`, 1, PIN);
+    cleanups.unshift(plantstore.stop);
+    const shared = sharedCaller(plantstore);
+    plantstore.ops = GARDEN_OPS;
+    const ceiling = await startCeiling(PIN);
+    cleanups.unshift(ceiling.stop);
+    const ops = OPS.filter((op) => GARDEN_OPS.includes(op.name));
+    const { medians: results, samples } = await measure([ceiling, plantstore, shared], PIN, tmp, ops);
+    const report = summarizeGardens(results, samples, {
+      one: plantstore.name,
+      shared: shared.name,
+      ceiling: ceiling.name,
+    });
+    const env = `${gardenHeader}; server pinned to core 0 and load generator to core 1: ${PIN ? 'yes' : 'no (taskset or a second core missing)'}`;
+    console.log(`\n${env}\n\n${table(results)}\n\n${report.markdown}`);
+    if (WRITE) writeGardensReport(env, table(results), report.markdown);
+    if (!report.allMet) process.exitCode = 1;
+    await runCleanups();
+  }
+  if (!opt.scale && !opt.mixed && !GARDENS_ONLY) {
     const big = PLANTS * 10;
     const plantstore = await startPlantstore('plantstore', `sqlite:${join(tmp, 'bench.db')}`, 1, PIN);
     cleanups.unshift(plantstore.stop);
+    const shared = sharedCaller(plantstore);
     const large = await startPlantstore(
       `plantstore, ${big / 1e6}M plants`,
       `sqlite:${join(tmp, 'large.db')}`,
@@ -458,12 +555,14 @@ try {
       big,
     );
     cleanups.unshift(large.stop);
+    large.ops = NOT_DEEP;
     const ceiling = await startCeiling(PIN);
     cleanups.unshift(ceiling.stop);
     const jsonServer = await startJsonServer(PIN, tmp);
     cleanups.unshift(jsonServer.stop);
-    // The three fast targets next to each other, so the ratios compare neighbouring runs.
-    const targets = [ceiling, plantstore, large, jsonServer];
+    jsonServer.ops = NOT_DEEP;
+    // The fast targets next to each other, so the ratios compare neighbouring runs.
+    const targets = [ceiling, plantstore, shared, large, jsonServer];
     const { medians: results, samples } = await measure(targets, PIN, tmp);
     const rss = peakRssMb(large.pids[0]!);
     const report = summarize(
@@ -472,22 +571,30 @@ try {
       { plantstore: plantstore.name, large: large.name, ceiling: ceiling.name, jsonServer: jsonServer.name },
       rss,
     );
+    const gardens = summarizeGardens(results, samples, {
+      one: plantstore.name,
+      shared: shared.name,
+      ceiling: ceiling.name,
+    });
     const env = `${header}; server pinned to core 0 and load generator to core 1: ${PIN ? 'yes' : 'no (taskset or a second core missing)'}`;
-    console.log(`\n${env}\n\n${table(results)}\n\n${report.markdown}`);
-    writeReport(
-      env,
-      table(results),
-      report.markdown,
-      chart(
-        results,
-        targets.map((t) => t.name),
-      ),
-    );
-    if (!report.allMet) process.exitCode = 1;
+    console.log(`\n${env}\n\n${table(results)}\n\n${report.markdown}\n\n${gardens.markdown}`);
+    if (WRITE) {
+      writeReport(
+        env,
+        table(results),
+        report.markdown,
+        chart(
+          results,
+          targets.map((t) => t.name),
+        ),
+      );
+      writeGardensReport(`${gardenHeader}; the same run as above`, '', gardens.markdown);
+    }
+    if (!report.allMet || !gardens.allMet) process.exitCode = 1;
     // The SQLite servers stop before the PostgreSQL part, so they take nothing from it.
     await runCleanups();
   }
-  if (!opt['no-postgres'] && !opt.mixed) {
+  if (!opt['no-postgres'] && !opt.mixed && !GARDENS_ONLY) {
     const version = await pgServerVersion();
     if (version !== null) {
       // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
@@ -502,7 +609,7 @@ try {
       const { medians: results } = await measure(targets, false, tmp);
       const env = `${header}; PostgreSQL ${version} on the same machine; instances not pinned`;
       console.log(`\n${env}\n\n${table(results)}`);
-      writeScaleReport(env, table(results));
+      if (WRITE) writeScaleReport(env, table(results));
     } else {
       console.log(
         `\nPostgreSQL is not reachable at ${opt.pg}: the PostgreSQL part (1 and 2 instances) was skipped.`,
@@ -511,14 +618,20 @@ try {
   }
   if (!opt['no-mixed'] && !opt.scale) {
     // Many users, deep pages and writes mixed in (issue 16): a script of its own, as it seeds its
-    // own stores; its table goes to docs/benchmarks.md by hand, with the profiles' findings.
+    // own stores; its table goes to docs/benchmarks.md by hand, with the profiles' findings. With
+    // --only gardens: the mix of reads and writes alone, without and with sharing, side by side.
     await runCleanups();
-    const variants = opt['no-postgres'] ? 'sqlite,endpoints' : 'sqlite,endpoints,postgres';
-    const mixed = spawnSync(
-      process.execPath,
-      ['--import', 'tsx', join(import.meta.dirname, 'mixed.ts'), '--variants', variants, '--pg', opt.pg!],
-      { stdio: 'inherit' },
-    );
+    const variants = GARDENS_ONLY
+      ? 'sqlite,sharing'
+      : opt['no-postgres']
+        ? 'sqlite,sharing,endpoints'
+        : 'sqlite,sharing,endpoints,postgres';
+    const args = ['--import', 'tsx', join(import.meta.dirname, 'mixed.ts'), '--variants', variants];
+    if (GARDENS_ONLY) {
+      args.push('--mix', 'list:36,deep:24,read:25,create:15', '--rounds', String(ROUNDS));
+      args.push('--duration', String(DURATION), '--disk-probe', '0');
+    }
+    const mixed = spawnSync(process.execPath, [...args, '--pg', opt.pg!], { stdio: 'inherit' });
     if (mixed.status !== 0) process.exitCode = 1;
   }
 } finally {

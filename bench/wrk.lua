@@ -4,6 +4,9 @@
 --   WRK_EACH_ONCE  … or, when "1", uses each exactly once and ends the run after the last answer
 --                  (it writes WRK_DONE to stderr, and bench/wrk.mjs interrupts wrk)
 --   WRK_RECORD     "1": remember the id of every 201 (Location header, or "id" in the body)
+--   WRK_ROTATION   how many of the ids the reads' rotation holds (default 256; "all": every one)
+--   WRK_START      where in the ids the rotation begins (default 0), so that consecutive runs can
+--                  go on where the last one stopped instead of asking its paths again
 -- At the end it prints one line: RESULT {"requests":…,"duration_us":…,…,"created":[…]}.
 
 local method = os.getenv('WRK_METHOD') or 'GET'
@@ -14,6 +17,8 @@ local token = os.getenv('WRK_TOKEN') or ''
 local idsFile = os.getenv('WRK_IDS')
 local eachOnce = os.getenv('WRK_EACH_ONCE') == '1'
 local record = os.getenv('WRK_RECORD') == '1'
+local rotationSize = os.getenv('WRK_ROTATION') or '256'
+local start = tonumber(os.getenv('WRK_START') or '0') or 0
 
 local headers = {}
 if body then headers['Content-Type'] = 'application/json' end
@@ -25,7 +30,7 @@ if idsFile and idsFile ~= '' then
 end
 
 -- Requests built once (no per-request work in the load generator): the fixed request, or a
--- rotation of up to 256 paths for reads.
+-- rotation of up to WRK_ROTATION paths for reads, from WRK_START on.
 local rotation = {}
 local sent, answered = 0, 0
 created = {}
@@ -34,8 +39,10 @@ function init(args)
   if #ids == 0 then
     rotation[1] = wrk.format(method, path, headers, body)
   elseif not eachOnce then
-    for k = 1, math.min(#ids, 256) do
-      rotation[k] = wrk.format(method, (path:gsub('{id}', ids[k])), headers, body)
+    local n = rotationSize == 'all' and #ids or math.min(#ids, tonumber(rotationSize))
+    for k = 1, n do
+      local id = ids[(start + k - 1) % #ids + 1]
+      rotation[k] = wrk.format(method, (path:gsub('{id}', function() return id end)), headers, body)
     end
   end
 end

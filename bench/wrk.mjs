@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // One load-generator run with wrk (Debian's package), the same interface as bench/load.mjs:
 //   node bench/wrk.mjs '<json spec>'  → prints one JSON result line.
-// spec: { urls, connections, duration?, amount?, method, path, body?, token?, idsFile?, eachOnce?, idsOut? }
+// spec: { urls, connections, duration?, amount?, method, path, body?, token?, idsFile?, eachOnce?, idsOut?,
+//         rotation? ("all": cycle through every id, not the first 256), start? (offset into the ids) }
 // One wrk process (one thread) per URL, the connections and a fixed amount's ids split between
 // them; wrk measures latency in C with microsecond resolution, so the figures are the server's
 // rather than the load generator's own queueing (see docs/benchmarks.md).
@@ -33,6 +34,8 @@ function run(url, i) {
     WRK_TOKEN: spec.token ?? '',
     WRK_EACH_ONCE: spec.eachOnce ? '1' : '0',
     WRK_RECORD: spec.idsOut ? '1' : '0',
+    WRK_ROTATION: String(spec.rotation ?? 256),
+    WRK_START: String(spec.start ?? 0),
   };
   if (mine) {
     env.WRK_IDS = join(tmp, `ids-${i}.txt`);
