@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { AppError, ConflictError, GardenNotFoundError, InsufficientRoleError } from '../errors.js';
 import { gardenId } from '../store/plant-changes.js';
-import type { GardenChange, GardenRecord, GardenRefusal, MemberRecord, Role, Store } from '../store/store.js';
+import type {
+  GardenChange,
+  GardenRecord,
+  GardenRefusal,
+  MemberRecord,
+  Membership,
+  Role,
+  Store,
+} from '../store/store.js';
 import type { Caller } from '../tokens/verifier.js';
 
 /** A garden as the caller sees it (contract 3.2). */
@@ -86,8 +94,18 @@ export class GardenService {
    */
   async visible(caller: Caller): Promise<string[] | null> {
     if (isAdmin(caller)) return null;
-    return (await this.store.memberships(caller.user)).map((m) => m.garden);
+    const memberships = await this.store.memberships(caller.user);
+    // An engine that keeps memberships answers the same array while they stand: so is this one,
+    // and what is built from it (a list cache key) can be kept with it.
+    let gardens = this.gardenIds.get(memberships);
+    if (gardens === undefined) {
+      gardens = memberships.map((m) => m.garden);
+      this.gardenIds.set(memberships, gardens);
+    }
+    return gardens;
   }
+
+  private readonly gardenIds = new WeakMap<Membership[], string[]>();
 
   /** The garden and the caller's role in it; 404 when it does not exist or the caller is no member. */
   async find(caller: Caller, id: string): Promise<GardenView> {

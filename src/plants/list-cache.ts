@@ -66,7 +66,7 @@ export class ListCache {
     const asked = this.service.listMarks(scope, q.tag);
     if (asked === undefined) return render(await this.service.list(caller, scope, q));
     const marks = await asked;
-    const gardens = scope.gardens === null ? '*' : scope.gardens.join(',');
+    const gardens = scope.gardens === null ? '*' : this.joined(scope.gardens);
     const key = `${caller.user}\0${gardens}\0${scope.garden}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
     const hit = this.lookup(key, marks);
     if (hit) return hit;
@@ -85,6 +85,17 @@ export class ListCache {
       this.building.set(flight, pending);
     }
     return pending;
+  }
+
+  // A set of gardens as a key; the same array (memberships that stand still) is joined once.
+  private readonly keys = new WeakMap<readonly string[], string>();
+  private joined(gardens: readonly string[]): string {
+    let key = this.keys.get(gardens);
+    if (key === undefined) {
+      key = gardens.join(',');
+      this.keys.set(gardens, key);
+    }
+    return key;
   }
 
   private lookup(key: string, marks: ListMarks): Entry | undefined {

@@ -35,31 +35,37 @@ export async function harness(
   return {
     app,
     store,
-    async user(scopes = ['plants:read', 'plants:write']) {
-      const user = `user-${randomUUID()}`;
-      const { record, secret } = await createToken(store, { user, scopes, name: null, expiresInMs: null });
-      const auth = { authorization: `Bearer ${secret}` };
-      const request = (opts: InjectOptions) =>
-        app.inject({ ...opts, headers: { ...auth, ...(opts.headers ?? {}) } });
-      return {
-        user,
-        token: secret,
-        tokenId: record.id,
-        auth,
-        request,
-        create: (body, headers = {}) =>
-          request({
-            method: 'POST',
-            url: '/plants',
-            headers: { 'content-type': 'application/json', ...headers },
-            payload: JSON.stringify(body),
-          }),
-      };
-    },
+    user: (scopes) => clientAs({ app, store }, `user-${randomUUID()}`, scopes),
     async close() {
       await app.close();
       await store.close();
     },
+  };
+}
+
+/** A client of the app whose new token, of these scopes, names exactly this user. */
+export async function clientAs(
+  h: Pick<Harness, 'app' | 'store'>,
+  user: string,
+  scopes: Scope[] = ['plants:read', 'plants:write'],
+): Promise<Client> {
+  const { record, secret } = await createToken(h.store, { user, scopes, name: null, expiresInMs: null });
+  const auth = { authorization: `Bearer ${secret}` };
+  const request = (opts: InjectOptions) =>
+    h.app.inject({ ...opts, headers: { ...auth, ...(opts.headers ?? {}) } });
+  return {
+    user,
+    token: secret,
+    tokenId: record.id,
+    auth,
+    request,
+    create: (body, headers = {}) =>
+      request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: JSON.stringify(body),
+      }),
   };
 }
 

@@ -6,97 +6,23 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import {
+  homeOf,
+  JSON_TYPE,
+  MERGE,
+  newGarden,
+  newPlant,
+  plantIn,
+  share,
+  unshare,
+} from '../helpers/gardens.js';
 import { type Received, type Receiver, startReceiver } from '../helpers/receiver.js';
 import { openStream, type SseReader } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
+import { acknowledged, attempts, delivered, eventId, register } from '../helpers/webhooks.js';
 
-const JSON_TYPE = { 'content-type': 'application/json' };
-const MERGE = { 'content-type': 'application/merge-patch+json' };
 const T = { timeout: 30_000 };
 const HOUR = 3_600_000;
-
-type Role = 'viewer' | 'editor' | 'owner';
-
-async function newGarden(c: Client, name = 'Shared'): Promise<string> {
-  const res = await c.request({
-    method: 'POST',
-    url: '/gardens',
-    headers: JSON_TYPE,
-    payload: JSON.stringify({ name }),
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json().id;
-}
-
-async function homeOf(c: Client): Promise<string> {
-  const res = await c.request({ method: 'GET', url: '/gardens' });
-  assert.equal(res.statusCode, 200);
-  return res.json()[0].id;
-}
-
-async function share(owner: Client, gid: string, user: string, role: Role): Promise<void> {
-  const res = await owner.request({
-    method: 'PUT',
-    url: `/gardens/${gid}/members/${encodeURIComponent(user)}`,
-    headers: JSON_TYPE,
-    payload: JSON.stringify({ role }),
-  });
-  assert.ok(res.statusCode === 201 || res.statusCode === 200, res.body);
-}
-
-async function unshare(c: Client, gid: string, user: string): Promise<void> {
-  const res = await c.request({
-    method: 'DELETE',
-    url: `/gardens/${gid}/members/${encodeURIComponent(user)}`,
-  });
-  assert.equal(res.statusCode, 204, res.body);
-}
-
-async function plantIn(c: Client, gid: string, body: unknown): Promise<{ id: number; etag: string }> {
-  const res = await c.request({
-    method: 'POST',
-    url: `/gardens/${gid}/plants`,
-    headers: JSON_TYPE,
-    payload: JSON.stringify(body),
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return { id: locationId(res), etag: String(res.headers.etag) };
-}
-
-async function register(c: Client, body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
-  const res = await c.request({
-    method: 'POST',
-    url: '/webhooks',
-    headers: JSON_TYPE,
-    payload: JSON.stringify(body),
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json();
-}
-
-interface Attempt {
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  status: number | null;
-  outcome: 'succeeded' | 'retrying' | 'failed';
-  error?: string | null;
-}
-
-async function attempts(c: Client, endpointId: string): Promise<Attempt[]> {
-  const res = await c.request({ method: 'GET', url: `/webhooks/${endpointId}/deliveries` });
-  assert.equal(res.statusCode, 200, res.body);
-  return res.json();
-}
-
-/** Waits until the deliveries log shows an acknowledged attempt of each of these events. */
-function acknowledged(c: Client, endpointId: string, eventIds: string[]): Promise<Attempt[]> {
-  return until(`acknowledged attempts of ${eventIds.join(', ')} in the log of ${endpointId}`, async () => {
-    const log = await attempts(c, endpointId);
-    const done = new Set(log.filter((a) => a.outcome === 'succeeded').map((a) => a.eventId));
-    return eventIds.every((id) => done.has(id)) && log;
-  });
-}
 
 interface EventBody {
   type: string;
@@ -104,13 +30,7 @@ interface EventBody {
   data: { id: number; name: string; tag?: string; garden: string; previous?: Record<string, unknown> };
 }
 const eventOf = (d: Received): EventBody => JSON.parse(d.body);
-const eventId = (d: Received) => d.headers['webhook-id'] as string;
 const names = (r: Receiver) => r.received.map((d) => eventOf(d).data.name);
-
-const delivered = (r: Receiver, type: string, name: string): Promise<Received> =>
-  until(`${type} of ${name} at the receiver`, () =>
-    r.received.find((d) => eventOf(d).type === type && eventOf(d).data.name === name),
-  );
 
 const streamed = (s: SseReader) =>
   s.messages.filter((m) => m.data !== undefined).map((m) => JSON.parse(m.data!) as EventBody);
@@ -170,7 +90,7 @@ for (const engine of ENGINES) {
           const s = await stream(m);
           const r = await receiver();
           const e = await register(m, { url: r.url });
-          const p = await plantIn(o, g, { name: 'Fern', tag: 'indoor' });
+          const p = await newPlant(o, g, { name: 'Fern', tag: 'indoor' });
           const changed = await o.request({
             method: 'PATCH',
             url: `/plants/${p.id}`,
@@ -179,7 +99,7 @@ for (const engine of ENGINES) {
           });
           assert.equal(changed.statusCode, 200);
           assert.equal((await o.request({ method: 'DELETE', url: `/plants/${p.id}` })).statusCode, 204);
-          const untagged = await plantIn(o, g, { name: 'Bare' });
+          const untagged = await newPlant(o, g, { name: 'Bare' });
           const retagged = await o.request({
             method: 'PATCH',
             url: `/plants/${untagged.id}`,
@@ -237,12 +157,12 @@ for (const engine of ENGINES) {
           await share(o, g, m.user, 'viewer');
           await share(o, g, v.user, 'viewer');
           const s = await stream(m);
-          await plantIn(m, mHome, { name: 'M first' });
+          await newPlant(m, mHome, { name: 'M first' });
           const [first] = await s.waitFor(1);
           // Others' gardens, before and between what m may see.
-          await plantIn(o, oHome, { name: 'In o’s home' });
+          await newPlant(o, oHome, { name: 'In o’s home' });
           await n.create({ name: 'In n’s home' });
-          const inG = await plantIn(o, g, { name: 'In G' });
+          const inG = await newPlant(o, g, { name: 'In G' });
           // A viewer's refused requests record nothing.
           const refusedAll = [
             await v.request({
@@ -263,7 +183,7 @@ for (const engine of ENGINES) {
             assert.equal(res.statusCode, 403);
             assert.equal(errorBody(res).code, 'insufficient_role');
           }
-          await plantIn(m, mHome, { name: 'M own' });
+          await newPlant(m, mHome, { name: 'M own' });
           const before = await streamedUntil(s, 'M own');
           assert.deepEqual(
             before.map((e) => [e.type, e.data.name, e.data.garden]),
@@ -275,7 +195,7 @@ for (const engine of ENGINES) {
           );
           // Removed: nothing more of the garden, though the stream stays open.
           await unshare(o, g, m.user);
-          await plantIn(o, g, { name: 'After removal' });
+          await newPlant(o, g, { name: 'After removal' });
           const renamed = await o.request({
             method: 'PATCH',
             url: `/plants/${inG.id}`,
@@ -284,7 +204,7 @@ for (const engine of ENGINES) {
           });
           assert.equal(renamed.statusCode, 200);
           assert.equal((await o.request({ method: 'DELETE', url: `/plants/${inG.id}` })).statusCode, 204);
-          await plantIn(m, mHome, { name: 'M sentinel' });
+          await newPlant(m, mHome, { name: 'M sentinel' });
           const afterRemoval = await streamedUntil(s, 'M sentinel');
           assert.deepEqual(
             afterRemoval.map((e) => e.data.name),
@@ -326,13 +246,7 @@ for (const engine of ENGINES) {
           await share(o, g, m.user, 'viewer');
           const s = await stream(m);
           const key = { 'idempotency-key': `k-${Math.random()}` };
-          const create = (headers: Record<string, string>, body: unknown) =>
-            e.request({
-              method: 'POST',
-              url: `/gardens/${g}/plants`,
-              headers: { ...JSON_TYPE, ...headers },
-              payload: JSON.stringify(body),
-            });
+          const create = (headers: Record<string, string>, body: unknown) => plantIn(e, g, body, headers);
           const first = await create(key, { name: 'Keyed' });
           assert.equal(first.statusCode, 201);
           const replay = await create(key, { name: 'Keyed' });
@@ -359,7 +273,7 @@ for (const engine of ENGINES) {
             (await m.request({ method: 'DELETE', url: `/plants/${locationId(first)}` })).statusCode,
             403,
           );
-          await plantIn(o, g, { name: 'Sentinel' });
+          await newPlant(o, g, { name: 'Sentinel' });
           const got = await streamedUntil(s, 'Sentinel');
           assert.deepEqual(
             got.map((x) => [x.type, x.data.name]),
@@ -378,7 +292,7 @@ for (const engine of ENGINES) {
         const mHome = await homeOf(m);
         await share(o, g, m.user, 'editor');
         const s = await stream(m);
-        const p = await plantIn(m, g, { name: 'Will go' });
+        const p = await newPlant(m, g, { name: 'Will go' });
         await streamedUntil(s, 'Will go');
         assert.equal((await m.request({ method: 'DELETE', url: `/plants/${p.id}` })).statusCode, 204);
         const del = await until('the delete on the stream', () => {
@@ -387,7 +301,7 @@ for (const engine of ENGINES) {
         });
         assert.equal(del.length, 2);
         assert.equal((await o.request({ method: 'DELETE', url: `/gardens/${g}` })).statusCode, 204);
-        await plantIn(m, mHome, { name: 'Sentinel' });
+        await newPlant(m, mHome, { name: 'Sentinel' });
         assert.deepEqual(
           (await streamedUntil(s, 'Sentinel')).map((e) => [e.type, e.data.name, e.data.garden]),
           [
@@ -403,7 +317,7 @@ for (const engine of ENGINES) {
         const s = await stream(admin);
         const o = await h.user();
         const g = await newGarden(o, 'Admin watches');
-        await plantIn(o, g, { name: 'Admin sees G' });
+        await newPlant(o, g, { name: 'Admin sees G' });
         const home = await homeOf(o);
         await o.create({ name: 'Admin sees home' });
         const got = await streamedUntil(s, 'Admin sees home');
@@ -435,9 +349,9 @@ for (const engine of ENGINES) {
           await o.create({ name: 'In o’s home' });
           await n.create({ name: 'In n’s home' });
           const other = await newGarden(o, 'Never m’s');
-          await plantIn(o, other, { name: 'In a garden m never joined' });
-          await plantIn(o, g, { name: 'In G' });
-          await plantIn(m, mHome, { name: 'Sentinel' });
+          await newPlant(o, other, { name: 'In a garden m never joined' });
+          await newPlant(o, g, { name: 'In G' });
+          await newPlant(m, mHome, { name: 'Sentinel' });
           // Everything else fell due before the sentinel: had it been queued, it would have been sent first.
           const log = await acknowledged(m, e.id, [
             eventId(await delivered(r, 'plant.created', 'In G')),
@@ -460,7 +374,7 @@ for (const engine of ENGINES) {
           const ra = await receiver();
           const admin = await h.user(['plants:admin']);
           await register(admin, { url: ra.url });
-          await plantIn(o, other, { name: 'For the admin' });
+          await newPlant(o, other, { name: 'For the admin' });
           const d = await delivered(ra, 'plant.created', 'For the admin');
           assert.equal(eventOf(d).data.garden, other);
         },
@@ -486,9 +400,9 @@ for (const engine of ENGINES) {
             const mHome = await homeOf(m);
             await share(o, g, m.user, 'editor');
             const e = await register(m, { url: r.url });
-            await plantIn(o, g, { name: 'Written while a member' });
+            await newPlant(o, g, { name: 'Written while a member' });
             await unshare(o, g, m.user);
-            await plantIn(o, g, { name: 'Written after removal' });
+            await newPlant(o, g, { name: 'Written after removal' });
             offset = 0;
             const log = await until('the not-sent attempt in the log', async () => {
               const log = await attempts(m, e.id);
@@ -507,7 +421,7 @@ for (const engine of ENGINES) {
             const endpoint = (await m.request({ method: 'GET', url: `/webhooks/${e.id}` })).json();
             assert.equal(endpoint.status, 'enabled');
             assert.equal(endpoint.disabledReason, undefined);
-            await plantIn(m, mHome, { name: 'Sentinel' });
+            await newPlant(m, mHome, { name: 'Sentinel' });
             await acknowledged(m, e.id, [eventId(await delivered(r, 'plant.created', 'Sentinel'))]);
             assert.deepEqual(names(r), ['Sentinel'], 'nothing of the garden it left');
             const after = await attempts(m, e.id);
@@ -545,7 +459,7 @@ for (const engine of ENGINES) {
             const mHome = await homeOf(m);
             await share(o, g, m.user, 'viewer');
             const e = await register(m, { url: r.url });
-            await plantIn(o, g, { name: 'Failed once' });
+            await newPlant(o, g, { name: 'Failed once' });
             await r.waitFor(1);
             await until('the first attempt in the log', async () => (await attempts(m, e.id)).length === 1);
             await unshare(o, g, m.user);
@@ -566,7 +480,7 @@ for (const engine of ENGINES) {
             assert.equal(r.received.length, 1, 'the retry never reached the receiver');
             const endpoint = (await m.request({ method: 'GET', url: `/webhooks/${e.id}` })).json();
             assert.equal(endpoint.status, 'enabled');
-            await plantIn(m, mHome, { name: 'Sentinel' });
+            await newPlant(m, mHome, { name: 'Sentinel' });
             await acknowledged(m, e.id, [eventId(await delivered(r, 'plant.created', 'Sentinel'))]);
             assert.deepEqual(names(r), ['Failed once', 'Sentinel']);
           } finally {
@@ -586,10 +500,10 @@ for (const engine of ENGINES) {
           const r = await receiver();
           const e = await register(m, { url: r.url });
           const since = new Date(Date.now() - 1_000).toISOString();
-          await plantIn(o, g, { name: 'Before joining' });
+          await newPlant(o, g, { name: 'Before joining' });
           await share(o, g, m.user, 'viewer');
-          await plantIn(o, g, { name: 'After joining' });
-          await plantIn(m, mHome, { name: 'Sentinel' });
+          await newPlant(o, g, { name: 'After joining' });
+          await newPlant(m, mHome, { name: 'Sentinel' });
           await acknowledged(m, e.id, [
             eventId(await delivered(r, 'plant.created', 'After joining')),
             eventId(await delivered(r, 'plant.created', 'Sentinel')),
@@ -605,7 +519,7 @@ for (const engine of ENGINES) {
           });
           assert.equal(rec.statusCode, 202, rec.body);
           const queued = rec.json().queued;
-          await plantIn(m, mHome, { name: 'Second sentinel' });
+          await newPlant(m, mHome, { name: 'Second sentinel' });
           await acknowledged(m, e.id, [eventId(await delivered(r, 'plant.created', 'Second sentinel'))]);
           assert.deepEqual(
             { queued, received: names(r) },

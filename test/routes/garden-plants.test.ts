@@ -4,16 +4,25 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { LightMyRequestResponse } from 'fastify';
 import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import {
+  homeOf,
+  insufficientRole,
+  JSON_TYPE,
+  MERGE,
+  MISSING_GID,
+  newGarden,
+  newPlant,
+  nextLink,
+  plantIn,
+  refused,
+  share,
+  unshare,
+} from '../helpers/gardens.js';
 
-const JSON_TYPE = { 'content-type': 'application/json' };
-const MERGE = { 'content-type': 'application/merge-patch+json' };
 const T = { timeout: 30_000 };
-const MISSING_GID = 'gdn_000000000000000000000000';
 
-type Role = 'viewer' | 'editor' | 'owner';
 interface Listed {
   id?: number;
   garden?: string;
@@ -21,56 +30,6 @@ interface Listed {
   name: string;
   tag?: string;
 }
-
-async function newGarden(c: Client, name = 'Shared'): Promise<string> {
-  const res = await c.request({
-    method: 'POST',
-    url: '/gardens',
-    headers: JSON_TYPE,
-    payload: JSON.stringify({ name }),
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json().id;
-}
-
-async function homeOf(c: Client): Promise<string> {
-  const res = await c.request({ method: 'GET', url: '/gardens' });
-  assert.equal(res.statusCode, 200);
-  return res.json()[0].id;
-}
-
-async function share(owner: Client, gid: string, user: string, role: Role): Promise<void> {
-  const res = await owner.request({
-    method: 'PUT',
-    url: `/gardens/${gid}/members/${encodeURIComponent(user)}`,
-    headers: JSON_TYPE,
-    payload: JSON.stringify({ role }),
-  });
-  assert.ok(res.statusCode === 201 || res.statusCode === 200, res.body);
-}
-
-async function unshare(c: Client, gid: string, user: string): Promise<void> {
-  const res = await c.request({
-    method: 'DELETE',
-    url: `/gardens/${gid}/members/${encodeURIComponent(user)}`,
-  });
-  assert.equal(res.statusCode, 204, res.body);
-}
-
-const plantIn = (c: Client, gid: string, payload: unknown, headers: Record<string, string> = {}) =>
-  c.request({
-    method: 'POST',
-    url: `/gardens/${gid}/plants`,
-    headers: { ...JSON_TYPE, ...headers },
-    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
-  });
-
-async function made(c: Client, gid: string, payload: unknown): Promise<{ id: number; etag: string }> {
-  const res = await plantIn(c, gid, payload);
-  assert.equal(res.statusCode, 201, res.body);
-  return { id: locationId(res), etag: String(res.headers.etag) };
-}
-
 const get = (c: Client, url: string) => c.request({ method: 'GET', url });
 const patch = (c: Client, id: number, payload: unknown, headers: Record<string, string> = {}) =>
   c.request({
@@ -81,26 +40,6 @@ const patch = (c: Client, id: number, payload: unknown, headers: Record<string, 
   });
 const del = (c: Client, id: number, headers: Record<string, string> = {}) =>
   c.request({ method: 'DELETE', url: `/plants/${id}`, headers });
-
-function refused(res: LightMyRequestResponse, status: number, code?: string, what = ''): void {
-  assert.equal(res.statusCode, status, `${what} ${res.body}`);
-  const e = errorBody(res);
-  if (code !== undefined) assert.equal(e.code, code, what);
-}
-
-function insufficientRole(res: LightMyRequestResponse, what = ''): void {
-  refused(res, 403, 'insufficient_role', what);
-  assert.equal(res.headers['www-authenticate'], undefined, `${what}: no challenge for a role refusal`);
-}
-
-/** The target of a `Link: <…>; rel="next"` header, or null. */
-function nextLink(res: LightMyRequestResponse): string | null {
-  const link = res.headers.link;
-  if (link === undefined) return null;
-  const m = /^<([^>]+)>; rel="next"$/.exec(String(link));
-  assert.ok(m, `malformed Link header ${String(link)}`);
-  return m[1]!;
-}
 
 /** Follows next links from `url`; every page's link must start with `prefix`. */
 async function walk(c: Client, url: string, prefix: string): Promise<{ items: Listed[]; pages: number }> {
@@ -127,19 +66,24 @@ for (const engine of ENGINES) {
       h = await harness(engine);
     });
     after(() => h?.close());
+    /** An owner, an editor, a viewer and a non-member of a new garden (made in that order). */
+    const team = async () => {
+      const o = await h.user();
+      const e = await h.user();
+      const v = await h.user();
+      const n = await h.user();
+      const g = await newGarden(o);
+      await share(o, g, e.user, 'editor');
+      await share(o, g, v.user, 'viewer');
+      return { o, e, v, n, g };
+    };
 
     describe('POST /gardens/{gid}/plants', () => {
       it(
         'editors and owners 201 into that garden (Location, ETag); a viewer 403; a non-member 404',
         T,
         async () => {
-          const o = await h.user();
-          const e = await h.user();
-          const v = await h.user();
-          const n = await h.user();
-          const g = await newGarden(o);
-          await share(o, g, e.user, 'editor');
-          await share(o, g, v.user, 'viewer');
+          const { o, e, v, n, g } = await team();
           const byOwner = await plantIn(o, g, { name: 'Owner’s', tag: 't' });
           assert.equal(byOwner.statusCode, 201);
           assert.deepEqual(byOwner.json(), { name: 'Owner’s', tag: 't' });
@@ -276,8 +220,8 @@ for (const engine of ENGINES) {
           for (let i = 0; i < 7; i++) {
             const tag = i % 2 === 0 ? 'even' : undefined;
             const body = tag ? { name: `p${i}`, tag } : { name: `p${i}` };
-            inG.push({ id: (await made(o, g, body)).id, ...body });
-            await made(o, other, { name: `q${i}`, tag: 'even' });
+            inG.push({ id: (await newPlant(o, g, body)).id, ...body });
+            await newPlant(o, other, { name: `q${i}`, tag: 'even' });
           }
           await o.create({ name: 'o’s home', tag: 'even' });
           const first = await get(v, `/gardens/${g}/plants?limit=3`);
@@ -334,8 +278,8 @@ for (const engine of ENGINES) {
           const n = await h.user();
           const admin = await h.user(['plants:admin']);
           const g = await newGarden(o, 'Params');
-          await made(o, g, { name: 'a' });
-          await made(o, g, { name: 'b' });
+          await newPlant(o, g, { name: 'a' });
+          await newPlant(o, g, { name: 'b' });
           const wrong: string[] = [];
           for (const q of [
             'limit=0',
@@ -399,9 +343,9 @@ for (const engine of ENGINES) {
               [uHome, u],
             ] as const) {
               const name = `${i}-${g.slice(-4)}`;
-              expected.push({ id: (await made(c, g, { name })).id, garden: g, name });
+              expected.push({ id: (await newPlant(c, g, { name })).id, garden: g, name });
             }
-            await made(o, oHome, { name: `hidden-${i}` });
+            await newPlant(o, oHome, { name: `hidden-${i}` });
           }
           const mine = await get(u, '/plants?include=id,garden&limit=1000');
           assert.equal(mine.statusCode, 200);
@@ -494,7 +438,7 @@ for (const engine of ENGINES) {
           for (const g of [g1, g2]) {
             await share(o, g, u.user, 'viewer');
             await share(o, g, w.user, 'viewer');
-            for (const name of ['a', 'b', 'c']) await made(o, g, { name, tag: 'x' });
+            for (const name of ['a', 'b', 'c']) await newPlant(o, g, { name, tag: 'x' });
           }
           const cursorOf = async (c: Client, url: string) => {
             const link = nextLink(await get(c, url));
@@ -552,7 +496,10 @@ for (const engine of ENGINES) {
         for (let round = 0; round < 12; round++) {
           for (const g of [uHome, ...gardens]) {
             const c = g === uHome ? u : o;
-            const { id } = await made(c, g, { name: `r${round}`, tag: round % 3 === 0 ? 'third' : 'other' });
+            const { id } = await newPlant(c, g, {
+              name: `r${round}`,
+              tag: round % 3 === 0 ? 'third' : 'other',
+            });
             plants.set(id, { garden: g, doomed: round % 4 === 1 });
           }
         }
@@ -585,7 +532,7 @@ for (const engine of ENGINES) {
           if (next) assert.match(next, /&include=id,garden$/);
           // Between pages: plants come and go everywhere, and u's memberships change.
           const g = gardens[page % K]!;
-          await made(o, g, { name: `new-${page}` });
+          await newPlant(o, g, { name: `new-${page}` });
           const victim = doomed.shift();
           if (victim !== undefined) {
             const c = plants.get(victim)!.garden === uHome ? u : o;
@@ -621,14 +568,8 @@ for (const engine of ENGINES) {
         'a viewer is 403 insufficient_role (no challenge) and nothing changes; editors and owners change; non-members 404',
         T,
         async () => {
-          const o = await h.user();
-          const e = await h.user();
-          const v = await h.user();
-          const n = await h.user();
-          const g = await newGarden(o);
-          await share(o, g, e.user, 'editor');
-          await share(o, g, v.user, 'viewer');
-          const p = await made(o, g, { name: 'Fern', tag: 'x' });
+          const { o, e, v, n, g } = await team();
+          const p = await newPlant(o, g, { name: 'Fern', tag: 'x' });
           const read = await get(v, `/plants/${p.id}`);
           assert.equal(read.statusCode, 200);
           assert.equal(read.headers.etag, p.etag);
@@ -669,7 +610,7 @@ for (const engine of ENGINES) {
             { name: 'Edited' },
             'the viewer sees the change',
           );
-          const q = await made(o, g, { name: 'Editor deletes' });
+          const q = await newPlant(o, g, { name: 'Editor deletes' });
           assert.equal((await del(e, q.id)).statusCode, 204);
           assert.equal((await del(o, p.id, { 'if-match': String(byOwner.headers.etag) })).statusCode, 204);
           refused(await get(v, `/plants/${p.id}`), 404);
@@ -680,14 +621,8 @@ for (const engine of ENGINES) {
         'PATCH order: 415/413/400 → 428 → 404 (not visible) → 403 (viewer) → Idempotency-Key replay → 412',
         T,
         async () => {
-          const o = await h.user();
-          const e = await h.user();
-          const v = await h.user();
-          const n = await h.user();
-          const g = await newGarden(o);
-          await share(o, g, e.user, 'editor');
-          await share(o, g, v.user, 'viewer');
-          const p = await made(o, g, { name: 'Ordered' });
+          const { o, e, v, n, g } = await team();
+          const p = await newPlant(o, g, { name: 'Ordered' });
           const stale = '"999999"';
           // Body and media type before everything, also for a viewer and a non-member.
           for (const c of [v, n]) {
@@ -735,14 +670,8 @@ for (const engine of ENGINES) {
       );
 
       it('DELETE order: 404 (not visible) → 403 (viewer) → 412 → the delete', T, async () => {
-        const o = await h.user();
-        const e = await h.user();
-        const v = await h.user();
-        const n = await h.user();
-        const g = await newGarden(o);
-        await share(o, g, e.user, 'editor');
-        await share(o, g, v.user, 'viewer');
-        const p = await made(o, g, { name: 'Doomed' });
+        const { o, e, v, n, g } = await team();
+        const p = await newPlant(o, g, { name: 'Doomed' });
         const stale = '"999999"';
         refused(await del(n, p.id, { 'if-match': stale }), 404);
         insufficientRole(await del(v, p.id, { 'if-match': stale }), 'viewer, stale If-Match');
@@ -763,7 +692,7 @@ for (const engine of ENGINES) {
           const m = await h.user();
           const g = await newGarden(o);
           await share(o, g, m.user, 'editor');
-          const p = await made(o, g, { name: 'Revoked', tag: 'r' });
+          const p = await newPlant(o, g, { name: 'Revoked', tag: 'r' });
           // Read and list twice before (whatever is kept for the member is warm).
           for (let i = 0; i < 2; i++) {
             assert.equal((await get(m, `/plants/${p.id}`)).statusCode, 200);
@@ -790,7 +719,7 @@ for (const engine of ENGINES) {
           );
           // A cursor issued before the removal gives nothing of the garden after it.
           await share(o, g, m.user, 'viewer');
-          await made(o, g, { name: 'Second', tag: 'r' });
+          await newPlant(o, g, { name: 'Second', tag: 'r' });
           const first = await get(m, '/plants?limit=1');
           const next = nextLink(first)!;
           await unshare(o, g, m.user);
@@ -806,7 +735,7 @@ for (const engine of ENGINES) {
           const m = await h.user();
           const g = await newGarden(o);
           await share(o, g, m.user, 'editor');
-          const p = await made(o, g, { name: 'Demoted' });
+          const p = await newPlant(o, g, { name: 'Demoted' });
           const changed = await patch(m, p.id, { name: 'By editor' }, { 'if-match': p.etag });
           assert.equal(changed.statusCode, 200);
           await share(o, g, m.user, 'viewer');
@@ -827,7 +756,7 @@ for (const engine of ENGINES) {
         const m = await h.user();
         const g = await newGarden(o, 'Short-lived');
         await share(o, g, m.user, 'editor');
-        const p = await made(m, g, { name: 'Temporary' });
+        const p = await newPlant(m, g, { name: 'Temporary' });
         assert.deepEqual((await get(m, `/plants?garden=${g}`)).json(), [{ name: 'Temporary' }]);
         assert.equal((await del(o, p.id)).statusCode, 204);
         assert.deepEqual((await get(m, `/gardens/${g}/plants`)).json(), []);
@@ -849,7 +778,7 @@ for (const engine of ENGINES) {
         const o = await h.user();
         const admin = await h.user(['plants:admin']);
         const g = await newGarden(o, 'Admin’s reach');
-        const p = await made(o, g, { name: 'Watched', tag: 'w' });
+        const p = await newPlant(o, g, { name: 'Watched', tag: 'w' });
         const home = await homeOf(o);
         const h1 = locationId(await o.create({ name: 'At home' }));
         assert.deepEqual((await get(admin, `/plants/${p.id}`)).json(), { name: 'Watched', tag: 'w' });

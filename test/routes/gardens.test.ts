@@ -5,112 +5,35 @@ import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import type { Scope } from '../../src/schemas/token.js';
-import { createToken } from '../../src/tokens/tokens.js';
-import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { type Client, clientAs, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import {
+  asBody,
+  createGarden,
+  type Garden,
+  insufficientRole,
+  JSON_TYPE,
+  listGardens,
+  type Member,
+  MISSING_GID,
+  plantIn,
+  postGarden,
+  putMember,
+  refused,
+  removeMember,
+  share,
+} from '../helpers/gardens.js';
 
-const JSON_TYPE = { 'content-type': 'application/json' };
 const T = { timeout: 30_000 };
 const GARDEN_KEYS = ['createdAt', 'home', 'id', 'name', 'role'];
 const MEMBER_KEYS = ['addedAt', 'role', 'user'];
 
-interface Garden {
-  id: string;
-  name: string;
-  home: boolean;
-  role: 'viewer' | 'editor' | 'owner';
-  createdAt: string;
-}
-interface Member {
-  user: string;
-  role: 'viewer' | 'editor' | 'owner';
-  addedAt: string;
-}
-
-/** A client whose token names exactly this user (the harness makes random ones). */
-async function as(
-  h: Harness,
-  user: string,
-  scopes: Scope[] = ['plants:read', 'plants:write'],
-): Promise<Client> {
-  const { record, secret } = await createToken(h.store, { user, scopes, name: null, expiresInMs: null });
-  const auth = { authorization: `Bearer ${secret}` };
-  const request = (opts: InjectOptions) =>
-    h.app.inject({ ...opts, headers: { ...auth, ...(opts.headers ?? {}) } });
-  return {
-    user,
-    token: secret,
-    tokenId: record.id,
-    auth,
-    request,
-    create: (body, headers = {}) =>
-      request({
-        method: 'POST',
-        url: '/plants',
-        headers: { 'content-type': 'application/json', ...headers },
-        payload: JSON.stringify(body),
-      }),
-  };
-}
-
-const body = (payload: unknown) => (typeof payload === 'string' ? payload : JSON.stringify(payload));
-
-const postGarden = (c: Client, payload: unknown, headers: Record<string, string> = JSON_TYPE) =>
-  c.request({ method: 'POST', url: '/gardens', headers, payload: body(payload) });
-
-async function newGarden(c: Client, name = 'Shared'): Promise<Garden> {
-  const res = await postGarden(c, { name });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json();
-}
-
-const listGardens = async (c: Client): Promise<Garden[]> => {
-  const res = await c.request({ method: 'GET', url: '/gardens' });
-  assert.equal(res.statusCode, 200, res.body);
-  return res.json();
-};
-
 const getGarden = (c: Client, gid: string) => c.request({ method: 'GET', url: `/gardens/${gid}` });
 const patchGarden = (c: Client, gid: string, payload: unknown, headers: Record<string, string> = JSON_TYPE) =>
-  c.request({ method: 'PATCH', url: `/gardens/${gid}`, headers, payload: body(payload) });
+  c.request({ method: 'PATCH', url: `/gardens/${gid}`, headers, payload: asBody(payload) });
 const deleteGarden = (c: Client, gid: string) => c.request({ method: 'DELETE', url: `/gardens/${gid}` });
 const members = (c: Client, gid: string) => c.request({ method: 'GET', url: `/gardens/${gid}/members` });
 const enc = encodeURIComponent;
-const put = (c: Client, gid: string, user: string, role: unknown, raw = false) =>
-  c.request({
-    method: 'PUT',
-    url: `/gardens/${gid}/members/${raw ? user : enc(user)}`,
-    headers: JSON_TYPE,
-    payload: JSON.stringify({ role }),
-  });
-const remove = (c: Client, gid: string, user: string, raw = false) =>
-  c.request({ method: 'DELETE', url: `/gardens/${gid}/members/${raw ? user : enc(user)}` });
-
-async function share(owner: Client, gid: string, user: string, role: Member['role']): Promise<Member> {
-  const res = await put(owner, gid, user, role);
-  assert.ok(
-    res.statusCode === 201 || res.statusCode === 200,
-    `PUT ${user} ${role}: ${res.statusCode} ${res.body}`,
-  );
-  return res.json();
-}
-
-const plantIn = (c: Client, gid: string, payload: unknown) =>
-  c.request({ method: 'POST', url: `/gardens/${gid}/plants`, headers: JSON_TYPE, payload: body(payload) });
-
-/** Asserts a 4xx/5xx error of this status (and code when given), with the contract's body. */
-function refused(res: LightMyRequestResponse, status: number, code?: string, what = ''): void {
-  assert.equal(res.statusCode, status, `${what} ${res.body}`);
-  const e = errorBody(res);
-  if (code !== undefined) assert.equal(e.code, code, what);
-}
-
-/** A 403 for the role, not the token: no WWW-Authenticate challenge. */
-function insufficientRole(res: LightMyRequestResponse, what = ''): void {
-  refused(res, 403, 'insufficient_role', what);
-  assert.equal(res.headers['www-authenticate'], undefined, `${what}: no challenge for a role refusal`);
-}
 
 function assertGardenShape(g: Garden): void {
   assert.deepEqual(Object.keys(g).sort(), GARDEN_KEYS);
@@ -167,8 +90,6 @@ function raw(
     req.end(payload);
   });
 }
-
-const MISSING_GID = 'gdn_000000000000000000000000';
 
 for (const engine of ENGINES) {
   describe(`gardens and members (${engine.name})`, { skip: engine.skip }, () => {
@@ -227,7 +148,7 @@ for (const engine of ENGINES) {
           ).json();
           assert.deepEqual(nested, [{ id, name: 'First ever' }]);
           // A member of other gardens still creates into its home garden with POST /plants.
-          const other = await newGarden(c, 'Elsewhere');
+          const other = await createGarden(c, 'Elsewhere');
           const second = locationId(await c.create({ name: 'Second' }));
           const inHome = (
             await c.request({ method: 'GET', url: `/plants?garden=${home.id}&include=id` })
@@ -248,7 +169,7 @@ for (const engine of ENGINES) {
           const o = await h.user();
           const m = await h.user();
           const [home] = await listGardens(o);
-          assert.equal((await put(o, home!.id, m.user, 'editor')).statusCode, 201);
+          assert.equal((await putMember(o, home!.id, m.user, 'editor')).statusCode, 201);
           // The member sees it, not as its home.
           const seen = await listGardens(m);
           assert.equal(seen.length, 2);
@@ -266,24 +187,29 @@ for (const engine of ENGINES) {
           assert.equal((await o.request({ method: 'GET', url: `/plants/${own}` })).statusCode, 404);
           // The home garden's user: its membership cannot be changed or removed, by anyone.
           for (const role of ['editor', 'viewer'])
-            refused(await put(o, home!.id, o.user, role), 409, 'home_garden', role);
-          refused(await remove(o, home!.id, o.user), 409, 'home_garden', 'leaving one’s own home garden');
-          assert.equal((await put(o, home!.id, m.user, 'owner')).statusCode, 200);
+            refused(await putMember(o, home!.id, o.user, role), 409, 'home_garden', role);
           refused(
-            await put(m, home!.id, o.user, 'viewer'),
+            await removeMember(o, home!.id, o.user),
+            409,
+            'home_garden',
+            'leaving one’s own home garden',
+          );
+          assert.equal((await putMember(o, home!.id, m.user, 'owner')).statusCode, 200);
+          refused(
+            await putMember(m, home!.id, o.user, 'viewer'),
             409,
             'home_garden',
             'another owner demoting the home user',
           );
           refused(
-            await remove(m, home!.id, o.user),
+            await removeMember(m, home!.id, o.user),
             409,
             'home_garden',
             'another owner removing the home user',
           );
           const admin = await h.user(['plants:admin']);
-          refused(await put(admin, home!.id, o.user, 'viewer'), 409, 'home_garden', 'admin demoting');
-          refused(await remove(admin, home!.id, o.user), 409, 'home_garden', 'admin removing');
+          refused(await putMember(admin, home!.id, o.user, 'viewer'), 409, 'home_garden', 'admin demoting');
+          refused(await removeMember(admin, home!.id, o.user), 409, 'home_garden', 'admin removing');
           const roles = ((await members(o, home!.id)).json() as Member[]).map((x) => [x.user, x.role]).sort();
           assert.deepEqual(
             roles,
@@ -301,7 +227,7 @@ for (const engine of ENGINES) {
           refused(await deleteGarden(empty, emptyHome!.id), 409, 'home_garden', 'an empty home garden');
           assert.equal((await getGarden(empty, emptyHome!.id)).statusCode, 200);
           // The other owner may leave the shared home garden.
-          assert.equal((await remove(m, home!.id, m.user)).statusCode, 204);
+          assert.equal((await removeMember(m, home!.id, m.user)).statusCode, 204);
           assert.equal((await getGarden(m, home!.id)).statusCode, 404);
         },
       );
@@ -326,7 +252,7 @@ for (const engine of ENGINES) {
           const read = await c.request({ method: 'GET', url: String(res.headers.location) });
           assert.equal(read.statusCode, 200);
           assert.deepEqual(read.json(), g);
-          const again = await newGarden(c, '  Back yard  ');
+          const again = await createGarden(c, '  Back yard  ');
           assert.notEqual(again.id, g.id, 'names need not be unique; ids are');
           const charset = await postGarden(
             c,
@@ -342,8 +268,8 @@ for (const engine of ENGINES) {
         const c = await h.user();
         // Created one after the other as fast as they go: several share a millisecond.
         const made: Garden[] = [];
-        for (let i = 0; i < 25; i++) made.push(await newGarden(c, `g${i}`));
-        const shared = await newGarden(o, 'Shared with c');
+        for (let i = 0; i < 25; i++) made.push(await createGarden(c, `g${i}`));
+        const shared = await createGarden(o, 'Shared with c');
         await share(o, shared.id, c.user, 'viewer');
         const list = await listGardens(c);
         assert.equal(list.length, 27);
@@ -364,7 +290,7 @@ for (const engine of ENGINES) {
         T,
         async () => {
           const c = await h.user();
-          const g = await newGarden(c, 'Keep');
+          const g = await createGarden(c, 'Keep');
           for (const name of ['x', '🌱'.repeat(100), 'a'.repeat(100), ' padded ', 'Ünïcødé ✓']) {
             const res = await postGarden(c, { name });
             assert.equal(res.statusCode, 201, `${name}: ${res.body}`);
@@ -406,7 +332,7 @@ for (const engine of ENGINES) {
         T,
         async () => {
           const c = await h.user();
-          const g = await newGarden(c, 'Bodies');
+          const g = await createGarden(c, 'Bodies');
           const big = JSON.stringify({ name: 'x'.repeat(17 * 1024) });
           const cases: [string, Record<string, string>, string, number][] = [
             ['text/plain', { 'content-type': 'text/plain' }, '{"name":"a"}', 415],
@@ -476,7 +402,7 @@ for (const engine of ENGINES) {
           const v = await h.user();
           const e = await h.user();
           const n = await h.user();
-          const g = await newGarden(o, 'Roles');
+          const g = await createGarden(o, 'Roles');
           await share(o, g.id, v.user, 'viewer');
           await share(o, g.id, e.user, 'editor');
           assert.deepEqual((await getGarden(v, g.id)).json(), { ...g, role: 'viewer' });
@@ -514,7 +440,7 @@ for (const engine of ENGINES) {
           assert.deepEqual(renamed.json(), { ...g, name: 'Renamed' });
           assert.equal((await getGarden(v, g.id)).json().name, 'Renamed');
           // Scopes still apply on top of roles: an owner's read-only token may not rename (403 with a challenge).
-          const readOnly = await as(h, o.user, ['plants:read']);
+          const readOnly = await clientAs(h, o.user, ['plants:read']);
           const scoped = await patchGarden(readOnly, g.id, { name: 'x' });
           refused(scoped, 403);
           assert.match(String(scoped.headers['www-authenticate']), /insufficient_scope/);
@@ -527,11 +453,11 @@ for (const engine of ENGINES) {
             /insufficient_scope/,
           );
           assert.match(
-            String((await put(readOnly, g.id, n.user, 'viewer')).headers['www-authenticate']),
+            String((await putMember(readOnly, g.id, n.user, 'viewer')).headers['www-authenticate']),
             /insufficient_scope/,
           );
           assert.equal((await getGarden(readOnly, g.id)).statusCode, 200);
-          const writeOnly = await as(h, o.user, ['plants:write']);
+          const writeOnly = await clientAs(h, o.user, ['plants:write']);
           const noRead = await writeOnly.request({ method: 'GET', url: '/gardens' });
           refused(noRead, 403);
           assert.match(String(noRead.headers['www-authenticate']), /insufficient_scope/);
@@ -554,7 +480,7 @@ for (const engine of ENGINES) {
       it('DELETE of a garden with plants is 409 garden_not_empty; once empty, 204', T, async () => {
         const o = await h.user();
         const e = await h.user();
-        const g = await newGarden(o, 'Full');
+        const g = await createGarden(o, 'Full');
         await share(o, g.id, e.user, 'editor');
         const id = locationId(await plantIn(e, g.id, { name: 'Rooted' }));
         refused(await deleteGarden(o, g.id), 409, 'garden_not_empty');
@@ -577,7 +503,7 @@ for (const engine of ENGINES) {
         async () => {
           const o = await h.user();
           const admin = await h.user(['plants:admin']);
-          const g = await newGarden(o, 'Watched');
+          const g = await createGarden(o, 'Watched');
           const [home] = await listGardens(o);
           const seen = await getGarden(admin, g.id);
           assert.equal(seen.statusCode, 200);
@@ -588,8 +514,8 @@ for (const engine of ENGINES) {
           assert.deepEqual(renamed.json(), { ...g, name: 'By the admin', role: 'owner', home: false });
           assert.equal((await getGarden(o, g.id)).json().name, 'By the admin');
           const x = `added-by-admin-${randomUUID()}`;
-          assert.equal((await put(admin, g.id, x, 'editor')).statusCode, 201);
-          assert.equal((await put(admin, g.id, x, 'viewer')).statusCode, 200);
+          assert.equal((await putMember(admin, g.id, x, 'editor')).statusCode, 201);
+          assert.equal((await putMember(admin, g.id, x, 'viewer')).statusCode, 200);
           const list = (await members(admin, g.id)).json() as Member[];
           assert.deepEqual(
             list.map((m) => [m.user, m.role]).sort(),
@@ -598,9 +524,9 @@ for (const engine of ENGINES) {
               [x, 'viewer'],
             ].sort(),
           );
-          assert.equal((await remove(admin, g.id, x)).statusCode, 204);
+          assert.equal((await removeMember(admin, g.id, x)).statusCode, 204);
           refused(
-            await put(admin, g.id, o.user, 'editor'),
+            await putMember(admin, g.id, o.user, 'editor'),
             409,
             'last_owner',
             'the admin is no member: o is the last owner',
@@ -620,21 +546,21 @@ for (const engine of ENGINES) {
           const o = await h.user();
           const m = await h.user();
           const x = await h.user();
-          const g = await newGarden(o, 'Members');
+          const g = await createGarden(o, 'Members');
           const first = (await members(o, g.id)).json() as Member[];
           assert.equal(first.length, 1);
           assertMemberShape(first[0]!);
           assert.deepEqual([first[0]!.user, first[0]!.role], [o.user, 'owner']);
-          const added = await put(o, g.id, m.user, 'viewer');
+          const added = await putMember(o, g.id, m.user, 'viewer');
           assert.equal(added.statusCode, 201);
           assert.equal(added.headers['content-type'], 'application/json; charset=utf-8');
           const am: Member = added.json();
           assertMemberShape(am);
           assert.deepEqual([am.user, am.role], [m.user, 'viewer']);
-          const changed = await put(o, g.id, m.user, 'editor');
+          const changed = await putMember(o, g.id, m.user, 'editor');
           assert.equal(changed.statusCode, 200);
           assert.deepEqual(changed.json(), { ...am, role: 'editor' }, 'addedAt stays');
-          const same = await put(o, g.id, m.user, 'editor');
+          const same = await putMember(o, g.id, m.user, 'editor');
           assert.equal(same.statusCode, 200);
           assert.deepEqual(same.json(), { ...am, role: 'editor' });
           assert.deepEqual((await getGarden(m, g.id)).json().role, 'editor', 'the new role counts at once');
@@ -648,24 +574,28 @@ for (const engine of ENGINES) {
             ].sort(),
           );
           // Editors and viewers may not manage members.
-          insufficientRole(await put(m, g.id, x.user, 'viewer'), 'editor adding');
-          insufficientRole(await put(m, g.id, m.user, 'owner'), 'editor promoting itself');
-          insufficientRole(await remove(m, g.id, o.user), 'editor removing the owner');
+          insufficientRole(await putMember(m, g.id, x.user, 'viewer'), 'editor adding');
+          insufficientRole(await putMember(m, g.id, m.user, 'owner'), 'editor promoting itself');
+          insufficientRole(await removeMember(m, g.id, o.user), 'editor removing the owner');
           await share(o, g.id, m.user, 'viewer');
-          insufficientRole(await put(m, g.id, x.user, 'viewer'), 'viewer adding');
+          insufficientRole(await putMember(m, g.id, x.user, 'viewer'), 'viewer adding');
           assert.equal(((await members(m, g.id)).json() as Member[]).length, 2, 'a viewer lists members too');
           // A non-member: 404.
           refused(await members(x, g.id), 404);
-          refused(await put(x, g.id, x.user, 'owner'), 404);
+          refused(await putMember(x, g.id, x.user, 'owner'), 404);
           // Owners may add owners; a user need not have signed in yet.
           const later = `not-signed-in-${randomUUID()}`;
-          assert.equal((await put(o, g.id, later, 'owner')).statusCode, 201);
-          const arrived = await as(h, later);
+          assert.equal((await putMember(o, g.id, later, 'owner')).statusCode, 201);
+          const arrived = await clientAs(h, later);
           const theirs = await listGardens(arrived);
           assert.equal(theirs.length, 2);
           assert.equal(theirs[0]!.home, true, 'its home garden, made on its first need, comes first');
           assert.deepEqual(theirs[1], { ...g, role: 'owner' });
-          assert.equal((await put(arrived, g.id, x.user, 'viewer')).statusCode, 201, 'and acts as an owner');
+          assert.equal(
+            (await putMember(arrived, g.id, x.user, 'viewer')).statusCode,
+            201,
+            'and acts as an owner',
+          );
         },
       );
 
@@ -675,14 +605,14 @@ for (const engine of ENGINES) {
         async () => {
           const o = await h.user();
           const p = await h.user();
-          const g = await newGarden(o, 'Owners');
-          refused(await put(o, g.id, o.user, 'editor'), 409, 'last_owner', 'demoting the only owner');
-          refused(await put(o, g.id, o.user, 'viewer'), 409, 'last_owner', 'demoting the only owner');
-          refused(await remove(o, g.id, o.user), 409, 'last_owner', 'the only owner leaving');
+          const g = await createGarden(o, 'Owners');
+          refused(await putMember(o, g.id, o.user, 'editor'), 409, 'last_owner', 'demoting the only owner');
+          refused(await putMember(o, g.id, o.user, 'viewer'), 409, 'last_owner', 'demoting the only owner');
+          refused(await removeMember(o, g.id, o.user), 409, 'last_owner', 'the only owner leaving');
           await share(o, g.id, p.user, 'owner');
-          assert.equal((await put(o, g.id, o.user, 'editor')).statusCode, 200, 'another owner remains');
-          refused(await put(p, g.id, p.user, 'viewer'), 409, 'last_owner');
-          refused(await remove(p, g.id, p.user), 409, 'last_owner');
+          assert.equal((await putMember(o, g.id, o.user, 'editor')).statusCode, 200, 'another owner remains');
+          refused(await putMember(p, g.id, p.user, 'viewer'), 409, 'last_owner');
+          refused(await removeMember(p, g.id, p.user), 409, 'last_owner');
           const roles = ((await members(p, g.id)).json() as Member[]).map((m) => [m.user, m.role]).sort();
           assert.deepEqual(
             roles,
@@ -694,11 +624,11 @@ for (const engine of ENGINES) {
           );
           await share(p, g.id, o.user, 'owner');
           assert.equal(
-            (await remove(p, g.id, p.user)).statusCode,
+            (await removeMember(p, g.id, p.user)).statusCode,
             204,
             'an owner leaves while another stays',
           );
-          refused(await remove(o, g.id, p.user), 404, undefined, 'gone already');
+          refused(await removeMember(o, g.id, p.user), 404, undefined, 'gone already');
           assert.deepEqual(
             ((await members(o, g.id)).json() as Member[]).map((m) => [m.user, m.role]),
             [[o.user, 'owner']],
@@ -714,29 +644,34 @@ for (const engine of ENGINES) {
           const v = await h.user();
           const e = await h.user();
           const o2 = await h.user();
-          const g = await newGarden(o, 'Leaving');
+          const g = await createGarden(o, 'Leaving');
           await share(o, g.id, v.user, 'viewer');
           await share(o, g.id, e.user, 'editor');
           await share(o, g.id, o2.user, 'owner');
-          insufficientRole(await remove(v, g.id, e.user), 'a viewer removing another');
-          insufficientRole(await remove(e, g.id, v.user), 'an editor removing another');
+          insufficientRole(await removeMember(v, g.id, e.user), 'a viewer removing another');
+          insufficientRole(await removeMember(e, g.id, v.user), 'an editor removing another');
           for (const c of [v, e, o2]) {
-            const res = await remove(c, g.id, c.user);
+            const res = await removeMember(c, g.id, c.user);
             assert.equal(res.statusCode, 204, res.body);
             assert.equal(res.body, '');
             refused(await getGarden(c, g.id), 404, undefined, 'gone for the one that left');
-            refused(await remove(c, g.id, c.user), 404, undefined, 'leaving twice');
+            refused(await removeMember(c, g.id, c.user), 404, undefined, 'leaving twice');
           }
-          refused(await remove(o, g.id, `never-${randomUUID()}`), 404, undefined, 'a user never a member');
-          refused(await remove(o, g.id, v.user), 404, undefined, 'a member that left');
-          assert.equal((await put(o, g.id, v.user, 'viewer')).statusCode, 201, 'added again: 201');
-          assert.equal((await remove(o, g.id, v.user)).statusCode, 204, 'an owner removes a member');
+          refused(
+            await removeMember(o, g.id, `never-${randomUUID()}`),
+            404,
+            undefined,
+            'a user never a member',
+          );
+          refused(await removeMember(o, g.id, v.user), 404, undefined, 'a member that left');
+          assert.equal((await putMember(o, g.id, v.user, 'viewer')).statusCode, 201, 'added again: 201');
+          assert.equal((await removeMember(o, g.id, v.user)).statusCode, 204, 'an owner removes a member');
         },
       );
 
       it('405 with Allow on the garden paths; 401 without a token', T, async () => {
         const c = await h.user();
-        const g = await newGarden(c);
+        const g = await createGarden(c);
         for (const [method, url, allow] of [
           ['PUT', '/gardens', /GET.*POST/],
           ['DELETE', '/gardens', /GET.*POST/],
@@ -772,7 +707,7 @@ for (const engine of ENGINES) {
         T,
         async () => {
           const o = await h.user();
-          const g = await newGarden(o, 'Names');
+          const g = await createGarden(o, 'Names');
           const suffix = randomUUID().slice(0, 8);
           for (const name of [
             `a@b.c-${suffix}`,
@@ -786,27 +721,30 @@ for (const engine of ENGINES) {
             `..-${suffix}`,
             `~!$&()*,;=:[]{}|\\^\`<>-${suffix}`,
           ]) {
-            const added = await put(o, g.id, name, 'viewer');
+            const added = await putMember(o, g.id, name, 'viewer');
             assert.equal(added.statusCode, 201, `${name}: ${added.body}`);
             assert.equal(added.json().user, name);
             assert.ok(
               ((await members(o, g.id)).json() as Member[]).some((m) => m.user === name),
               name,
             );
-            const them = await as(h, name);
+            const them = await clientAs(h, name);
             const seen = await listGardens(them);
             assert.deepEqual(seen[1], { ...g, role: 'viewer' }, `${name} sees the garden`);
-            const changed = await put(o, g.id, name, 'editor');
+            const changed = await putMember(o, g.id, name, 'editor');
             assert.equal(changed.statusCode, 200, name);
             assert.equal(changed.json().user, name);
-            assert.equal((await remove(o, g.id, name)).statusCode, 204, name);
+            assert.equal((await removeMember(o, g.id, name)).statusCode, 204, name);
             refused(await getGarden(them, g.id), 404, undefined, name);
           }
           // `%2F` names the user with a slash, never another path.
           const slash = `s/${suffix}`;
-          assert.equal((await put(o, g.id, 's%2F' + suffix, 'viewer', true)).statusCode, 201);
+          assert.equal((await putMember(o, g.id, 's%2F' + suffix, 'viewer', true)).statusCode, 201);
           assert.ok(((await members(o, g.id)).json() as Member[]).some((m) => m.user === slash));
-          assert.equal((await remove(o, g.id, `S%2f${suffix}`.replace('S', 's'), true)).statusCode, 204);
+          assert.equal(
+            (await removeMember(o, g.id, `S%2f${suffix}`.replace('S', 's'), true)).statusCode,
+            204,
+          );
         },
       );
 
@@ -815,7 +753,7 @@ for (const engine of ENGINES) {
         T,
         async () => {
           const o = await h.user();
-          const g = await newGarden(o, 'Hostile names');
+          const g = await createGarden(o, 'Hostile names');
           for (const raw of [
             'a'.repeat(201),
             'a%20b',
@@ -829,16 +767,16 @@ for (const engine of ENGINES) {
             '%F0%9F%8C%B1',
             '%C2%A0',
           ]) {
-            refused(await put(o, g.id, raw, 'viewer', true), 400, undefined, `PUT ${raw.slice(0, 40)}`);
-            refused(await remove(o, g.id, raw, true), 400, undefined, `DELETE ${raw.slice(0, 40)}`);
+            refused(await putMember(o, g.id, raw, 'viewer', true), 400, undefined, `PUT ${raw.slice(0, 40)}`);
+            refused(await removeMember(o, g.id, raw, true), 400, undefined, `DELETE ${raw.slice(0, 40)}`);
           }
           // 200 characters is the longest name.
           const longest = 'a'.repeat(190) + randomUUID().slice(0, 10);
-          assert.equal((await put(o, g.id, longest, 'viewer')).statusCode, 201);
+          assert.equal((await putMember(o, g.id, longest, 'viewer')).statusCode, 201);
           assert.equal(((await members(o, g.id)).json() as Member[]).length, 2);
           // Undecodable percent escapes: a client error, never a 5xx.
           for (const raw of ['%', '%zz', '%E0%A4%A', '%C3']) {
-            const res = await put(o, g.id, raw, 'viewer', true);
+            const res = await putMember(o, g.id, raw, 'viewer', true);
             assert.ok(res.statusCode === 400 || res.statusCode === 404, `${raw}: ${res.statusCode}`);
             errorBody(res);
           }
@@ -849,7 +787,7 @@ for (const engine of ENGINES) {
     describe('hostile garden ids', () => {
       it('are 404 on every garden path, as a garden that does not exist; nothing changes', T, async () => {
         const c = await h.user();
-        const g = await newGarden(c, 'Target');
+        const g = await createGarden(c, 'Target');
         await plantIn(c, g.id, { name: 'Safe' });
         // (Dot segments such as `..` and `%2E%2E` are sent over a socket below: inject's URL parser
         // would resolve them before the server saw them.)
@@ -980,9 +918,9 @@ for (const engine of ENGINES) {
         }
         assert.equal((await listGardens(u)).length, 100);
         refused(await postGarden(u, { name: 'one too many' }), 409, 'too_many_gardens');
-        const g = await newGarden(o, 'Wants u');
+        const g = await createGarden(o, 'Wants u');
         refused(
-          await put(o, g.id, u.user, 'viewer'),
+          await putMember(o, g.id, u.user, 'viewer'),
           409,
           'too_many_gardens',
           'adding a user in 100 gardens',
@@ -991,14 +929,14 @@ for (const engine of ENGINES) {
         assert.equal((await listGardens(u)).length, 100);
         // A role change of a garden it is in is no new membership.
         await share(u, mine[0]!.id, o.user, 'viewer');
-        assert.equal((await put(u, mine[0]!.id, o.user, 'editor')).statusCode, 200);
+        assert.equal((await putMember(u, mine[0]!.id, o.user, 'editor')).statusCode, 200);
         // One fewer: it may be added again; then it is full again.
-        assert.equal((await remove(o, mine[0]!.id, o.user)).statusCode, 204);
+        assert.equal((await removeMember(o, mine[0]!.id, o.user)).statusCode, 204);
         assert.equal((await deleteGarden(u, mine[0]!.id)).statusCode, 204);
-        assert.equal((await put(o, g.id, u.user, 'viewer')).statusCode, 201);
+        assert.equal((await putMember(o, g.id, u.user, 'viewer')).statusCode, 201);
         refused(await postGarden(u, { name: 'full again' }), 409, 'too_many_gardens');
         // Two places free and ten creates at once: exactly two are made.
-        assert.equal((await remove(u, g.id, u.user)).statusCode, 204);
+        assert.equal((await removeMember(u, g.id, u.user)).statusCode, 204);
         assert.equal((await deleteGarden(u, mine[1]!.id)).statusCode, 204);
         const raced = await Promise.all(
           Array.from({ length: 10 }, (_, i) => postGarden(u, { name: `race${i}` })),
@@ -1033,12 +971,12 @@ for (const engine of ENGINES) {
         const late = `late-${randomUUID()}`;
         const added: number[] = [];
         for (const g of gardens) {
-          const res = await put(o, g, late, 'viewer');
+          const res = await putMember(o, g, late, 'viewer');
           assert.ok(res.statusCode === 201 || res.statusCode === 409, res.body);
           if (res.statusCode === 409) assert.equal(errorBody(res).code, 'too_many_gardens');
           added.push(res.statusCode);
         }
-        const arrived = await as(h, late);
+        const arrived = await clientAs(h, late);
         const theirs = await listGardens(arrived);
         assert.equal(theirs[0]!.home, true, 'its home garden first');
         assert.ok(
@@ -1051,20 +989,20 @@ for (const engine of ENGINES) {
         timeout: 120_000,
       }, async () => {
         const o = await h.user();
-        const g = await newGarden(o, 'Crowded');
+        const g = await createGarden(o, 'Crowded');
         const prefix = `crowd-${randomUUID().slice(0, 8)}`;
         // 989 more: 990 members.
         for (let start = 0; start < 989; start += 50) {
           const batch = await Promise.all(
             Array.from({ length: Math.min(50, 989 - start) }, (_, i) =>
-              put(o, g.id, `${prefix}-${start + i}`, 'viewer'),
+              putMember(o, g.id, `${prefix}-${start + i}`, 'viewer'),
             ),
           );
           for (const res of batch) assert.equal(res.statusCode, 201, res.body);
         }
         // Twenty at once for the last ten places: exactly ten are added.
         const raced = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => put(o, g.id, `${prefix}-race-${i}`, 'viewer')),
+          Array.from({ length: 20 }, (_, i) => putMember(o, g.id, `${prefix}-race-${i}`, 'viewer')),
         );
         assert.deepEqual(raced.map((r) => r.statusCode).sort(), [
           ...Array(10).fill(201),
@@ -1075,12 +1013,12 @@ for (const engine of ENGINES) {
         const listed = (await members(o, g.id)).json() as Member[];
         assert.equal(listed.length, 1000);
         assert.equal(new Set(listed.map((m) => m.user)).size, 1000);
-        refused(await put(o, g.id, `${prefix}-one-more`, 'viewer'), 409, 'too_many_members');
+        refused(await putMember(o, g.id, `${prefix}-one-more`, 'viewer'), 409, 'too_many_members');
         // Changing a member's role adds nobody.
-        assert.equal((await put(o, g.id, `${prefix}-0`, 'editor')).statusCode, 200);
-        assert.equal((await remove(o, g.id, `${prefix}-1`)).statusCode, 204);
-        assert.equal((await put(o, g.id, `${prefix}-one-more`, 'viewer')).statusCode, 201);
-        refused(await put(o, g.id, `${prefix}-yet-another`, 'viewer'), 409, 'too_many_members');
+        assert.equal((await putMember(o, g.id, `${prefix}-0`, 'editor')).statusCode, 200);
+        assert.equal((await removeMember(o, g.id, `${prefix}-1`)).statusCode, 204);
+        assert.equal((await putMember(o, g.id, `${prefix}-one-more`, 'viewer')).statusCode, 201);
+        refused(await putMember(o, g.id, `${prefix}-yet-another`, 'viewer'), 409, 'too_many_members');
       });
     });
   });

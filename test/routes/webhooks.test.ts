@@ -1,57 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { type Client, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { type Received, type Receiver, startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/wait.js';
+import { acknowledged, attempts, delivered, eventId, plantName, register } from '../helpers/webhooks.js';
 
 const json = { 'content-type': 'application/json' };
-
-async function register(c: Client, body: Record<string, unknown>) {
-  const res = await c.request({
-    method: 'POST',
-    url: '/webhooks',
-    headers: json,
-    payload: JSON.stringify(body),
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json() as { id: string; secret: string; url: string; events: string[]; status: string };
-}
-
-interface Attempt {
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  status: number | null;
-  outcome: 'succeeded' | 'retrying' | 'failed';
-  error?: string;
-}
-
-/** The endpoint's deliveries log, newest first. */
-async function attempts(c: Client, endpointId: string): Promise<Attempt[]> {
-  const res = await c.request({ method: 'GET', url: `/webhooks/${endpointId}/deliveries` });
-  assert.equal(res.statusCode, 200, res.body);
-  return res.json();
-}
-
-/** Waits until the deliveries log shows an acknowledged attempt of each of these events; returns the log. */
-function acknowledged(c: Client, endpointId: string, eventIds: string[]): Promise<Attempt[]> {
-  return until(`acknowledged attempts of ${eventIds.join(', ')} in the log of ${endpointId}`, async () => {
-    const log = await attempts(c, endpointId);
-    const done = new Set(log.filter((a) => a.outcome === 'succeeded').map((a) => a.eventId));
-    return eventIds.every((id) => done.has(id)) && log;
-  });
-}
-
-const eventId = (d: Received) => d.headers['webhook-id'] as string;
-const plantName = (d: Received): string => JSON.parse(d.body).data.name;
-
-/** Waits until the receiver holds a delivery of this type for the plant of this name. */
-const delivered = (r: Receiver, type: string, name: string): Promise<Received> =>
-  until(`${type} of ${name} at the receiver`, () =>
-    r.received.find((d) => JSON.parse(d.body).type === type && plantName(d) === name),
-  );
 
 /** Verifies a delivery the way a receiver would, with the official Standard Webhooks library. */
 function verified(

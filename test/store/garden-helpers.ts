@@ -29,6 +29,18 @@ export async function garden(
   return made.ok.id;
 }
 
+/** A new garden `g` of a new owner `o`, with a new editor `e` and a new viewer `v` (added in that order). */
+export async function team(store: Store): Promise<{ o: string; e: string; v: string; g: string }> {
+  const o = user();
+  const e = user();
+  const v = user();
+  const g = await garden(store, o, [
+    [e, 'editor'],
+    [v, 'viewer'],
+  ]);
+  return { o, e, v, g };
+}
+
 /** A plant `owner` makes in `g` (with its plant.created event at `at`, when given). */
 export async function plant(
   store: Store,

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { PagePlant, Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
-import { garden, home, plant, user } from './garden-helpers.js';
+import { garden, home, plant, team, user } from './garden-helpers.js';
 
 // Plants in gardens, on every engine: who may create, change and delete them (checked in the
 // write's own transaction, missing before forbidden before a version mismatch), and list pages
@@ -34,13 +34,7 @@ for (const engine of ENGINES) {
     });
 
     it('create: an editor or owner may; a viewer is forbidden; anyone else, or no garden, is missing', async () => {
-      const o = user();
-      const e = user();
-      const v = user();
-      const g = await garden(store, o, [
-        [e, 'editor'],
-        [v, 'viewer'],
-      ]);
+      const { o, e, v, g } = await team(store);
       const made = (owner: string, fields: { id?: number | null; garden?: string; admin?: boolean } = {}) =>
         store.createPlant({
           id: fields.id ?? null,
@@ -95,14 +89,8 @@ for (const engine of ENGINES) {
     });
 
     it('change and delete by role: missing before forbidden before a version mismatch', async () => {
-      const o = user();
-      const e = user();
-      const v = user();
+      const { o, e, v, g } = await team(store);
       const stranger = user();
-      const g = await garden(store, o, [
-        [e, 'editor'],
-        [v, 'viewer'],
-      ]);
       const p = await plant(store, o, g, { tag: 'green' });
       const stale = [p.version + 1_000_000];
       // A stranger: missing, whatever the version; a viewer: forbidden, whatever the version.

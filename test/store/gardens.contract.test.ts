@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { gardenId } from '../../src/store/plant-changes.js';
 import { MAX_GARDENS_PER_USER, MAX_MEMBERS_PER_GARDEN, type Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
-import { garden, home, plant, rolesIn, user } from './garden-helpers.js';
+import { garden, home, plant, rolesIn, team, user } from './garden-helpers.js';
 
 // The garden rules every engine keeps (contract 3.2): home gardens, roles, and every refusal of a
 // garden write, each checked in the write's own transaction, also when writes race.
@@ -96,13 +96,7 @@ for (const engine of ENGINES) {
     });
 
     it('rename: by an owner or admin; an editor or viewer is forbidden; anyone else or no garden missing', async () => {
-      const o = user();
-      const e = user();
-      const v = user();
-      const g = await garden(store, o, [
-        [e, 'editor'],
-        [v, 'viewer'],
-      ]);
+      const { o, e, v, g } = await team(store);
       assert.deepEqual(await store.renameGarden(g, e, 'x'), { refused: 'forbidden' });
       assert.deepEqual(await store.renameGarden(g, v, 'x'), { refused: 'forbidden' });
       assert.deepEqual(await store.renameGarden(g, user(), 'x'), { refused: 'missing' });
@@ -122,13 +116,7 @@ for (const engine of ENGINES) {
     });
 
     it('delete: only an empty, non-home garden, by an owner or admin; its memberships go with it', async () => {
-      const o = user();
-      const e = user();
-      const v = user();
-      const g = await garden(store, o, [
-        [e, 'editor'],
-        [v, 'viewer'],
-      ]);
+      const { o, e, v, g } = await team(store);
       assert.deepEqual(await store.deleteGarden(g, e), { refused: 'forbidden' });
       assert.deepEqual(await store.deleteGarden(g, v), { refused: 'forbidden' });
       assert.deepEqual(await store.deleteGarden(g, user()), { refused: 'missing' });
@@ -206,13 +194,7 @@ for (const engine of ENGINES) {
     });
 
     it('removeMember: by an owner, or the member itself leaving; refused in order', async () => {
-      const o = user();
-      const e = user();
-      const v = user();
-      const g = await garden(store, o, [
-        [e, 'editor'],
-        [v, 'viewer'],
-      ]);
+      const { o, e, v, g } = await team(store);
       const stranger = user();
       assert.deepEqual(await store.removeMember(g, e, v), { refused: 'forbidden' });
       assert.deepEqual(await store.removeMember(g, v, e), { refused: 'forbidden' });

@@ -468,6 +468,54 @@ describe('SQLite store specifics', () => {
     db.close();
   });
 
+  it('a page across gardens is exact whether the walk along ids fills it, runs out, or reaches the end', async () => {
+    const path = join(dir, 'window.db');
+    const store = new SqliteStore({ path, durability: 'full' });
+    await store.migrate();
+    await seedGardens(store);
+    // The caller's gardens (o, p, a) hold a plant every 7th id up to 700, then none for 6,000 ids
+    // (another garden's, c), then one every 3rd id: a walk of at most 4,096 plants fills early pages
+    // and runs out in the gap; every page must still be the id-ordered merge.
+    const mine = ['gdn_o', 'gdn_p', 'gdn_a'];
+    const raw = new Database(path);
+    const ins = raw.prepare('INSERT INTO plants (id, owner, garden, name, tag) VALUES (?, ?, ?, ?, ?)');
+    const want: number[] = [];
+    raw.transaction(() => {
+      for (let id = 1; id <= 9000; id++) {
+        const ours = (id <= 700 && id % 7 === 0) || (id > 6700 && id % 3 === 0);
+        const garden = ours ? mine[id % 3]! : 'gdn_c';
+        ins.run(id, 'x', garden, `p${id}`, id % 2 ? 't' : null);
+        if (ours) want.push(id);
+      }
+    })();
+    raw.close();
+    for (const [limit, tag] of [
+      [1, null],
+      [21, null],
+      [101, null],
+      [1001, null],
+      [21, 't'],
+      [257, 't'],
+    ] as const) {
+      const expected = want.filter((id) => tag === null || id % 2 === 1);
+      const seen: number[] = [];
+      for (let after = 0; ; ) {
+        const page = await store.listPlants({
+          gardens: mine,
+          tag,
+          afterId: after,
+          limit,
+          withVersion: limit === 21,
+        });
+        seen.push(...page.map((p) => p.id));
+        if (page.length < limit) break;
+        after = page[page.length - 1]!.id;
+      }
+      assert.deepEqual(seen, expected, `limit ${limit}, tag ${tag}`);
+    }
+    await store.close();
+  });
+
   it('list marks: another store’s write, or a hand-made one, moves every mark; the store’s own do not', async () => {
     const path = join(dir, 'clock.db');
     const store = new SqliteStore({ path, durability: 'full' });

@@ -23,13 +23,19 @@ const MAX_ENTRIES = 200_000;
  * changed, and every mark moves at once. Unlike the triggers of migration 4 that this replaces, it
  * costs a create no rows of its own: the writer moves one clock row per commit.
  */
+// The scope of the list of every garden's plants (no garden id is this).
+const ALL = '\u0000';
+
 export class LocalMarks {
   // reorder values come from one counter, so that forgetting everything (floor = ++counter) moves
-  // every scope's reorder past any value a kept page holds.
+  // every scope's reorder past any value a kept page holds. Kept per garden (ALL keys the list of
+  // every garden's plants) and, for top, per tag ('' keys "any tag"; a tag is never empty): a list
+  // across twenty gardens looks up forty keys per request, so none of them is a string built for it.
   private counter = 0;
   private floor = 0;
   private readonly reorder = new Map<string, number>();
-  private readonly top = new Map<string, number>();
+  private readonly top = new Map<string, Map<string, number>>();
+  private entries = 0;
   /** The clock as far as it was accounted for; undefined before the first look. */
   private known: WriteClock | undefined;
 
@@ -48,19 +54,18 @@ export class LocalMarks {
 
   /** A plant this store's writer created in `garden`: a server-assigned id lands after every other. */
   created(garden: string, tag: string | null, id: number, serverAssigned: boolean): void {
-    const scopes = [`g:${garden}`, '*'];
-    for (const scope of scopes) {
-      this.raise(`${scope}\0*`, id);
-      if (tag !== null) this.raise(`${scope}\0t:${tag}`, id);
-      if (!serverAssigned) this.reorder.set(scope, ++this.counter);
+    for (const scope of [garden, ALL]) {
+      this.raise(scope, '', id);
+      if (tag !== null) this.raise(scope, tag, id);
+      if (!serverAssigned) this.moved(scope);
     }
     this.bound();
   }
 
   /** A plant in `garden` this store's writer deleted or changed (a change may move it between tags). */
   deleted(garden: string): void {
-    this.reorder.set(`g:${garden}`, ++this.counter);
-    this.reorder.set('*', ++this.counter);
+    this.moved(garden);
+    this.moved(ALL);
     this.bound();
   }
 
@@ -71,29 +76,44 @@ export class LocalMarks {
    * store, so any garden's top rising moves the largest top too.
    */
   get(gardens: readonly string[] | null, tag: string | null): ListMarks {
-    const t = tag === null ? '*' : `t:${tag}`;
+    const t = tag ?? '';
     if (gardens === null)
-      return { reorder: this.reorder.get('*') ?? this.floor, top: this.top.get(`*\0${t}`) ?? 0 };
+      return { reorder: this.reorder.get(ALL) ?? this.floor, top: this.top.get(ALL)?.get(t) ?? 0 };
     let reorder = this.floor;
     let top = 0;
     for (const g of gardens) {
-      reorder = Math.max(reorder, this.reorder.get(`g:${g}`) ?? this.floor);
-      top = Math.max(top, this.top.get(`g:${g}\0${t}`) ?? 0);
+      const r = this.reorder.get(g);
+      if (r !== undefined && r > reorder) reorder = r;
+      const x = this.top.get(g)?.get(t);
+      if (x !== undefined && x > top) top = x;
     }
     return { reorder, top };
   }
 
-  private raise(key: string, id: number): void {
-    if ((this.top.get(key) ?? 0) < id) this.top.set(key, id);
+  private moved(scope: string): void {
+    if (!this.reorder.has(scope)) this.entries++;
+    this.reorder.set(scope, ++this.counter);
+  }
+
+  private raise(scope: string, tag: string, id: number): void {
+    let tops = this.top.get(scope);
+    if (tops === undefined) {
+      tops = new Map();
+      this.top.set(scope, tops);
+    }
+    const was = tops.get(tag);
+    if (was === undefined) this.entries++;
+    if ((was ?? 0) < id) tops.set(tag, id);
   }
 
   private forget(): void {
     this.reorder.clear();
     this.top.clear();
+    this.entries = 0;
     this.floor = ++this.counter;
   }
 
   private bound(): void {
-    if (this.reorder.size + this.top.size > MAX_ENTRIES) this.forget();
+    if (this.entries > MAX_ENTRIES) this.forget();
   }
 }

@@ -253,7 +253,8 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     // what it saw before. Lists read a garden's plants along plants_garden_page (a page of one garden
     // is a walk along adjacent index entries, as the owner's was); the owner indexes go, since
     // nothing lists by owner any more. The clock triggers count the UPDATE below, so every cached
-    // page is forgotten once.
+    // page is forgotten once. write_clock.members moves with every membership change, by any
+    // process (triggers): a store keeps users' memberships in memory while it stands still.
     sql: `
       CREATE TABLE gardens (
         id         TEXT PRIMARY KEY,
@@ -288,6 +289,12 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       ALTER TABLE events ADD COLUMN garden TEXT NOT NULL DEFAULT '';
       UPDATE events SET garden = coalesce((SELECT g.id FROM gardens g WHERE g.home_user = events.owner), '')
         WHERE type != 0;
+
+      ALTER TABLE write_clock ADD COLUMN members INTEGER NOT NULL DEFAULT 0;
+      CREATE TRIGGER members_clock_insert AFTER INSERT ON garden_members BEGIN UPDATE write_clock SET members = members + 1; END;
+      CREATE TRIGGER members_clock_update AFTER UPDATE ON garden_members BEGIN UPDATE write_clock SET members = members + 1; END;
+      CREATE TRIGGER members_clock_delete AFTER DELETE ON garden_members BEGIN UPDATE write_clock SET members = members + 1; END;
+      CREATE TRIGGER gardens_clock_delete AFTER DELETE ON gardens BEGIN UPDATE write_clock SET members = members + 1; END;
     `,
   },
 ];

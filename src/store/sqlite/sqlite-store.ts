@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
-import { mergeGardens } from '../garden-merge.js';
+import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
   Actor,
@@ -212,6 +212,47 @@ export class SqliteStore implements Store {
       memberships: db
         .prepare<[string], [string, Role]>('SELECT garden_id, role FROM garden_members WHERE user_id = ?')
         .raw(),
+      membersClock: db.prepare<[], number>('SELECT members FROM write_clock').pluck(),
+      // The next `window` plants in id order (with the tag: along its index), the gardens' ones kept.
+      window: db
+        .prepare<[number, number, string, number], Row>(
+          `SELECT id, garden, name, tag FROM (SELECT id, garden, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?)
+           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+        )
+        .raw(),
+      windowTag: db
+        .prepare<[string, number, number, string, number], Row>(
+          `SELECT id, garden, name, tag FROM (SELECT id, garden, name, tag FROM plants INDEXED BY plants_tag_page
+             WHERE tag = ? AND id > ? ORDER BY id LIMIT ?)
+           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+        )
+        .raw(),
+      windowV: db
+        .prepare<[number, number, string, number], VersionedPageRow>(
+          `SELECT id, garden, name, tag, version FROM (SELECT id, garden, name, tag, version FROM plants
+             WHERE id > ? ORDER BY id LIMIT ?)
+           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+        )
+        .raw(),
+      windowTagV: db
+        .prepare<[string, number, number, string, number], VersionedPageRow>(
+          `SELECT id, garden, name, tag, version FROM (SELECT id, garden, name, tag, version FROM plants
+             INDEXED BY plants_tag_page WHERE tag = ? AND id > ? ORDER BY id LIMIT ?)
+           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+        )
+        .raw(),
+      // How far such a walk went: how many plants, and the last id.
+      windowEnd: db
+        .prepare<[number, number], [number, number | null]>(
+          'SELECT count(*), max(id) FROM (SELECT id FROM plants WHERE id > ? ORDER BY id LIMIT ?)',
+        )
+        .raw(),
+      windowEndTag: db
+        .prepare<[string, number, number], [number, number | null]>(
+          `SELECT count(*), max(id) FROM (SELECT id FROM plants INDEXED BY plants_tag_page
+             WHERE tag = ? AND id > ? ORDER BY id LIMIT ?)`,
+        )
+        .raw(),
       gardensOf: db.prepare<[string], GardenRow & { role: Role }>(
         `SELECT g.*, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id WHERE m.user_id = ?
          ORDER BY g.home_user IS NOT m.user_id, g.created_at, g.id`,
@@ -396,8 +437,48 @@ export class SqliteStore implements Store {
             ).map(toPagePlant);
       if (gardens.length === 1) return read(gardens[0]!, q.afterId, q.limit);
       // Several reads make one page: they share one snapshot.
-      return this.snapshot(() => mergeGardens(gardens, q.afterId, q.limit, read));
+      return this.snapshot(() => this.acrossGardens(gardens, q, read));
     });
+  }
+
+  /**
+   * A page across several gardens. First one statement walks the next plants in id order (along
+   * the tag's index with a tag), at most WINDOW of them, keeping the gardens' ones: where the
+   * caller's plants are not rare, that fills the page at about the cost of one garden's read, which
+   * twenty index reads merged are not (docs/benchmarks.md). Where it does not fill the page, the
+   * rest comes from the per-garden reads merged (mergeGardens), from the end of the walk on. Either
+   * way the rows read are bounded by the page and the gardens, never by how many plants there are.
+   */
+  private acrossGardens(gardens: readonly string[], q: PageQuery, read: GardenRead<PagePlant>): PagePlant[] {
+    const window = Math.min(4096, Math.max(256, 16 * q.limit));
+    const set = this.gardenSet(gardens);
+    const s = this.s;
+    const rows: PagePlant[] =
+      q.tag === null
+        ? q.withVersion
+          ? s.windowV.all(q.afterId, window, set, q.limit).map(toVersionedPagePlant)
+          : (s.window.all(q.afterId, window, set, q.limit) as Row[]).map(toPagePlant)
+        : q.withVersion
+          ? s.windowTagV.all(q.tag, q.afterId, window, set, q.limit).map(toVersionedPagePlant)
+          : (s.windowTag.all(q.tag, q.afterId, window, set, q.limit) as Row[]).map(toPagePlant);
+    if (rows.length === q.limit) return rows;
+    const [walked, end] = (
+      q.tag === null ? s.windowEnd.get(q.afterId, window) : s.windowEndTag.get(q.tag, q.afterId, window)
+    ) as [number, number | null];
+    // The walk reached the last plant: the page is all there is.
+    if (walked < window || end === null) return rows;
+    return rows.concat(mergeGardens(gardens, end, q.limit - rows.length, read));
+  }
+
+  // The gardens as the JSON array the window statements take; the same array is encoded once.
+  private readonly gardenSets = new WeakMap<readonly string[], string>();
+  private gardenSet(gardens: readonly string[]): string {
+    let set = this.gardenSets.get(gardens);
+    if (set === undefined) {
+      set = JSON.stringify(gardens);
+      this.gardenSets.set(gardens, set);
+    }
+    return set;
   }
 
   // Runs `fn` in a read transaction of its own, unless the read batch already holds one.
@@ -411,8 +492,33 @@ export class SqliteStore implements Store {
     }
   }
 
+  // Users' memberships as last read, while write_clock.members (moved by triggers on every
+  // membership change, by any process) stands still; its value as this store last saw it, and the
+  // read batch in which it looked.
+  private readonly memberCache = new Map<string, Membership[]>();
+  private membersSeen = -1;
+  private membersTurn = -1;
+
+  /** The user's memberships: read once, then kept while no membership anywhere has changed. */
   memberships(user: string): Promise<Membership[]> {
-    return this.read(() => this.s.memberships.all(user).map((r) => ({ garden: r[0], role: r[1] })));
+    return this.read(() => {
+      if (this.membersTurn !== this.turn) {
+        // Once per read batch: every request of the batch is answered with what the clock says now.
+        const rev = this.s.membersClock.get()!;
+        if (rev !== this.membersSeen) {
+          this.memberCache.clear();
+          this.membersSeen = rev;
+        }
+        this.membersTurn = this.turn;
+      }
+      let kept = this.memberCache.get(user);
+      if (kept === undefined) {
+        kept = this.s.memberships.all(user).map((r) => ({ garden: r[0], role: r[1] }));
+        if (this.memberCache.size >= 100_000) this.memberCache.clear();
+        this.memberCache.set(user, kept);
+      }
+      return kept;
+    });
   }
 
   gardensOf(user: string): Promise<(GardenRecord & { role: Role })[]> {
