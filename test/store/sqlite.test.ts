@@ -468,51 +468,89 @@ describe('SQLite store specifics', () => {
     db.close();
   });
 
-  it('a page across gardens is exact whether the walk along ids fills it, runs out, or reaches the end', async () => {
-    const path = join(dir, 'window.db');
+  for (const kept of [0, 100_000]) {
+    it(`a page across gardens is exact whether the walk along ids fills it, runs out, or reaches the end (ids kept: ${kept})`, async () => {
+      const path = join(dir, `window-${kept}.db`);
+      const store = new SqliteStore({ path, durability: 'full', keptIdsPerList: kept });
+      await store.migrate();
+      await seedGardens(store);
+      // The caller's gardens (o, p, a) hold a plant every 7th id up to 700, then none for 6,000 ids
+      // (another garden's, c), then one every 3rd id: a walk of at most 4,096 plants fills early pages
+      // and runs out in the gap; every page must still be the id-ordered merge.
+      const mine = ['gdn_o', 'gdn_p', 'gdn_a'];
+      const raw = new Database(path);
+      const ins = raw.prepare('INSERT INTO plants (id, owner, garden, name, tag) VALUES (?, ?, ?, ?, ?)');
+      const want: number[] = [];
+      raw.transaction(() => {
+        for (let id = 1; id <= 9000; id++) {
+          const ours = (id <= 700 && id % 7 === 0) || (id > 6700 && id % 3 === 0);
+          const garden = ours ? mine[id % 3]! : 'gdn_c';
+          ins.run(id, 'x', garden, `p${id}`, id % 2 ? 't' : null);
+          if (ours) want.push(id);
+        }
+      })();
+      raw.close();
+      for (const [limit, tag] of [
+        [1, null],
+        [21, null],
+        [101, null],
+        [1001, null],
+        [21, 't'],
+        [257, 't'],
+      ] as const) {
+        const expected = want.filter((id) => tag === null || id % 2 === 1);
+        const seen: number[] = [];
+        for (let after = 0; ; ) {
+          const page = await store.listPlants({
+            gardens: mine,
+            tag,
+            afterId: after,
+            limit,
+            withVersion: limit === 21,
+          });
+          seen.push(...page.map((p) => p.id));
+          if (page.length < limit) break;
+          after = page[page.length - 1]!.id;
+        }
+        assert.deepEqual(seen, expected, `limit ${limit}, tag ${tag}`);
+      }
+      await store.close();
+    });
+  }
+
+  it('kept ids of a set of gardens follow every write: the store’s own, another store’s, one made by hand', async () => {
+    const path = join(dir, 'kept-ids.db');
     const store = new SqliteStore({ path, durability: 'full' });
     await store.migrate();
     await seedGardens(store);
-    // The caller's gardens (o, p, a) hold a plant every 7th id up to 700, then none for 6,000 ids
-    // (another garden's, c), then one every 3rd id: a walk of at most 4,096 plants fills early pages
-    // and runs out in the gap; every page must still be the id-ordered merge.
-    const mine = ['gdn_o', 'gdn_p', 'gdn_a'];
+    const mine = ['gdn_o', 'gdn_p'];
+    const make = async (s: Store, id: number | null, garden: string) => {
+      const r = await s.createPlant({ id, owner: 'o', garden, admin: true, name: `n${id}`, tag: null });
+      assert.ok('created' in r);
+      return r.created.id;
+    };
+    const page = async () =>
+      (await store.listPlants({ gardens: mine, tag: null, afterId: 0, limit: 100 })).map((p) => p.id);
+    for (let i = 0; i < 6; i++) await make(store, null, i % 2 ? 'gdn_o' : 'gdn_p');
+    await make(store, null, 'gdn_c');
+    assert.deepEqual(await page(), [1, 2, 3, 4, 5, 6]);
+    const top = await make(store, null, 'gdn_o');
+    assert.deepEqual(await page(), [1, 2, 3, 4, 5, 6, top], 'a create after every other is added');
+    assert.equal(await store.deletePlant(3, null), true);
+    assert.deepEqual(await page(), [1, 2, 4, 5, 6, top], 'a delete is seen');
+    const other = new SqliteStore({ path, durability: 'full' });
+    await make(other, 3, 'gdn_p');
+    assert.equal(await other.deletePlant(1, null), true);
+    await other.close();
+    assert.deepEqual(
+      await page(),
+      [2, 3, 4, 5, 6, top],
+      'another store’s create below the newest and delete are seen',
+    );
     const raw = new Database(path);
-    const ins = raw.prepare('INSERT INTO plants (id, owner, garden, name, tag) VALUES (?, ?, ?, ?, ?)');
-    const want: number[] = [];
-    raw.transaction(() => {
-      for (let id = 1; id <= 9000; id++) {
-        const ours = (id <= 700 && id % 7 === 0) || (id > 6700 && id % 3 === 0);
-        const garden = ours ? mine[id % 3]! : 'gdn_c';
-        ins.run(id, 'x', garden, `p${id}`, id % 2 ? 't' : null);
-        if (ours) want.push(id);
-      }
-    })();
+    raw.prepare('DELETE FROM plants WHERE id = 2').run();
     raw.close();
-    for (const [limit, tag] of [
-      [1, null],
-      [21, null],
-      [101, null],
-      [1001, null],
-      [21, 't'],
-      [257, 't'],
-    ] as const) {
-      const expected = want.filter((id) => tag === null || id % 2 === 1);
-      const seen: number[] = [];
-      for (let after = 0; ; ) {
-        const page = await store.listPlants({
-          gardens: mine,
-          tag,
-          afterId: after,
-          limit,
-          withVersion: limit === 21,
-        });
-        seen.push(...page.map((p) => p.id));
-        if (page.length < limit) break;
-        after = page[page.length - 1]!.id;
-      }
-      assert.deepEqual(seen, expected, `limit ${limit}, tag ${tag}`);
-    }
+    assert.deepEqual(await page(), [3, 4, 5, 6, top], 'a delete made by hand is seen');
     await store.close();
   });
 

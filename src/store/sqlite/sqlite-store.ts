@@ -34,6 +34,7 @@ import type {
 import { type Pending, TurnBatch } from '../turn-batch.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteEvents } from './events.js';
+import { GardenIdLists } from './garden-ids.js';
 import { type GardenRow, toGarden } from './garden-writes.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
@@ -49,6 +50,11 @@ export interface SqliteOptions {
    * commit holds the event loop; 'inline', on the serving thread ('\:memory:' always is).
    */
   writer?: 'thread' | 'inline';
+  /**
+   * The most plant ids of one set of gardens kept in memory for pages across them (default
+   * 100,000; 0 keeps none: every such page reads the store).
+   */
+  keptIdsPerList?: number;
 }
 
 interface TokenRow {
@@ -130,6 +136,7 @@ export class SqliteStore implements Store {
     // Names this store's writer in the write clock, so that its marks can tell its commits from others'.
     const me = randomBytes(8).toString('hex');
     this.marks = new LocalMarks(me);
+    this.idLists = new GardenIdLists(opts.keptIdsPerList);
     // ':memory:' is private to its connection, so its writes stay on it.
     this.writer =
       opts.path === ':memory:' || opts.writer === 'inline'
@@ -213,6 +220,27 @@ export class SqliteStore implements Store {
         .prepare<[string], [string, Role]>('SELECT garden_id, role FROM garden_members WHERE user_id = ?')
         .raw(),
       membersClock: db.prepare<[], number>('SELECT members FROM write_clock').pluck(),
+      // A garden's plant ids after one, along its page index (GardenIdLists), and a page's rows by id.
+      gardenIds: db
+        .prepare<[string, number, number], number>(
+          'SELECT id FROM plants WHERE garden = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .pluck(),
+      gardenTagIds: db
+        .prepare<[string, string, number, number], number>(
+          'SELECT id FROM plants WHERE garden = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .pluck(),
+      byIds: db
+        .prepare<[string], Row>(
+          'SELECT id, garden, name, tag FROM plants WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
+        )
+        .raw(),
+      byIdsV: db
+        .prepare<[string], VersionedPageRow>(
+          'SELECT id, garden, name, tag, version FROM plants WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
+        )
+        .raw(),
       // The next `window` plants in id order (with the tag: along its index), the gardens' ones kept.
       window: db
         .prepare<[number, number, string, number], Row>(
@@ -327,14 +355,17 @@ export class SqliteStore implements Store {
 
   // The clock is read in the turn's read batch, so asking costs no lock of its own.
   listMarks(gardens: string[] | null, tag: string | null): Promise<ListMarks> {
-    return this.read(() => {
-      if (this.clockTurn !== this.turn) {
-        const [n, writer, runStart, raw] = this.s.clock.get() as [number, string, number, number];
-        this.marks.observe({ n, writer, runStart, raw });
-        this.clockTurn = this.turn;
-      }
-      return this.marks.get(gardens, tag);
-    });
+    return this.read(() => this.marksNow(gardens, tag));
+  }
+
+  // The marks as of this read batch's snapshot (the clock is looked at once per batch).
+  private marksNow(gardens: readonly string[] | null, tag: string | null): ListMarks {
+    if (this.clockTurn !== this.turn) {
+      const [n, writer, runStart, raw] = this.s.clock.get() as [number, string, number, number];
+      this.marks.observe({ n, writer, runStart, raw });
+      this.clockTurn = this.turn;
+    }
+    return this.marks.get(gardens, tag);
   }
 
   // Runs `fn`, turning driver failures that mean "cannot serve now" into a 503.
@@ -437,7 +468,7 @@ export class SqliteStore implements Store {
             ).map(toPagePlant);
       if (gardens.length === 1) return read(gardens[0]!, q.afterId, q.limit);
       // Several reads make one page: they share one snapshot.
-      return this.snapshot(() => this.acrossGardens(gardens, q, read));
+      return this.snapshot(() => this.fromIdList(gardens, q) ?? this.acrossGardens(gardens, q, read));
     });
   }
 
@@ -469,6 +500,34 @@ export class SqliteStore implements Store {
     if (walked < window || end === null) return rows;
     return rows.concat(mergeGardens(gardens, end, q.limit - rows.length, read));
   }
+
+  /**
+   * A page across several gardens from their ids kept in memory (GardenIdLists): one read of the
+   * page's rows by id. Undefined when the gardens hold too many plants to keep their ids.
+   */
+  private fromIdList(gardens: readonly string[], q: PageQuery): PagePlant[] | undefined {
+    const set = this.gardenSet(gardens);
+    const key = q.tag === null ? set : `${set}\0${q.tag}`;
+    const tag = q.tag;
+    const s = this.s;
+    const ids = this.idLists.page(key, this.marksNow(gardens, tag), q.afterId, q.limit, (after, cap) => {
+      const all: number[] = [];
+      for (const g of new Set(gardens)) {
+        const some = tag === null ? s.gardenIds.all(g, after, cap) : s.gardenTagIds.all(g, tag, after, cap);
+        for (const id of some) all.push(id);
+        if (all.length >= cap) break;
+      }
+      return all.sort((a, b) => a - b);
+    });
+    if (ids === undefined) return undefined;
+    if (ids.length === 0) return [];
+    const list = JSON.stringify(ids);
+    return q.withVersion
+      ? s.byIdsV.all(list).map(toVersionedPagePlant)
+      : (s.byIds.all(list) as Row[]).map(toPagePlant);
+  }
+
+  private readonly idLists: GardenIdLists;
 
   // The gardens as the JSON array the window statements take; the same array is encoded once.
   private readonly gardenSets = new WeakMap<readonly string[], string>();
