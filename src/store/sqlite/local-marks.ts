@@ -90,6 +90,14 @@ export class LocalMarks {
     return { reorder, top };
   }
 
+  /**
+   * The largest id this store's writer created in `garden` (with `tag`, or any) since the marks were
+   * last forgotten: a garden whose top is at or below an id has had no plant created after it since.
+   */
+  topOf(garden: string, tag: string | null): number {
+    return this.top.get(garden)?.get(tag ?? '') ?? 0;
+  }
+
   private moved(scope: string): void {
     if (!this.reorder.has(scope)) this.entries++;
     this.reorder.set(scope, ++this.counter);

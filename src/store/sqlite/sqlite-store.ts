@@ -513,6 +513,8 @@ export class SqliteStore implements Store {
     const ids = this.idLists.page(key, this.marksNow(gardens, tag), q.afterId, q.limit, (after, cap) => {
       const all: number[] = [];
       for (const g of new Set(gardens)) {
+        // Adding to a kept list (only creates after every other since): only gardens that had one.
+        if (after > 0 && this.marks.topOf(g, tag) <= after) continue;
         const some = tag === null ? s.gardenIds.all(g, after, cap) : s.gardenTagIds.all(g, tag, after, cap);
         for (const id of some) all.push(id);
         if (all.length >= cap) break;
