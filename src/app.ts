@@ -21,6 +21,7 @@ import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
 import { eventRoutes } from './routes/events.js';
 import { gardenRoutes } from './routes/gardens.js';
+import { meRoutes } from './routes/me.js';
 import { opsRoutes } from './routes/ops.js';
 import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
 import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
@@ -215,6 +216,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
           description: 'Webhook endpoints: signed deliveries (Standard Webhooks) of plant events',
         },
         { name: 'events', description: 'The live stream of plant events (Server-Sent Events)' },
+        { name: 'identity', description: 'Who the caller is' },
         { name: 'operations', description: 'Health, readiness, metrics and this description; no token' },
       ],
     },
@@ -261,6 +263,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   };
   await app.register(plantRoutes(service, auth));
   await app.register(gardenRoutes(gardens, auth));
+  await app.register(meRoutes(auth));
   await app.register(webhookRoutes(webhooks, auth));
   await app.register(eventRoutes(streams, store, gardens, auth));
   if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));

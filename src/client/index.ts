@@ -36,6 +36,8 @@ export interface PlantQuery<I extends PlantInclude = never> {
 }
 /** A garden as the service answers it: `{id, name, home, role, createdAt}`, `role` the caller's own. */
 export type Garden = Json<operations['getGarden']['responses'][200]>;
+/** Who the credential is (GET /me). */
+export type Me = Json<operations['getMe']['responses'][200]>;
 /** A member's role in a garden: `viewer`, `editor` or `owner` (CONTRACT.md section 3.2). */
 export type Role = Garden['role'];
 /** A garden's member: `{user, role, addedAt}`. */
@@ -139,6 +141,12 @@ export class PlantStore {
   }
 
   /** One plant and its ETag; a PlantStoreError with status 404 when there is none the caller may see. */
+  /** Who the token in use is: its user, scopes and kind (any valid token; no scope needed). */
+  async me(): Promise<Me> {
+    const res = await this.call('GET', '/me', { retryable: true });
+    return (await res.json()) as Me;
+  }
+
   async get(id: number): Promise<TaggedPlant> {
     const res = await this.call('GET', `/plants/${plantId(id)}`, { retryable: true });
     return { ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };

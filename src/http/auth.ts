@@ -72,7 +72,8 @@ function settle<T>(value: T | Promise<T>, then: (v: T) => void, failed: Done): v
  * scope (403). It runs before the body is read, so an unauthenticated body is never parsed.
  * Callback-style: with a cached token and the in-memory limiter, nothing here waits on a promise.
  */
-export function authenticate(deps: AuthDeps, scope: Scope): onRequestHookHandler {
+/** Authenticates the bearer token and, unless `scope` is null (any valid token), checks its scope. */
+export function authenticate(deps: AuthDeps, scope: Scope | null): onRequestHookHandler {
   const metadata = deps.resourceMetadata ?? null;
   // Counts a failed authentication against the client address; past the limit the answer is 429.
   const refuse = (request: FastifyRequest, why: Refusal, done: Done): void => {
@@ -97,7 +98,7 @@ export function authenticate(deps: AuthDeps, scope: Scope): onRequestHookHandler
 
   const checkScope = (caller: Caller, done: Done): void =>
     done(
-      hasScope(caller, scope)
+      scope === null || hasScope(caller, scope)
         ? undefined
         : new AppError(403, 'insufficient_scope', `this operation needs the ${scope} scope`, undefined, {
             'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"`,

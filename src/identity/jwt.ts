@@ -146,7 +146,13 @@ export class JwtVerifier {
     const user = payload[this.opts.userClaim];
     if (typeof user !== 'string' || user === '') return refuse('claims');
 
-    const caller: Caller = { user, scopes: scopesOf(payload), tokenId: `jwt:${user}` };
+    const caller: Caller = {
+      user,
+      scopes: scopesOf(payload),
+      tokenId: `jwt:${user}`,
+      kind: 'jwt',
+      expiresAt: new Date((payload.exp as number) * 1000),
+    };
     this.remember(token, caller, (payload.exp as number) * 1000 + this.opts.clockToleranceMs);
     return caller;
   }

@@ -7,7 +7,12 @@ import { hashToken, isWellFormedToken, tokenStatus } from './tokens.js';
 export interface Caller {
   user: string;
   scopes: ReadonlySet<Scope>;
+  /** A built-in token's id; for a JWT, `jwt:` and the user (what rate limits count by). */
   tokenId: string;
+  /** A built-in token, or a JWT from the identity provider. */
+  kind: 'token' | 'jwt';
+  /** When the credential stops working on its own: a token's expiry, a JWT's `exp`; null: never. */
+  expiresAt: Date | null;
 }
 
 interface Entry {
@@ -27,7 +32,13 @@ function entryFor(record: TokenRecord | null, now: number): Entry {
   const status = tokenStatus(record, new Date(now));
   if (status !== 'active') return { caller: refusal('builtin', status), validUntil: 0, fetchedAt: now };
   return {
-    caller: { user: record.user, scopes: new Set(record.scopes), tokenId: record.id },
+    caller: {
+      user: record.user,
+      scopes: new Set(record.scopes),
+      tokenId: record.id,
+      kind: 'token',
+      expiresAt: record.expiresAt,
+    },
     validUntil: record.expiresAt ? record.expiresAt.getTime() : Number.POSITIVE_INFINITY,
     fetchedAt: now,
   };

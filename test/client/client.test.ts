@@ -113,6 +113,18 @@ describe('the typed client (plantstore/client)', () => {
     );
   });
 
+  it('me() says who the token is: user, scopes, kind and token id', async () => {
+    const c = await h.user(['plants:read']);
+    const me = await new PlantStore({ url: base, token: c.token }).me();
+    assert.deepEqual(me, {
+      user: c.user,
+      scopes: ['plants:read'],
+      kind: 'token',
+      tokenId: c.tokenId,
+      expiresAt: null,
+    });
+  });
+
   it('refusals are PlantStoreErrors with code, message, details and the request id', async () => {
     const store = new PlantStore({ url: base, token });
     const err = await store.create({ name: ' ' }).catch((e: unknown) => e);

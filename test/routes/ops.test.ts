@@ -30,6 +30,8 @@ const CONTRACT: Record<string, Record<string, number[]>> = {
     put: [200, 201, 400, 401, 403, 404, 409, 413, 415, 429, 500, 503],
     delete: [204, 400, 401, 403, 404, 409, 429, 500, 503],
   },
+  // Version 3: who am I (section 3.3).
+  '/me': { get: [200, 401, 429, 500, 503] },
   '/gardens/{gid}/plants': {
     get: [200, 400, 401, 403, 404, 429, 500, 503],
     post: [201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
@@ -150,7 +152,7 @@ for (const engine of ENGINES) {
             }
           }
           const guarded = ['/plants', '/gardens', '/webhooks'].some((p) => path.startsWith(p));
-          if (guarded || path === '/events') {
+          if (guarded || path === '/events' || path === '/me') {
             assert.ok(op.security.length > 0, `${where}: needs a token`);
           } else {
             assert.deepEqual(op.security, [], `${where}: public`);
