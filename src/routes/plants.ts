@@ -122,6 +122,19 @@ const created = {
   },
 };
 
+// A list's answer, on /plants and on /gardens/{gid}/plants alike: its next link names its own path.
+const listed = (path: string) => ({
+  ...PlantList,
+  description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
+  headers: {
+    link: {
+      type: 'string',
+      description: `The next page, \`<${path}?limit=…&cursor=…>; rel="next"\`, when more follow; absent on the last page.`,
+    },
+    ...SUCCESS_HEADERS,
+  },
+});
+
 // The nested list's query: the garden is in the path.
 const { garden: _inPath, ...nestedQuery } = ListQuery.properties;
 const GardenListQuery = Type.Object(nestedQuery, { additionalProperties: false });
@@ -217,18 +230,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           security,
           querystring: ListQuery,
           response: {
-            200: {
-              ...PlantList,
-              description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
-              headers: {
-                link: {
-                  type: 'string',
-                  description:
-                    'The next page, `</plants?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page.',
-                },
-                ...SUCCESS_HEADERS,
-              },
-            },
+            200: listed('/plants'),
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },
@@ -250,18 +252,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           params: GardenIdParam,
           querystring: GardenListQuery,
           response: {
-            200: {
-              ...PlantList,
-              description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
-              headers: {
-                link: {
-                  type: 'string',
-                  description:
-                    'The next page, `</gardens/{gid}/plants?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page.',
-                },
-                ...SUCCESS_HEADERS,
-              },
-            },
+            200: listed('/gardens/{gid}/plants'),
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },
