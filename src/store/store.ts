@@ -71,6 +71,9 @@ export type GardenRefusal =
 
 export type GardenChange<T> = { ok: T } | { refused: GardenRefusal };
 
+/** A garden write's refusal, as every engine answers it. */
+export const refused = <R extends GardenRefusal>(why: R): { refused: R } => ({ refused: why });
+
 /**
  * A plant with its version: a positive integer the store gives it at its creation and anew at each
  * change, never given twice in a store (so a plant re-created under a deleted plant's id never

@@ -3,12 +3,12 @@ import {
   type Actor,
   type GardenChange,
   type GardenRecord,
-  type GardenRefusal,
   MAX_GARDENS_PER_USER,
   MAX_MEMBERS_PER_GARDEN,
   type MemberRecord,
   type Membership,
   type Role,
+  refused,
 } from '../store.js';
 import type { PgDb } from './db.js';
 
@@ -86,8 +86,6 @@ const toGarden = (r: GardenRow): GardenRecord => ({
   homeUser: r.home_user,
   createdAt: r.created_at,
 });
-
-const refused = <R extends GardenRefusal>(why: R) => ({ refused: why });
 
 /** The garden reads and writes of the PostgreSQL store. */
 export class PgGardens {

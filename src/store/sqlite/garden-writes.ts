@@ -3,11 +3,11 @@ import {
   type Actor,
   type GardenChange,
   type GardenRecord,
-  type GardenRefusal,
   MAX_GARDENS_PER_USER,
   MAX_MEMBERS_PER_GARDEN,
   type MemberRecord,
   type Role,
+  refused,
 } from '../store.js';
 
 export interface GardenRow {
@@ -23,8 +23,6 @@ export const toGarden = (r: GardenRow): GardenRecord => ({
   homeUser: r.home_user,
   createdAt: new Date(r.created_at),
 });
-
-const refused = <R extends GardenRefusal>(why: R) => ({ refused: why });
 
 /**
  * The garden writes of SQLite (contract 3.2). Each runs inside the writer's transaction, which holds
