@@ -27,6 +27,7 @@ const actorOf = (caller: Caller) => (isAdmin(caller) ? null : caller.user);
 export const HOME_GARDEN_NAME = 'Home';
 /** What gardenId() makes, and what the migrations made for home gardens. */
 const GARDEN_ID = /^gdn_[0-9a-f]{24}$/;
+const RANK = { viewer: 0, editor: 1, owner: 2 } as const;
 // Anything else cannot name a garden, and never reaches the store: 404, as one that does not exist.
 const checked = (id: string): string => {
   if (!GARDEN_ID.test(id)) throw new GardenNotFoundError();
@@ -117,8 +118,7 @@ export class GardenService {
   /** As find, and 403 insufficient_role unless the caller's role is at least `needed`. */
   async require(caller: Caller, id: string, needed: Role): Promise<GardenView> {
     const view = await this.find(caller, id);
-    const rank = { viewer: 0, editor: 1, owner: 2 } as const;
-    if (rank[view.role] < rank[needed])
+    if (RANK[view.role] < RANK[needed])
       throw new InsufficientRoleError(needed === 'owner' ? 'owner' : 'editor');
     return view;
   }

@@ -414,6 +414,17 @@ for (const engine of ENGINES) {
             count(label);
           };
 
+          // The plant a change or a delete aims at (a fake id when there is none) and who sends it.
+          const aimedAt = (op: Extract<Op, { k: 'patch' | 'delete' }>) => {
+            const p = m.pickPlant(op.p, op.fit);
+            const changers = m.changers(
+              m.gardens.find((g) => g.id === p?.garden),
+              op.viewer,
+            );
+            const c = clients[Model.who(op.u, op.fit, changers)]!;
+            return { p, c, id: p?.id ?? FAKE_PLANT };
+          };
+
           // ---- one step: the request and what the model says it must answer ----
           const apply = async (op: Op): Promise<void> => {
             switch (op.k) {
@@ -613,19 +624,7 @@ for (const engine of ENGINES) {
                 return;
               }
               case 'patch': {
-                const p = m.pickPlant(op.p, op.fit);
-                const c =
-                  clients[
-                    Model.who(
-                      op.u,
-                      op.fit,
-                      m.changers(
-                        m.gardens.find((g) => g.id === p?.garden),
-                        op.viewer,
-                      ),
-                    )
-                  ]!;
-                const id = p?.id ?? FAKE_PLANT;
+                const { p, c, id } = aimedAt(op);
                 const patch: { name?: string; tag?: string | null } = {};
                 if (op.rename) patch.name = `n${step}`;
                 if (op.tag !== undefined) patch.tag = op.tag === null ? null : TAGS[op.tag]!;
@@ -671,19 +670,7 @@ for (const engine of ENGINES) {
                 return;
               }
               case 'delete': {
-                const p = m.pickPlant(op.p, op.fit);
-                const c =
-                  clients[
-                    Model.who(
-                      op.u,
-                      op.fit,
-                      m.changers(
-                        m.gardens.find((g) => g.id === p?.garden),
-                        op.viewer,
-                      ),
-                    )
-                  ]!;
-                const id = p?.id ?? FAKE_PLANT;
+                const { p, c, id } = aimedAt(op);
                 const res = await req(c, { method: 'DELETE', url: `/plants/${id}` });
                 const what = `${ctx()}: ${c.user} deletes plant ${id}`;
                 const mine = p && !p.deleted ? m.roleIn(c.user, p.garden) : undefined;
