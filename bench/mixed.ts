@@ -55,9 +55,9 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { createToken } from '../src/identity/tokens.js';
 import { openStore } from '../src/store/index.js';
 import { gardenId } from '../src/store/plant-changes.js';
-import { createToken } from '../src/tokens/tokens.js';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 
 const { values: opt } = parseArgs({
@@ -124,7 +124,7 @@ for (let u = 0; u < USERS; u++) {
 const adminToken = (
   await createToken(store, { user: 'bench-admin', scopes: ['plants:admin'], name: null, expiresInMs: null })
 ).secret;
-const tokenRecords = await store.listTokens(null);
+const tokenRecords = await store.pageTokens({ user: null, before: null, limit: 1_000_000 });
 // Every user's home garden (contract 3.2), where its plants go; the PostgreSQL copy gets the same ids.
 const seededAt = new Date();
 const homes: string[] = [];

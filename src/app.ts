@@ -16,6 +16,9 @@ import { genReqId } from './http/request-id.js';
 import { requestLoggerFactory } from './http/request-logger.js';
 import { BearerVerifier } from './identity/bearer.js';
 import { JwtVerifier } from './identity/jwt.js';
+import { LastUsed } from './identity/last-used.js';
+import { TokenService } from './identity/token-service.js';
+import { TokenVerifier } from './identity/token-verifier.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
@@ -25,13 +28,13 @@ import { meRoutes } from './routes/me.js';
 import { opsRoutes } from './routes/ops.js';
 import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
 import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
+import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { documentRoute } from './schemas/document.js';
 import { ErrorBody } from './schemas/error.js';
 import { EventSchema, WEBHOOKS_DOC } from './schemas/webhook.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
-import { TokenVerifier } from './tokens/verifier.js';
 
 export interface AppDeps {
   /** A store to use instead of opening config.database; the caller closes it. */
@@ -41,6 +44,8 @@ export interface AppDeps {
   logStream?: DestinationStream;
   /** How long a verified token is trusted before the store is asked again (default 2 s). */
   tokenCacheMs?: number;
+  /** How long token uses gather before lastUsedAt is written (default 1 s). */
+  lastUsedFlushMs?: number;
   /** The clock JWTs are checked against (default Date.now). */
   clock?: () => number;
   /** Resolves webhook host names (tests map names to addresses of their own). */
@@ -118,8 +123,20 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
         warn: (message) => app.log.warn(message),
       })
     : null;
-  const verifier = new BearerVerifier(new TokenVerifier(store, deps.tokenCacheMs ?? 2000), jwt);
   const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
+  const lastUsed = new LastUsed(store, {
+    warn,
+    ...(deps.lastUsedFlushMs ? { flushMs: deps.lastUsedFlushMs } : {}),
+  });
+  const builtin = new TokenVerifier(store, deps.tokenCacheMs ?? 2000, undefined, lastUsed);
+  const verifier = new BearerVerifier(builtin, jwt);
+  const tokens = new TokenService(store, {
+    audit: (entry) => {
+      metrics?.tokenChanged(entry.action);
+      app.log.info({ audit: entry }, `token ${entry.action}`);
+    },
+    revoked: (id) => builtin.forget(id),
+  });
   const streams = new EventStreams(store, { warn, ...deps.streams });
   const dispatcher = new Dispatcher({
     store,
@@ -160,6 +177,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.addHook('onClose', async () => {
     clearInterval(purge);
     await dispatcher.stop();
+    await lastUsed.flush();
     if (!deps.limiter) await limiter.close();
     if (ownStore) await rawStore.close();
   });
@@ -216,7 +234,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
           description: 'Webhook endpoints: signed deliveries (Standard Webhooks) of plant events',
         },
         { name: 'events', description: 'The live stream of plant events (Server-Sent Events)' },
-        { name: 'identity', description: 'Who the caller is' },
+        {
+          name: 'identity',
+          description: 'Who the caller is, and built-in tokens made and revoked over HTTP',
+        },
         { name: 'operations', description: 'Health, readiness, metrics and this description; no token' },
       ],
     },
@@ -264,6 +285,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(plantRoutes(service, auth));
   await app.register(gardenRoutes(gardens, auth));
   await app.register(meRoutes(auth));
+  await app.register(tokenRoutes(tokens, auth));
   await app.register(webhookRoutes(webhooks, auth));
   await app.register(eventRoutes(streams, store, gardens, auth));
   if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));

@@ -1,14 +1,18 @@
 import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { Command, CommanderError, Option } from 'commander';
+import pino from 'pino';
 import { registerClientCommands } from './client/commands.js';
 import { PlantStoreError } from './client/index.js';
 import { serveAll } from './cluster.js';
 import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
 import { parseDuration } from './durations.js';
+import { TokenNotFoundError } from './errors.js';
+import { type Operator, TokenService } from './identity/token-service.js';
+import { isValidUser, tokenStatus } from './identity/tokens.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
 import { openStore, sqlitePath } from './store/index.js';
 import type { Store } from './store/store.js';
-import { createToken, isValidUser, tokenStatus } from './tokens/tokens.js';
 import { UsageError } from './usage-error.js';
 
 const CONFIG_KEYS = Object.keys(FIELDS) as (keyof Config)[];
@@ -47,6 +51,32 @@ async function withStore<T>(
   } finally {
     await store.close();
   }
+}
+
+// Whoever runs `plantstore token …` has the database's credentials: an operator, who may make any
+// token. The audit line (who, for whom, which scopes, the id; never the secret) goes to stderr as
+// JSON, as the service logs it.
+async function withTokens<T>(
+  opts: Record<string, unknown>,
+  fn: (tokens: TokenService, me: Operator) => Promise<T>,
+) {
+  const config = configFrom(opts);
+  const log = pino(
+    { level: config.logLevel, base: { command: 'token' } },
+    pino.destination({ fd: 2, sync: true }),
+  );
+  let account = 'unknown';
+  try {
+    account = userInfo().username;
+  } catch {
+    // No entry for this uid (a container): the audit line says unknown.
+  }
+  return withStore(opts, (store) =>
+    fn(new TokenService(store, { audit: (entry) => log.info({ audit: entry }, `token ${entry.action}`) }), {
+      kind: 'operator',
+      account,
+    }),
+  );
 }
 
 function parseScopes(text: string | undefined): Scope[] {
@@ -136,8 +166,8 @@ export function buildCli(): Command {
     if (opts.name !== undefined && (opts.name.length < 1 || opts.name.length > 200)) {
       throw new UsageError('--name must be 1 to 200 characters');
     }
-    const { record, secret } = await withStore(opts, (store) =>
-      createToken(store, { user: opts.user, scopes, name: opts.name ?? null, expiresInMs }),
+    const { record, secret } = await withTokens(opts, (tokens, me) =>
+      tokens.create(me, { user: opts.user, scopes, name: opts.name ?? null, expiresInMs }),
     );
     if (opts.json) {
       const out = {
@@ -159,12 +189,14 @@ export function buildCli(): Command {
   withDatabase(
     token
       .command('list')
-      .description('one line per token: id, user, scopes, created, expires, status (never the secret)')
+      .description(
+        'one line per token, newest first: id, user, scopes, created, expires, status, last used (never the secret)',
+      )
       .option('--user <user>', 'only this user’s tokens')
       .option('--json', 'print a JSON array'),
   ).action(async (opts) => {
-    const tokens = await withStore(opts, (store) => store.listTokens(opts.user ?? null));
-    const rows = tokens.map((t) => ({
+    const list = await withTokens(opts, (tokens, me) => tokens.all(me, opts.user));
+    const rows = list.map((t) => ({
       id: t.id,
       user: t.user,
       name: t.name,
@@ -172,6 +204,7 @@ export function buildCli(): Command {
       createdAt: t.createdAt.toISOString(),
       expiresAt: t.expiresAt?.toISOString() ?? null,
       status: tokenStatus(t),
+      lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
     }));
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(rows)}\n`);
@@ -179,7 +212,7 @@ export function buildCli(): Command {
     }
     for (const r of rows) {
       process.stdout.write(
-        `${[r.id, r.user, r.scopes.join(','), r.createdAt, r.expiresAt ?? 'never', r.status].join('\t')}\n`,
+        `${[r.id, r.user, r.scopes.join(','), r.createdAt, r.expiresAt ?? 'never', r.status, r.lastUsedAt ?? 'never used'].join('\t')}\n`,
       );
     }
   });
@@ -187,9 +220,13 @@ export function buildCli(): Command {
   withDatabase(
     token.command('revoke').description('revoke a token by its id').argument('<id>', 'token id (tok_…)'),
   ).action(async (id: string, opts) => {
-    const outcome = await withStore(opts, async (store) => {
-      if (await store.revokeToken(id, new Date())) return 'revoked';
-      return (await store.listTokens(null)).some((t) => t.id === id) ? 'already' : 'unknown';
+    const outcome = await withTokens(opts, async (tokens, me) => {
+      try {
+        return (await tokens.revoke(me, id)) ? 'revoked' : 'already';
+      } catch (err) {
+        if (err instanceof TokenNotFoundError) return 'unknown';
+        throw err;
+      }
     });
     if (outcome === 'unknown') {
       process.stderr.write(`plantstore: no token with id ${id}\n`);

@@ -35,7 +35,9 @@ export type ErrorCode =
   | 'last_owner'
   | 'garden_not_empty'
   | 'too_many_gardens'
-  | 'too_many_members';
+  | 'too_many_members'
+  | 'token_not_found'
+  | 'scope_not_held';
 
 export interface ErrorDetail {
   field: string;
@@ -94,6 +96,20 @@ export class InsufficientRoleError extends AppError {
         ? 'only an owner of this garden may do this'
         : 'only an editor or owner of this garden may change its plants',
     );
+  }
+}
+
+/** A token that does not exist, or another user's (to anyone but an admin): the same answer. */
+export class TokenNotFoundError extends AppError {
+  constructor() {
+    super(404, 'token_not_found', 'token not found');
+  }
+}
+
+/** A token may not give what its maker does not hold: scopes, another user, a longer life. */
+export class ScopeNotHeldError extends AppError {
+  constructor(message: string, field: string, detail: string) {
+    super(403, 'scope_not_held', message, [{ field, message: detail }]);
   }
 }
 

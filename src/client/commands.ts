@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
+import { isValidUser } from '../identity/tokens.js';
 import { ID_TEXT, LIMIT_TEXT } from '../schemas/plant.js';
-import { isValidUser } from '../tokens/tokens.js';
 import { UsageError } from '../usage-error.js';
 import {
   type Garden,

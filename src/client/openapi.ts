@@ -194,6 +194,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tokens
+         * @description The caller's user's tokens, newest first, a page at a time (follow `Link: rel="next"`); with `plants:admin`, every user's, or `user`'s. Never a secret. Needs `tokens:manage`.
+         */
+        get: operations["listTokens"];
+        put?: never;
+        /**
+         * Create a token
+         * @description Makes a built-in token and answers its secret, this once (`Cache-Control: no-store`). Needs `tokens:manage`. A token never gets more than its maker holds: only scopes the caller holds, only for the caller's own user, never outliving the caller's own expiry (each else 403 `scope_not_held`), unless the caller holds `plants:admin` (which lifts the first two).
+         */
+        post: operations["createToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one token
+         * @description One token, without its secret. Another user's token is 404 (to an admin, it is shown). Needs `tokens:manage`.
+         */
+        get: operations["getToken"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a token
+         * @description Revokes a token (the one in use included): it stops working on every instance within 5 seconds, on this one at once. Revoking a revoked token is 204 again. Another user's token is 404 (an admin may revoke any). Needs `tokens:manage`.
+         */
+        delete: operations["revokeToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -3441,7 +3489,7 @@ export interface operations {
                          *       "plants:write"
                          *     ]
                          */
-                        scopes: ("plants:read" | "plants:write" | "plants:admin")[];
+                        scopes: ("plants:read" | "plants:write" | "plants:admin" | "tokens:manage")[];
                         /** @description `token`: a built-in token; `jwt`: an access token from the identity provider. */
                         kind: "token" | "jwt";
                         /**
@@ -3461,6 +3509,695 @@ export interface operations {
                     "x-request-id"?: string;
                     /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
                     "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTokens: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this user's tokens (another user than the caller's needs plants:admin).
+                 * @example alice
+                 */
+                user?: string;
+                /**
+                 * @description Page size: 1 … 1000 in decimal digits with no sign or leading zero; default 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Opaque token from a `Link: rel="next"` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tokens. */
+            200: {
+                headers: {
+                    /** @description The next page, `</tokens?limit=…&cursor=…>; rel="next"` (with `user` repeated), when more follow. */
+                    link?: string;
+                    /** @description `no-store`: no cache keeps this answer. */
+                    "cache-control"?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description The token's id (never its secret).
+                         * @example tok_Xq3v9LmR0aBc
+                         */
+                        id: string;
+                        /**
+                         * @description A user name: 1–200 printable ASCII characters, no spaces.
+                         * @example alice
+                         */
+                        user: string;
+                        /**
+                         * @description Scopes, as an array of strings.
+                         * @example [
+                         *       "plants:read",
+                         *       "plants:write"
+                         *     ]
+                         */
+                        scopes: ("plants:read" | "plants:write" | "plants:admin" | "tokens:manage")[];
+                        /** @description Its label, or null. */
+                        name: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description When it stops working; null: never. */
+                        expiresAt: string | null;
+                        /** @description The start of the last minute it was used in; null: never used. */
+                        lastUsedAt: string | null;
+                        status: "active" | "expired" | "revoked";
+                    }[];
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scopes": [
+                 *         "plants:read"
+                 *       ],
+                 *       "expiresIn": "30d",
+                 *       "name": "dashboard"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Whose token; default the caller's own user. Another user's needs plants:admin.
+                     * @example alice
+                     */
+                    user?: string;
+                    /**
+                     * @description Default `['plants:read', 'plants:write']`. Only scopes the caller holds, unless it holds plants:admin.
+                     * @example [
+                     *       "plants:read",
+                     *       "plants:write"
+                     *     ]
+                     */
+                    scopes?: ("plants:read" | "plants:write" | "plants:admin" | "tokens:manage")[];
+                    /** @description Lifetime: a whole number and `s`, `m`, `h` or `d`. Absent or null: never expires, or, for a caller that expires, as long as the caller's token (never longer). */
+                    expiresIn?: string | null;
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. The secret is in `token`; it is never shown again. */
+            201: {
+                headers: {
+                    /** @description /tokens/{id} */
+                    location?: string;
+                    /** @description `no-store`: no cache keeps this answer. */
+                    "cache-control"?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description The token's id (never its secret).
+                         * @example tok_Xq3v9LmR0aBc
+                         */
+                        id: string;
+                        /**
+                         * @description A user name: 1–200 printable ASCII characters, no spaces.
+                         * @example alice
+                         */
+                        user: string;
+                        /**
+                         * @description Scopes, as an array of strings.
+                         * @example [
+                         *       "plants:read",
+                         *       "plants:write"
+                         *     ]
+                         */
+                        scopes: ("plants:read" | "plants:write" | "plants:admin" | "tokens:manage")[];
+                        /** @description Its label, or null. */
+                        name: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description When it stops working; null: never. */
+                        expiresAt: string | null;
+                        /**
+                         * @description The secret: `pst_` and 43 base64url characters. Shown in this answer only.
+                         * @example pst_0b8Yf2bWkq3lRkJxTqz0m4Jv7Hn2cR5sXgP9aLdE1uQ
+                         */
+                        token: string;
+                    };
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 16 KiB. */
+            413: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json. */
+            415: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A token id. Another user's token answers 404 (except to an admin), as one that does not exist.
+                 * @example tok_Xq3v9LmR0aBc
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token. */
+            200: {
+                headers: {
+                    /** @description `no-store`: no cache keeps this answer. */
+                    "cache-control"?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description The token's id (never its secret).
+                         * @example tok_Xq3v9LmR0aBc
+                         */
+                        id: string;
+                        /**
+                         * @description A user name: 1–200 printable ASCII characters, no spaces.
+                         * @example alice
+                         */
+                        user: string;
+                        /**
+                         * @description Scopes, as an array of strings.
+                         * @example [
+                         *       "plants:read",
+                         *       "plants:write"
+                         *     ]
+                         */
+                        scopes: ("plants:read" | "plants:write" | "plants:admin" | "tokens:manage")[];
+                        /** @description Its label, or null. */
+                        name: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description When it stops working; null: never. */
+                        expiresAt: string | null;
+                        /** @description The start of the last minute it was used in; null: never used. */
+                        lastUsedAt: string | null;
+                        status: "active" | "expired" | "revoked";
+                    };
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A token id. Another user's token answers 404 (except to an admin), as one that does not exist.
+                 * @example tok_Xq3v9LmR0aBc
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    /** @description `no-store`: no cache keeps this answer. */
+                    "cache-control"?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {

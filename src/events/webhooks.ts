@@ -1,16 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { AppError, BadRequestError } from '../errors.js';
+import { type Caller, isAdmin } from '../identity/caller.js';
 import { decodeCursor, encodeCursor } from '../plants/cursor.js';
 import type { AttemptRecord, EndpointRecord, EventType, Store } from '../store/store.js';
 import { EVENT_TYPES } from '../store/store.js';
-import type { Caller } from '../tokens/verifier.js';
 import { checkWebhookUrl } from './outbound.js';
 import { newWebhookSecret } from './signing.js';
 
 /** After a rotation the old secret keeps signing this long, beside the new one. */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
-const isAdmin = (caller: Caller) => caller.scopes.has('plants:admin');
 const notFound = () => new AppError(404, 'not_found', 'webhook endpoint not found');
 
 export interface NewEndpoint {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AppError, ConflictError, GardenNotFoundError, InsufficientRoleError } from '../errors.js';
+import { type Caller, isAdmin } from '../identity/caller.js';
 import { gardenId } from '../store/plant-changes.js';
 import type {
   GardenChange,
@@ -10,7 +11,6 @@ import type {
   Role,
   Store,
 } from '../store/store.js';
-import type { Caller } from '../tokens/verifier.js';
 
 /** A garden as the caller sees it (contract 3.2). */
 export interface GardenView {
@@ -21,7 +21,6 @@ export interface GardenView {
   home: boolean;
 }
 
-export const isAdmin = (caller: Caller) => caller.scopes.has('plants:admin');
 const actorOf = (caller: Caller) => (isAdmin(caller) ? null : caller.user);
 
 export const HOME_GARDEN_NAME = 'Home';

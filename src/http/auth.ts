@@ -1,11 +1,10 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { AppError } from '../errors.js';
 import type { BearerVerifier } from '../identity/bearer.js';
+import { type Caller, hasScope } from '../identity/caller.js';
 import { isRefusal, type Refusal, refusal, type Verdict } from '../identity/refusal.js';
-import { hasScope } from '../plants/service.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Scope } from '../schemas/token.js';
-import type { Caller } from '../tokens/verifier.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -71,9 +70,15 @@ function settle<T>(value: T | Promise<T>, then: (v: T) => void, failed: Done): v
  * The onRequest hook of every plant route: bearer token (401), per-token rate limit (429),
  * scope (403). It runs before the body is read, so an unauthenticated body is never parsed.
  * Callback-style: with a cached token and the in-memory limiter, nothing here waits on a promise.
+ * A null `scope` admits any valid token. `fresh`: a built-in token is looked up in the store even
+ * when it was checked a moment ago.
  */
-/** Authenticates the bearer token and, unless `scope` is null (any valid token), checks its scope. */
-export function authenticate(deps: AuthDeps, scope: Scope | null): onRequestHookHandler {
+export function authenticate(
+  deps: AuthDeps,
+  scope: Scope | null,
+  opts: { fresh?: boolean } = {},
+): onRequestHookHandler {
+  const fresh = opts.fresh === true;
   const metadata = deps.resourceMetadata ?? null;
   // Counts a failed authentication against the client address; past the limit the answer is 429.
   const refuse = (request: FastifyRequest, why: Refusal, done: Done): void => {
@@ -145,6 +150,6 @@ export function authenticate(deps: AuthDeps, scope: Scope | null): onRequestHook
       refuse(request, MALFORMED_HEADER, done);
       return;
     }
-    settle(deps.verifier.verify(secret), (caller) => admit(request, reply, caller, done), done);
+    settle(deps.verifier.verify(secret, fresh), (caller) => admit(request, reply, caller, done), done);
   };
 }

@@ -27,8 +27,10 @@ const TIMED = [
   'purgeIdempotencyKeys',
   'insertToken',
   'findTokenByHash',
-  'listTokens',
+  'findToken',
+  'pageTokens',
   'revokeToken',
+  'touchTokens',
   'insertEndpoint',
   'listEndpoints',
   'getEndpoint',
@@ -88,6 +90,14 @@ export class Metrics {
   });
 
   readonly deliveryAttempted = (outcome: AttemptOutcome): void => this.deliveries.inc({ outcome });
+
+  private readonly tokenChanges = new Counter({
+    name: 'plantstore_token_changes_total',
+    help: 'Built-in tokens created and revoked by this process (action: created, revoked)',
+    labelNames: ['action'] as const,
+    registers: [this.registry],
+  });
+  readonly tokenChanged = (action: 'created' | 'revoked'): void => this.tokenChanges.inc({ action });
 
   /** Reports the live event streams open in this process. */
   watchStreams(open: () => number): void {

@@ -1,6 +1,6 @@
-import type { TokenVerifier } from '../tokens/verifier.js';
 import type { JwtVerifier } from './jwt.js';
 import { refusal, type Verdict } from './refusal.js';
+import type { TokenVerifier } from './token-verifier.js';
 
 const JWT_DISABLED = refusal('jwt', 'disabled');
 
@@ -22,9 +22,12 @@ export class BearerVerifier {
     private readonly jwt: JwtVerifier | null,
   ) {}
 
-  /** Answers at once (no promise) for a token checked recently. May reject with a 503 AppError. */
-  verify(bearer: string): Verdict | Promise<Verdict> {
+  /**
+   * Answers at once (no promise) for a token checked recently, unless `fresh` asks the store
+   * again. May reject with a 503 AppError.
+   */
+  verify(bearer: string, fresh = false): Verdict | Promise<Verdict> {
     if (isJwtShaped(bearer)) return this.jwt ? this.jwt.verify(bearer) : JWT_DISABLED;
-    return this.builtin.verify(bearer);
+    return this.builtin.verify(bearer, Date.now(), fresh);
   }
 }

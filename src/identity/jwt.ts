@@ -9,7 +9,7 @@ import {
 } from 'jose';
 import { AppError } from '../errors.js';
 import { isScope, type Scope } from '../schemas/token.js';
-import type { Caller } from '../tokens/verifier.js';
+import type { Caller } from './caller.js';
 import { IssuerKeys, IssuerUnavailable, type KeyFetchOutcome } from './issuer-keys.js';
 import { type RefusalReason, refusal, type Verdict } from './refusal.js';
 

@@ -1,4 +1,4 @@
-import type { Caller } from '../tokens/verifier.js';
+import type { Caller } from './caller.js';
 
 /** Which kind of bearer value was refused; `none` when there was no usable bearer value at all. */
 export type TokenKind = 'builtin' | 'jwt' | 'none';

@@ -1,5 +1,5 @@
+import type { Caller } from '../identity/caller.js';
 import type { ListMarks } from '../store/store.js';
-import type { Caller } from '../tokens/verifier.js';
 import type { ListScope, Page, PlantService } from './service.js';
 
 /** A list page as it is answered: the serialized body and its Link header. */

@@ -8,8 +8,8 @@ import {
   PreconditionFailedError,
 } from '../errors.js';
 import type { GardenService } from '../gardens/service.js';
+import { type Caller, isAdmin } from '../identity/caller.js';
 import type { PlantCreate, PlantPatch } from '../schemas/plant.js';
-import type { Scope } from '../schemas/token.js';
 import type {
   IdempotencyClaim,
   ListMarks,
@@ -18,7 +18,6 @@ import type {
   Store,
   VersionedPlant,
 } from '../store/store.js';
-import type { Caller } from '../tokens/verifier.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
 export const DEFAULT_LIMIT = 100;
@@ -26,13 +25,6 @@ export const DEFAULT_LIMIT = 100;
 export const IDEMPOTENCY_RETAIN_MS = 24 * 3_600_000;
 /** A claimed key whose request has not finished after this long is taken to be abandoned (a crash). */
 export const IDEMPOTENCY_STALE_MS = 60_000;
-
-/** Whether the caller holds `scope`; plants:admin implies read and write. */
-export function hasScope(caller: Caller, scope: Scope): boolean {
-  return caller.scopes.has(scope) || caller.scopes.has('plants:admin');
-}
-
-const isAdmin = (caller: Caller) => caller.scopes.has('plants:admin');
 
 export interface CreateOutcome {
   plant: VersionedPlant;

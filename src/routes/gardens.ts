@@ -6,6 +6,7 @@ import { BadRequestError } from '../errors.js';
 import type { GardenService, GardenView } from '../gardens/service.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { isValidUser } from '../identity/tokens.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
   Garden,
@@ -19,7 +20,6 @@ import {
   MemberPut,
 } from '../schemas/garden.js';
 import type { MemberRecord } from '../store/store.js';
-import { isValidUser } from '../tokens/tokens.js';
 import { BODY_LIMIT } from './plants.js';
 
 const tags = ['gardens'];

@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed } from '../http/route-guards.js';
+import type { Caller } from '../identity/caller.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import { SCOPES } from '../schemas/token.js';
-import type { Caller } from '../tokens/verifier.js';
 
 const Me = Type.Object(
   {

@@ -135,6 +135,16 @@ export interface TokenRecord {
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** The start of the last minute the token was seen in use (kept to the minute); null: never. */
+  lastUsedAt: Date | null;
+}
+
+/** A page of tokens, newest first: those created before `before` (by createdAt, then id). */
+export interface TokenPageQuery {
+  /** Only this user's tokens; null: every user's. */
+  user: string | null;
+  before: { createdAt: Date; id: string } | null;
+  limit: number;
 }
 
 export interface IdempotencyRef {
@@ -440,9 +450,17 @@ export interface Store {
 
   insertToken(token: TokenRecord): Promise<void>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;
-  listTokens(user: string | null): Promise<TokenRecord[]>;
+  findToken(id: string): Promise<TokenRecord | null>;
+  /** Tokens newest first (createdAt, then id, descending), a keyset page at a time. */
+  pageTokens(q: TokenPageQuery): Promise<TokenRecord[]>;
   /** Marks a token revoked; false when no such token or already revoked. */
   revokeToken(id: string, at: Date): Promise<boolean>;
+  /**
+   * Sets lastUsedAt to `minute` on those of `ids` whose lastUsedAt is earlier or unset, in one
+   * statement; returns how many rows changed. However many processes call it, a token's row is
+   * written at most once per minute.
+   */
+  touchTokens(ids: string[], minute: Date): Promise<number>;
 
   /**
    * What a cached list page of the plants of `gardens` (null: everyone's) with `tag` (null: any)

@@ -15,7 +15,7 @@ import {
   signWebhook,
   verifyWebhook,
 } from '../../src/client/index.js';
-import { createToken } from '../../src/tokens/tokens.js';
+import { createToken } from '../../src/identity/tokens.js';
 import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { startIssuer } from '../helpers/oidc.js';

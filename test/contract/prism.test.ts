@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createToken } from '../../src/tokens/tokens.js';
+import { createToken } from '../../src/identity/tokens.js';
 import { type Client, type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';

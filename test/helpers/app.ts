@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { type AppDeps, buildApp } from '../../src/app.js';
 import { type Config, testConfig } from '../../src/config.js';
+import { createToken } from '../../src/identity/tokens.js';
 import type { Scope } from '../../src/schemas/token.js';
 import type { Store } from '../../src/store/store.js';
-import { createToken } from '../../src/tokens/tokens.js';
 import type { Engine } from './engines.js';
 
 export interface Harness {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createToken } from '../../src/tokens/tokens.js';
+import { createToken } from '../../src/identity/tokens.js';
 import { errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';

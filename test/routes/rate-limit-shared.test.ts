@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { testConfig } from '../../src/config.js';
+import { createToken } from '../../src/identity/tokens.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis.js';
-import { createToken } from '../../src/tokens/tokens.js';
 import { ENGINES, REDIS_SKIP, REDIS_URL } from '../helpers/engines.js';
 
 const engine = ENGINES[0]!;

@@ -368,17 +368,93 @@ for (const engine of ENGINES) {
         createdAt: new Date(1_700_000_000_000),
         expiresAt: new Date(1_800_000_000_000),
         revokedAt: null,
+        lastUsedAt: null,
       };
       await store.insertToken(t);
       assert.deepEqual(await store.findTokenByHash(t.hash), t);
+      assert.deepEqual(await store.findToken(t.id), t);
       assert.equal(await store.findTokenByHash('nope'), null);
-      assert.deepEqual(await store.listTokens(user), [t]);
-      assert.ok((await store.listTokens(null)).some((x) => x.id === t.id));
+      assert.equal(await store.findToken('tok_nope'), null);
+      assert.deepEqual(await store.pageTokens({ user, before: null, limit: 10 }), [t]);
+      const everyone = await store.pageTokens({ user: null, before: null, limit: 1000 });
+      assert.ok(everyone.some((x) => x.id === t.id));
       const at = new Date(1_750_000_000_000);
       assert.equal(await store.revokeToken(t.id, at), true);
       assert.equal(await store.revokeToken(t.id, new Date()), false);
       assert.equal(await store.revokeToken('tok_missing', new Date()), false);
       assert.deepEqual((await store.findTokenByHash(t.hash))?.revokedAt, at);
+    });
+
+    it('tokens: pages newest first by creation then id, per user or for everyone', async () => {
+      const user = owner();
+      const other = owner();
+      const at = (ms: number) => new Date(1_700_000_000_000 + ms);
+      const make = (id: string, who: string, created: Date): TokenRecord => ({
+        id: `tok_${id}`,
+        user: who,
+        name: null,
+        scopes: ['plants:read'],
+        hash: randomUUID().replace(/-/g, ''),
+        createdAt: created,
+        expiresAt: null,
+        revokedAt: null,
+        lastUsedAt: null,
+      });
+      // Two share a creation time: id breaks the tie. Inserted out of order. Ids are lowercase hex
+      // and letters, which every collation orders alike.
+      const p = randomUUID().replace(/-/g, '');
+      for (const [id, who, ms] of [
+        ['a', user, 1],
+        ['c', user, 3],
+        ['b1', user, 2],
+        ['b2', user, 2],
+        ['bx', other, 2],
+      ] as const) {
+        await store.insertToken(make(`${p}${id}`, who, at(ms)));
+      }
+      const seen: string[] = [];
+      let before: { createdAt: Date; id: string } | null = null;
+      for (;;) {
+        const page: TokenRecord[] = await store.pageTokens({ user, before, limit: 3 });
+        seen.push(...page.map((t) => t.id));
+        const last = page.at(-1);
+        if (page.length < 3 || !last) break;
+        before = { createdAt: last.createdAt, id: last.id };
+      }
+      const ids = (...xs: string[]) => xs.map((x) => `tok_${p}${x}`);
+      assert.deepEqual(seen, ids('c', 'b2', 'b1', 'a'));
+      const all = await store.pageTokens({ user: null, before: null, limit: 100_000 });
+      const ours = all.map((t) => t.id).filter((id) => id.startsWith(`tok_${p}`));
+      assert.deepEqual(ours, ids('c', 'bx', 'b2', 'b1', 'a'));
+    });
+
+    it('tokens: lastUsedAt is written at most once a minute, whoever writes', async () => {
+      const t: TokenRecord = {
+        id: `tok_${randomUUID()}`,
+        user: owner(),
+        name: null,
+        scopes: ['plants:read'],
+        hash: randomUUID().replace(/-/g, ''),
+        createdAt: new Date(1_700_000_000_000),
+        expiresAt: null,
+        revokedAt: null,
+        lastUsedAt: null,
+      };
+      await store.insertToken(t);
+      const minute = new Date(1_700_000_060_000);
+      // Two instances racing the same minute: exactly one row write between them.
+      const [a, b] = await Promise.all([
+        store.touchTokens([t.id], minute),
+        store.touchTokens([t.id], minute),
+      ]);
+      assert.equal(a + b, 1);
+      assert.equal(await store.touchTokens([t.id, 'tok_missing'], minute), 0);
+      assert.equal(await store.touchTokens([t.id], new Date(1_700_000_000_000)), 0, 'never moves back');
+      assert.deepEqual((await store.findToken(t.id))?.lastUsedAt, minute);
+      const next = new Date(1_700_000_120_000);
+      assert.equal(await store.touchTokens([t.id], next), 1);
+      assert.deepEqual((await store.findToken(t.id))?.lastUsedAt, next);
+      assert.equal(await store.touchTokens([], next), 0);
     });
 
     it('ping answers', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseDuration } from '../../src/durations.js';
+import { hashToken, isWellFormedToken } from '../../src/identity/tokens.js';
 import { decodeCursor, encodeCursor } from '../../src/plants/cursor.js';
-import { hashToken, isWellFormedToken } from '../../src/tokens/tokens.js';
 
 describe('tokens, durations and cursors', () => {
   it('parses durations of a whole number and s, m, h or d', () => {

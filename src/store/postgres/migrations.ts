@@ -193,4 +193,16 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX events_garden_position ON events (garden, xid, seq);
     `,
   },
+  {
+    version: 6,
+    name: '0006_token_pages',
+    // Tokens over HTTP (contract 3.3): when each was last used, kept to the minute, and indexes
+    // for a keyset page newest first, of one user's tokens or of everyone's.
+    sql: `
+      ALTER TABLE tokens ADD COLUMN last_used_at timestamptz;
+      DROP INDEX tokens_user_id;
+      CREATE INDEX tokens_user_page ON tokens (user_id, created_at, id);
+      CREATE INDEX tokens_page ON tokens (created_at, id);
+    `,
+  },
 ];

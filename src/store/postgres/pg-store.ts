@@ -27,6 +27,7 @@ import type {
   PoolStats,
   Role,
   Store,
+  TokenPageQuery,
   TokenRecord,
   UpdateResult,
   VersionedPlant,
@@ -87,6 +88,7 @@ interface TokenRow {
   created_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
+  last_used_at: Date | null;
 }
 
 const toToken = (r: TokenRow): TokenRecord => ({
@@ -98,6 +100,7 @@ const toToken = (r: TokenRow): TokenRecord => ({
   createdAt: r.created_at,
   expiresAt: r.expires_at,
   revokedAt: r.revoked_at,
+  lastUsedAt: r.last_used_at,
 });
 
 const Q = {
@@ -120,9 +123,15 @@ const Q = {
   purgeIdem: 'DELETE FROM idempotency_keys WHERE created_at < $1',
   insertToken: `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
   tokenByHash: 'SELECT * FROM tokens WHERE hash = $1',
-  tokensAll: 'SELECT * FROM tokens ORDER BY created_at, id',
-  tokensOfUser: 'SELECT * FROM tokens WHERE user_id = $1 ORDER BY created_at, id',
+  tokenById: 'SELECT * FROM tokens WHERE id = $1',
+  tokensPage:
+    'SELECT * FROM tokens WHERE (created_at, id) < ($1, $2) ORDER BY created_at DESC, id DESC LIMIT $3',
+  tokensOfUserPage: `SELECT * FROM tokens WHERE user_id = $1 AND (created_at, id) < ($2, $3)
+    ORDER BY created_at DESC, id DESC LIMIT $4`,
   revokeToken: 'UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+  // One statement for a batch; a row already at this minute (another instance was first) is left.
+  touchTokens: `UPDATE tokens SET last_used_at = $2 WHERE id = ANY($1::text[])
+    AND (last_used_at IS NULL OR last_used_at < $2)`,
   ...EVENT_QUERIES,
 } as const;
 
@@ -521,16 +530,29 @@ export class PgStore implements Store {
     return row ? toToken(row) : null;
   }
 
-  async listTokens(user: string | null): Promise<TokenRecord[]> {
+  async findToken(id: string): Promise<TokenRecord | null> {
+    const row = (await this.q<TokenRow>('tokenById', [id])).rows[0];
+    return row ? toToken(row) : null;
+  }
+
+  async pageTokens(q: TokenPageQuery): Promise<TokenRecord[]> {
+    // No cursor: before any token there can be (the latest time PostgreSQL keeps).
+    const at = q.before?.createdAt ?? 'infinity';
+    const id = q.before?.id ?? '';
     const r =
-      user === null
-        ? await this.q<TokenRow>('tokensAll', [])
-        : await this.q<TokenRow>('tokensOfUser', [user]);
+      q.user === null
+        ? await this.q<TokenRow>('tokensPage', [at, id, q.limit])
+        : await this.q<TokenRow>('tokensOfUserPage', [q.user, at, id, q.limit]);
     return r.rows.map(toToken);
   }
 
   async revokeToken(id: string, at: Date): Promise<boolean> {
     return ((await this.q('revokeToken', [at, id])).rowCount ?? 0) > 0;
+  }
+
+  async touchTokens(ids: string[], minute: Date): Promise<number> {
+    if (ids.length === 0) return 0;
+    return (await this.q('touchTokens', [ids, minute])).rowCount ?? 0;
   }
 
   async ping(): Promise<void> {

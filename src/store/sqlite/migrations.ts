@@ -297,4 +297,16 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE TRIGGER gardens_clock_delete AFTER DELETE ON gardens BEGIN UPDATE write_clock SET members = members + 1; END;
     `,
   },
+  {
+    version: 8,
+    name: '0008_token_pages',
+    // Tokens over HTTP (contract 3.3): when each was last used, kept to the minute, and indexes
+    // for a keyset page newest first, of one user's tokens or of everyone's.
+    sql: `
+      ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
+      DROP INDEX tokens_user_id;
+      CREATE INDEX tokens_user_page ON tokens (user_id, created_at, id);
+      CREATE INDEX tokens_page ON tokens (created_at, id);
+    `,
+  },
 ];

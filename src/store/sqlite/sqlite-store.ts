@@ -27,6 +27,7 @@ import type {
   PlantPatch,
   Role,
   Store,
+  TokenPageQuery,
   TokenRecord,
   UpdateResult,
   VersionedPlant,
@@ -66,7 +67,12 @@ interface TokenRow {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
+  last_used_at: number | null;
 }
+
+// Where a page of tokens starts: before the given one, or (no cursor) before any there can be.
+const tokenKey = (before: TokenPageQuery['before']): [number, string] =>
+  before === null ? [Number.MAX_SAFE_INTEGER, ''] : [before.createdAt.getTime(), before.id];
 
 // A page's row: id, garden, name, tag (and version, when asked).
 type Row = [number, string, string, string | null];
@@ -110,6 +116,7 @@ const toToken = (r: TokenRow): TokenRecord => ({
   createdAt: new Date(r.created_at),
   expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
   revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at),
+  lastUsedAt: r.last_used_at === null ? null : new Date(r.last_used_at),
 });
 
 /** The embedded store: one better-sqlite3 connection, WAL, prepared statements. */
@@ -293,9 +300,13 @@ export class SqliteStore implements Store {
         'SELECT user_id, role, added_at FROM garden_members WHERE garden_id = ? ORDER BY added_at, user_id',
       ),
       tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
-      tokensAll: db.prepare<[], TokenRow>('SELECT * FROM tokens ORDER BY created_at, id'),
-      tokensOfUser: db.prepare<[string], TokenRow>(
-        'SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, id',
+      tokenById: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE id = ?'),
+      tokensPage: db.prepare<[number, string, number], TokenRow>(
+        'SELECT * FROM tokens WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?',
+      ),
+      tokensOfUserPage: db.prepare<[string, number, string, number], TokenRow>(
+        `SELECT * FROM tokens WHERE user_id = ? AND (created_at, id) < (?, ?)
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
       ),
       ping: db.prepare('SELECT 1'),
       clock: db
@@ -748,14 +759,29 @@ export class SqliteStore implements Store {
     });
   }
 
-  listTokens(user: string | null): Promise<TokenRecord[]> {
+  findToken(id: string): Promise<TokenRecord | null> {
+    return this.run(() => {
+      const row = this.s.tokenById.get(id);
+      return row ? toToken(row) : null;
+    });
+  }
+
+  pageTokens(q: TokenPageQuery): Promise<TokenRecord[]> {
+    const [at, id] = tokenKey(q.before);
     return this.run(() =>
-      (user === null ? this.s.tokensAll.all() : this.s.tokensOfUser.all(user)).map(toToken),
+      (q.user === null
+        ? this.s.tokensPage.all(at, id, q.limit)
+        : this.s.tokensOfUserPage.all(q.user, at, id, q.limit)
+      ).map(toToken),
     );
   }
 
   revokeToken(id: string, at: Date): Promise<boolean> {
     return this.writer.write('revokeToken', id, at.getTime());
+  }
+
+  touchTokens(ids: string[], minute: Date): Promise<number> {
+    return ids.length === 0 ? Promise.resolve(0) : this.writer.write('touchTokens', ids, minute.getTime());
   }
 
   /** SQLite's online backup API: a consistent snapshot, taken while others keep reading and writing. */

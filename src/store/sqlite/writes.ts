@@ -148,6 +148,9 @@ export class SqliteWrites {
       revokeToken: db.prepare<[number, string]>(
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
+      touchToken: db.prepare<[number, string, number]>(
+        'UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+      ),
       // One row per database: commits that changed plants, the last one's writer and where that
       // writer's run began, and the rows plantstore writers changed (triggers count every row).
       // ...and the last plant version given (rev).
@@ -431,6 +434,12 @@ export class SqliteWrites {
 
   revokeToken(id: string, at: number): boolean {
     return this.s.revokeToken.run(at, id).changes > 0;
+  }
+
+  touchTokens(ids: string[], minute: number): number {
+    let n = 0;
+    for (const id of ids) n += this.s.touchToken.run(minute, id, minute).changes;
+    return n;
   }
 }
 

@@ -1,19 +1,8 @@
-import { type Refusal, refusal, type Verdict } from '../identity/refusal.js';
-import type { Scope } from '../schemas/token.js';
 import type { Store, TokenRecord } from '../store/store.js';
+import type { Caller } from './caller.js';
+import type { LastUsed } from './last-used.js';
+import { type Refusal, refusal, type Verdict } from './refusal.js';
 import { hashToken, isWellFormedToken, tokenStatus } from './tokens.js';
-
-/** Who is calling, once a token has been verified. */
-export interface Caller {
-  user: string;
-  scopes: ReadonlySet<Scope>;
-  /** A built-in token's id; for a JWT, `jwt:` and the user (what rate limits count by). */
-  tokenId: string;
-  /** A built-in token, or a JWT from the identity provider. */
-  kind: 'token' | 'jwt';
-  /** When the credential stops working on its own: a token's expiry, a JWT's `exp`; null: never. */
-  expiresAt: Date | null;
-}
 
 interface Entry {
   /** Why not, when the token is unknown, expired or revoked. */
@@ -58,24 +47,40 @@ export class TokenVerifier {
     private readonly store: Store,
     private readonly ttlMs = 2000,
     private readonly maxEntries = 10_000,
+    /** Told of every accepted use, to keep lastUsedAt (none: not kept, as in the CLI). */
+    private readonly lastUsed: LastUsed | null = null,
   ) {}
 
   /**
    * The caller for a token secret, or why not: malformed, unknown, expired or revoked.
    * A cached answer comes back synchronously (no promise on the hot path); only a lookup in the
-   * store returns a promise.
+   * store returns a promise. `fresh` always asks the store (for requests that make or revoke
+   * tokens, which a token revoked a moment ago on another instance must not do).
    */
-  verify(secret: string, now = Date.now()): Verdict | Promise<Verdict> {
+  verify(secret: string, now = Date.now(), fresh = false): Verdict | Promise<Verdict> {
     if (!isWellFormedToken(secret)) return MALFORMED;
     // Keyed by the secret itself, so a cached token costs no hashing; only the hash is ever stored.
     const entry = this.cache.get(secret);
-    if (entry && now - entry.fetchedAt < this.ttlMs) return callerOf(entry, now);
+    if (entry && !fresh && now - entry.fetchedAt < this.ttlMs) return this.used(callerOf(entry, now), now);
     return this.store.findTokenByHash(hashToken(secret)).then((record) => {
       const fresh = entryFor(record, now);
       if (this.cache.size >= this.maxEntries) this.evictStale(now);
       this.cache.set(secret, fresh);
-      return callerOf(fresh, now);
+      if (record) this.lastUsed?.known(record.id, record.lastUsedAt);
+      return this.used(callerOf(fresh, now), now);
     });
+  }
+
+  /** Forgets a token this process revoked, so it is refused here at once (elsewhere within ttlMs). */
+  forget(tokenId: string): void {
+    for (const [k, e] of this.cache) {
+      if (!('refused' in e.caller) && e.caller.tokenId === tokenId) this.cache.delete(k);
+    }
+  }
+
+  private used(verdict: Verdict, now: number): Verdict {
+    if (this.lastUsed !== null && !('refused' in verdict)) this.lastUsed.use(verdict.tokenId, now);
+    return verdict;
   }
 
   private evictStale(now: number): void {

@@ -6,6 +6,8 @@ export const TOKEN_PREFIX = 'pst_';
 // pst_ + base64url of 32 random bytes (43 characters).
 const TOKEN_SHAPE = /^pst_[A-Za-z0-9_-]{43}$/;
 const USER_SHAPE = /^[\x21-\x7E]{1,200}$/;
+// tok_ + base64url of 9 random bytes (12 characters).
+const TOKEN_ID_SHAPE = /^tok_[A-Za-z0-9_-]{12}$/;
 
 /** Hex SHA-256 of a token secret: the only form in which a token is stored. */
 export function hashToken(secret: string): string {
@@ -16,6 +18,10 @@ export function isWellFormedToken(secret: string): boolean {
   return TOKEN_SHAPE.test(secret);
 }
 
+export function isTokenId(id: string): boolean {
+  return TOKEN_ID_SHAPE.test(id);
+}
+
 export function isValidUser(user: string): boolean {
   return USER_SHAPE.test(user);
 }
@@ -24,7 +30,19 @@ export interface NewToken {
   user: string;
   scopes: Scope[];
   name: string | null;
+  /** Lifetime from now; null: never expires. */
   expiresInMs: number | null;
+  /** The latest it may expire (the maker's own expiry); null: no bound. */
+  notAfter?: Date | null;
+}
+
+// A token made by a token that expires never outlives it: without a lifetime of its own it gets
+// the maker's expiry (the caller refuses a longer one before this is reached).
+function expiryOf(input: NewToken, now: Date): Date | null {
+  const own = input.expiresInMs === null ? null : now.getTime() + input.expiresInMs;
+  const bound = input.notAfter ? input.notAfter.getTime() : null;
+  if (own === null) return bound === null ? null : new Date(bound);
+  return new Date(bound === null ? own : Math.min(own, bound));
 }
 
 /** Creates and stores a token; the secret is returned here once and never again. */
@@ -41,8 +59,9 @@ export async function createToken(
     scopes: [...new Set(input.scopes)],
     hash: hashToken(secret),
     createdAt: now,
-    expiresAt: input.expiresInMs === null ? null : new Date(now.getTime() + input.expiresInMs),
+    expiresAt: expiryOf(input, now),
     revokedAt: null,
+    lastUsedAt: null,
   };
   await store.insertToken(record);
   return { record, secret };
