@@ -32,6 +32,8 @@ export interface TokenAudit {
   user: string;
   scopes: Scope[];
   expiresAt: string | null;
+  /** The HTTP request that did it, to find its other log lines. */
+  requestId?: string;
 }
 
 export interface TokenServiceOptions {
@@ -103,7 +105,11 @@ export class TokenService {
   }
 
   /** Makes a token; the secret is in the answer this once and never again. */
-  async create(maker: Maker, req: TokenRequest): Promise<{ record: TokenRecord; secret: string }> {
+  async create(
+    maker: Maker,
+    req: TokenRequest,
+    requestId?: string,
+  ): Promise<{ record: TokenRecord; secret: string }> {
     const now = new Date(this.clock());
     const all = mayActForAll(maker);
     const user = req.user ?? (isOperator(maker) ? undefined : maker.user);
@@ -147,6 +153,7 @@ export class TokenService {
       user: made.record.user,
       scopes: made.record.scopes,
       expiresAt: made.record.expiresAt?.toISOString() ?? null,
+      ...(requestId === undefined ? {} : { requestId }),
     });
     return made;
   }
@@ -194,7 +201,7 @@ export class TokenService {
   }
 
   /** Revokes a token the maker may see; false when it was revoked already (still 204 over HTTP). */
-  async revoke(maker: Maker, id: string): Promise<boolean> {
+  async revoke(maker: Maker, id: string, requestId?: string): Promise<boolean> {
     const t = await this.get(maker, id);
     const revoked = await this.store.revokeToken(t.id, new Date(this.clock()));
     this.opts.revoked?.(t.id);
@@ -206,6 +213,7 @@ export class TokenService {
         user: t.user,
         scopes: t.scopes,
         expiresAt: t.expiresAt?.toISOString() ?? null,
+        ...(requestId === undefined ? {} : { requestId }),
       });
     }
     return revoked;

@@ -92,12 +92,16 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const body = request.body;
-        const { record, secret } = await tokens.create(request.caller!, {
-          user: body.user,
-          scopes: body.scopes,
-          expiresInMs: lifetime(body.expiresIn),
-          name: body.name,
-        });
+        const { record, secret } = await tokens.create(
+          request.caller!,
+          {
+            user: body.user,
+            scopes: body.scopes,
+            expiresInMs: lifetime(body.expiresIn),
+            name: body.name,
+          },
+          request.id,
+        );
         reply.code(201).header('location', `/tokens/${record.id}`);
         const { lastUsedAt: _l, status: _s, ...shown } = tokenView(record);
         return { ...shown, token: secret };
@@ -186,7 +190,7 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
         },
       },
       async (request, reply) => {
-        await tokens.revoke(request.caller!, request.params.id);
+        await tokens.revoke(request.caller!, request.params.id, request.id);
         reply.code(204);
       },
     );
