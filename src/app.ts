@@ -22,6 +22,7 @@ import { TokenVerifier } from './identity/token-verifier.js';
 import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
+import { consoleRoutes } from './routes/console.js';
 import { eventRoutes } from './routes/events.js';
 import { gardenRoutes } from './routes/gardens.js';
 import { meRoutes } from './routes/me.js';
@@ -290,5 +291,20 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(eventRoutes(streams, store, gardens, auth));
   if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));
   await app.register(opsRoutes(store, metrics));
+  if (config.console) {
+    await app.register(
+      consoleRoutes({
+        oidc:
+          config.jwtIssuer && config.consoleClientId
+            ? {
+                issuer: config.jwtIssuer,
+                clientId: config.consoleClientId,
+                scope: config.consoleScope,
+                audience: config.jwtAudience,
+              }
+            : null,
+      }),
+    );
+  }
   return app;
 }

@@ -28,8 +28,8 @@ function configFrom(opts: Record<string, unknown>): Config {
   const flags: Partial<Record<keyof Config, string>> = {};
   for (const k of CONFIG_KEYS) {
     const v = opts[k];
-    // A switch given without a value (`--jwt-allow-untyped`) means true.
-    if (typeof v === 'string' || v === true) flags[k] = String(v);
+    // A switch given without a value (`--jwt-allow-untyped`) means true; `--no-console`, false.
+    if (typeof v === 'string' || typeof v === 'boolean') flags[k] = String(v);
   }
   return loadConfig(process.env, flags);
 }
@@ -107,6 +107,9 @@ export function buildCli(): Command {
     serve.addOption(
       new Option(`${f.flag} ${value}`, `${f.doc} (env ${f.env}, default ${String(f.default)})`),
     );
+    if (typeof f.default === 'boolean') {
+      serve.addOption(new Option(`--no-${f.flag.slice(2)}`, `the same as ${f.flag} false`).hideHelp());
+    }
   }
   serve.action(async (opts: Record<string, unknown>) => {
     await serveAll(configFrom(opts));

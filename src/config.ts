@@ -41,6 +41,12 @@ export interface Config {
   webhookRetrySchedule: number[];
   /** Milliseconds events and delivery records are kept. */
   eventRetention: number;
+  /** Serve the web console at /console/ (and redirect / there). */
+  console: boolean;
+  /** A public client at the JWT issuer for the console's OpenID sign-in; empty: token sign-in only. */
+  consoleClientId: string;
+  /** The scopes the console asks the issuer for. */
+  consoleScope: string;
 }
 
 export class ConfigError extends Error {}
@@ -88,6 +94,16 @@ const httpUrl: Parser<string> = (raw, name) => {
     throw new ConfigError(`${name} must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
   }
   return raw;
+};
+
+const scopeList: Parser<string> = (raw, name) => {
+  const list = raw.trim().split(/\s+/);
+  if (raw.trim() === '' || list.some((s) => !/^[\x21\x23-\x5B\x5D-\x7E]+$/.test(s))) {
+    throw new ConfigError(
+      `${name} must be a space-separated list of OAuth scopes, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return list.join(' ');
 };
 
 const duration: Parser<number> = (raw, name) => {
@@ -325,6 +341,27 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     parse: duration,
     doc: 'how long events and delivery records are kept (like 7d)',
   },
+  console: {
+    flag: '--console',
+    env: 'CONSOLE',
+    default: true,
+    parse: boolean,
+    doc: 'serve the web console at /console/ (GET / redirects there); --no-console turns it off',
+  },
+  consoleClientId: {
+    flag: '--console-client-id',
+    env: 'CONSOLE_CLIENT_ID',
+    default: '',
+    parse: nonEmpty,
+    doc: 'a public client id at the JWT issuer: the console offers OpenID sign-in (code + PKCE) with it',
+  },
+  consoleScope: {
+    flag: '--console-scope',
+    env: 'CONSOLE_SCOPE',
+    default: 'openid plants:read plants:write',
+    parse: scopeList,
+    doc: 'the scopes the console asks the issuer for at OpenID sign-in',
+  },
 };
 
 /** Builds the configuration: a flag beats the environment, which beats the default. */
@@ -350,6 +387,11 @@ export function loadConfig(
   if (config.jwtIssuer && !config.jwtAudience) {
     throw new ConfigError(
       `${FIELDS.jwtIssuer.flag} needs ${FIELDS.jwtAudience.flag} (${FIELDS.jwtAudience.env}) too`,
+    );
+  }
+  if (config.consoleClientId && !config.jwtIssuer) {
+    throw new ConfigError(
+      `${FIELDS.consoleClientId.flag} names a client at the JWT issuer: it needs ${FIELDS.jwtIssuer.flag} (${FIELDS.jwtIssuer.env}) too`,
     );
   }
   return config;

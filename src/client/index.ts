@@ -49,6 +49,20 @@ export type PlantPatch = Json<operations['updatePlant']['requestBody']>;
  * change or delete only that version.
  */
 export type TaggedPlant = Plant & { etag: string };
+/** A webhook endpoint as a list answers it (never its secret). */
+export type Webhook = Json<operations['listWebhooks']['responses'][200]>[number];
+/** A webhook endpoint with its signing secret (a create, a read of one, a rotation). */
+export type WebhookWithSecret = Json<operations['getWebhook']['responses'][200]>;
+/** What a webhook create sends: `url`, optionally `events` and `description`. */
+export type WebhookCreate = Json<operations['createWebhook']['requestBody']>;
+/** One delivery attempt of an endpoint: status, response code, time, next retry. */
+export type DeliveryAttempt = Json<operations['listWebhookDeliveries']['responses'][200]>[number];
+/** A built-in token as the service shows it (never its secret). */
+export type TokenInfo = Json<operations['getToken']['responses'][200]>;
+/** What a token create sends: `user`, `scopes`, `expiresIn`, `name`, each optional. */
+export type TokenCreate = Json<operations['createToken']['requestBody']>;
+/** A new token with its secret in `token`, shown this once. */
+export type NewToken = Json<operations['createToken']['responses'][201]>;
 /** The service's error body. */
 export type ErrorBody = components['schemas']['Error'];
 /** A plant event (CONTRACT.md section 8) with its id. */
@@ -111,13 +125,20 @@ export class PlantStore {
 
   /** Gardens and their members (CONTRACT.md section 3.2): `store.gardens.create('Greenhouse')`. */
   readonly gardens: Gardens;
+  /** Webhook endpoints and their deliveries (CONTRACT.md section 8). */
+  readonly webhooks: Webhooks;
+  /** Built-in tokens over HTTP (CONTRACT.md section 3.3; the scope `tokens:manage`). */
+  readonly tokens: Tokens;
 
   constructor(private readonly opts: PlantStoreOptions) {
     this.base = opts.url.replace(/\/+$/, '');
     this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.deadlineMs = opts.deadlineMs ?? 30_000;
     this.retries = opts.retries ?? 4;
-    this.gardens = new Gardens((method, path, o) => this.call(method, path, o));
+    const call: Call = (method, path, o) => this.call(method, path, o);
+    this.gardens = new Gardens(call);
+    this.webhooks = new Webhooks(call);
+    this.tokens = new Tokens(call);
   }
 
   /**
@@ -404,6 +425,108 @@ export class Gardens {
   async unshare(gid: string, user: string): Promise<void> {
     await this.call('DELETE', memberPath(gid, user), { retryable: true });
   }
+}
+
+/** Webhook endpoints (CONTRACT.md section 8), as `store.webhooks`. Another user's endpoint is a 404. */
+export class Webhooks {
+  constructor(private readonly call: Call) {}
+
+  /** The caller's endpoints, without their secrets. */
+  async list(): Promise<Webhook[]> {
+    return (await (await this.call('GET', '/webhooks', { retryable: true })).json()) as Webhook[];
+  }
+
+  /**
+   * Registers an endpoint; the answer carries its signing secret. Not repeated after a lost answer
+   * (that could make two): only after a 429 or 503, when the service made nothing.
+   */
+  async create(endpoint: WebhookCreate): Promise<WebhookWithSecret> {
+    const res = await this.call('POST', '/webhooks', { body: endpoint, retryable: 'refused' });
+    return (await res.json()) as WebhookWithSecret;
+  }
+
+  /** One endpoint, its secret included. */
+  async get(id: string): Promise<WebhookWithSecret> {
+    const res = await this.call('GET', webhookPath(id), { retryable: true });
+    return (await res.json()) as WebhookWithSecret;
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.call('DELETE', webhookPath(id), { retryable: true });
+  }
+
+  /** A new signing secret (the old one keeps signing beside it for 24 h). Not repeated after a lost answer. */
+  async rotateSecret(id: string): Promise<WebhookWithSecret> {
+    const res = await this.call('POST', `${webhookPath(id)}/rotate-secret`, { retryable: 'refused' });
+    return (await res.json()) as WebhookWithSecret;
+  }
+
+  /** One page of the endpoint's delivery attempts, newest first, and the path of the next (null on the last). */
+  async deliveries(
+    id: string,
+    q: { limit?: number; next?: string | null } = {},
+  ): Promise<{ attempts: DeliveryAttempt[]; next: string | null }> {
+    const path = q.next ?? `${webhookPath(id)}/deliveries${q.limit === undefined ? '' : `?limit=${q.limit}`}`;
+    const res = await this.call('GET', path, { retryable: true });
+    return { attempts: (await res.json()) as DeliveryAttempt[], next: nextLink(res.headers.get('link')) };
+  }
+
+  /** Re-sends every event since `since` that the endpoint has not acknowledged; the count queued. */
+  async recover(id: string, since: Date | string): Promise<number> {
+    const body = { since: typeof since === 'string' ? since : since.toISOString() };
+    const res = await this.call('POST', `${webhookPath(id)}/recover`, { body, retryable: true });
+    return ((await res.json()) as { queued: number }).queued;
+  }
+}
+
+/**
+ * Built-in tokens over HTTP (CONTRACT.md section 3.3), as `store.tokens`; every call needs the scope
+ * `tokens:manage`. A token never gets a scope, a user or a lifetime its maker lacks (403
+ * `scope_not_held`); another user's token is a 404.
+ */
+export class Tokens {
+  constructor(private readonly call: Call) {}
+
+  /** One page of tokens, newest first (an admin: everyone's, or `user`'s), and the path of the next. */
+  async page(
+    q: { user?: string; limit?: number; next?: string | null } = {},
+  ): Promise<{ tokens: TokenInfo[]; next: string | null }> {
+    let path = q.next ?? null;
+    if (path === null) {
+      const params = new URLSearchParams();
+      if (q.user !== undefined) params.set('user', q.user);
+      if (q.limit !== undefined) params.set('limit', String(q.limit));
+      path = `/tokens${params.size ? `?${params}` : ''}`;
+    }
+    const res = await this.call('GET', path, { retryable: true });
+    return { tokens: (await res.json()) as TokenInfo[], next: nextLink(res.headers.get('link')) };
+  }
+
+  /** Makes a token; its secret is in `token`, this once. Not repeated after a lost answer. */
+  async create(token: TokenCreate = {}): Promise<NewToken> {
+    const res = await this.call('POST', '/tokens', { body: token, retryable: 'refused' });
+    return (await res.json()) as NewToken;
+  }
+
+  async get(id: string): Promise<TokenInfo> {
+    const res = await this.call('GET', tokenPath(id), { retryable: true });
+    return (await res.json()) as TokenInfo;
+  }
+
+  /** Revokes a token: it stops working everywhere within 5 s. */
+  async revoke(id: string): Promise<void> {
+    await this.call('DELETE', tokenPath(id), { retryable: true });
+  }
+}
+
+function webhookPath(id: string): string {
+  if (typeof id !== 'string' || id === '') throw new TypeError(`not a webhook id: ${JSON.stringify(id)}`);
+  return `/webhooks/${encodeURIComponent(id)}`;
+}
+
+function tokenPath(id: string): string {
+  if (typeof id !== 'string' || id === '') throw new TypeError(`not a token id: ${JSON.stringify(id)}`);
+  return `/tokens/${encodeURIComponent(id)}`;
 }
 
 function gardenPath(gid: string): string {
