@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import {
+  assertAccessible,
+  assertClean,
+  type ConsoleServer,
+  consoleServer,
+  launch,
+  nav,
+  open,
+  signIn,
+  skipBrowser,
+  type User,
+} from '../helpers/browser.js';
+import { type Receiver, startReceiver } from '../helpers/receiver.js';
+
+// axe-core at WCAG 2.2 AA (tags wcag2a, wcag2aa, wcag21a, wcag21aa, wcag22aa) on every view of the
+// console, in the light theme, the dark theme the system asks for, and the dark theme the "Dark mode"
+// switch turns on. The page keeps its real CSP while it is checked (see assertAccessible).
+describe('the web console has no axe-core violation at WCAG 2.2 AA, light and dark', {
+  skip: skipBrowser,
+  timeout: 300_000,
+}, () => {
+  let srv: ConsoleServer;
+  let browser: Browser;
+  let receiver: Receiver;
+  let u: User;
+  before(async () => {
+    srv = await consoleServer([], { WEBHOOK_ALLOW_PRIVATE: 'true' });
+    browser = await launch();
+    receiver = await startReceiver();
+    u = await srv.user('a11y', ['plants:read', 'plants:write', 'tokens:manage']);
+    // Something in every view: plants (with and without a tag), a shared garden, an endpoint.
+    for (const [i, name] of ['Monstera', 'Fern', 'Pothos', 'Calathea'].entries())
+      await srv.plant(u.token, { name, tag: i % 2 ? 'indoor' : undefined });
+    const garden = await srv.api(u.token, '/gardens', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'Balcony' }),
+    });
+    assert.equal(garden.status, 201);
+    const { id } = (await garden.json()) as { id: string };
+    const shared = await srv.api(u.token, `/gardens/${id}/members/${encodeURIComponent('a11y-friend')}`, {
+      method: 'PUT',
+      body: JSON.stringify({ role: 'editor' }),
+    });
+    assert.equal(shared.status, 201);
+    const hook = await srv.api(u.token, '/webhooks', {
+      method: 'POST',
+      body: JSON.stringify({ url: receiver.url }),
+    });
+    assert.equal(hook.status, 201);
+  });
+  after(async () => {
+    await browser?.close();
+    await srv?.stop();
+    await receiver?.close();
+  });
+
+  const darkSwitch = (page: Page) =>
+    page.getByRole('switch', { name: 'Dark mode' }).or(page.getByRole('checkbox', { name: 'Dark mode' }));
+
+  /** Relative luminance of the colour that fills the page (body's background, else html's, else white). */
+  const backdrop = (page: Page) =>
+    page.evaluate(() => {
+      const fill = [document.body, document.documentElement]
+        .map((e) => getComputedStyle(e).backgroundColor)
+        .find((c) => !/^rgba\(.*,\s*0\)$|^transparent$/.test(c));
+      const [r, g, b] = (fill ?? 'rgb(255, 255, 255)').match(/[0-9.]+/g)!.map(Number) as [
+        number,
+        number,
+        number,
+      ];
+      const lin = (c: number) => (c / 255 <= 0.03928 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+      return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    });
+
+  const themes = [
+    { name: 'light', colorScheme: 'light', toggle: false, dark: false },
+    { name: 'dark (the system’s preference)', colorScheme: 'dark', toggle: false, dark: true },
+    { name: 'dark (the "Dark mode" switch)', colorScheme: 'light', toggle: true, dark: true },
+  ] as const;
+
+  for (const theme of themes)
+    it(`every view in the ${theme.name} theme`, async () => {
+      const { context, page, watch } = await open(browser, { colorScheme: theme.colorScheme });
+      await page.goto(`${srv.url}/console/`);
+      await page.getByLabel('Access token').waitFor();
+      if (theme.toggle) await darkSwitch(page).first().check();
+      assert.equal(
+        await darkSwitch(page).first().isChecked(),
+        theme.dark,
+        'the switch shows the theme in use',
+      );
+      const lum = await backdrop(page);
+      assert.ok(
+        theme.dark ? lum < 0.2 : lum > 0.5,
+        `the page's backdrop (luminance ${lum.toFixed(2)}) is ${theme.name}`,
+      );
+      await assertAccessible(page, `sign-in (${theme.name})`);
+
+      await signIn(page, srv.url, u.token);
+      assert.equal(
+        await darkSwitch(page).first().isChecked(),
+        theme.dark,
+        'the theme stays after signing in',
+      );
+      await page.getByText('Monstera', { exact: true }).first().waitFor();
+      await assertAccessible(page, `Plants (${theme.name})`);
+
+      await page.getByRole('button', { name: 'New plant' }).click();
+      await page.getByRole('button', { name: 'Create', exact: true }).waitFor();
+      await assertAccessible(page, `the new-plant form (${theme.name})`);
+      await page.keyboard.press('Escape');
+
+      await nav(page, 'Plants');
+      await page.getByRole('button', { name: 'Delete Fern', exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).waitFor();
+      await assertAccessible(page, `the delete dialog (${theme.name})`);
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
+
+      await nav(page, 'Gardens');
+      await page.getByText('Balcony', { exact: true }).first().waitFor();
+      await assertAccessible(page, `Gardens (${theme.name})`);
+
+      const opened = page.waitForResponse((r) => new URL(r.url()).pathname === '/events');
+      await nav(page, 'Live');
+      await opened;
+      await srv.plant(u.token, { name: `Live ${theme.name}` });
+      await page.getByText(`Live ${theme.name}`).first().waitFor();
+      await assertAccessible(page, `Live (${theme.name})`);
+
+      await nav(page, 'Webhooks');
+      await page.getByText(receiver.url).first().waitFor();
+      await assertAccessible(page, `Webhooks (${theme.name})`);
+      await page.getByRole('button', { name: 'New endpoint' }).click();
+      await page.getByLabel('URL', { exact: true }).waitFor();
+      await assertAccessible(page, `the new-endpoint form (${theme.name})`);
+
+      await nav(page, 'Tokens');
+      await page.getByText('a11y console test').first().waitFor();
+      await assertAccessible(page, `Tokens (${theme.name})`);
+
+      assertClean(watch, [srv.url]);
+      await context.close();
+    });
+});

@@ -1,0 +1,391 @@
+import assert from 'node:assert/strict';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import type { Browser, Page } from 'playwright-core';
+import {
+  assertClean,
+  assertNotInUrls,
+  type ConsoleServer,
+  consoleCsp,
+  consoleServer,
+  eventually,
+  launch,
+  open,
+  signedIn,
+  signIn,
+  skipBrowser,
+  tabTo,
+} from '../helpers/browser.js';
+import { until } from '../helpers/wait.js';
+
+// Contract section 11 in Debian's Chromium against a real `bin/plantstore serve` (fresh SQLite):
+// the console's headers, signing in and keeping the token, and the plants view. Every control is
+// found by the name section 11 gives it, the way a person with a screen reader finds it.
+describe('the web console in Chromium: headers, signing in, plants', {
+  skip: skipBrowser,
+  timeout: 240_000,
+}, () => {
+  let srv: ConsoleServer;
+  let browser: Browser;
+  before(async () => {
+    srv = await consoleServer();
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await srv?.stop();
+  });
+
+  /** The plants' names as GET /plants shows them to this token (every page). */
+  async function names(token: string): Promise<string[]> {
+    const res = await srv.api(token, '/plants?limit=1000');
+    assert.equal(res.status, 200);
+    return ((await res.json()) as { name: string }[]).map((p) => p.name);
+  }
+
+  /** The form "New plant" opens: the fields "Name", "Tag" (and "Garden") and the button "Create". */
+  const plantForm = (page: Page) =>
+    page.getByRole('form', { name: /new plant/i }).or(page.getByRole('dialog', { name: /new plant/i }));
+
+  it('/console/ carries section 11’s CSP, nosniff and no-referrer; index.html is not cached, hashed files are immutable', async () => {
+    const res = await fetch(`${srv.url}/console/`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+    assert.equal(res.headers.get('content-security-policy'), consoleCsp());
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+    assert.match(res.headers.get('cache-control') ?? '', /no-store|no-cache/, 'index.html is not cached');
+    const html = await res.text();
+    // No inline script or style: the CSP would refuse them.
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/i, 'no inline script');
+    assert.doesNotMatch(html, /<style[\s>]|\sstyle=/i, 'no inline style');
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+\.(?:js|css))"/g)].map(
+      (m) => new URL(m[1]!, `${srv.url}/console/`).href,
+    );
+    assert.ok(
+      assets.some((a) => a.endsWith('.js')),
+      `index.html loads a script: ${html}`,
+    );
+    let hashed = 0;
+    for (const asset of assets) {
+      const a = await fetch(asset);
+      assert.equal(a.status, 200, asset);
+      assert.equal(a.headers.get('x-content-type-options'), 'nosniff', asset);
+      assert.match(a.headers.get('content-type') ?? '', asset.endsWith('.js') ? /javascript/ : /text\/css/);
+      // Vite's names: name-<hash>.js, the hash 8 characters of base64url.
+      if (/-[A-Za-z0-9_-]{8,}\.(js|css)$/.test(new URL(asset).pathname)) {
+        hashed++;
+        const cc = a.headers.get('cache-control') ?? '';
+        assert.match(cc, /\bimmutable\b/, `${asset}: ${cc}`);
+        assert.ok(Number(/max-age=([0-9]+)/.exec(cc)?.[1]) >= 86_400 * 30, `${asset}: ${cc}`);
+      }
+    }
+    assert.ok(hashed > 0, `files named with a content hash among ${assets.join(' ')}`);
+  });
+
+  it('GET / redirects to /console/, and with --no-console both are 404', async () => {
+    const res = await fetch(`${srv.url}/`, { redirect: 'manual' });
+    assert.ok([301, 302, 303, 307, 308].includes(res.status), `status ${res.status}`);
+    assert.equal(new URL(res.headers.get('location') ?? '', `${srv.url}/`).href, `${srv.url}/console/`);
+    const off = await consoleServer(['--no-console']);
+    try {
+      for (const path of ['/', '/console/']) {
+        const r = await fetch(`${off.url}${path}`, { redirect: 'manual' });
+        assert.equal(r.status, 404, path);
+      }
+    } finally {
+      await off.stop();
+    }
+  });
+
+  it('a page of another origin that frames /console/ gets nothing rendered (frame-ancestors none)', async () => {
+    // Another origin: another host name and port. /healthz, which sets no frame-ancestors, is the
+    // control that shows this page can frame the service at all.
+    const framer = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(
+        `<!doctype html><title>framer</title>` +
+          `<iframe name="console" src="${srv.url}/console/"></iframe>` +
+          `<iframe name="control" src="${srv.url}/healthz"></iframe>`,
+      );
+    });
+    await new Promise<void>((done) => framer.listen(0, '127.0.0.1', done));
+    const framerUrl = `http://localhost:${(framer.address() as AddressInfo).port}/`;
+    const { context, page } = await open(browser);
+    const refused: string[] = [];
+    page.on('console', (m) => {
+      if (/frame-ancestors/.test(m.text())) refused.push(m.text());
+    });
+    try {
+      await page.goto(framerUrl, { waitUntil: 'load' });
+      const control = page.frame({ name: 'control' })!;
+      await eventually('the control frame renders /healthz', async () =>
+        /\S/.test(await control.locator('body').innerText()),
+      );
+      await eventually('Chromium reports the frame-ancestors refusal', async () => refused.length > 0);
+      const framed = page.frame({ name: 'console' })!;
+      assert.notEqual(framed.url(), `${srv.url}/console/`, 'the framed console did not load');
+      assert.equal(await framed.getByLabel('Access token').count(), 0, 'nothing of the console is shown');
+      assert.equal(await framed.locator('script').count(), 0);
+    } finally {
+      await context.close();
+      framer.closeAllConnections();
+      await new Promise((done) => framer.close(done));
+    }
+  });
+
+  it('a person signs in and creates a plant with the keyboard alone', async () => {
+    const u = await srv.user('keyboard');
+    const { context, page, watch } = await open(browser);
+    await page.goto(`${srv.url}/console/`);
+    await tabTo(page, page.getByLabel('Access token'));
+    await page.keyboard.type(u.token);
+    await tabTo(page, page.getByRole('button', { name: 'Sign in', exact: true }));
+    await page.keyboard.press('Enter');
+    await signedIn(page);
+
+    await tabTo(page, page.getByRole('button', { name: 'New plant' }));
+    await page.keyboard.press('Enter');
+    const form = plantForm(page);
+    await tabTo(page, form.getByLabel('Name', { exact: true }));
+    await page.keyboard.type('Keyboard fern');
+    await tabTo(page, form.getByLabel('Tag', { exact: true }));
+    await page.keyboard.type('by-keys');
+    await tabTo(page, form.getByRole('button', { name: 'Create', exact: true }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Delete Keyboard fern' }).waitFor();
+    const res = await srv.api(u.token, '/plants?tag=by-keys');
+    assert.deepEqual(await res.json(), [{ name: 'Keyboard fern', tag: 'by-keys' }]);
+    assertNotInUrls(watch, u.token);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  /** What the page keeps: every storage entry and cookie. */
+  async function kept(page: Page) {
+    return {
+      session: await page.evaluate(() => Object.entries(sessionStorage)),
+      local: await page.evaluate(() => Object.entries(localStorage)),
+      cookies: await page.context().cookies(),
+      documentCookie: await page.evaluate(() => document.cookie),
+    };
+  }
+
+  it('the token stays in memory; "Remember in this tab" keeps it in sessionStorage only; "Sign out" forgets it', async () => {
+    const u = await srv.user('storage');
+    const { context, page, watch } = await open(browser);
+
+    // Without the box: nothing is stored, and a reload signs out.
+    await signIn(page, srv.url, u.token);
+    let now = await kept(page);
+    assert.ok(!JSON.stringify(now).includes(u.token), `the token is stored nowhere: ${JSON.stringify(now)}`);
+    assert.deepEqual(now.cookies, []);
+    await page.reload();
+    await page.getByLabel('Access token').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0);
+
+    // With it: sessionStorage alone holds it, and a reload stays signed in.
+    await signIn(page, srv.url, u.token, { remember: true });
+    now = await kept(page);
+    assert.ok(
+      now.session.some(([, v]) => v.includes(u.token)),
+      `sessionStorage holds it: ${JSON.stringify(now)}`,
+    );
+    assert.ok(!JSON.stringify(now.local).includes(u.token), 'never in localStorage');
+    assert.deepEqual(now.cookies, [], 'never in a cookie');
+    await page.reload();
+    await signedIn(page);
+
+    // "Sign out": nothing left but the theme preference, and a reload stays signed out.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Access token').waitFor();
+    now = await kept(page);
+    assert.deepEqual(now.session, [], 'sessionStorage is empty after "Sign out"');
+    assert.deepEqual(
+      now.local.filter(([k]) => !/theme/i.test(k)),
+      [],
+      'localStorage holds nothing but the theme',
+    );
+    assert.deepEqual(now.cookies, []);
+    assert.equal(now.documentCookie, '');
+    await page.reload();
+    await page.getByLabel('Access token').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0);
+
+    assertNotInUrls(watch, u.token);
+    assert.ok(!page.url().includes(u.token));
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('a plant made and deleted through the page, with a confirmation dialog of the page', async () => {
+    const u = await srv.user('plants');
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await page.getByRole('button', { name: 'New plant' }).click();
+    const form = plantForm(page);
+    await form.getByLabel('Name', { exact: true }).fill('Page monstera');
+    await form.getByLabel('Tag', { exact: true }).fill('indoor');
+    await form.getByRole('button', { name: 'Create', exact: true }).click();
+    const del = page.getByRole('button', { name: 'Delete Page monstera', exact: true });
+    await del.waitFor();
+    assert.deepEqual(await names(u.token), ['Page monstera']);
+
+    await del.click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+    await del.waitFor({ state: 'detached' });
+    assert.deepEqual(await names(u.token), []);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('the plants view pages through the Link header, every plant on one page and none twice', async () => {
+    const u = await srv.user('pages');
+    const { context, page, watch } = await open(browser);
+    const firstList = page.waitForRequest((r) => new URL(r.url()).pathname === '/plants');
+    await signIn(page, srv.url, u.token, { remember: true });
+    const limit = Number(new URL((await firstList).url()).searchParams.get('limit') ?? 100);
+    const count = 2 * limit + 3;
+    const name = (i: number) => `Paged plant ${String(i).padStart(4, '0')}`;
+    for (let i = 1; i <= count; i += 20) {
+      await Promise.all(
+        Array.from({ length: Math.min(20, count - i + 1) }, (_, k) =>
+          srv.plant(u.token, { name: name(i + k) }),
+        ),
+      );
+    }
+    await page.reload();
+    await signedIn(page);
+    for (let first = 1; first <= count; first += limit) {
+      const last = Math.min(first + limit - 1, count);
+      await page.getByText(name(first), { exact: true }).waitFor();
+      await page.getByText(name(last), { exact: true }).waitFor();
+      const next = page.getByRole('button', { name: /^(next|next page|more|load more|show more)$/i });
+      if (last === count) {
+        assert.ok(
+          (await next.count()) === 0 || (await next.isDisabled()),
+          'no next page after the last plant',
+        );
+        break;
+      }
+      assert.equal(await page.getByText(name(last + 1), { exact: true }).count(), 0, 'a page ends at limit');
+      await next.click();
+    }
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('a change refused with 412 shows the current values and lets the person apply it again', async () => {
+    const u = await srv.user('conflict');
+    const id = await srv.plant(u.token, { name: 'Conflict fern', tag: 'before' });
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await page.getByRole('button', { name: /^(Edit|Change) Conflict fern$/ }).click();
+    const form = page
+      .getByRole('form', { name: /(edit|change)/i })
+      .or(page.getByRole('dialog', { name: /(edit|change)/i }));
+    await form.getByLabel('Name', { exact: true }).fill('Page fern');
+
+    // Someone else changes it meanwhile.
+    const read = await srv.api(u.token, `/plants/${id}`);
+    const patched = await srv.api(u.token, `/plants/${id}`, {
+      method: 'PATCH',
+      headers: { 'if-match': read.headers.get('etag')!, 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ name: 'API fern', tag: 'api' }),
+    });
+    assert.equal(patched.status, 200);
+
+    const refused = page.waitForResponse((r) => r.request().method() === 'PATCH');
+    await form.getByRole('button', { name: /^(save|change|apply)/i }).click();
+    assert.equal((await refused).status(), 412);
+    // The current values are shown...
+    await page.getByText('API fern').first().waitFor();
+    await page.getByText('api', { exact: true }).first().waitFor();
+    // ...and the change can be applied again.
+    const applied = page.waitForResponse((r) => r.request().method() === 'PATCH');
+    await page.getByRole('button', { name: /again|anyway|overwrite|re-?apply/i }).click();
+    assert.equal((await applied).status(), 200);
+    await until('the change applied', async () => {
+      const now = (await (await srv.api(u.token, `/plants/${id}`)).json()) as { name: string };
+      return now.name === 'Page fern' || undefined;
+    });
+    await page.getByRole('button', { name: 'Delete Page fern' }).waitFor();
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('hostile plant names and tags are shown as literal text, and nothing runs', async () => {
+    const u = await srv.user('hostile');
+    const hostile = [
+      '<img src=x onerror=alert(1)>',
+      '<script>alert(2)</script>',
+      '"><svg onload=alert(3)>',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a template a careless page would fill in
+      '<b>bold</b> & &amp; {{7*7}} ${7*7}',
+    ];
+    for (const [i, name] of hostile.entries())
+      await srv.plant(u.token, { name, tag: i === 0 ? '<i onmouseover=alert(4)>t</i>' : undefined });
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    for (const name of hostile) {
+      await page.getByText(name, { exact: true }).first().waitFor();
+      await page.getByRole('button', { name: `Delete ${name}`, exact: true }).waitFor();
+    }
+    await page.getByText('<i onmouseover=alert(4)>t</i>', { exact: true }).first().waitFor();
+    const injected = await page.evaluate(
+      () =>
+        document.querySelectorAll('img[src="x"], svg[onload], i[onmouseover], script:not([src])').length +
+        [...document.querySelectorAll('b')].filter((b) => b.textContent === 'bold').length,
+    );
+    assert.equal(injected, 0, 'no element was made from a plant’s name');
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('the JavaScript and CSS loaded to sign in and show the plants are at most 100 KB gzip', async () => {
+    const u = await srv.user('size');
+    await srv.plant(u.token, { name: 'Weighed fern' });
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await page.getByText('Weighed fern', { exact: true }).waitFor();
+    const files = [
+      ...new Set(
+        watch.requests
+          .filter((r) => r.resourceType() === 'script' || r.resourceType() === 'stylesheet')
+          .map((r) => r.url()),
+      ),
+    ];
+    assert.ok(files.length > 0);
+    let total = 0;
+    const sizes: string[] = [];
+    for (const file of files) {
+      const bytes = await gzipped(file);
+      sizes.push(`${new URL(file).pathname} ${bytes}`);
+      total += bytes;
+    }
+    assert.ok(total <= 100_000, `JS + CSS ${total} bytes gzip > 100 KB: ${sizes.join(', ')}`);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+});
+
+/** The bytes of `url` as sent with Accept-Encoding: gzip, or gzipped here when the service sends it plain. */
+function gzipped(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpRequest(url, { headers: { 'accept-encoding': 'gzip' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve(res.headers['content-encoding'] === 'gzip' ? body.length : gzipSync(body).length);
+      });
+      res.on('error', reject);
+    })
+      .on('error', reject)
+      .end();
+  });
+}
