@@ -30,6 +30,10 @@ export function Confirm(props: {
   onConfirm: () => void | Promise<void>;
   onCancel: () => void;
 }) {
+  // The harmless choice has the focus first (after showModal, which runs in the child's effect):
+  // Enter alone never destroys anything.
+  const cancel = useRef<HTMLButtonElement>(null);
+  useEffect(() => cancel.current?.focus(), []);
   return (
     <Dialog title={props.title} onClose={props.onCancel}>
       <p>{props.question}</p>
@@ -38,7 +42,7 @@ export function Confirm(props: {
         <button type="button" class="danger" onClick={() => props.onConfirm()}>
           {props.action ?? 'Delete'}
         </button>
-        <button type="button" onClick={props.onCancel}>
+        <button type="button" onClick={props.onCancel} ref={cancel}>
           Cancel
         </button>
       </div>
