@@ -135,7 +135,7 @@ export function WebhooksView() {
                     <>
                       <button
                         type="button"
-                        aria-label={`Rotate the secret of ${e.url}`}
+                        aria-label={`Rotate secret of ${e.url}`}
                         onClick={() => {
                           setConfirmError(null);
                           setRotating(e);
