@@ -23,10 +23,20 @@ if (!existsSync(chromiumPath)) {
 
 const dir = mkdtempSync(join(tmpdir(), 'plantstore-shots-'));
 const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'plants.db')}`, LOG_LEVEL: 'info' };
-const token = execFileSync(bin, ['token', 'create', '--user', 'robin', '--name', 'console'], {
-  env,
-  encoding: 'utf8',
-}).trim();
+const token = execFileSync(
+  bin,
+  [
+    'token',
+    'create',
+    '--user',
+    'robin',
+    '--name',
+    'console',
+    '--scopes',
+    'plants:read,plants:write,tokens:manage',
+  ],
+  { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+).trim();
 
 const server = spawn(bin, ['serve', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise<string>((resolve, reject) => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { exportJWK, generateKeyPair } from 'jose';
+import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import type { Browser } from 'playwright-core';
 import {
   assertClean,
@@ -26,6 +26,36 @@ const SCOPES = ['openid', 'plants:read', 'plants:write', 'tokens:manage'];
 type NodeHandler = (req: IncomingMessage, res: ServerResponse) => void;
 type ProviderClass = new (issuer: string, config: Record<string, unknown>) => { callback(): NodeHandler };
 
+/** oidc-provider's storage, in memory (its own default says so loudly at every start). */
+class MemoryAdapter {
+  static readonly rows = new Map<string, Record<string, unknown>>();
+  constructor(private readonly model: string) {}
+  async upsert(id: string, payload: Record<string, unknown>) {
+    MemoryAdapter.rows.set(`${this.model}:${id}`, payload);
+  }
+  async find(id: string) {
+    return MemoryAdapter.rows.get(`${this.model}:${id}`);
+  }
+  async findByUid(uid: string) {
+    for (const [key, row] of MemoryAdapter.rows)
+      if (key.startsWith(`${this.model}:`) && row.uid === uid) return row;
+    return undefined;
+  }
+  async findByUserCode() {
+    return undefined;
+  }
+  async consume(id: string) {
+    const row = MemoryAdapter.rows.get(`${this.model}:${id}`);
+    if (row) row.consumed = Math.floor(Date.now() / 1000);
+  }
+  async destroy(id: string) {
+    MemoryAdapter.rows.delete(`${this.model}:${id}`);
+  }
+  async revokeByGrantId(grantId: string) {
+    for (const [key, row] of MemoryAdapter.rows) if (row.grantId === grantId) MemoryAdapter.rows.delete(key);
+  }
+}
+
 /** oidc-provider with devInteractions (its own login and consent forms) and one public client. */
 async function provider(issuer: string, redirectUri: string): Promise<NodeHandler> {
   // A non-literal specifier keeps tsc from demanding (missing) declarations for the package.
@@ -33,8 +63,22 @@ async function provider(issuer: string, redirectUri: string): Promise<NodeHandle
   const { default: Provider } = (await import(specifier)) as { default: ProviderClass };
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const key = { ...(await exportJWK(privateKey)), kid: 'console-test', alg: 'RS256', use: 'sig' };
+  const consoleOrigin = new URL(redirectUri).origin;
   const p = new Provider(issuer, {
+    adapter: MemoryAdapter,
     jwks: { keys: [key] },
+    // Whoever signs in at the dev login page is that account.
+    findAccount: (_ctx: unknown, sub: string) => ({ accountId: sub, claims: () => ({ sub }) }),
+    // The console's code exchange is a cross-origin fetch from its page: only its origin may.
+    clientBasedCORS: (_ctx: unknown, origin: string) => origin === consoleOrigin,
+    ttl: {
+      AccessToken: 600,
+      AuthorizationCode: 60,
+      Grant: 600,
+      IdToken: 600,
+      Interaction: 600,
+      Session: 600,
+    },
     clients: [
       {
         client_id: CLIENT_ID,
@@ -144,7 +188,14 @@ describe('the web console signs in through a real OpenID provider (code + PKCE S
     const auth = (await me?.allHeaders())?.authorization ?? '';
     assert.match(auth, /^Bearer [^.]+\.[^.]+\.[^.]+$/);
     const token = auth.slice('Bearer '.length);
+    const claims = decodeJwt(token);
+    assert.deepEqual([claims.iss, claims.sub, claims.aud], [issuer, user, AUDIENCE]);
     assert.ok(!watch.requests.some((r) => r.url().includes(token)), 'the token is in no URL');
+    assert.deepEqual(
+      await page.evaluate(() => Object.keys(sessionStorage)),
+      [],
+      'the PKCE verifier and state are gone, and without "Remember in this tab" so is the token',
+    );
     const stored = await page.evaluate(() => JSON.stringify([Object.entries(localStorage), document.cookie]));
     assert.ok(!stored.includes(token), 'never in localStorage or a cookie');
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import {
   assertClean,
@@ -11,6 +11,7 @@ import {
   launch,
   nav,
   open,
+  shown,
   signIn,
   skipBrowser,
 } from '../helpers/browser.js';
@@ -37,45 +38,58 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     await receiver?.close();
   });
 
-  /** The page's text, for what is shown once (secrets). */
-  const text = (page: Page) => page.locator('body').innerText();
+  /** Clicks the named button of the page's confirmation dialog, and waits for the dialog to close. */
+  async function confirm(page: Page, button: string) {
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('button', { name: button, exact: true }).click();
+    await dialog.waitFor({ state: 'hidden' });
+  }
 
-  it('gardens: create one, add a member, change the member’s role, remove the member', async () => {
+  it('gardens: create, rename, add a member, change its role, remove it, delete the garden', async () => {
     const u = await srv.user('gardener');
     const friend = `friend-${process.pid}`;
     const { context, page, watch } = await open(browser);
     await signIn(page, srv.url, u.token);
     await nav(page, 'Gardens');
-    await page.getByRole('button', { name: 'New garden' }).click();
-    await page.getByLabel('Name', { exact: true }).fill('Balcony');
-    await page.getByRole('button', { name: 'Create', exact: true }).click();
-    await page.getByText('Balcony', { exact: true }).first().waitFor();
-    const gardens = (await (await srv.api(u.token, '/gardens')).json()) as { id: string; name: string }[];
-    const gid = gardens.find((g) => g.name === 'Balcony')?.id;
-    assert.ok(gid, JSON.stringify(gardens));
+    const create = page.getByRole('form', { name: 'New garden' });
+    await create.getByRole('textbox').fill('Balcony');
+    await create.getByRole('button', { name: /^Create/ }).click();
+    await page.getByRole('button', { name: 'Open Balcony' }).waitFor();
+    const gardens = async () =>
+      (await (await srv.api(u.token, '/gardens')).json()) as { id: string; name: string }[];
+    const gid = (await gardens()).find((g) => g.name === 'Balcony')?.id;
+    assert.ok(gid);
     const members = async () =>
       ((await (await srv.api(u.token, `/gardens/${gid}/members`)).json()) as { user: string; role: string }[])
         .filter((m) => m.user === friend)
         .map((m) => m.role);
 
-    await page
-      .getByRole('link', { name: 'Balcony', exact: true })
-      .or(page.getByRole('button', { name: /Balcony/ }))
-      .first()
-      .click();
+    // Creating opens it; rename it.
+    const panel = page.getByRole('region', { name: 'Balcony' });
+    await panel.getByLabel('Garden name').fill('Roof garden');
+    await panel.getByRole('button', { name: 'Rename', exact: true }).click();
+    await page.getByRole('button', { name: 'Open Roof garden' }).waitFor();
+    assert.ok((await gardens()).some((g) => g.id === gid && g.name === 'Roof garden'));
+
     await page.getByLabel('User', { exact: true }).fill(friend);
     await page.getByLabel('Role', { exact: true }).selectOption('editor');
-    await page.getByRole('button', { name: /^Add/ }).click();
-    await eventually('the member added', async () => (await members()).join() === 'editor');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    await page.getByRole('combobox', { name: `Role of ${friend}` }).waitFor();
+    assert.deepEqual(await members(), ['editor']);
 
-    await page.getByLabel(`Role of ${friend}`).selectOption('viewer');
+    await page.getByRole('combobox', { name: `Role of ${friend}` }).selectOption('viewer');
+    await page.getByRole('button', { name: `Save role of ${friend}` }).click();
     await eventually('the role changed', async () => (await members()).join() === 'viewer');
 
     await page.getByRole('button', { name: `Remove ${friend}` }).click();
-    const dialog = page.getByRole('dialog');
-    if (await dialog.isVisible()) await dialog.getByRole('button', { name: 'Remove', exact: true }).click();
-    await eventually('the member removed', async () => (await members()).length === 0);
+    await confirm(page, 'Remove');
     await page.getByRole('button', { name: `Remove ${friend}` }).waitFor({ state: 'detached' });
+    assert.deepEqual(await members(), []);
+
+    await page.getByRole('button', { name: 'Delete garden' }).click();
+    await confirm(page, 'Delete');
+    await page.getByRole('button', { name: 'Open Roof garden' }).waitFor({ state: 'detached' });
+    assert.ok(!(await gardens()).some((g) => g.id === gid));
     assertClean(watch, [srv.url]);
     await context.close();
   });
@@ -102,6 +116,56 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
       .locator('[aria-live="polite"], [aria-live="assertive"], [role="log"], [role="status"], [role="alert"]')
       .filter({ hasText: name });
     await live.first().waitFor({ state: 'attached' });
+    assert.equal(
+      await page
+        .locator('b')
+        .filter({ hasText: String(process.pid) })
+        .count(),
+      0,
+      'shown as text',
+    );
+    assertNotInUrls(watch, u.token);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('live: after a lost connection the stream resumes with Last-Event-ID and misses nothing', async () => {
+    const u = await srv.user('resume');
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    const isEvents = (url: URL) => url.pathname === '/events';
+    const first = page.waitForResponse((r) => isEvents(new URL(r.url())));
+    await nav(page, 'Live');
+    assert.equal((await first).status(), 200);
+    await srv.plant(u.token, { name: 'Before the cut' });
+    await page.getByRole('cell', { name: 'Before the cut', exact: true }).waitFor();
+
+    // The console's next connection is held until a plant was made while it was away: only a
+    // resumed stream (Last-Event-ID) shows that one, a new stream starts after it.
+    let release!: () => void;
+    const away = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const again: Request[] = [];
+    await page.route(isEvents, async (route) => {
+      again.push(route.request());
+      await away;
+      await route.continue();
+    });
+    await srv.restart();
+    await until('the console connects again', () => again.length > 0 || undefined, 20_000);
+    await srv.plant(u.token, { name: 'While away' });
+    release();
+    await page.getByRole('cell', { name: 'While away', exact: true }).waitFor();
+    const resumed = await again[0]!.allHeaders();
+    assert.match(resumed['last-event-id'] ?? '', /^evt_/);
+    assert.equal(resumed.authorization, `Bearer ${u.token}`);
+    assert.equal(
+      await page.getByRole('cell', { name: 'Before the cut', exact: true }).count(),
+      1,
+      'none twice',
+    );
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
     assertNotInUrls(watch, u.token);
     assertClean(watch, [srv.url]);
     await context.close();
@@ -117,7 +181,7 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     const secret = await until(
       'the secret shown',
-      async () => /whsec_[A-Za-z0-9+/=]+/.exec(await text(page))?.[0],
+      async () => /whsec_[A-Za-z0-9+/=]+/.exec(await shown(page))?.[0],
     );
     await page.getByRole('button', { name: /copy/i }).first().waitFor();
     const [endpoint] = (await (await srv.api(u.token, '/webhooks')).json()) as { id: string; url: string }[];
@@ -126,8 +190,8 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     // Shown once: not after going away and back.
     await nav(page, 'Plants');
     await nav(page, 'Webhooks');
-    await page.getByText(receiver.url).first().waitFor();
-    assert.doesNotMatch(await text(page), /whsec_/);
+    await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).waitFor();
+    assert.doesNotMatch(await shown(page), /whsec_/);
 
     // The secret shown is the endpoint's: a delivery verifies with it.
     const before = receiver.received.length;
@@ -138,15 +202,14 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
       const res = await srv.api(u.token, `/webhooks/${endpoint!.id}/deliveries`);
       return ((await res.json()) as unknown[]).length > 0 || undefined;
     });
-    await nav(page, 'Plants');
-    await nav(page, 'Webhooks');
-    await page
-      .getByRole('button', { name: /deliveries|attempts/i })
-      .or(page.getByRole('link', { name: /deliveries|attempts/i }))
-      .first()
-      .click();
-    await page.getByText('plant.created').first().waitFor();
-    await page.getByText('200', { exact: true }).first().waitFor();
+    await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).click();
+    const attempt = page
+      .getByRole('table', { name: 'Delivery attempts, newest first' })
+      .getByRole('row')
+      .filter({ hasText: 'plant.created' });
+    await attempt.waitFor();
+    await attempt.getByRole('cell', { name: '200', exact: true }).waitFor();
+    await attempt.getByText('succeeded').waitFor();
     assertClean(watch, [srv.url]);
     await context.close();
   });
@@ -162,12 +225,14 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     const manager = await srv.user('manager', ['plants:read', 'plants:write', 'tokens:manage']);
     await signIn(page, srv.url, manager.token);
     await nav(page, 'Tokens');
-    await page.getByRole('button', { name: 'New token' }).click();
-    await page.getByLabel('Name', { exact: true }).fill('Deploy bot');
-    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    // The caller's own token is listed (newest first), never with its secret.
+    await page.getByText(`${manager.user.split('-')[0]} console test (this one)`).waitFor();
+    const form = page.getByRole('form', { name: 'New token' });
+    await form.getByLabel('Token name').fill('Deploy bot');
+    await form.getByRole('button', { name: /^Create/ }).click();
     const secret = await until(
       'the token shown',
-      async () => /pst_[A-Za-z0-9_-]{40,}/.exec(await text(page))?.[0],
+      async () => /pst_[A-Za-z0-9_-]{40,}/.exec(await shown(page))?.[0],
     );
     const me = await srv.api(secret, '/me');
     assert.equal(me.status, 200);
@@ -175,17 +240,14 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
 
     await nav(page, 'Plants');
     await nav(page, 'Tokens');
-    await page.getByText('Deploy bot').first().waitFor();
-    assert.doesNotMatch(await text(page), /pst_[A-Za-z0-9_-]{40,}/, 'shown once');
+    await page.getByRole('button', { name: 'Revoke Deploy bot' }).waitFor();
+    assert.doesNotMatch(await shown(page), /pst_[A-Za-z0-9_-]{40,}/, 'shown once');
 
     await page.getByRole('button', { name: 'Revoke Deploy bot' }).click();
-    const dialog = page.getByRole('dialog');
-    if (await dialog.isVisible()) await dialog.getByRole('button', { name: 'Revoke', exact: true }).click();
+    await confirm(page, 'Revoke');
+    await page.getByRole('button', { name: 'Revoke Deploy bot' }).waitFor({ state: 'detached' });
+    await page.getByRole('row').filter({ hasText: 'Deploy bot' }).getByText('revoked').waitFor();
     await eventually('the token stops working', async () => (await srv.api(secret, '/me')).status === 401);
-    await page
-      .getByText(/revoked/i)
-      .first()
-      .waitFor();
     assertNotInUrls(watch, manager.token);
     assertNotInUrls(watch, plain.token);
     assertClean(watch, [srv.url]);

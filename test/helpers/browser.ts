@@ -61,6 +61,8 @@ export interface ConsoleServer {
   api(token: string, path: string, init?: RequestInit): Promise<Response>;
   /** POST /plants (or into a garden), 201 asserted; the new plant's id. */
   plant(token: string, body: Record<string, unknown>, garden?: string): Promise<number>;
+  /** Stops the serve and starts another on the same port and file: open connections are cut. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -86,9 +88,10 @@ export async function consoleServer(
   );
   assert.equal(made.code, 0, made.stderr);
   const admin = made.stdout.trim();
-  const server = await serve(args, fullEnv);
+  let server = await serve(args, fullEnv);
+  const url = server.url;
   const api = (token: string, path: string, init: RequestInit = {}) =>
-    fetch(`${server.url}${path}`, {
+    fetch(`${url}${path}`, {
       ...init,
       headers: {
         authorization: `Bearer ${token}`,
@@ -97,8 +100,10 @@ export async function consoleServer(
       },
     });
   return {
-    server,
-    url: server.url,
+    get server() {
+      return server;
+    },
+    url,
     env: fullEnv,
     api,
     async user(prefix, scopes = ['plants:read', 'plants:write']) {
@@ -118,6 +123,10 @@ export async function consoleServer(
       });
       assert.equal(res.status, 201, await res.clone().text());
       return Number(/\/plants\/([0-9]+)$/.exec(res.headers.get('location') ?? '')?.[1]);
+    },
+    async restart() {
+      await server.stop();
+      server = await serve([...args, '--port', new URL(url).port], fullEnv);
     },
     async stop() {
       await server.stop();
@@ -231,6 +240,16 @@ export async function nav(page: Page, name: 'Plants' | 'Gardens' | 'Live' | 'Web
   await page.getByRole('link', { name, exact: true }).click();
 }
 
+/** What the page shows a person: its text and the values of its fields (a secret is shown in a field). */
+export function shown(page: Page): Promise<string> {
+  return page.evaluate(
+    () =>
+      `${document.body.innerText}\n${[...document.querySelectorAll('input, textarea')]
+        .map((e) => (e as HTMLInputElement).value)
+        .join('\n')}`,
+  );
+}
+
 /** Waits until `probe` holds (polled), naming `what` when it never does. */
 export function eventually(what: string, probe: () => Promise<boolean>, ms = 10_000): Promise<true> {
   return until(what, async () => (await probe()) || undefined, ms);
@@ -249,11 +268,12 @@ interface AxeViolation {
 }
 
 /**
- * Runs axe-core (WCAG 2.2 AA and below) on the page as it is now and asserts no violation. axe's source
- * is evaluated through the DevTools protocol, which the page's CSP (script-src 'self') does not govern,
- * so the page keeps its real policy while it is checked.
+ * Runs axe-core (WCAG 2.2 AA and below) on the page as it is now; its violations, each described on
+ * a few lines naming `what` was checked. axe's source is evaluated through the DevTools protocol,
+ * which the page's CSP (script-src 'self') does not govern, so the page keeps its real policy while
+ * it is checked.
  */
-export async function assertAccessible(page: Page, what: string): Promise<void> {
+export async function axeViolations(page: Page, what: string): Promise<string[]> {
   axeSource ??= readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
   const violations = await page.evaluate(async (tags) => {
@@ -265,10 +285,11 @@ export async function assertAccessible(page: Page, what: string): Promise<void> 
     });
     return result.violations as unknown[];
   }, AXE_TAGS);
-  const described = (violations as AxeViolation[]).map(
+  return (violations as AxeViolation[]).map(
     (v) =>
-      `${v.id} (${v.impact}): ${v.help}\n` +
-      v.nodes.map((n) => `    ${JSON.stringify(n.target)} ${n.failureSummary ?? ''}`).join('\n'),
+      `${what}: ${v.id} (${v.impact}): ${v.help}\n` +
+      v.nodes
+        .map((n) => `    ${JSON.stringify(n.target)} ${(n.failureSummary ?? '').replace(/\s+/g, ' ')}`)
+        .join('\n'),
   );
-  assert.deepEqual(described, [], `axe-core finds no WCAG 2.2 AA violation on ${what}`);
 }
