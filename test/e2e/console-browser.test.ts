@@ -307,6 +307,55 @@ describe('the web console in Chromium: headers, signing in, plants', {
     await context.close();
   });
 
+  it('the plants view filters by tag and by garden, and pages within a filter', async () => {
+    const u = await srv.user('filter');
+    const made = await srv.api(u.token, '/gardens', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'Shelf' }),
+    });
+    const shelf = ((await made.json()) as { id: string }).id;
+    const name = (i: number) => `Sunny ${String(i).padStart(2, '0')}`;
+    await srv.plant(u.token, { name: 'Shady one' });
+    for (let i = 1; i <= 25; i++) await srv.plant(u.token, { name: name(i), tag: 'sunny' });
+    await srv.plant(u.token, { name: 'Shelf fern', tag: 'sunny' }, shelf);
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await page.getByRole('cell', { name: 'Shady one', exact: true }).waitFor();
+
+    const lists: URL[] = [];
+    page.on('request', (r) => {
+      const url = new URL(r.url());
+      if (url.pathname === '/plants') lists.push(url);
+    });
+    await page.getByLabel('Filter by tag').fill('sunny');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.getByRole('cell', { name: 'Shady one', exact: true }).waitFor({ state: 'detached' });
+    await page.getByRole('cell', { name: name(20), exact: true }).waitFor();
+    assert.equal(await page.getByRole('cell', { name: name(21), exact: true }).count(), 0, 'a page of 20');
+    await page.getByRole('button', { name: /^next/i }).click();
+    await page.getByRole('cell', { name: 'Shelf fern', exact: true }).waitFor();
+    await page.getByRole('cell', { name: name(25), exact: true }).waitFor();
+    assert.equal(await page.getByRole('cell', { name: name(20), exact: true }).count(), 0);
+    assert.ok(
+      lists.length >= 2 && lists.every((l) => l.searchParams.get('tag') === 'sunny'),
+      lists.join(' '),
+    );
+    assert.ok(
+      lists.some((l) => l.searchParams.has('cursor')),
+      'the second page follows the Link',
+    );
+
+    await page.getByLabel('Filter by tag').fill('');
+    await page.getByLabel('Filter by garden').selectOption({ label: 'Shelf' });
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.getByRole('cell', { name: name(21), exact: true }).waitFor({ state: 'detached' });
+    await page.getByRole('cell', { name: 'Shelf fern', exact: true }).waitFor();
+    assert.equal(await page.getByRole('cell', { name: /^Sunny/ }).count(), 0);
+    assert.equal(lists.at(-1)?.searchParams.get('garden'), shelf);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
   it('a change refused with 412 shows the current values and lets the person apply it again', async () => {
     const u = await srv.user('conflict');
     const id = await srv.plant(u.token, { name: 'Conflict fern', tag: 'before' });

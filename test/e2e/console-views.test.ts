@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page, Request } from 'playwright-core';
+import type { Browser, Locator, Page, Request } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import {
   assertClean,
@@ -14,6 +14,7 @@ import {
   shown,
   signIn,
   skipBrowser,
+  tabTo,
 } from '../helpers/browser.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/wait.js';
@@ -90,6 +91,64 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     await confirm(page, 'Delete');
     await page.getByRole('button', { name: 'Open Roof garden' }).waitFor({ state: 'detached' });
     assert.ok(!(await gardens()).some((g) => g.id === gid));
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('gardens: a member leaves a garden shared with it', async () => {
+    const owner = await srv.user('bench-owner');
+    const member = await srv.user('bench-member');
+    const made = await srv.api(owner.token, '/gardens', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'Shared bench' }),
+    });
+    const gid = ((await made.json()) as { id: string }).id;
+    const put = await srv.api(owner.token, `/gardens/${gid}/members/${encodeURIComponent(member.user)}`, {
+      method: 'PUT',
+      body: JSON.stringify({ role: 'viewer' }),
+    });
+    assert.equal(put.status, 201);
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, member.token);
+    await nav(page, 'Gardens');
+    await page.getByRole('button', { name: 'Open Shared bench' }).click();
+    await page.getByRole('button', { name: 'Leave garden' }).click();
+    await confirm(page, 'Leave');
+    await page.getByRole('button', { name: 'Open Shared bench' }).waitFor({ state: 'detached' });
+    const left = (await (await srv.api(member.token, '/gardens')).json()) as { id: string }[];
+    assert.ok(!left.some((g) => g.id === gid));
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('by keyboard alone: the views by their links, a garden and its member, a webhook endpoint', async () => {
+    const u = await srv.user('keys');
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    const press = async (target: Locator, key = 'Enter') => {
+      await tabTo(page, target);
+      await page.keyboard.press(key);
+    };
+    await press(page.getByRole('link', { name: 'Gardens', exact: true }));
+    await tabTo(page, page.getByRole('textbox', { name: "New garden's name" }));
+    await page.keyboard.type('Keyboard bed');
+    await press(page.getByRole('button', { name: /^Create/ }));
+    await tabTo(page, page.getByLabel('User', { exact: true }));
+    await page.keyboard.type('keyboard-friend');
+    await press(page.getByRole('button', { name: 'Add member' }));
+    await page.getByRole('combobox', { name: 'Role of keyboard-friend' }).waitFor();
+    const gardens = (await (await srv.api(u.token, '/gardens')).json()) as { id: string; name: string }[];
+    const gid = gardens.find((g) => g.name === 'Keyboard bed')?.id;
+    const members = (await (await srv.api(u.token, `/gardens/${gid}/members`)).json()) as { user: string }[];
+    assert.ok(members.some((m) => m.user === 'keyboard-friend'));
+
+    await press(page.getByRole('link', { name: 'Webhooks', exact: true }));
+    await press(page.getByRole('button', { name: 'New endpoint' }));
+    await tabTo(page, page.getByLabel('URL', { exact: true }));
+    await page.keyboard.type(receiver.url);
+    await press(page.getByRole('button', { name: 'Create', exact: true }));
+    await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).waitFor();
+    assert.match(await shown(page), /whsec_/);
     assertClean(watch, [srv.url]);
     await context.close();
   });
@@ -210,6 +269,104 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     await attempt.waitFor();
     await attempt.getByRole('cell', { name: '200', exact: true }).waitFor();
     await attempt.getByText('succeeded').waitFor();
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('webhooks: rotate shows the new secret once, recover re-sends a failed delivery, delete', async () => {
+    const u = await srv.user('rotate');
+    const made = await srv.api(u.token, '/webhooks', {
+      method: 'POST',
+      body: JSON.stringify({ url: receiver.url, description: 'rotation' }),
+    });
+    const { id, secret: old } = (await made.json()) as { id: string; secret: string };
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await nav(page, 'Webhooks');
+    await page.getByRole('button', { name: `Rotate secret of ${receiver.url}` }).click();
+    await confirm(page, 'Rotate');
+    const fresh = await page
+      .getByRole('textbox', { name: `New signing secret for ${receiver.url}` })
+      .inputValue();
+    assert.match(fresh, /^whsec_/);
+    assert.notEqual(fresh, old);
+    await nav(page, 'Plants');
+    await nav(page, 'Webhooks');
+    await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).waitFor();
+    assert.doesNotMatch(await shown(page), /whsec_/, 'the new secret is shown once');
+
+    // The next delivery fails twice (the first try and the one retry of this serve's schedule)...
+    receiver.answers.push({ status: 500 }, { status: 500 });
+    const before = receiver.received.length;
+    await srv.plant(u.token, { name: 'Recovered fern' });
+    const tries = (await receiver.waitFor(before + 2, 15_000)).slice(before);
+    // ...signed with both secrets for 24 h after the rotation.
+    for (const secret of [fresh, old])
+      new Webhook(secret).verify(tries[0]!.body, tries[0]!.headers as Record<string, string>);
+    await until('the delivery marked failed', async () => {
+      const res = await srv.api(u.token, `/webhooks/${id}/deliveries`);
+      return ((await res.json()) as { outcome: string }[]).some((a) => a.outcome === 'failed') || undefined;
+    });
+
+    // Recover since an hour ago: the failed one is sent again.
+    await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).click();
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const local = new Date(hourAgo.getTime() - hourAgo.getTimezoneOffset() * 60_000)
+      .toISOString()
+      .slice(0, 16);
+    await page.getByLabel('Re-send what was not acknowledged since').fill(local);
+    await page.getByRole('button', { name: 'Recover', exact: true }).click();
+    await page.getByText('1 event queued to be sent again.').waitFor();
+    const [again] = (await receiver.waitFor(before + 3, 15_000)).slice(before + 2);
+    assert.equal(again!.headers['webhook-id'], tries[0]!.headers['webhook-id']);
+
+    await page.getByRole('button', { name: `Delete ${receiver.url}` }).click();
+    await confirm(page, 'Delete');
+    await page.getByRole('button', { name: `Delete ${receiver.url}` }).waitFor({ state: 'detached' });
+    assert.deepEqual(await (await srv.api(u.token, '/webhooks')).json(), []);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('hostile garden, member, endpoint and token names are shown as text in every view, and nothing runs', async () => {
+    const u = await srv.user('hostile-views', ['plants:read', 'plants:write', 'tokens:manage']);
+    const garden = '<img src=x onerror=alert("garden")>';
+    const member = '<svg/onload=alert("member")>';
+    const description = '<script>alert("hook")</script>';
+    const token = '<img src=y onerror=alert("token")>';
+    const made = await srv.api(u.token, '/gardens', {
+      method: 'POST',
+      body: JSON.stringify({ name: garden }),
+    });
+    assert.equal(made.status, 201);
+    const gid = ((await made.json()) as { id: string }).id;
+    const put = await srv.api(u.token, `/gardens/${gid}/members/${encodeURIComponent(member)}`, {
+      method: 'PUT',
+      body: JSON.stringify({ role: 'viewer' }),
+    });
+    assert.equal(put.status, 201, await put.text());
+    const hook = await srv.api(u.token, '/webhooks', {
+      method: 'POST',
+      body: JSON.stringify({ url: receiver.url, description }),
+    });
+    assert.equal(hook.status, 201);
+    const tok = await srv.api(u.token, '/tokens', { method: 'POST', body: JSON.stringify({ name: token }) });
+    assert.equal(tok.status, 201);
+
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await nav(page, 'Gardens');
+    await page.getByRole('button', { name: `Open ${garden}` }).click();
+    await page.getByRole('cell', { name: member, exact: true }).waitFor();
+    await nav(page, 'Webhooks');
+    await page.getByText(description).first().waitFor();
+    await nav(page, 'Tokens');
+    await page.getByRole('button', { name: `Revoke ${token}` }).waitFor();
+    await page.getByRole('cell', { name: token, exact: true }).waitFor();
+    const injected = await page.evaluate(
+      () => document.querySelectorAll('img[src="x"], img[src="y"], svg[onload], script:not([src])').length,
+    );
+    assert.equal(injected, 0, 'no element was made from a name');
     assertClean(watch, [srv.url]);
     await context.close();
   });
