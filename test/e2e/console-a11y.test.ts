@@ -98,6 +98,10 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
         `the page's backdrop (luminance ${lum.toFixed(2)}) is ${theme.name}`,
       );
       await check('sign-in');
+      await page.getByLabel('Access token').fill('pst_not-a-token-of-this-service');
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.getByRole('alert').waitFor();
+      await check('sign-in refused');
 
       await signIn(page, srv.url, u.token);
       assert.equal(

@@ -6,6 +6,7 @@ import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import type { Browser } from 'playwright-core';
 import {
   assertClean,
+  axeViolations,
   type ConsoleServer,
   consoleCsp,
   consoleServer,
@@ -159,6 +160,8 @@ describe('the web console signs in through a real OpenID provider (code + PKCE S
     const askedBy = new Map<unknown, string>();
     page.on('request', (r) => askedBy.set(r, r.frame().url()));
     await page.goto(`${srv.url}/console/`);
+    await page.getByRole('button', { name: 'Sign in with your identity provider' }).waitFor();
+    assert.deepEqual(await axeViolations(page, 'sign-in with OpenID on'), []);
     const authorize = page.waitForRequest((r) => r.url().startsWith(`${issuer}/auth`));
     await page.getByRole('button', { name: 'Sign in with your identity provider' }).click();
     const params = new URL((await authorize).url()).searchParams;

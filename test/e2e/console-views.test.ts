@@ -251,6 +251,11 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     await nav(page, 'Webhooks');
     await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).waitFor();
     assert.doesNotMatch(await shown(page), /whsec_/);
+    await page
+      .getByRole('row')
+      .filter({ hasText: receiver.url })
+      .getByText('enabled', { exact: true })
+      .waitFor();
 
     // The secret shown is the endpoint's: a delivery verifies with it.
     const before = receiver.received.length;
@@ -308,8 +313,15 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
       return ((await res.json()) as { outcome: string }[]).some((a) => a.outcome === 'failed') || undefined;
     });
 
-    // Recover since an hour ago: the failed one is sent again.
+    // The attempts: response code, outcome, and when the next try is (none after the last).
     await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).click();
+    const rows = page.getByRole('table', { name: 'Delivery attempts, newest first' }).getByRole('row');
+    const retrying = rows.filter({ hasText: 'retrying' });
+    await retrying.getByRole('cell', { name: '500', exact: true }).waitFor();
+    assert.notEqual(await retrying.getByRole('cell').last().innerText(), '—', 'the next retry’s time');
+    await rows.filter({ hasText: 'failed' }).getByRole('cell', { name: '500', exact: true }).waitFor();
+
+    // Recover since an hour ago: the failed one is sent again.
     const hourAgo = new Date(Date.now() - 3_600_000);
     const local = new Date(hourAgo.getTime() - hourAgo.getTimezoneOffset() * 60_000)
       .toISOString()
@@ -319,6 +331,19 @@ describe('the web console in Chromium: gardens, live, webhooks, tokens', {
     await page.getByText('1 event queued to be sent again.').waitFor();
     const [again] = (await receiver.waitFor(before + 3, 15_000)).slice(before + 2);
     assert.equal(again!.headers['webhook-id'], tries[0]!.headers['webhook-id']);
+
+    // A 410 disables the endpoint at once: its status and the reason are shown.
+    receiver.answers.push({ status: 410 });
+    await srv.plant(u.token, { name: 'Gone fern' });
+    await until('the endpoint disabled', async () => {
+      const res = await srv.api(u.token, `/webhooks/${id}`);
+      return ((await res.json()) as { status: string }).status === 'disabled' || undefined;
+    });
+    await nav(page, 'Plants');
+    await nav(page, 'Webhooks');
+    const row = page.getByRole('row').filter({ hasText: receiver.url });
+    await row.getByText('disabled', { exact: true }).waitFor();
+    await row.getByText(/410/).waitFor();
 
     await page.getByRole('button', { name: `Delete ${receiver.url}` }).click();
     await confirm(page, 'Delete');

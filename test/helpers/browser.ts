@@ -206,11 +206,30 @@ export function focused(locator: Locator): Promise<boolean> {
   return locator.evaluate((el) => el === document.activeElement);
 }
 
-/** Presses Tab (at most `max` times) until `locator` has the focus: the keyboard path to a control. */
+/** Asserts that the focused element shows it (WCAG 2.4.7): it matches :focus-visible and draws a ring. */
+export async function assertFocusVisible(locator: Locator): Promise<void> {
+  const ring = await locator.evaluate((el) => {
+    const style = getComputedStyle(el);
+    return {
+      focusVisible: el.matches(':focus-visible'),
+      outline: `${style.outlineStyle} ${style.outlineWidth}`,
+      shadow: style.boxShadow,
+    };
+  });
+  const [outlineStyle, outlineWidth] = ring.outline.split(' ');
+  const drawn =
+    (outlineStyle !== 'none' && Number.parseFloat(outlineWidth ?? '0') > 0) || ring.shadow !== 'none';
+  assert.ok(ring.focusVisible && drawn, `${locator} shows that it has the focus: ${JSON.stringify(ring)}`);
+}
+
+/**
+ * Presses Tab (at most `max` times) until `locator` has the focus: the keyboard path to a control,
+ * which must then show its focus.
+ */
 export async function tabTo(page: Page, locator: Locator, max = 60): Promise<void> {
   await locator.waitFor();
   for (let i = 0; i < max; i++) {
-    if (await focused(locator)) return;
+    if (await focused(locator)) return assertFocusVisible(locator);
     await page.keyboard.press('Tab');
   }
   throw new Error(`${locator} not reached within ${max} presses of Tab`);
