@@ -254,6 +254,24 @@ export async function signedIn(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
+/** The plants' names as GET /plants shows them to this token (up to 1,000). */
+export async function plantNames(srv: ConsoleServer, token: string): Promise<string[]> {
+  const res = await srv.api(token, '/plants?limit=1000');
+  assert.equal(res.status, 200);
+  return ((await res.json()) as { name: string }[]).map((p) => p.name);
+}
+
+/** The form "New plant" opens: the fields "Name", "Tag" (and "Garden") and the button "Create". */
+export const plantForm = (page: Page): Locator =>
+  page.getByRole('form', { name: /new plant/i }).or(page.getByRole('dialog', { name: /new plant/i }));
+
+/** Clicks the named button of the page's confirmation dialog, and waits for the dialog to close. */
+export async function confirm(page: Page, button: string): Promise<void> {
+  const dialog = page.getByRole('dialog');
+  await dialog.getByRole('button', { name: button, exact: true }).click();
+  await dialog.waitFor({ state: 'hidden' });
+}
+
 /** Goes to a view through its navigation link. */
 export async function nav(page: Page, name: 'Plants' | 'Gardens' | 'Live' | 'Webhooks' | 'Tokens') {
   await page.getByRole('link', { name, exact: true }).click();
