@@ -150,6 +150,9 @@ describe('the web console in Chromium: headers, framing, signing in, the token, 
     const u = await srv.user('keyboard');
     const { context, page, watch } = await open(browser);
     await page.goto(`${srv.url}/console/`);
+    await page.getByLabel('Access token').waitFor();
+    // OpenID sign-in is off here (no --console-client-id): its button is not offered.
+    assert.equal(await page.getByRole('button', { name: 'Sign in with your identity provider' }).count(), 0);
     await tabTo(page, page.getByLabel('Access token'));
     await page.keyboard.type(u.token);
     await tabTo(page, page.getByRole('button', { name: 'Sign in', exact: true }));

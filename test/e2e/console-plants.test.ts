@@ -4,6 +4,7 @@ import type { Browser } from 'playwright-core';
 import {
   assertClean,
   type ConsoleServer,
+  confirm,
   consoleServer,
   launch,
   open,
@@ -33,23 +34,34 @@ describe('the web console in Chromium: plants', {
     await srv?.stop();
   });
 
-  it('a plant made and deleted through the page, with a confirmation dialog of the page', async () => {
+  it('a plant made through the page (into a chosen garden) and deleted, with a confirmation dialog of the page', async () => {
     const u = await srv.user('plants');
+    const made = await srv.api(u.token, '/gardens', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'Porch' }),
+    });
+    const porch = ((await made.json()) as { id: string }).id;
     const { context, page, watch } = await open(browser);
     await signIn(page, srv.url, u.token);
     await page.getByRole('button', { name: 'New plant' }).click();
     const form = plantForm(page);
     await form.getByLabel('Name', { exact: true }).fill('Page monstera');
     await form.getByLabel('Tag', { exact: true }).fill('indoor');
+    await form.getByLabel('Garden', { exact: true }).selectOption({ label: 'Porch' });
     await form.getByRole('button', { name: 'Create', exact: true }).click();
     const del = page.getByRole('button', { name: 'Delete Page monstera', exact: true });
     await del.waitFor();
-    assert.deepEqual(await plantNames(srv, u.token), ['Page monstera']);
+    const inPorch = await srv.api(u.token, `/gardens/${porch}/plants`);
+    assert.deepEqual(await inPorch.json(), [{ name: 'Page monstera', tag: 'indoor' }]);
 
+    // A page's dialog, not the browser's confirm(): Cancel keeps the plant.
     await del.click();
     const dialog = page.getByRole('dialog');
-    await dialog.waitFor();
-    await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+    await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    assert.deepEqual(await plantNames(srv, u.token), ['Page monstera']);
+    await del.click();
+    await confirm(page, 'Delete');
     await del.waitFor({ state: 'detached' });
     assert.deepEqual(await plantNames(srv, u.token), []);
     assertClean(watch, [srv.url]);
