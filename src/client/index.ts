@@ -57,12 +57,21 @@ export type WebhookWithSecret = Json<operations['getWebhook']['responses'][200]>
 export type WebhookCreate = Json<operations['createWebhook']['requestBody']>;
 /** One delivery attempt of an endpoint: status, response code, time, next retry. */
 export type DeliveryAttempt = Json<operations['listWebhookDeliveries']['responses'][200]>[number];
-/** A built-in token as the service shows it (never its secret). */
-export type TokenInfo = Json<operations['getToken']['responses'][200]>;
-/** What a token create sends: `user`, `scopes`, `expiresIn`, `name`, each optional. */
+/** A token as the service shows it (never its secret): `{id, user, scopes, name, createdAt, expiresAt, lastUsedAt, status}`. */
+export type Token = Json<operations['getToken']['responses'][200]>;
+/** What a token create sends: `user`, `scopes`, `expiresIn` (like `30d`), `name`, each optional. */
 export type TokenCreate = Json<operations['createToken']['requestBody']>;
-/** A new token with its secret in `token`, shown this once. */
-export type NewToken = Json<operations['createToken']['responses'][201]>;
+/** A token just made: its secret is in `token`, shown this once and never again. */
+export type CreatedToken = Json<operations['createToken']['responses'][201]>;
+/** What a token list reads: one user's tokens (another than the caller's needs plants:admin), a page size, a cursor. */
+export interface TokenQuery {
+  /** Only this user's tokens. */
+  user?: string;
+  /** Page size, 1 … 1000 (default 100). */
+  limit?: number;
+  /** Where to start: the `cursor` of a `Link: rel="next"` the service sent. */
+  cursor?: string;
+}
 /** The service's error body. */
 export type ErrorBody = components['schemas']['Error'];
 /** A plant event (CONTRACT.md section 8) with its id. */
@@ -127,7 +136,7 @@ export class PlantStore {
   readonly gardens: Gardens;
   /** Webhook endpoints and their deliveries (CONTRACT.md section 8). */
   readonly webhooks: Webhooks;
-  /** Built-in tokens over HTTP (CONTRACT.md section 3.3; the scope `tokens:manage`). */
+  /** Tokens over HTTP (CONTRACT.md section 3.3; scope `tokens:manage`): `store.tokens.create()`. */
   readonly tokens: Tokens;
 
   constructor(private readonly opts: PlantStoreOptions) {
@@ -161,13 +170,13 @@ export class PlantStore {
     return { id, ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };
   }
 
-  /** One plant and its ETag; a PlantStoreError with status 404 when there is none the caller may see. */
   /** Who the token in use is: its user, scopes and kind (any valid token; no scope needed). */
   async me(): Promise<Me> {
     const res = await this.call('GET', '/me', { retryable: true });
     return (await res.json()) as Me;
   }
 
+  /** One plant and its ETag; a PlantStoreError with status 404 when there is none the caller may see. */
   async get(id: number): Promise<TaggedPlant> {
     const res = await this.call('GET', `/plants/${plantId(id)}`, { retryable: true });
     return { ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };
@@ -480,40 +489,68 @@ export class Webhooks {
 }
 
 /**
- * Built-in tokens over HTTP (CONTRACT.md section 3.3), as `store.tokens`; every call needs the scope
- * `tokens:manage`. A token never gets a scope, a user or a lifetime its maker lacks (403
- * `scope_not_held`); another user's token is a 404.
+ * Tokens over HTTP (CONTRACT.md section 3.3), as `store.tokens`; every call needs the scope
+ * `tokens:manage` (else a PlantStoreError 403 `insufficient_scope`). A token never gets more than
+ * its maker holds: a scope the caller lacks, another user (without plants:admin) or a lifetime past
+ * the caller's own is a 403 `scope_not_held`. Another user's token is a 404 `token_not_found`, as
+ * one that does not exist (to an admin, it is visible).
  */
 export class Tokens {
   constructor(private readonly call: Call) {}
 
-  /** One page of tokens, newest first (an admin: everyone's, or `user`'s), and the path of the next. */
-  async page(
-    q: { user?: string; limit?: number; next?: string | null } = {},
-  ): Promise<{ tokens: TokenInfo[]; next: string | null }> {
+  /**
+   * Makes a token (default: the caller's own user, `plants:read plants:write`, as long-lived as
+   * the caller); the answer carries its secret in `token`, this once. Not repeated after a lost
+   * answer (that could make two): only after a 429 or 503, when the service made nothing.
+   */
+  async create(req: TokenCreate = {}): Promise<CreatedToken> {
+    const res = await this.call('POST', '/tokens', { body: req, retryable: 'refused' });
+    return (await res.json()) as CreatedToken;
+  }
+
+  /**
+   * One page of tokens, newest first (the caller's own; an admin's: every user's, or `user`'s), and
+   * the path of the next page (null on the last); `next` from a page reads the page after it, with
+   * the query it was made with. Never a secret.
+   */
+  async list(
+    q: TokenQuery & { next?: string | null } = {},
+  ): Promise<{ tokens: Token[]; next: string | null }> {
     let path = q.next ?? null;
     if (path === null) {
       const params = new URLSearchParams();
       if (q.user !== undefined) params.set('user', q.user);
       if (q.limit !== undefined) params.set('limit', String(q.limit));
-      path = `/tokens${params.size ? `?${params}` : ''}`;
+      if (q.cursor !== undefined) params.set('cursor', q.cursor);
+      const query = params.toString();
+      path = query === '' ? '/tokens' : `/tokens?${query}`;
     }
     const res = await this.call('GET', path, { retryable: true });
-    return { tokens: (await res.json()) as TokenInfo[], next: nextLink(res.headers.get('link')) };
+    return { tokens: (await res.json()) as Token[], next: nextLink(res.headers.get('link')) };
   }
 
-  /** Makes a token; its secret is in `token`, this once. Not repeated after a lost answer. */
-  async create(token: TokenCreate = {}): Promise<NewToken> {
-    const res = await this.call('POST', '/tokens', { body: token, retryable: 'refused' });
-    return (await res.json()) as NewToken;
+  /** Every token of `list(q)`, all pages read through `Link`, newest first. */
+  async all(q: Omit<TokenQuery, 'cursor'> = {}): Promise<Token[]> {
+    const tokens: Token[] = [];
+    let next: string | null = null;
+    do {
+      const page: { tokens: Token[]; next: string | null } = await this.list({ ...q, next });
+      tokens.push(...page.tokens);
+      next = page.next;
+    } while (next !== null);
+    return tokens;
   }
 
-  async get(id: string): Promise<TokenInfo> {
-    const res = await this.call('GET', tokenPath(id), { retryable: true });
-    return (await res.json()) as TokenInfo;
+  /** One token, without its secret. */
+  async get(id: string): Promise<Token> {
+    return (await (await this.call('GET', tokenPath(id), { retryable: true })).json()) as Token;
   }
 
-  /** Revokes a token: it stops working everywhere within 5 s. */
+  /**
+   * Revokes a token (the one in use included): it stops working everywhere within 5 seconds.
+   * Revoking a revoked token succeeds again, so a retry after a lost answer is safe — except for
+   * the token in use, whose retry is refused (401) because the first attempt worked.
+   */
   async revoke(id: string): Promise<void> {
     await this.call('DELETE', tokenPath(id), { retryable: true });
   }

@@ -35,7 +35,12 @@ export function registerBodyParsers(app: FastifyInstance): void {
             undefined,
           );
         }
-        done(new AppError(400, 'invalid_json', `request body is not valid JSON: ${message}`), undefined);
+        // V8 quotes a piece of the body around the error ("…pst_abc…" is not valid JSON): a secret
+        // pasted into a broken body would come back in the answer. Say where, never what.
+        const where = message
+          .replace(/,? *"[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '')
+          .replace(/ in JSON /, ' ');
+        done(new AppError(400, 'invalid_json', `request body is not valid JSON: ${where}`), undefined);
       }
     },
   );

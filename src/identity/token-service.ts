@@ -133,6 +133,15 @@ export class TokenService {
       }
     }
     const notAfter = isOperator(maker) ? null : maker.expiresAt;
+    // A JWT a few seconds past its exp is still accepted within the clock leeway; a token it made
+    // would be born expired.
+    if (notAfter !== null && notAfter.getTime() <= now.getTime()) {
+      throw new ScopeNotHeldError(
+        `the token making this one expired at ${notAfter.toISOString()}; it can make no token`,
+        '/expiresIn',
+        `must end by ${notAfter.toISOString()}, which has passed`,
+      );
+    }
     const expiresInMs = req.expiresInMs ?? null;
     if (notAfter !== null && expiresInMs !== null && now.getTime() + expiresInMs > notAfter.getTime()) {
       throw new ScopeNotHeldError(

@@ -13,9 +13,11 @@ import {
   PlantStore,
   PlantStoreError,
   signWebhook,
+  type Token,
   verifyWebhook,
 } from '../../src/client/index.js';
 import { createToken } from '../../src/identity/tokens.js';
+import type { Scope } from '../../src/schemas/token.js';
 import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { startIssuer } from '../helpers/oidc.js';
@@ -575,6 +577,200 @@ for (const engine of ENGINES)
         proxy.rules.push(answer(503, { 'retry-after': '0' }));
         const shared = await store.gardens.share(g.id, 'retried-user', 'editor');
         assert.deepEqual([shared.created, shared.member.role], [true, 'editor']);
+      } finally {
+        await proxy.close();
+      }
+    });
+  });
+
+for (const engine of ENGINES)
+  describe(`tokens through the typed client on ${engine.name} (CONTRACT.md section 3.3)`, {
+    skip: engine.skip,
+  }, () => {
+    let h: Harness;
+    let base: string;
+    before(async () => {
+      h = await harness(engine);
+      base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    });
+    after(() => h?.close());
+
+    const MANAGER: Scope[] = ['plants:read', 'plants:write', 'tokens:manage'];
+    const as = async (scopes: Scope[] = MANAGER) => {
+      const c = await h.user(scopes);
+      return { ...c, store: new PlantStore({ url: base, token: c.token }) };
+    };
+    const refused = (status: number, code: string) => (e: unknown) =>
+      e instanceof PlantStoreError && e.status === status && e.code === code;
+    const newestFirst = (a: Token, b: Token) =>
+      Date.parse(b.createdAt) - Date.parse(a.createdAt) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+    it('create answers the secret once; get, list and all never do; the new token works', async () => {
+      const me = await as();
+      const before = Date.now();
+      const made = await me.store.tokens.create({ scopes: ['plants:read'], expiresIn: '30d', name: 'dash' });
+      assert.deepEqual(Object.keys(made).sort(), [
+        'createdAt',
+        'expiresAt',
+        'id',
+        'name',
+        'scopes',
+        'token',
+        'user',
+      ]);
+      assert.match(made.token, /^pst_[A-Za-z0-9_-]{43,}$/);
+      assert.match(made.id, /^tok_/);
+      assert.deepEqual(
+        { user: made.user, scopes: made.scopes, name: made.name },
+        { user: me.user, scopes: ['plants:read'], name: 'dash' },
+      );
+      const life = Date.parse(made.expiresAt!) - before;
+      assert.ok(life >= 30 * 86_400_000 && life < 30 * 86_400_000 + 60_000, `expires in 30 days: ${life}`);
+
+      const shown = await me.store.tokens.get(made.id);
+      const { token: _secret, ...rest } = made;
+      assert.deepEqual(shown, { ...rest, lastUsedAt: null, status: 'active' });
+
+      const viaNew = new PlantStore({ url: base, token: made.token });
+      assert.deepEqual(await viaNew.me(), {
+        user: me.user,
+        scopes: ['plants:read'],
+        kind: 'token',
+        tokenId: made.id,
+        expiresAt: made.expiresAt,
+      });
+      // Without tokens:manage, the new token may not manage tokens itself.
+      await assert.rejects(viaNew.tokens.list(), refused(403, 'insufficient_scope'));
+      await assert.rejects(viaNew.tokens.create(), refused(403, 'insufficient_scope'));
+
+      const defaults = await me.store.tokens.create();
+      assert.deepEqual(
+        { user: defaults.user, scopes: defaults.scopes, name: defaults.name, expiresAt: defaults.expiresAt },
+        { user: me.user, scopes: ['plants:read', 'plants:write'], name: null, expiresAt: null },
+      );
+      const all = await me.store.tokens.all();
+      assert.ok(
+        all.every((t) => !('token' in t)),
+        'no secret in a list',
+      );
+      assert.deepEqual(all.map((t) => t.id).sort(), [me.tokenId, made.id, defaults.id].sort());
+    });
+
+    it('list pages newest first through Link (next, or its cursor); all() reads every page', async () => {
+      const me = await as();
+      const made: string[] = [];
+      for (let i = 0; i < 6; i++) made.push((await me.store.tokens.create({ name: `t${i}` })).id);
+      const every = await me.store.tokens.all();
+      assert.equal(every.length, 7, 'the six and the token in use');
+      assert.deepEqual(every, [...every].sort(newestFirst), 'newest first');
+      assert.equal(every.at(-1)!.id, me.tokenId, 'the oldest, made first, is last');
+      assert.deepEqual(new Set(every.slice(0, 6).map((t) => t.id)), new Set(made));
+
+      const first = await me.store.tokens.list({ limit: 3 });
+      assert.deepEqual(
+        first.tokens.map((t) => t.id),
+        every.slice(0, 3).map((t) => t.id),
+      );
+      assert.ok(first.next, 'a next page');
+      const second = await me.store.tokens.list({ next: first.next });
+      assert.deepEqual(
+        second.tokens.map((t) => t.id),
+        every.slice(3, 6).map((t) => t.id),
+        'the next link keeps the page size',
+      );
+      const cursor = new URL(first.next, base).searchParams.get('cursor')!;
+      assert.deepEqual(await me.store.tokens.list({ limit: 3, cursor }), second);
+      const last = await me.store.tokens.list({ next: second.next });
+      assert.deepEqual([last.tokens.map((t) => t.id), last.next], [[me.tokenId], null]);
+      assert.deepEqual(await me.store.tokens.all({ limit: 2 }), every, 'the same, two at a time');
+      assert.deepEqual(await me.store.tokens.all({ user: me.user }), every, 'its own user named');
+      await assert.rejects(me.store.tokens.list({ limit: 0 }), refused(400, 'invalid_parameter'));
+    });
+
+    it('revoke: the token stops working at once, shows as revoked, and a second revoke succeeds again', async () => {
+      const me = await as();
+      const made = await me.store.tokens.create({ scopes: ['plants:read'] });
+      const other = new PlantStore({ url: base, token: made.token, retries: 0 });
+      await other.me();
+      await me.store.tokens.revoke(made.id);
+      await assert.rejects(other.me(), refused(401, 'invalid_token'));
+      assert.equal((await me.store.tokens.get(made.id)).status, 'revoked');
+      await me.store.tokens.revoke(made.id);
+      // Revoking the token in use is allowed; it is the last thing it does.
+      await me.store.tokens.revoke(me.tokenId);
+      await assert.rejects(me.store.tokens.get(made.id), refused(401, 'invalid_token'));
+    });
+
+    it('refusals: 403 scope_not_held for more than the maker holds, 404 token_not_found for another user’s token', async () => {
+      const reader = await as(['plants:read', 'tokens:manage']);
+      const stranger = await as();
+      await assert.rejects(
+        reader.store.tokens.create(),
+        refused(403, 'scope_not_held'),
+        'the default has plants:write',
+      );
+      const err = await reader.store.tokens.create({ scopes: ['plants:admin'] }).catch((e: unknown) => e);
+      assert.ok(refused(403, 'scope_not_held')(err), String(err));
+      assert.ok((err as PlantStoreError).details?.some((d) => d.field === '/scopes'));
+      await assert.rejects(
+        reader.store.tokens.create({ user: stranger.user, scopes: ['plants:read'] }),
+        refused(403, 'scope_not_held'),
+      );
+      await assert.rejects(reader.store.tokens.list({ user: stranger.user }), refused(403, 'scope_not_held'));
+      await assert.rejects(reader.store.tokens.create({ expiresIn: 'soon' }), refused(400, 'invalid_body'));
+
+      await assert.rejects(reader.store.tokens.get(stranger.tokenId), refused(404, 'token_not_found'));
+      await assert.rejects(reader.store.tokens.revoke(stranger.tokenId), refused(404, 'token_not_found'));
+      await assert.rejects(reader.store.tokens.get('tok_AAAAAAAAAAAA'), refused(404, 'token_not_found'));
+      await assert.rejects(reader.store.tokens.get('not a token/..'), refused(404, 'token_not_found'));
+      assert.equal((await stranger.store.tokens.get(stranger.tokenId)).status, 'active', 'still working');
+      await assert.rejects(reader.store.tokens.get(''), TypeError);
+
+      const plain = await as(['plants:read', 'plants:write']);
+      const denied = await plain.store.tokens.all().catch((e: unknown) => e);
+      assert.ok(refused(403, 'insufficient_scope')(denied), String(denied));
+    });
+
+    it('an admin sees, lists and revokes another user’s tokens, and makes tokens for it', async () => {
+      const admin = await as(['plants:admin', 'tokens:manage']);
+      const user = await as(['plants:read']);
+      const made = await admin.store.tokens.create({
+        user: user.user,
+        scopes: ['plants:read', 'plants:write'],
+      });
+      assert.equal(made.user, user.user);
+      assert.equal((await admin.store.tokens.get(user.tokenId)).user, user.user);
+      assert.deepEqual(
+        (await admin.store.tokens.all({ user: user.user })).map((t) => t.id),
+        [made.id, user.tokenId],
+      );
+      await admin.store.tokens.revoke(user.tokenId);
+      assert.equal((await admin.store.tokens.get(user.tokenId)).status, 'revoked');
+    });
+
+    it('a create is tried again after a 503 (nothing was made), never after a lost answer', async () => {
+      const me = await as();
+      const proxy = await startProxy(base);
+      try {
+        const store = new PlantStore({ url: proxy.url, token: me.token });
+        proxy.rules.push(answer(503, { 'retry-after': '0' }));
+        const once = await store.tokens.create({ name: 'after a 503' });
+        assert.equal(proxy.seen.filter((s) => s.method === 'POST').length, 2);
+        proxy.seen.length = 0;
+        proxy.rules.push((req, res) => {
+          const up = httpRequest(`${base}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+            r.resume().on('end', () => res.socket?.destroy());
+          });
+          req.pipe(up);
+          return true;
+        });
+        const lost = await store.tokens.create({ name: 'lost answer' }).catch((e: unknown) => e);
+        assert.ok(refused(0, 'unreachable')(lost), String(lost));
+        assert.equal(proxy.seen.length, 1, 'one attempt');
+        const names = (await me.store.tokens.all()).map((t) => t.name);
+        assert.deepEqual(names.slice(0, 2).sort(), ['after a 503', 'lost answer'], 'each made once');
+        assert.equal(names.length, 3);
+        assert.equal((await me.store.tokens.get(once.id)).name, 'after a 503');
       } finally {
         await proxy.close();
       }

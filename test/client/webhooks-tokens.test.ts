@@ -70,7 +70,7 @@ describe('the typed client: webhooks and tokens', { timeout: 60_000 }, () => {
     const b = await store.tokens.create({ name: 'second', expiresIn: '1d' });
     assert.match(a.token, /^pst_/);
     assert.deepEqual(b.scopes, ['plants:read', 'plants:write']);
-    const first = await store.tokens.page({ limit: 2 });
+    const first = await store.tokens.list({ limit: 2 });
     assert.deepEqual(
       first.tokens.map((t) => t.name),
       ['second', 'first'],
@@ -80,7 +80,7 @@ describe('the typed client: webhooks and tokens', { timeout: 60_000 }, () => {
       'never a secret in a list',
     );
     assert.ok(first.next);
-    const second = await store.tokens.page({ next: first.next });
+    const second = await store.tokens.list({ next: first.next });
     assert.deepEqual(
       second.tokens.map((t) => t.id),
       [me.tokenId],

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createToken } from '../../src/identity/tokens.js';
+import type { Scope } from '../../src/schemas/token.js';
 import { type Client, type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
@@ -36,6 +37,8 @@ interface Exchange {
   client?: Client | null;
   /** The request goes with a fresh token of this client's user (the limit is 3 a token). */
   as?: Client;
+  /** The fresh token's scopes (default plants:read plants:write). */
+  scopes?: Scope[];
   headers?: Record<string, string>;
   body?: string;
 }
@@ -114,15 +117,8 @@ describe('every operation through Prism, validating against the served document'
     const limited = await h.user();
 
     // Gardens (contract 3.2): made and shared directly, each request with a token of its own.
-    const tokenOf = async (c: Client) =>
-      (
-        await createToken(h.store, {
-          user: c.user,
-          scopes: ['plants:read', 'plants:write'],
-          name: null,
-          expiresInMs: null,
-        })
-      ).secret;
+    const tokenOf = async (c: Client, scopes: Scope[] = ['plants:read', 'plants:write']) =>
+      (await createToken(h.store, { user: c.user, scopes, name: null, expiresInMs: null })).secret;
     const direct = async (c: Client, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) => {
       const res = await h.app.inject({
         method,
@@ -144,6 +140,20 @@ describe('every operation through Prism, validating against the served document'
     await direct(owner, 'PUT', `${beds}/members/${friend.user}`, { role: 'viewer' });
     await direct(owner, 'POST', `${beds}/plants`, { name: 'Bed fern', tag: 'green' });
     const none = '/gardens/gdn_000000000000000000000000';
+
+    // Tokens over HTTP (contract 3.3): every exchange's fresh token also holds tokens:manage.
+    const MANAGE: Scope[] = ['plants:read', 'plants:write', 'tokens:manage'];
+    const spareToken = async (c: Client) =>
+      `/tokens/${(await createToken(h.store, { user: c.user, scopes: ['plants:read'], name: 'spare', expiresInMs: null })).record.id}`;
+    const readable = await spareToken(owner);
+    const revocable = await spareToken(owner);
+    const theirs = `/tokens/${stranger.tokenId}`;
+    const firstPage = await h.app.inject({
+      url: '/tokens?limit=1',
+      headers: { authorization: `Bearer ${await tokenOf(owner, MANAGE)}` },
+    });
+    const secondPage = /<([^>]+)>; rel="next"/.exec(String(firstPage.headers.link))?.[1];
+    assert.ok(secondPage, `a Link to the second page: ${JSON.stringify(firstPage.headers)}`);
 
     const exchanges: Exchange[] = [
       {
@@ -600,6 +610,110 @@ describe('every operation through Prism, validating against the served document'
       { name: 'garden delete, home', method: 'DELETE', path: home, status: 409 },
       { name: 'garden delete', method: 'DELETE', path: spare, status: 204 },
       { name: 'garden delete, gone', method: 'DELETE', path: spare, status: 404 },
+      { name: 'me', method: 'GET', path: '/me', status: 200 },
+      { name: 'me, no token', method: 'GET', path: '/me', status: 401, client: null },
+      {
+        name: 'token create',
+        method: 'POST',
+        path: '/tokens',
+        status: 201,
+        scopes: MANAGE,
+        headers: json,
+        body: '{"scopes":["plants:read"],"expiresIn":"30d","name":"contract"}',
+      },
+      {
+        name: 'token create, defaults',
+        method: 'POST',
+        path: '/tokens',
+        status: 201,
+        scopes: MANAGE,
+        headers: json,
+        body: '{}',
+      },
+      {
+        name: 'token create, bad body',
+        method: 'POST',
+        path: '/tokens',
+        status: 400,
+        scopes: MANAGE,
+        headers: json,
+        body: '{"scopes":["plants:read"],"color":"red"}',
+      },
+      {
+        name: 'token create, bad duration',
+        method: 'POST',
+        path: '/tokens',
+        status: 400,
+        scopes: MANAGE,
+        headers: json,
+        body: '{"expiresIn":"soon"}',
+      },
+      {
+        name: 'token create, not JSON',
+        method: 'POST',
+        path: '/tokens',
+        status: 415,
+        scopes: MANAGE,
+        headers: { 'content-type': 'text/plain' },
+        body: 'token',
+      },
+      {
+        name: 'token create, too large',
+        method: 'POST',
+        path: '/tokens',
+        status: 413,
+        scopes: MANAGE,
+        headers: json,
+        body: JSON.stringify({ name: 'x'.repeat(20_000) }),
+      },
+      {
+        name: 'token create, a scope not held',
+        method: 'POST',
+        path: '/tokens',
+        status: 403,
+        scopes: MANAGE,
+        headers: json,
+        body: '{"scopes":["plants:admin"]}',
+      },
+      {
+        name: 'token create, without tokens:manage',
+        method: 'POST',
+        path: '/tokens',
+        status: 403,
+        headers: json,
+        body: '{}',
+      },
+      {
+        name: 'token create, no token',
+        method: 'POST',
+        path: '/tokens',
+        status: 401,
+        client: null,
+        headers: json,
+        body: '{}',
+      },
+      { name: 'tokens', method: 'GET', path: '/tokens?limit=1', status: 200, scopes: MANAGE },
+      { name: 'tokens, next page', method: 'GET', path: secondPage, status: 200, scopes: MANAGE },
+      { name: 'tokens, bad limit', method: 'GET', path: '/tokens?limit=0', status: 400, scopes: MANAGE },
+      { name: 'tokens, bad cursor', method: 'GET', path: '/tokens?cursor=nope', status: 400, scopes: MANAGE },
+      {
+        name: "tokens, another user's",
+        method: 'GET',
+        path: `/tokens?user=${stranger.user}`,
+        status: 403,
+        scopes: MANAGE,
+      },
+      { name: 'tokens, without tokens:manage', method: 'GET', path: '/tokens', status: 403 },
+      { name: 'tokens, no token', method: 'GET', path: '/tokens', status: 401, client: null },
+      { name: 'token', method: 'GET', path: readable, status: 200, scopes: MANAGE },
+      { name: "token, another user's", method: 'GET', path: theirs, status: 404, scopes: MANAGE },
+      { name: 'token, none', method: 'GET', path: '/tokens/tok_AAAAAAAAAAAA', status: 404, scopes: MANAGE },
+      { name: 'token, without tokens:manage', method: 'GET', path: readable, status: 403 },
+      { name: 'token revoke', method: 'DELETE', path: revocable, status: 204, scopes: MANAGE },
+      { name: 'token revoke, again', method: 'DELETE', path: revocable, status: 204, scopes: MANAGE },
+      { name: "token revoke, another user's", method: 'DELETE', path: theirs, status: 404, scopes: MANAGE },
+      { name: 'token revoke, without tokens:manage', method: 'DELETE', path: readable, status: 403 },
+      { name: 'token revoke, no token', method: 'DELETE', path: readable, status: 401, client: null },
       { name: 'webhook delete', method: 'DELETE', path: hook, status: 204 },
       { name: 'delete', method: 'DELETE', path: plant, status: 204 },
       { name: 'delete, gone', method: 'DELETE', path: plant, status: 404 },
@@ -619,20 +733,11 @@ describe('every operation through Prism, validating against the served document'
     ];
     const problems: string[] = [];
     // The per-token limit is 3 a window: each exchange of the owner's goes with a token of its own.
-    const ownerToken = async () =>
-      (
-        await createToken(h.store, {
-          user: owner.user,
-          scopes: ['plants:read', 'plants:write'],
-          name: null,
-          expiresInMs: null,
-        })
-      ).secret;
     for (const x of exchanges) {
       const who = x.as
-        ? { authorization: `Bearer ${await tokenOf(x.as)}` }
+        ? { authorization: `Bearer ${await tokenOf(x.as, x.scopes)}` }
         : x.client === undefined
-          ? { authorization: `Bearer ${await ownerToken()}` }
+          ? { authorization: `Bearer ${await tokenOf(owner, x.scopes)}` }
           : x.client?.auth;
       let res: Response;
       try {
@@ -663,6 +768,6 @@ describe('every operation through Prism, validating against the served document'
         .slice(-20)
         .join('\n'),
     );
-    assert.ok(exchanges.length >= 95);
+    assert.ok(exchanges.length >= 120);
   });
 });

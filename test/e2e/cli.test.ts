@@ -4,11 +4,41 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
-import { cli } from './process.js';
+import { until } from '../helpers/wait.js';
+import { cli, serve } from './process.js';
+
+interface Audit {
+  action: 'created' | 'revoked';
+  tokenId: string;
+  user: string;
+  scopes: string[];
+  by: { kind: string; account?: string };
+}
+
+/** The audit entries among stderr's lines (each a JSON log line with `audit`). */
+function audits(stderr: string): Audit[] {
+  return stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => (JSON.parse(l) as { audit?: Audit }).audit)
+    .filter((a): a is Audit => a !== undefined);
+}
+
+/** Asserts stderr carries exactly one audit line, of `action` for `tokenId` by an operator; returns it. */
+function oneAudit(stderr: string, action: Audit['action'], tokenId: string): Audit {
+  const found = audits(stderr);
+  assert.equal(found.length, 1, `one audit line: ${stderr}`);
+  const [a] = found as [Audit];
+  assert.deepEqual([a.action, a.tokenId, a.by.kind], [action, tokenId, 'operator'], stderr);
+  assert.equal(typeof a.by.account, 'string');
+  assert.ok(!/pst_/.test(stderr), 'no secret on stderr');
+  return a;
+}
 
 for (const engine of ENGINES)
   describe(`bin/plantstore token and migrate on ${engine.name}`, { skip: engine.skip }, () => {
-    const env = { DATABASE_URL: '' };
+    // The audit lines are info-level JSON log lines: at the default level, whatever the caller's shell says.
+    const env = { DATABASE_URL: '', LOG_LEVEL: 'info' };
     let db = '';
     let drop = async () => {};
     before(async () => {
@@ -35,6 +65,10 @@ for (const engine of ENGINES)
       assert.match(r.stderr, /alice/);
       assert.match(r.stderr, /plants:read,plants:write/);
       assert.ok(!r.stderr.includes(r.stdout.trim()), 'the secret is printed once');
+      const id = /created token (tok_\S+) /.exec(r.stderr)?.[1];
+      assert.ok(id, r.stderr);
+      const a = oneAudit(r.stderr, 'created', id);
+      assert.deepEqual([a.user, a.scopes], ['alice', ['plants:read', 'plants:write']]);
     });
 
     it('token create --json prints {id, token, user, scopes, expiresAt}', async () => {
@@ -61,31 +95,113 @@ for (const engine of ENGINES)
       assert.match(out.token, /^pst_/);
       const expires = Date.parse(out.expiresAt) - before;
       assert.ok(expires > 7_190_000 && expires < 7_300_000, String(expires));
+      oneAudit(r.stderr, 'created', out.id);
     });
 
-    it('token list shows one line per token and never a secret; revoke marks it revoked', async () => {
-      const created = JSON.parse((await cli(['token', 'create', '--user', 'carol', '--json'], env)).stdout);
+    it('token list: one line of 7 fields per token, newest first, never a secret; revoke marks it revoked', async () => {
+      const made: string[] = [];
+      for (const name of ['first', 'second', 'third']) {
+        made.push(
+          JSON.parse(
+            (await cli(['token', 'create', '--user', 'carol', '--name', name, '--json'], env)).stdout,
+          ).id,
+        );
+      }
       const list = await cli(['token', 'list', '--user', 'carol'], env);
-      assert.equal(list.code, 0);
-      const lines = list.stdout.trim().split('\n');
-      assert.equal(lines.length, 1);
-      const [id, user, scopes, createdAt, expires, status] = lines[0]!.split('\t');
+      assert.equal(list.code, 0, list.stderr);
+      const rows = list.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t'));
       assert.deepEqual(
-        [id, user, scopes, expires, status],
-        [created.id, 'carol', 'plants:read,plants:write', 'never', 'active'],
+        rows.map((r) => r.length),
+        [7, 7, 7],
+      );
+      assert.deepEqual(
+        rows.map((r) => r[0]),
+        [...made].reverse(),
+        'newest first',
+      );
+      const [id, user, scopes, createdAt, expires, status, lastUsed] = rows[0]!;
+      assert.deepEqual(
+        [id, user, scopes, expires, status, lastUsed],
+        [made[2], 'carol', 'plants:read,plants:write', 'never', 'active', 'never used'],
       );
       assert.ok(!Number.isNaN(Date.parse(createdAt!)));
+      const created = rows.map((r) => Date.parse(r[3]!));
+      assert.deepEqual(
+        created,
+        [...created].sort((a, b) => b - a),
+      );
+      assert.equal(audits(list.stderr).length, 0, 'a listing is not audited');
+      const json = await cli(['token', 'list', '--user', 'carol', '--json'], env);
+      assert.deepEqual(
+        (JSON.parse(json.stdout) as { id: string; lastUsedAt: null }[]).map((t) => [t.id, t.lastUsedAt]),
+        [...made].reverse().map((t) => [t, null]),
+      );
       const all = await cli(['token', 'list', '--json'], env);
       assert.ok(!all.stdout.includes('pst_'), 'no secret in any listing');
-      assert.ok(JSON.parse(all.stdout).length >= 3);
+      assert.ok(JSON.parse(all.stdout).length >= 5);
 
-      const revoked = await cli(['token', 'revoke', created.id], env);
+      const revoked = await cli(['token', 'revoke', made[1]!], env);
       assert.equal(revoked.code, 0, revoked.stderr);
-      assert.match((await cli(['token', 'list', '--user', 'carol'], env)).stdout, /\trevoked\n$/);
-      assert.equal((await cli(['token', 'revoke', created.id], env)).code, 0, 'revoking twice is harmless');
+      assert.equal(oneAudit(revoked.stderr, 'revoked', made[1]!).user, 'carol');
+      assert.deepEqual(
+        (await cli(['token', 'list', '--user', 'carol'], env)).stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split('\t')[5]),
+        ['active', 'revoked', 'active'],
+      );
+      const again = await cli(['token', 'revoke', made[1]!], env);
+      assert.equal(again.code, 0, 'revoking twice is harmless');
+      assert.equal(audits(again.stderr).length, 0, 'nothing was revoked the second time: no audit line');
       const unknown = await cli(['token', 'revoke', 'tok_nope'], env);
       assert.equal(unknown.code, 1);
       assert.match(unknown.stderr, /no token with id tok_nope/);
+      assert.equal(audits(unknown.stderr).length, 0);
+    });
+
+    it('token create --scopes tokens:manage makes a token that manages tokens over HTTP; list shows when it was last used', async () => {
+      const r = await cli(
+        ['token', 'create', '--user', 'dave', '--scopes', 'plants:read,tokens:manage', '--json'],
+        env,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const made = JSON.parse(r.stdout) as { id: string; token: string; scopes: string[] };
+      assert.deepEqual(made.scopes, ['plants:read', 'tokens:manage']);
+      assert.deepEqual(oneAudit(r.stderr, 'created', made.id).scopes, ['plants:read', 'tokens:manage']);
+
+      const server = await serve([], { DATABASE_URL: env.DATABASE_URL, LOG_LEVEL: 'info' });
+      let used: string;
+      try {
+        const get = () =>
+          fetch(`${server.url}/tokens/${made.id}`, {
+            headers: { authorization: `Bearer ${made.token}` },
+            signal: AbortSignal.timeout(10_000),
+          });
+        const first = await get();
+        assert.equal(first.status, 200, await first.clone().text());
+        assert.equal(
+          ((await first.json()) as { scopes: string[] }).scopes.join(','),
+          'plants:read,tokens:manage',
+        );
+        // The use is recorded a moment later (one write per token per minute): wait for it.
+        used = await until('the use to be recorded', async () => {
+          const t = (await (await get()).json()) as { lastUsedAt: string | null };
+          return t.lastUsedAt ?? false;
+        });
+      } finally {
+        await server.stop();
+      }
+      assert.equal(Date.parse(used) % 60_000, 0, 'kept to the minute');
+      const list = await cli(['token', 'list', '--user', 'dave'], env);
+      assert.equal(list.code, 0, list.stderr);
+      const fields = list.stdout.trim().split('\n')[0]!.split('\t');
+      assert.deepEqual(
+        [fields[0], fields[2], fields[5], fields[6]],
+        [made.id, 'plants:read,tokens:manage', 'active', used],
+      );
     });
   });
 
@@ -101,6 +217,8 @@ describe('bin/plantstore usage errors and help', () => {
     ['token', 'create', '--user', 'x', '--expires-in', '1.5d'],
     ['token', 'create', '--user', 'has space'],
     ['token', 'create', '--user', 'x', '--bogus'],
+    ['token', 'create', '--user', 'x', '--scopes', 'tokens:fly'],
+    ['token', 'list', '--bogus'],
     ['token', 'revoke'],
     ['serve', '--port', '99999'],
     ['serve', '--jwt-issuer', 'https://id.example.com'],
@@ -141,6 +259,8 @@ describe('bin/plantstore usage errors and help', () => {
       const r = await cli(args);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^Usage: plantstore/);
+      if (args.includes('create') && args[0] === 'token') assert.match(r.stdout, /tokens:manage/);
+      if (args.includes('list') && args[0] === 'token') assert.match(r.stdout, /last used/);
       if (args.includes('create') && args[0] === 'plants') assert.match(r.stdout, /--garden <gid>/);
       if (args.includes('list') && args[0] === 'plants') assert.match(r.stdout, /--garden <gid>/);
       if (args.includes('share'))

@@ -128,7 +128,8 @@ for (const engine of ENGINES) {
       assert.deepEqual(res.json(), {
         resource: 'http://localhost:80',
         authorization_servers: [issuer.issuer],
-        scopes_supported: ['plants:read', 'plants:write', 'plants:admin'],
+        // Version 3: tokens:manage is taken from a JWT's scopes too (CONTRACT.md section 3.1).
+        scopes_supported: ['plants:read', 'plants:write', 'plants:admin', 'tokens:manage'],
         bearer_methods_supported: ['header'],
       });
     });

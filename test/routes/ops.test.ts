@@ -30,8 +30,16 @@ const CONTRACT: Record<string, Record<string, number[]>> = {
     put: [200, 201, 400, 401, 403, 404, 409, 413, 415, 429, 500, 503],
     delete: [204, 400, 401, 403, 404, 409, 429, 500, 503],
   },
-  // Version 3: who am I (section 3.3).
+  // Version 3: who am I, and tokens over HTTP (section 3.3).
   '/me': { get: [200, 401, 429, 500, 503] },
+  '/tokens': {
+    post: [201, 400, 401, 403, 413, 415, 429, 500, 503],
+    get: [200, 400, 401, 403, 429, 500, 503],
+  },
+  '/tokens/{id}': {
+    get: [200, 401, 403, 404, 429, 500, 503],
+    delete: [204, 401, 403, 404, 429, 500, 503],
+  },
   '/gardens/{gid}/plants': {
     get: [200, 400, 401, 403, 404, 429, 500, 503],
     post: [201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
@@ -184,11 +192,35 @@ for (const engine of ENGINES) {
         name: 'Monstera',
         tag: 'indoor',
       });
+      // Tokens (section 3.3): paged by Link like plants; the secret only in a create's answer.
+      const tokens = doc.paths['/tokens'].get;
+      const tokenLimit = tokens.parameters.find((p: { name: string }) => p.name === 'limit');
+      assert.deepEqual(
+        [tokenLimit.schema.type, tokenLimit.schema.minimum, tokenLimit.schema.maximum],
+        ['integer', 1, 1000],
+      );
+      assert.deepEqual(tokens.parameters.map((p: { name: string }) => p.name).sort(), [
+        'cursor',
+        'limit',
+        'user',
+      ]);
+      assert.ok(tokens.responses['200'].headers.link, 'the tokens list declares Link');
+      const made = doc.paths['/tokens'].post.responses['201'];
+      assert.ok(made.headers.location && made.headers['cache-control']);
+      const shown = (r: Json) => {
+        const schema = r.content['application/json'].schema;
+        return schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
+      };
+      assert.ok('token' in shown(made).properties, 'a create answers the secret');
+      const item = shown(tokens.responses['200']);
+      const listed = item.items.$ref ? doc.components.schemas[item.items.$ref.split('/').pop()] : item.items;
+      assert.ok(!('token' in listed.properties), 'a list never carries a secret');
+      assert.ok(!('token' in shown(doc.paths['/tokens/{id}'].get.responses['200']).properties));
       // ... and still answers its text rules: a generated client's numbers pass, other spellings do not.
       const c = await h.user();
-      const made = locationId(await c.create({ name: 'Monstera', tag: 'indoor' }));
-      assert.equal((await c.request({ method: 'GET', url: `/plants/${made}` })).statusCode, 200);
-      assert.equal((await c.request({ method: 'GET', url: `/plants/0${made}` })).statusCode, 400);
+      const plant = locationId(await c.create({ name: 'Monstera', tag: 'indoor' }));
+      assert.equal((await c.request({ method: 'GET', url: `/plants/${plant}` })).statusCode, 200);
+      assert.equal((await c.request({ method: 'GET', url: `/plants/0${plant}` })).statusCode, 400);
       assert.equal((await c.request({ method: 'GET', url: '/plants?limit=20' })).statusCode, 200);
       assert.equal((await c.request({ method: 'GET', url: '/plants?limit=20.0' })).statusCode, 400);
     });

@@ -40,7 +40,7 @@ describe('postgres migration 0005_gardens', { skip }, () => {
         .rows;
 
       store = new PgStore({ url: db.url, poolSize: 2 });
-      assert.deepEqual(await store.migrate(), ['0005_gardens']);
+      assert.deepEqual(await store.migrate(), ['0005_gardens', '0006_token_pages']);
       const homes = new Map<string, string>();
       for (const u of ['alice', 'bob', 'carol']) {
         const gardens = await store.gardensOf(u);

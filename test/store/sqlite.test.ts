@@ -40,6 +40,7 @@ describe('SQLite store specifics', () => {
       { version: 5, name: '0005_write_clock' },
       { version: 6, name: '0006_plant_versions' },
       { version: 7, name: '0007_gardens' },
+      { version: 8, name: '0008_token_pages' },
     ]);
     db.close();
   });
@@ -294,6 +295,7 @@ describe('SQLite store specifics', () => {
       '0005_write_clock',
       '0006_plant_versions',
       '0007_gardens',
+      '0008_token_pages',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = await store.listEvents({ after: '0', gardens: null, limit: 10 });
@@ -371,7 +373,7 @@ describe('SQLite store specifics', () => {
         VALUES ('a', 'k', 'h', 'done', 201, 3, ${Date.now()}, ${Date.now()});`);
     old.close();
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0006_plant_versions', '0007_gardens']);
+    assert.deepEqual(await store.migrate(), ['0006_plant_versions', '0007_gardens', '0008_token_pages']);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
     const homeA = home!.garden;
@@ -423,7 +425,12 @@ describe('SQLite store specifics', () => {
       INSERT INTO plants (id, owner, name, tag) VALUES (3, 'a', 'x', 'green'), (5, 'a', 'y', NULL), (9, 'b', 'z', 'green'), (12, 'b', 'w', 'red');`);
     old.close();
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0005_write_clock', '0006_plant_versions', '0007_gardens']);
+    assert.deepEqual(await store.migrate(), [
+      '0005_write_clock',
+      '0006_plant_versions',
+      '0007_gardens',
+      '0008_token_pages',
+    ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;
     const marks = (g: string | null, tag: string | null) => store.listMarks(g === null ? null : [g], tag);

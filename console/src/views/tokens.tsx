@@ -1,4 +1,4 @@
-import type { TokenInfo } from 'plantstore/client';
+import type { Token } from 'plantstore/client';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
 import { Confirm, ErrorText, Secret, Status, when } from '../ui.js';
@@ -8,10 +8,10 @@ type Scope = (typeof SCOPES)[number];
 
 export function TokensView() {
   const { store, me, fail } = useApi();
-  const [tokens, setTokens] = useState<TokenInfo[] | null>(null);
+  const [tokens, setTokens] = useState<Token[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
   const [made, setMade] = useState<{ label: string; value: string } | null>(null);
-  const [revoking, setRevoking] = useState<TokenInfo | null>(null);
+  const [revoking, setRevoking] = useState<Token | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [confirmError, setConfirmError] = useState<string | null>(null);
   const [status, setStatus] = useState('');
@@ -28,7 +28,7 @@ export function TokensView() {
   const load = useCallback(
     async (from: string | null) => {
       try {
-        const page = await store.tokens.page({ limit: 50, next: from });
+        const page = await store.tokens.list({ limit: 50, next: from });
         setTokens((list) => (from && list ? [...list, ...page.tokens] : page.tokens));
         setNext(page.next);
         setError(null);
