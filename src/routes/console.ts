@@ -39,11 +39,13 @@ export function consoleCsp(issuer: string | null): string {
 // Vite names what it builds `name-<hash>.ext`, with a hash of 8 base64url characters.
 const HASHED = /-[A-Za-z0-9_-]{8,}\.[a-z0-9]+$/;
 const IMMUTABLE = 'public, max-age=31536000, immutable';
+// index.html and config.json are never kept: a new release's index names new hashed files.
+const NOT_CACHED = 'no-store';
 
 /**
  * The web console (CONTRACT.md section 11): the files `npm run build` made, through
  * @fastify/static with their pre-compressed copies (brotli, gzip), and its settings as JSON.
- * Hashed files are cached for good, index.html is revalidated every time; every answer under
+ * Hashed files are cached for good, index.html is never kept; every answer under
  * /console carries the console's security headers. GET / redirects to /console/.
  */
 export function consoleRoutes(opts: ConsoleOptions) {
@@ -63,7 +65,7 @@ export function consoleRoutes(opts: ConsoleOptions) {
         done();
       });
       scope.get('/console/config.json', { schema: { hide: true } }, (_request, reply) => {
-        reply.header('cache-control', 'no-cache');
+        reply.header('cache-control', NOT_CACHED);
         return reply.send(settings);
       });
       if (!existsSync(join(root, 'index.html'))) {
@@ -81,7 +83,7 @@ export function consoleRoutes(opts: ConsoleOptions) {
         setHeaders: (reply: FastifyReply, path: string) => {
           // With preCompressed, `path` may be the .br or .gz copy: judge by the original's name.
           const file = basename(path).replace(/\.(br|gz)$/, '');
-          reply.header('cache-control', HASHED.test(file) ? IMMUTABLE : 'no-cache');
+          reply.header('cache-control', HASHED.test(file) ? IMMUTABLE : NOT_CACHED);
         },
       });
     });
