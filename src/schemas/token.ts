@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { LIMIT_TEXT, text } from './plant.js';
+import { ListQuery, text } from './plant.js';
 
 export const SCOPES = ['plants:read', 'plants:write', 'plants:admin', 'tokens:manage'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -96,20 +96,9 @@ export const TokenListQuery = Type.Object(
       ...USER,
       description: "Only this user's tokens (another user than the caller's needs plants:admin).",
     }),
-    limit: Type.Optional(
-      Type.String({
-        pattern: LIMIT_TEXT,
-        description: 'Page size: 1 … 1000 in decimal digits, default 100.',
-        examples: ['20'],
-      }),
-    ),
-    cursor: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 512,
-        description: 'Opaque token from a `Link: rel="next"` header.',
-      }),
-    ),
+    // A page's size and continuation, exactly as GET /plants takes them.
+    limit: ListQuery.properties.limit,
+    cursor: ListQuery.properties.cursor,
   },
   { additionalProperties: false },
 );
