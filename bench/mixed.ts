@@ -6,12 +6,15 @@
  *
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
- *                          [--variants sqlite,sharing,endpoints,postgres] [--share 20] [--profile DIR]
+ *                          [--variants sqlite,tmpfs,sharing,endpoints,postgres] [--tmpfs /dev/shm] [--share 20] [--profile DIR]
  *                          [--disk-probe 10]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
  * always on, SQLite with full durability):
- *   sqlite     the default
+ *   sqlite     the default, its file on the disk the other stores live on (os.tmpdir())
+ *   tmpfs      the same, its file (and WAL) on a tmpfs (/dev/shm, or --tmpfs DIR): the same code and
+ *              the same durability setting, so every `fsync` still happens but costs nothing — the
+ *              difference between the two is the disk's, and what tmpfs leaves is the code's own
  *   sharing    SQLite with sharing on (contract 3.2): every user's home garden is shared with the
  *              next --share − 1 users as editors, so each user is a member of --share gardens and
  *              its lists (first and deep pages) merge that many gardens' plants; the requests
@@ -68,7 +71,7 @@ const { values: opt } = parseArgs({
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     mix: { type: 'string', multiple: true, default: ['list:36,deep:24,read:25,create:15', 'create:100'] },
-    variants: { type: 'string', default: 'sqlite,sharing,endpoints,postgres' },
+    variants: { type: 'string', default: 'sqlite,tmpfs,sharing,endpoints,postgres' },
     // Gardens each user is a member of in the `sharing` variant (its home garden and share − 1 others').
     share: { type: 'string', default: '20' },
     pg: {
@@ -80,6 +83,8 @@ const { values: opt } = parseArgs({
     // Writes the first variant's --trace-gc lines to this file, and sums up its pauses at the end.
     'trace-gc': { type: 'string' },
     'disk-probe': { type: 'string', default: '10' },
+    // Where the tmpfs variant keeps its store: a directory on a tmpfs.
+    tmpfs: { type: 'string', default: '/dev/shm' },
   },
 });
 const USERS = Number(opt.users);
@@ -88,13 +93,24 @@ const TAGS = 20;
 const ROOT = resolve(import.meta.dirname, '..');
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-mixed-'));
 const children: ChildProcess[] = [];
+const onTmpfs: string[] = [];
 process.on('exit', () => {
   for (const c of children) {
     c.kill('SIGCONT');
     c.kill('SIGKILL');
   }
   rmSync(tmp, { recursive: true, force: true });
+  for (const dir of onTmpfs) rmSync(dir, { recursive: true, force: true });
 });
+
+/** A new directory on the tmpfs at --tmpfs; throws if that is not a tmpfs. */
+function tmpfsDir(): string {
+  const type = execFileSync('stat', ['-f', '-c', '%T', opt.tmpfs!], { encoding: 'utf8' }).trim();
+  if (type !== 'tmpfs') throw new Error(`--tmpfs ${opt.tmpfs} is a ${type}, not a tmpfs`);
+  const dir = mkdtempSync(join(opt.tmpfs!, 'plantstore-mixed-'));
+  onTmpfs.push(dir);
+  return dir;
+}
 
 // A deterministic generator, so that every run draws the same pool.
 let state = 20261122;
@@ -145,9 +161,9 @@ await store.close();
 }
 console.error(`seeded ${USERS} users × ${PER_USER} plants`);
 
-/** How long `fsync` of a commit-sized overwrite takes on the stores' disk, for `seconds`. */
-function diskProbe(seconds: number): void {
-  const file = join(tmp, 'fsync-probe');
+/** How long `fsync` of a commit-sized overwrite takes in `dir`, for `seconds`. */
+function diskProbe(dir: string, label: string, seconds: number): void {
+  const file = join(dir, 'fsync-probe');
   const fd = openSync(file, 'w+');
   const size = 12 * 1024;
   const slots = 1000;
@@ -167,14 +183,23 @@ function diskProbe(seconds: number): void {
     const at = (p: number) => ms[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))]!.toFixed(2);
     const over = (limit: number) => ms.filter((x) => x > limit).length;
     console.log(
-      `disk: ${ms.length} fsyncs of a 12 KB overwrite in ${seconds} s: p50 ${at(50)}, p99 ${at(99)}, p99.9 ${at(99.9)}, longest ${ms.at(-1)!.toFixed(0)} ms; ${over(10)} over 10 ms, ${over(100)} over 100 ms\n`,
+      `${label}: ${ms.length} fsyncs of a 12 KB overwrite in ${seconds} s: p50 ${at(50)}, p99 ${at(99)}, p99.9 ${at(99.9)}, longest ${ms.at(-1)!.toFixed(0)} ms; ${over(10)} over 10 ms, ${over(100)} over 100 ms\n`,
     );
   } finally {
     closeSync(fd);
     rmSync(file, { force: true });
   }
 }
-if (Number(opt['disk-probe']) > 0) diskProbe(Number(opt['disk-probe']));
+const wanted = opt.variants!.split(',').map((v) => v.trim());
+const unknown = wanted.filter(
+  (v) => !['sqlite', 'tmpfs', 'sharing', 'endpoints', 'inline', 'postgres'].includes(v),
+);
+if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
+const memoryDir = wanted.includes('tmpfs') ? tmpfsDir() : null;
+if (Number(opt['disk-probe']) > 0) {
+  diskProbe(tmp, `disk (${tmp})`, Number(opt['disk-probe']));
+  if (memoryDir) diskProbe(memoryDir, `tmpfs (${memoryDir})`, Math.min(3, Number(opt['disk-probe'])));
+}
 
 // The receiver of the endpoints variant's deliveries: a process of its own on core 1 (this script
 // blocks while wrk runs, so a receiver in it would answer nothing).
@@ -288,17 +313,15 @@ async function share(url: string): Promise<void> {
   console.error(`sharing: every user a member of ${SHARE} gardens`);
 }
 
-const wanted = opt.variants!.split(',').map((v) => v.trim());
-const unknown = wanted.filter((v) => !['sqlite', 'sharing', 'endpoints', 'inline', 'postgres'].includes(v));
-if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
 const servers: Server[] = [];
 let receiver: ChildProcess | undefined;
 let receiverOut = '';
 for (const v of wanted) {
-  const file = join(tmp, `${v}.db`);
+  const file = join(v === 'tmpfs' ? memoryDir! : tmp, `${v}.db`);
   if (v !== 'postgres') copyFileSync(dbPath, file);
   const first = servers.length === 0;
   if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, first));
+  if (v === 'tmpfs') servers.push(await serve('sqlite on tmpfs', `sqlite:${file}`, {}, first));
   if (v === 'sharing') {
     await share(`sqlite:${file}`);
     servers.push(await serve(`sqlite, sharing (${SHARE} gardens each)`, `sqlite:${file}`, {}, first));

@@ -260,11 +260,12 @@ async function startCeiling(pin: boolean): Promise<Target> {
   const port = await freePort();
   const child = spawnServer(['node', 'bench/ceiling.mjs', String(port)], pin);
   const url = `http://127.0.0.1:${port}`;
-  await waitReady(url, '/plants');
+  await waitReady(url, '/healthz');
   return {
     name: 'node:http ceiling',
     urls: [url],
-    token: '',
+    // Any Bearer token: the ceiling checks that one is sent, as the service must.
+    token: 'ceiling',
     readIds: [1],
     pids: [child.pid!],
     stop: () => stopAll([child]),
@@ -624,8 +625,8 @@ try {
     const variants = GARDENS_ONLY
       ? 'sqlite,sharing'
       : opt['no-postgres']
-        ? 'sqlite,sharing,endpoints'
-        : 'sqlite,sharing,endpoints,postgres';
+        ? 'sqlite,tmpfs,sharing,endpoints'
+        : 'sqlite,tmpfs,sharing,endpoints,postgres';
     const args = ['--import', 'tsx', join(import.meta.dirname, 'mixed.ts'), '--variants', variants];
     if (GARDENS_ONLY) {
       args.push('--mix', 'list:36,deep:24,read:25,create:15', '--rounds', String(ROUNDS));
