@@ -31,7 +31,9 @@ const one = Buffer.from('{"name":"Monstera","tag":"indoor"}');
 const page = Buffer.from(JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ name: `p${i}`, tag: 'x' }))));
 http.createServer((req, res) => {
   res.setHeader('content-type', 'application/json');
-  if (req.method === 'POST') {
+  // end(body) with no header sent yet sets Content-Length; a request without a token is refused.
+  if (!req.headers.authorization?.startsWith('Bearer ')) { res.statusCode = 401; res.end('{}'); }
+  else if (req.method === 'POST') {
     req.resume();
     req.on('end', () => { res.statusCode = 201; res.setHeader('location', '/plants/1'); res.end(one); });
   } else res.end(req.url.startsWith('/plants/') ? one : page);

@@ -53,7 +53,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
@@ -62,6 +62,14 @@ import { createToken } from '../src/identity/tokens.js';
 import { openStore } from '../src/store/index.js';
 import { gardenId } from '../src/store/plant-changes.js';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
+import { writeSection } from './report.js';
+
+/** What the run prints to stdout, kept to be written into docs/benchmarks.md with --write. */
+const report: string[] = [];
+const say = (line: string) => {
+  console.log(line);
+  report.push(line);
+};
 
 const { values: opt } = parseArgs({
   options: {
@@ -85,6 +93,8 @@ const { values: opt } = parseArgs({
     'disk-probe': { type: 'string', default: '10' },
     // Where the tmpfs variant keeps its store: a directory on a tmpfs.
     tmpfs: { type: 'string', default: '/dev/shm' },
+    // Writes the results between docs/benchmarks.md's `mixed` markers (npm run bench passes it).
+    write: { type: 'boolean', default: false },
   },
 });
 const USERS = Number(opt.users);
@@ -182,7 +192,7 @@ function diskProbe(dir: string, label: string, seconds: number): void {
     ms.sort((a, b) => a - b);
     const at = (p: number) => ms[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))]!.toFixed(2);
     const over = (limit: number) => ms.filter((x) => x > limit).length;
-    console.log(
+    say(
       `${label}: ${ms.length} fsyncs of a 12 KB overwrite in ${seconds} s: p50 ${at(50)}, p99 ${at(99)}, p99.9 ${at(99.9)}, longest ${ms.at(-1)!.toFixed(0)} ms; ${over(10)} over 10 ms, ${over(100)} over 100 ms\n`,
     );
   } finally {
@@ -521,10 +531,13 @@ const measured = (only: ChildProcess, fn: () => Run): Run => {
   }
 };
 
-console.log(
+say(
+  `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, ${USERS} users × ${PER_USER} plants, wrk ${opt.connections} connections, ${opt.rounds} rounds × ${opt.duration} s (medians); SQLite servers and the ceiling pinned to core 0, wrk to core 1\n`,
+);
+say(
   '| workload | server | req/s | ceiling req/s | ratio | p50 | p99 | per class: p50 / p99 / longest (ms) |',
 );
-console.log('|---|---|---|---|---|---|---|---|');
+say('|---|---|---|---|---|---|---|---|');
 for (const mix of opt.mix!) {
   const ours = new Map<Server, Run[]>(servers.map((s) => [s, []]));
   const theirs: Run[] = [];
@@ -568,7 +581,7 @@ for (const mix of opt.mix!) {
         .map(([k, v]) => `${k} ${median(v).toFixed(2)}`)
         .join(', ')}`,
     );
-    console.log(
+    say(
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
     );
   }
@@ -590,7 +603,7 @@ await Promise.all(
 if (receiver) {
   receiver.kill('SIGTERM');
   await new Promise((r) => receiver!.once('exit', r));
-  console.log(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
+  say(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
 }
 if (opt['trace-gc']) {
   // `… ms: Scavenge 20.1 (25.0) -> 10.2 (26.0) MB, 1.23 / 0.00 ms …`: the pause is the figure after "MB, ".
@@ -600,10 +613,11 @@ if (opt['trace-gc']) {
   }
   for (const [kind, ms] of pauses) {
     const sorted = [...ms].sort((a, b) => a - b);
-    console.log(
+    say(
       `GC ${kind}: ${ms.length} pauses, ${ms.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, median ${median(sorted).toFixed(2)} ms, max ${sorted.at(-1)!.toFixed(2)} ms`,
     );
   }
 }
 await dropPg();
+if (opt.write) writeSection(join(ROOT, 'docs/benchmarks.md'), 'mixed', report.join('\n').trim());
 process.exit(0);

@@ -248,7 +248,7 @@ export function chart(results: Results, targets: string[]): string {
 }
 
 /** Replaces what lies between a document's `<!-- NAME:start … -->` and `<!-- NAME:end -->`, keeping the prose around it. */
-function writeSection(file: string, name: string, content: string): void {
+export function writeSection(file: string, name: string, content: string): void {
   const start = `<!-- ${name}:start (written by npm run bench; edit outside these markers) -->`;
   const end = `<!-- ${name}:end -->`;
   let doc: string;

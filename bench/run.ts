@@ -618,9 +618,9 @@ try {
     }
   }
   if (!opt['no-mixed'] && !opt.scale) {
-    // Many users, deep pages and writes mixed in (issue 16): a script of its own, as it seeds its
-    // own stores; its table goes to docs/benchmarks.md by hand, with the profiles' findings. With
-    // --only gardens: the mix of reads and writes alone, without and with sharing, side by side.
+    // Many users, deep pages and writes mixed in: a script of its own, as it seeds its own stores;
+    // it writes its table between docs/benchmarks.md's `mixed` markers. With --only gardens: the
+    // mix of reads and writes alone, without and with sharing, side by side (printed only).
     await runCleanups();
     const variants = GARDENS_ONLY
       ? 'sqlite,sharing'
@@ -632,6 +632,7 @@ try {
       args.push('--mix', 'list:36,deep:24,read:25,create:15', '--rounds', String(ROUNDS));
       args.push('--duration', String(DURATION), '--disk-probe', '0');
     }
+    if (WRITE && !GARDENS_ONLY) args.push('--write');
     const mixed = spawnSync(process.execPath, [...args, '--pg', opt.pg!], { stdio: 'inherit' });
     if (mixed.status !== 0) process.exitCode = 1;
   }
