@@ -157,6 +157,7 @@ export class Metrics {
       close: store.close.bind(store),
       poolStats: store.poolStats?.bind(store),
       listMarks: store.listMarks?.bind(store),
+      scopeMarks: store.scopeMarks?.bind(store),
       onDeliveriesQueued: store.onDeliveriesQueued.bind(store),
     };
     for (const name of TIMED) {

@@ -34,8 +34,10 @@ const stillExact = (page: Entry, now: ListMarks): boolean =>
  * caching layer over PlantService.list. A plant created with a server-assigned id comes after every
  * other, so it changes only the last page of each list it belongs to; every other page of that
  * owner survives it. A delete, or a create below the newest id, drops all the owner's pages. Only
- * engines that know every write (SQLite) give marks, so a page can never outlive a change to the
- * plants it shows; elsewhere every list goes to the store. Requests that miss together (after a
+ * engines that know every write give marks (SQLite in memory; PostgreSQL in the database, moved by
+ * triggers in each write's transaction and read before the page), so a page can never outlive a
+ * change to the plants it shows, whichever process made it; elsewhere (and for an admin's list of
+ * everyone's plants on PostgreSQL) every list goes to the store. Requests that miss together (after a
  * write, every connection's next list) wait for one build instead of each querying and
  * serializing the same page: fifty concurrent builds of a 1,000-plant page held the event loop for
  * ~50 ms. Bounded by total body size; the oldest entries go first. The body is kept as bytes, so a
@@ -64,8 +66,8 @@ export class ListCache {
   ): Promise<RenderedPage> {
     // Read the marks before the store: a write landing in between only makes the entry stale.
     const asked = this.service.listMarks(scope, q.tag);
-    if (asked === undefined) return render(await this.service.list(caller, scope, q));
-    const marks = await asked;
+    const marks = asked instanceof Promise ? await asked : asked;
+    if (marks === undefined || marks === null) return render(await this.service.list(caller, scope, q));
     const gardens = scope.gardens === null ? '*' : this.joined(scope.gardens);
     const key = `${caller.user}\0${gardens}\0${scope.garden}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
     const hit = this.lookup(key, marks);

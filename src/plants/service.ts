@@ -68,6 +68,8 @@ export interface ListScope {
   gardens: string[] | null;
   /** The one garden asked for (`garden=` or /gardens/{gid}/plants), if any. */
   garden: string | null;
+  /** The list's marks for the tag asked, when the store read them with the gardens (Store.scopeMarks). */
+  marks?: ListMarks;
 }
 
 /** The plant rules: visibility by garden membership, id assignment, idempotency, paging. No HTTP, no SQL. */
@@ -144,10 +146,15 @@ export class PlantService {
   }
 
   /** The gardens a list reads: `garden` alone (404 unless the caller may see it), or all the caller's. */
-  async scope(caller: Caller, garden: string | undefined): Promise<ListScope> {
+  async scope(caller: Caller, garden: string | undefined, tag?: string): Promise<ListScope> {
     if (garden !== undefined) {
       await this.gardens.find(caller, garden);
       return { gardens: [garden], garden };
+    }
+    // An engine whose marks live in the database reads them with the memberships: one round trip.
+    if (!isAdmin(caller) && this.store.scopeMarks) {
+      const { memberships, marks } = await this.store.scopeMarks(caller.user, tag ?? null);
+      return { gardens: memberships.map((m) => m.garden), garden: null, marks };
     }
     return { gardens: await this.gardens.visible(caller), garden: null };
   }
@@ -175,8 +182,12 @@ export class PlantService {
     return { plants, next, limit };
   }
 
-  /** What the pages of `scope` with `tag` depend on (ListMarks); undefined when the engine cannot tell. */
-  listMarks(scope: ListScope, tag: string | undefined): Promise<ListMarks> | undefined {
+  /**
+   * What the pages of `scope` with `tag` depend on (ListMarks), read no later than the page will be;
+   * undefined or null when the engine cannot tell. `tag` must be the one `scope` was read for.
+   */
+  listMarks(scope: ListScope, tag: string | undefined): ListMarks | Promise<ListMarks | null> | undefined {
+    if (scope.marks !== undefined) return scope.marks;
     return this.store.listMarks?.(scope.gardens, tag ?? null);
   }
 

@@ -170,7 +170,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
     linkGarden = true,
   ) {
     const want = includes(q.include);
-    const scope = await service.scope(request.caller!, q.garden);
+    const scope = await service.scope(request.caller!, q.garden, q.tag);
     const query = {
       limit: q.limit === undefined ? undefined : Number(q.limit),
       tag: q.tag,

@@ -294,14 +294,16 @@ export interface FinishedAttempt {
  */
 /**
  * A page of a list stays exact while `reorder` is unchanged, and a last page also while `top` is:
- * `reorder` moves when a plant in the scope is deleted or created with a client-chosen id (which
- * may land below the newest), and whenever the engine cannot tell what another writer changed;
- * `top` moves when one with the tag is created with a server-assigned id, after every other (which
- * only the last page can show). Only equality means anything: the values are not counts.
+ * `reorder` moves when a plant in the scope is deleted or changed, or created with an id that may
+ * land below the newest (a client-chosen id; on PostgreSQL also a server-assigned one committed
+ * after a larger one), and whenever the engine cannot tell what another writer changed; `top`
+ * moves when one with the tag is created after every other (which only the last page can show).
+ * Only equality means anything: the values are not counts (PostgreSQL gives strings for a scope
+ * of several gardens).
  */
 export interface ListMarks {
-  reorder: number;
-  top: number;
+  reorder: number | string;
+  top: number | string;
 }
 
 export interface Store {
@@ -464,10 +466,16 @@ export interface Store {
 
   /**
    * What a cached list page of the plants of `gardens` (null: everyone's) with `tag` (null: any)
-   * depends on, as of the moment it is read, whichever process wrote. Engines that cannot know
-   * every write omit it, and their list pages are never cached.
+   * depends on, as of the moment it is read, whichever process wrote; null when the engine keeps
+   * none for that scope (PostgreSQL: everyone's plants). Engines that cannot know every write omit
+   * it, and their list pages are never cached.
    */
-  listMarks?(gardens: string[] | null, tag: string | null): Promise<ListMarks>;
+  listMarks?(gardens: string[] | null, tag: string | null): Promise<ListMarks | null>;
+  /**
+   * The user's memberships (as `memberships`) and the marks of the list of all their gardens'
+   * plants with `tag`, read together (engines whose marks live in the database: one round trip).
+   */
+  scopeMarks?(user: string, tag: string | null): Promise<{ memberships: Membership[]; marks: ListMarks }>;
   /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
   backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */

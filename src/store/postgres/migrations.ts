@@ -205,4 +205,61 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX tokens_page ON tokens (created_at, id);
     `,
   },
+  {
+    version: 7,
+    name: '0007_list_marks',
+    // List marks (store.ts, ListMarks), one row per garden, kept by triggers on plants so that every
+    // writer moves them in its own transaction (any instance, any version, SQL by hand): `top` is
+    // the largest id created in the garden, `reorder` moves when a plant in it is deleted or
+    // changed, or created at or below `top` (a client's id, or a server id whose transaction
+    // committed after one holding a larger id: the row's lock orders the garden's writers as they
+    // commit). A list page read after the marks is exact while they stand (pg-store.ts). The rows of
+    // a batch are written in garden order, so two batches never wait on each other in a cycle.
+    sql: `
+      CREATE TABLE list_marks (
+        garden  text PRIMARY KEY,
+        reorder bigint NOT NULL DEFAULT 0,
+        top     bigint NOT NULL DEFAULT 0
+      );
+      LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE;
+      INSERT INTO list_marks (garden, top) SELECT garden, max(id) FROM plants GROUP BY garden;
+
+      CREATE FUNCTION list_marks_created() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO list_marks AS k (garden, top)
+          SELECT garden, max(id) FROM created GROUP BY garden ORDER BY garden
+        ON CONFLICT (garden) DO UPDATE SET
+          reorder = k.reorder + ((SELECT min(c.id) FROM created c WHERE c.garden = k.garden) <= k.top)::int,
+          top = greatest(k.top, EXCLUDED.top);
+        RETURN NULL;
+      END $$;
+      CREATE FUNCTION list_marks_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO list_marks AS k (garden, reorder)
+          SELECT DISTINCT garden, 1 FROM gone ORDER BY garden
+        ON CONFLICT (garden) DO UPDATE SET reorder = k.reorder + 1;
+        RETURN NULL;
+      END $$;
+      CREATE FUNCTION list_marks_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO list_marks AS k (garden, reorder)
+          SELECT garden, 1 FROM (SELECT garden FROM gone UNION SELECT garden FROM came) g ORDER BY garden
+        ON CONFLICT (garden) DO UPDATE SET reorder = k.reorder + 1;
+        RETURN NULL;
+      END $$;
+      CREATE FUNCTION list_marks_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE list_marks SET reorder = reorder + 1;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER plants_list_marks_created AFTER INSERT ON plants
+        REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION list_marks_created();
+      CREATE TRIGGER plants_list_marks_deleted AFTER DELETE ON plants
+        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION list_marks_deleted();
+      CREATE TRIGGER plants_list_marks_updated AFTER UPDATE ON plants
+        REFERENCING OLD TABLE AS gone NEW TABLE AS came FOR EACH STATEMENT EXECUTE FUNCTION list_marks_updated();
+      CREATE TRIGGER plants_list_marks_truncated AFTER TRUNCATE ON plants
+        FOR EACH STATEMENT EXECUTE FUNCTION list_marks_truncated();
+    `,
+  },
 ];

@@ -17,6 +17,7 @@ import type {
   GardenRecord,
   IdempotencyClaim,
   IdempotencyRef,
+  ListMarks,
   MemberRecord,
   Membership,
   NewEvent,
@@ -258,6 +259,14 @@ export class PgStore implements Store {
 
   listPlants(q: PageQuery): Promise<PagePlant[]> {
     return this.reads.list(q);
+  }
+
+  listMarks(gardens: string[] | null, tag: string | null): Promise<ListMarks | null> {
+    return this.reads.listMarks(gardens, tag);
+  }
+
+  scopeMarks(user: string, tag: string | null): Promise<{ memberships: Membership[]; marks: ListMarks }> {
+    return this.reads.scopeMarks(user, tag);
   }
 
   updatePlant(

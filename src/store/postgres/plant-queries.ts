@@ -69,6 +69,14 @@ const ACCESS = (garden: string, owner: string, admin: string) => `
       LEFT JOIN LATERAL (SELECT id FROM gardens WHERE id = ${garden} FOR KEY SHARE) g ON true
       LEFT JOIN garden_members m ON m.garden_id = ${garden} AND m.user_id = ${owner}`;
 
+// A garden's list marks (marks row k, absent before its first plant) and, with a tag, its top.
+const MARK_COLS = (
+  garden: string,
+  tag: string,
+) => `coalesce(k.reorder, 0) AS reorder, coalesce(k.top, 0) AS top,
+      CASE WHEN ${tag} IS NOT NULL THEN coalesce((SELECT max(t.id) FROM plants t
+        WHERE t.garden = ${garden} AND t.tag = ${tag}), 0) END AS tag_top`;
+
 export const PLANT_QUERIES = {
   // Creates with server-assigned ids ($1[i] … $6[i]: owner, garden, name, tag, the event's time or
   // null for none, made by admin), each row of the answer tagged with its ordinal n; only a plant
@@ -129,6 +137,17 @@ export const PLANT_QUERIES = {
   listAllTagV: `SELECT ${PAGE_COLS_V} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
   listGardensV: acrossGardens(PAGE_COLS_V, '$1::text[]', null, '$2::bigint', '$3::bigint'),
   listGardensTagV: acrossGardens(PAGE_COLS_V, '$1::text[]', '$2::text', '$3::bigint', '$4::bigint'),
+  // List marks (migration 7): the memberships of users $1[i], with each garden's marks row and,
+  // for a tag $2[i], the largest id with it in the garden (one step down plants_garden_tag_page),
+  // tagged with the ordinal n. Read in one statement, so one snapshot.
+  scopeMarks: `SELECT q.n, m.garden_id AS garden, m.role, ${MARK_COLS('m.garden_id', 'q.tag')}
+    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(usr, tag, n)
+    JOIN garden_members m ON m.user_id = q.usr
+    LEFT JOIN list_marks k ON k.garden = m.garden_id
+    ORDER BY q.n, m.garden_id`,
+  // The same marks for the gardens $1 and the tag $2.
+  gardenMarks: `SELECT g.id AS garden, ${MARK_COLS('g.id', '$2::text')}
+    FROM unnest($1::text[]) AS g(id) LEFT JOIN list_marks k ON k.garden = g.id ORDER BY g.id`,
   // Pages $1[i] … $5[i] (tag, afterId, limit, and the slice lo…hi of $6 holding its gardens; a null
   // tag: any, a null lo: every plant).
   listPages: `WITH q AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::int[], $5::int[])

@@ -1,4 +1,4 @@
-import type { PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
+import type { ListMarks, Membership, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
 import { CallBatch } from './call-batch.js';
 import type { PgDb } from './db.js';
 import type { PLANT_QUERIES } from './plant-queries.js';
@@ -14,6 +14,11 @@ interface PlantRead {
   id: number;
   user: string | null;
 }
+/** A read of a user's memberships with the marks of its list with `tag`. */
+interface ScopeRead {
+  user: string;
+  tag: string | null;
+}
 /** A plant as read with a user's role in its garden. */
 export type PlantRow = VersionedPlant & { role: Role | null };
 
@@ -26,6 +31,29 @@ export const toPlant = (r: PlantRow): VersionedPlant => ({
   tag: r.tag,
   version: r.version,
 });
+
+/** A garden's list marks as read (plant-queries.ts, MARK_COLS). */
+interface MarkRow {
+  garden: string;
+  reorder: number;
+  top: number;
+  tag_top: number | null;
+}
+
+/**
+ * The marks of the list of these gardens' plants (rows in garden order). One garden: its own
+ * (reorder; top, or the tag's top). Several: every garden's marks as one string in both, so that
+ * any write in any of them renews every page — a server id committed in one garden may land below
+ * the newest id of another, inside an earlier page of the merged list.
+ */
+function marksOf(rows: MarkRow[]): ListMarks {
+  if (rows.length === 1) {
+    const r = rows[0]!;
+    return { reorder: r.reorder, top: r.tag_top ?? r.top };
+  }
+  const all = rows.map((r) => `${r.reorder}.${r.top}.${r.tag_top ?? ''}`).join(',');
+  return { reorder: all, top: all };
+}
 
 // Arguments the batch's typed arrays would refuse (so failing every read of the batch) or that
 // PostgreSQL refuses in text (NUL) go on their own, failing alone as before.
@@ -42,6 +70,35 @@ export class PgPlantReads {
 
   private readonly gets = new CallBatch((reads: PlantRead[]) => this.getBatch(reads));
   private readonly lists = new CallBatch((qs: PageQuery[]) => this.listBatch(qs));
+  private readonly scopes = new CallBatch((qs: ScopeRead[]) => this.scopeBatch(qs));
+
+  /** The user's memberships and the marks of the list of all its gardens' plants with `tag`, in one read. */
+  scopeMarks(user: string, tag: string | null): Promise<{ memberships: Membership[]; marks: ListMarks }> {
+    return this.scopes.push({ user, tag });
+  }
+
+  private async scopeBatch(qs: ScopeRead[]): Promise<{ memberships: Membership[]; marks: ListMarks }[]> {
+    // Text PostgreSQL refuses (NUL) would fail the whole batch: such a read goes alone.
+    const alone = qs.length > 1 && qs.some((q) => q.user.includes('\0') || q.tag?.includes('\0'));
+    if (alone) return Promise.all(qs.map((q) => this.scopeBatch([q]).then((r) => r[0]!)));
+    const { rows } = await this.db.q<MarkRow & { n: number; role: Role }>('scopeMarks', [
+      qs.map((q) => q.user),
+      qs.map((q) => q.tag),
+    ]);
+    const per = qs.map((): (MarkRow & { role: Role })[] => []);
+    for (const r of rows) per[r.n - 1]!.push(r);
+    return per.map((mine) => ({
+      memberships: mine.map((r) => ({ garden: r.garden, role: r.role })),
+      marks: marksOf(mine),
+    }));
+  }
+
+  /** The marks of the list of `gardens`' plants with `tag` (null for everyone's: no marks). */
+  async listMarks(gardens: string[] | null, tag: string | null): Promise<ListMarks | null> {
+    if (gardens === null) return null;
+    const rows = (await this.db.q<MarkRow>('gardenMarks', [[...new Set(gardens)], tag])).rows;
+    return marksOf(rows);
+  }
 
   /** The plant with this id, whoever's garden it is in. */
   async get(id: number): Promise<VersionedPlant | null> {
