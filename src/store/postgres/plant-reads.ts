@@ -64,13 +64,17 @@ const batchable = (q: PageQuery): boolean =>
   !q.gardens?.some((g) => g.includes('\0')) &&
   !q.tag?.includes('\0');
 
+/** How many statements of one kind of read (or of creates) are under way at once, at most. */
+export const IN_FLIGHT = 2;
+
 /** Reads plants, batched per turn. */
 export class PgPlantReads {
   constructor(private readonly db: PgDb<keyof typeof PLANT_QUERIES>) {}
 
-  private readonly gets = new CallBatch((reads: PlantRead[]) => this.getBatch(reads));
-  private readonly lists = new CallBatch((qs: PageQuery[]) => this.listBatch(qs));
-  private readonly scopes = new CallBatch((qs: ScopeRead[]) => this.scopeBatch(qs));
+  // Two statements of a kind at most under way (CallBatch): the rest wait and go together.
+  private readonly gets = new CallBatch((reads: PlantRead[]) => this.getBatch(reads), IN_FLIGHT);
+  private readonly lists = new CallBatch((qs: PageQuery[]) => this.listBatch(qs), IN_FLIGHT);
+  private readonly scopes = new CallBatch((qs: ScopeRead[]) => this.scopeBatch(qs), IN_FLIGHT);
 
   /** The user's memberships and the marks of the list of all its gardens' plants with `tag`, in one read. */
   scopeMarks(user: string, tag: string | null): Promise<{ memberships: Membership[]; marks: ListMarks }> {

@@ -14,7 +14,7 @@ import type {
 import { CallBatch } from './call-batch.js';
 import type { PgDb } from './db.js';
 import type { PLANT_QUERIES } from './plant-queries.js';
-import { type PlantRow, toPlant } from './plant-reads.js';
+import { IN_FLIGHT, type PlantRow, toPlant } from './plant-reads.js';
 
 // The plant writes of the PostgreSQL store: creates (batched per turn), changes and deletes, each
 // with its garden's role check, its event and its deliveries in the same statement or transaction.
@@ -64,7 +64,7 @@ export class PgPlantWrites {
 
   // The creates with server-assigned ids of a turn: one statement checks their gardens and writes
   // their plants, events and deliveries.
-  private readonly creates = new CallBatch((cs: ServerIdCreate[]) => this.createBatch(cs));
+  private readonly creates = new CallBatch((cs: ServerIdCreate[]) => this.createBatch(cs), IN_FLIGHT);
 
   /** Creates a plant (see Store.createPlant). */
   async create(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
