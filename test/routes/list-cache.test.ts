@@ -4,11 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { Scope } from '../../src/schemas/token.js';
 import { gardenId } from '../../src/store/plant-changes.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
-import { type Harness, harness, locationId } from '../helpers/app.js';
+import { type Client, clientAs, type Harness, harness, locationId } from '../helpers/app.js';
 import { createPgDatabase, ENGINES, type Engine } from '../helpers/engines.js';
 
 // The user's home garden, as the service would make it (its id when it exists already).
@@ -281,5 +282,184 @@ describe('list pages and writes from another instance (PostgreSQL)', { skip: ENG
     } finally {
       await other.close();
     }
+  });
+});
+
+describe('list pages kept by two app instances on one PostgreSQL', { skip: ENGINES[1]!.skip }, () => {
+  // Two instances, each with its own store (pool) and list cache; the pages instance b builds are
+  // counted, so the test sees that b serves from its cache and that each write through a renews it.
+  let a: Harness;
+  let b: Awaited<ReturnType<typeof countedHarness>>;
+  let db: { url: string; drop(): Promise<void> };
+  before(async () => {
+    db = await createPgDatabase();
+    const open = async () => {
+      const s = new PgStore({ url: db.url, poolSize: 2 });
+      await s.migrate();
+      return s;
+    };
+    a = await harness({ ...ENGINES[1]!, open });
+    b = await countedHarness({ ...ENGINES[1]!, open });
+  });
+  after(async () => {
+    await a?.close();
+    await b?.counted.close();
+    await db?.drop();
+  });
+
+  const JSON_TYPE = { 'content-type': 'application/json' };
+  // The same user on each instance (a token made through each).
+  const both = async (scopes?: Scope[]) => {
+    const onA = await a.user(scopes);
+    return { a: onA, b: await clientAs(b.counted, onA.user, scopes) };
+  };
+
+  it('every kind of write through one instance is in the next list through the other', async () => {
+    const alice = await both();
+    const bob = await both();
+    const admin = await a.user(['plants:admin']);
+    const ids: number[] = [];
+    for (let i = 0; i < 4; i++) ids.push(locationId(await alice.a.create({ name: `a${i}`, tag: 'k' })));
+    const home = ((await alice.a.request({ method: 'GET', url: '/gardens' })).json() as { id: string }[])[0]!
+      .id;
+    // Each list through b, twice: the second must come from b's cache while nothing was written.
+    const kept = async (c: Client, url: string) => {
+      const first = await c.request({ method: 'GET', url });
+      const n = b.calls();
+      const again = await c.request({ method: 'GET', url });
+      assert.equal(again.body, first.body);
+      assert.equal(b.calls(), n, `${url}: the repeat is served from b's cache`);
+      return first.statusCode === 200 ? names(first) : first.statusCode;
+    };
+    const firstPage = '/plants?limit=2';
+    const lists = async () => ({
+      first: await kept(alice.b, firstPage),
+      all: await kept(alice.b, '/plants'),
+      tag: await kept(alice.b, '/plants?tag=k'),
+      garden: await kept(alice.b, `/gardens/${home}/plants?limit=2`),
+    });
+    assert.deepEqual(await lists(), {
+      first: ['a0', 'a1'],
+      all: ['a0', 'a1', 'a2', 'a3'],
+      tag: ['a0', 'a1', 'a2', 'a3'],
+      garden: ['a0', 'a1'],
+    });
+
+    // A create (server id, after every other): the last pages show it, the others are kept.
+    const a4 = locationId(await alice.a.create({ name: 'a4', tag: 'k' }));
+    const n = b.calls();
+    assert.deepEqual(await kept(alice.b, firstPage), ['a0', 'a1']);
+    assert.equal(b.calls(), n, 'a first page that is not the last survives a create after it');
+    assert.deepEqual(await kept(alice.b, '/plants'), ['a0', 'a1', 'a2', 'a3', 'a4']);
+    assert.deepEqual(await kept(alice.b, '/plants?tag=k'), ['a0', 'a1', 'a2', 'a3', 'a4']);
+
+    // PATCH: a name, then a tag.
+    const patch = (id: number, body: unknown) =>
+      alice.a.request({
+        method: 'PATCH',
+        url: `/plants/${id}`,
+        headers: { 'content-type': 'application/merge-patch+json', 'if-match': '*' },
+        payload: JSON.stringify(body),
+      });
+    assert.equal((await patch(ids[1]!, { name: 'renamed' })).statusCode, 200);
+    assert.deepEqual(await kept(alice.b, firstPage), ['a0', 'renamed']);
+    assert.equal((await patch(ids[0]!, { tag: null })).statusCode, 200);
+    assert.deepEqual(await kept(alice.b, '/plants?tag=k'), ['renamed', 'a2', 'a3', 'a4']);
+    assert.deepEqual(await kept(alice.b, `/gardens/${home}/plants?limit=2`), ['a0', 'renamed']);
+
+    // A delete, by the owner and by an admin.
+    assert.equal((await alice.a.request({ method: 'DELETE', url: `/plants/${ids[0]}` })).statusCode, 204);
+    assert.deepEqual(await kept(alice.b, firstPage), ['renamed', 'a2']);
+    assert.equal((await admin.request({ method: 'DELETE', url: `/plants/${a4}` })).statusCode, 204);
+    assert.deepEqual(await kept(alice.b, '/plants'), ['renamed', 'a2', 'a3']);
+
+    // A client's id below the newest lands inside the first page.
+    assert.equal((await alice.a.create({ id: ids[0]!, name: 'back', tag: 'k' })).statusCode, 201);
+    assert.deepEqual(await kept(alice.b, firstPage), ['back', 'renamed']);
+    assert.deepEqual(await kept(alice.b, '/plants?tag=k'), ['back', 'renamed', 'a2', 'a3']);
+
+    // Membership: bob is added to alice's home garden, then removed.
+    assert.deepEqual(await kept(bob.b, '/plants'), []);
+    const member = (method: 'PUT' | 'DELETE') =>
+      alice.a.request({
+        method,
+        url: `/gardens/${home}/members/${bob.a.user}`,
+        ...(method === 'PUT' ? { headers: JSON_TYPE, payload: JSON.stringify({ role: 'viewer' }) } : {}),
+      });
+    assert.equal((await member('PUT')).statusCode, 201);
+    assert.deepEqual(await kept(bob.b, '/plants'), ['back', 'renamed', 'a2', 'a3']);
+    assert.deepEqual(await kept(bob.b, `/gardens/${home}/plants?limit=2`), ['back', 'renamed']);
+    // Bob's own plant: his list now merges two gardens, and a write in either renews it.
+    assert.equal((await bob.a.create({ name: 'b0' })).statusCode, 201);
+    assert.deepEqual(await kept(bob.b, '/plants?limit=5'), ['back', 'renamed', 'a2', 'a3', 'b0']);
+    assert.equal((await patch(ids[2]!, { name: 'a2 again' })).statusCode, 200);
+    assert.deepEqual(await kept(bob.b, '/plants?limit=3'), ['back', 'renamed', 'a2 again']);
+    assert.equal((await member('DELETE')).statusCode, 204);
+    assert.deepEqual(await kept(bob.b, '/plants?limit=5'), ['b0']);
+    assert.equal(await kept(bob.b, `/gardens/${home}/plants?limit=2`), 404);
+
+    // A garden made, shared and filled through a, then emptied and deleted.
+    const made = await alice.a.request({
+      method: 'POST',
+      url: '/gardens',
+      headers: JSON_TYPE,
+      payload: JSON.stringify({ name: 'shared' }),
+    });
+    assert.equal(made.statusCode, 201);
+    const gid = (made.json() as { id: string }).id;
+    const share = await alice.a.request({
+      method: 'PUT',
+      url: `/gardens/${gid}/members/${bob.a.user}`,
+      headers: JSON_TYPE,
+      payload: JSON.stringify({ role: 'editor' }),
+    });
+    assert.equal(share.statusCode, 201);
+    assert.deepEqual(await kept(bob.b, '/plants?limit=5'), ['b0']);
+    const s0 = await alice.a.request({
+      method: 'POST',
+      url: `/gardens/${gid}/plants`,
+      headers: JSON_TYPE,
+      payload: JSON.stringify({ name: 's0' }),
+    });
+    assert.equal(s0.statusCode, 201);
+    assert.deepEqual(await kept(bob.b, '/plants?limit=5'), ['b0', 's0']);
+    assert.deepEqual(await kept(bob.b, `/gardens/${gid}/plants`), ['s0']);
+    assert.equal(
+      (await alice.a.request({ method: 'DELETE', url: `/plants/${locationId(s0)}` })).statusCode,
+      204,
+    );
+    assert.deepEqual(await kept(bob.b, `/gardens/${gid}/plants`), []);
+    assert.equal((await alice.a.request({ method: 'DELETE', url: `/gardens/${gid}` })).statusCode, 204);
+    assert.deepEqual(await kept(bob.b, '/plants?limit=5'), ['b0']);
+    assert.equal(await kept(bob.b, `/gardens/${gid}/plants`), 404);
+  });
+
+  it('a write through another instance to a garden of a several-garden list renews even its first page', async () => {
+    // Ids are global but marks are per garden: a server id committed in one garden may land below
+    // another garden's newest id, inside an earlier page of the merged list.
+    const alice = await both();
+    const bob = await both();
+    const home = async (c: Client) =>
+      ((await c.request({ method: 'GET', url: '/gardens' })).json() as { id: string }[])[0]!.id;
+    await alice.a.create({ name: 'x0' });
+    await bob.a.create({ name: 'y0' });
+    const aliceHome = await home(alice.a);
+    const put = await alice.a.request({
+      method: 'PUT',
+      url: `/gardens/${aliceHome}/members/${bob.a.user}`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ role: 'editor' }),
+    });
+    assert.equal(put.statusCode, 201);
+    const first = () => bob.b.request({ method: 'GET', url: '/plants?limit=1' });
+    assert.deepEqual(names(await first()), ['x0']);
+    await alice.a.create({ name: 'x1' });
+    assert.deepEqual(names(await first()), ['x0']);
+    const n = b.calls();
+    await first();
+    assert.equal(b.calls(), n, 'kept while nothing is written');
+    await bob.a.create({ name: 'y1' });
+    await first();
+    assert.equal(b.calls(), n + 1, 'a create in either garden renews every page of the merged list');
   });
 });
