@@ -40,7 +40,10 @@ describe('postgres migration 0005_gardens', { skip }, () => {
         .rows;
 
       store = new PgStore({ url: db.url, poolSize: 2 });
-      assert.deepEqual(await store.migrate(), ['0005_gardens', '0006_token_pages']);
+      assert.deepEqual(
+        await store.migrate(),
+        POSTGRES_MIGRATIONS.filter((m) => m.version >= 5).map((m) => m.name),
+      );
       const homes = new Map<string, string>();
       for (const u of ['alice', 'bob', 'carol']) {
         const gardens = await store.gardensOf(u);
