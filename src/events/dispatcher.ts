@@ -298,6 +298,13 @@ export class Dispatcher {
       this.recording = false;
       return;
     }
+    // The next claim, if one is wanted, goes with this record: writes made in one turn share a
+    // transaction (and its commit) on SQLite.
+    if (this.again && !this.ticking && !this.stopped) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      void this.tick();
+    }
     this.opts.store.finishDeliveries(lot.map((x) => x.f)).then(
       () => {
         for (const x of lot) x.done();
