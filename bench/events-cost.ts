@@ -1,65 +1,82 @@
 /**
- * What events cost a create (issue 14): POST /plants on SQLite (full durability), measured with wrk
- * against three servers in interleaved rounds, each alone on core 0 while wrk runs on core 1:
- *   before    — the service as it was before events (a git worktree of BASE, built), no event log
- *   events    — this tree: every create writes its event, no webhook endpoints
- *   10 hooks  — this tree with 10 endpoints of the user, delivering to a local receiver
+ * What webhook endpoints cost a create: POST /plants on SQLite (full durability), measured with
+ * wrk against two servers of this tree in interleaved rounds:
+ *   events    — every create writes its event, no webhook endpoints
+ *   10 hooks  — the same with 10 endpoints of the user, delivering to a local receiver
+ * Each server runs on core 0 alone (the other is stopped while one is measured); wrk and the
+ * receiver run on core 1. With `--deliver process`, the 10-hooks server sends no deliveries itself
+ * (`serve --no-webhook-delivery`) and a `plantstore deliver` process on core 1 sends them; the
+ * figures are then given both ways (delivery in the server, and in its own process).
  *
- *   npx tsx bench/events-cost.ts [--base <commit>] [--rounds 5] [--duration 5]     (needs wrk: apt-get install wrk)
+ * After the rounds, the 10-hooks server (and its deliverer) run on with no load until every queued
+ * delivery is delivered: the backlog left when the load stopped, how long it took to drain, and
+ * the deliveries per second the receiver acknowledged meanwhile.
+ *
+ *   npx tsx bench/events-cost.ts [--rounds 5] [--duration 5] [--deliver server|process|both] [--profile DIR]
+ *   (needs wrk: apt-get install wrk)
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 
 const { values: opt } = parseArgs({
   options: {
-    base: { type: 'string', default: '456ab85' },
     rounds: { type: 'string', default: '5' },
     duration: { type: 'string', default: '5' },
+    // Where the 10-hooks server's deliveries are sent from: the server itself, a `deliver` process, or both (two servers).
+    deliver: { type: 'string', default: 'server' },
+    // Writes the (first) 10-hooks server's CPU profile (--cpu-prof) into this folder.
+    profile: { type: 'string' },
+    // Longest wait for the backlog to drain after the load, in seconds.
+    'drain-limit': { type: 'string', default: '120' },
   },
 });
+if (!['server', 'process', 'both'].includes(opt.deliver!))
+  throw new Error('--deliver: server, process or both');
 const ROOT = resolve(import.meta.dirname, '..');
+const BIN = join(ROOT, 'bin/plantstore');
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-events-cost-'));
-
-/** The BASE commit, built, in a worktree that shares this tree's node_modules. */
-function baseTree(): string {
-  const dir = join(tmp, 'base');
-  execFileSync('git', ['-C', ROOT, 'worktree', 'add', '--detach', dir, opt.base!], { stdio: 'ignore' });
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], {
-    cwd: dir,
-    stdio: 'inherit',
-  });
-  return dir;
-}
+const SERVER_CORE = '0';
+const LOAD_CORE = '1';
 
 interface Target {
   name: string;
   url: string;
   token: string;
-  child: ChildProcess;
+  file: string;
+  hooks: number;
+  /** The server, and the `deliver` process when it has one: stopped and resumed together. */
+  procs: ChildProcess[];
 }
 
-async function start(name: string, tree: string, hooks: number, receiver: string): Promise<Target> {
-  const db = `sqlite:${join(tmp, `${name.replace(/\W/g, '')}.db`)}`;
-  const env = { ...process.env, DATABASE_URL: db, WEBHOOK_ALLOW_PRIVATE: 'true' };
-  const token = execFileSync(
-    process.execPath,
-    [join(tree, 'bin/plantstore'), 'token', 'create', '--user', 'bench'],
-    {
-      env,
-      encoding: 'utf8',
-    },
-  ).trim();
+async function start(name: string, hooks: number, receiver: string, deliverer: boolean, profile?: string) {
+  const file = join(tmp, `${name.replace(/\W/g, '')}.db`);
+  const env = { ...process.env, DATABASE_URL: `sqlite:${file}`, WEBHOOK_ALLOW_PRIVATE: 'true' };
+  const token = execFileSync(process.execPath, [BIN, 'token', 'create', '--user', 'bench'], {
+    env,
+    encoding: 'utf8',
+  }).trim();
   const port = await freePort();
-  const args = ['-c', '0', process.execPath, join(tree, 'bin/plantstore'), 'serve', '--port', String(port)];
-  const child = spawn('taskset', [...args, ...BENCH_SERVE_FLAGS], {
+  const prof = profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profile)}`] : [];
+  const serverArgs = [...prof, BIN, 'serve', '--port', String(port), ...BENCH_SERVE_FLAGS];
+  if (deliverer) serverArgs.push('--no-webhook-delivery');
+  const child = spawn('taskset', ['-c', SERVER_CORE, process.execPath, ...serverArgs], {
     env,
     stdio: 'inherit',
   });
+  const procs = [child];
+  if (deliverer) {
+    procs.push(
+      spawn('taskset', ['-c', LOAD_CORE, process.execPath, BIN, 'deliver', '--log-level', 'warn'], {
+        env,
+        stdio: 'inherit',
+      }),
+    );
+  }
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/readyz');
   for (let i = 0; i < hooks; i++) {
@@ -70,16 +87,20 @@ async function start(name: string, tree: string, hooks: number, receiver: string
     });
     if (res.status !== 201) throw new Error(`webhook registration: ${res.status} ${await res.text()}`);
   }
-  child.kill('SIGSTOP');
-  return { name, url, token, child };
+  for (const p of procs) p.kill('SIGSTOP');
+  return { name, url, token, file, hooks, procs } satisfies Target;
 }
+
+const signal = (t: Target, s: NodeJS.Signals) => {
+  for (const p of t.procs) p.kill(s);
+};
 
 function wrk(t: Target, seconds: number): { rps: number; p50: number; p99: number } {
   const out = execFileSync(
     'taskset',
     [
       '-c',
-      '1',
+      LOAD_CORE,
       process.execPath,
       join(ROOT, 'bench/wrk.mjs'),
       JSON.stringify({
@@ -100,67 +121,114 @@ function wrk(t: Target, seconds: number): { rps: number; p50: number; p99: numbe
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // The receiver runs in a process of its own, on core 1 with wrk: this script blocks while wrk runs
-// (execFileSync), and a receiver in it would answer nothing, so deliveries would time out.
+// (execFileSync), and a receiver in it would answer nothing, so deliveries would time out. GET
+// answers how many deliveries it has acknowledged.
 const receiverCode = `
   let n = 0;
-  const s = require('node:http').createServer((req, res) => req.resume().on('end', () => { n++; res.writeHead(204).end(); }));
+  const s = require('node:http').createServer((req, res) => {
+    if (req.method === 'GET') return res.end(String(n));
+    req.resume().on('end', () => { n++; res.writeHead(204).end(); });
+  });
+  s.keepAliveTimeout = 60_000;
   s.listen(0, '127.0.0.1', () => console.log(s.address().port));
   process.on('SIGTERM', () => { console.log('delivered ' + n); process.exit(0); });`;
-const receiverProc = spawn('taskset', ['-c', '1', process.execPath, '-e', receiverCode], {
+const receiverProc = spawn('taskset', ['-c', LOAD_CORE, process.execPath, '-e', receiverCode], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 let receiverOut = '';
 receiverProc.stdout!.on('data', (d) => (receiverOut += d));
-while (!/\n/.test(receiverOut)) await new Promise((r) => setTimeout(r, 20));
+while (!/\n/.test(receiverOut)) await sleep(20);
 const receiverUrl = `http://127.0.0.1:${receiverOut.trim()}`;
+const acknowledged = async () => Number(await (await fetch(receiverUrl)).text());
 process.on('exit', () => receiverProc.kill('SIGKILL'));
+process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
 
-const base = baseTree();
-process.on('exit', () => {
-  // Also when a run fails: leave no worktree behind.
-  spawnSync('git', ['-C', ROOT, 'worktree', 'remove', '--force', base]);
-  rmSync(tmp, { recursive: true, force: true });
-});
-const targets = [
-  await start(`before (${opt.base})`, base, 0, receiverUrl),
-  await start('events, no endpoints', ROOT, 0, receiverUrl),
-  await start('events, 10 endpoints', ROOT, 10, receiverUrl),
-];
+const hooked: Target[] = [];
+if (opt.deliver !== 'process')
+  hooked.push(await start('10 hooks, delivered by the server', 10, receiverUrl, false, opt.profile));
+if (opt.deliver !== 'server') {
+  const profile = hooked.length === 0 ? opt.profile : undefined;
+  hooked.push(await start('10 hooks, delivered by a deliver process', 10, receiverUrl, true, profile));
+}
+const targets = [await start('events, no endpoints', 0, receiverUrl, false), ...hooked];
+console.error(
+  `cores: each server on core ${SERVER_CORE} alone (the others stopped); wrk, the receiver${
+    opt.deliver === 'server' ? '' : ' and the deliver process'
+  } on core ${LOAD_CORE}`,
+);
 const results = new Map<string, { rps: number; p50: number; p99: number }[]>();
 try {
   for (const t of targets) {
-    t.child.kill('SIGCONT');
+    signal(t, 'SIGCONT');
     wrk(t, 2); // warm-up
-    t.child.kill('SIGSTOP');
+    signal(t, 'SIGSTOP');
   }
   for (let round = 0; round < Number(opt.rounds); round++) {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
-      t.child.kill('SIGCONT');
+      signal(t, 'SIGCONT');
+      const before = await acknowledged();
       const r = wrk(t, Number(opt.duration));
-      t.child.kill('SIGSTOP');
+      const during = (await acknowledged()) - before;
+      signal(t, 'SIGSTOP');
       results.set(t.name, [...(results.get(t.name) ?? []), r]);
-      console.error(`round ${round + 1} ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms`);
+      console.error(
+        `round ${round + 1} ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms${
+          t.hooks ? `; ${(during / Number(opt.duration)).toFixed(0)} deliveries/s acknowledged meanwhile` : ''
+        }`,
+      );
     }
   }
-} finally {
-  for (const t of targets) {
-    t.child.kill('SIGCONT');
-    t.child.kill('SIGTERM');
-  }
+} catch (err) {
+  for (const t of targets) signal(t, 'SIGKILL');
+  throw err;
 }
+
+// The backlog: each 10-hooks server resumed alone, no load, until no delivery is pending.
+const drains = new Map<string, { backlog: number; seconds: number; rate: number }>();
+for (const t of hooked) {
+  const db = new Database(t.file, { readonly: true, fileMustExist: true });
+  const pending = db.prepare<[], number>(`SELECT count(*) FROM deliveries WHERE state = 'pending'`).pluck();
+  const backlog = pending.get()!;
+  const ack0 = await acknowledged();
+  const t0 = performance.now();
+  signal(t, 'SIGCONT');
+  let left = backlog;
+  while (left > 0 && performance.now() - t0 < Number(opt['drain-limit']) * 1000) {
+    await sleep(50);
+    left = pending.get()!;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const delivered = (await acknowledged()) - ack0;
+  signal(t, 'SIGSTOP');
+  db.close();
+  if (left > 0) console.error(`${t.name}: ${left} deliveries still pending after ${seconds.toFixed(0)} s`);
+  drains.set(t.name, { backlog, seconds, rate: delivered / seconds });
+}
+
+for (const t of targets) {
+  signal(t, 'SIGCONT');
+  for (const p of t.procs) p.kill('SIGTERM');
+}
+await Promise.all(targets.flatMap((t) => t.procs.map((p) => new Promise((r) => p.once('exit', r)))));
+
 const baseRps = median(results.get(targets[0]!.name)!.map((r) => r.rps));
-console.log(`| server | create req/s (median of ${opt.rounds}) | vs before | p50 | p99 |`);
-console.log('|---|---|---|---|---|');
+console.log(
+  `| server (core ${SERVER_CORE}) | create req/s (median of ${opt.rounds}) | × no endpoints | p50 | p99 | backlog at the end | drained in | deliveries/s draining |`,
+);
+console.log('|---|---|---|---|---|---|---|---|');
 for (const t of targets) {
   const rs = results.get(t.name)!;
   const rps = median(rs.map((r) => r.rps));
+  const d = drains.get(t.name);
   console.log(
-    `| ${t.name} | ${rps.toFixed(0)} | ${((rps / baseRps - 1) * 100).toFixed(1)} % | ${median(rs.map((r) => r.p50)).toFixed(2)} ms | ${median(rs.map((r) => r.p99)).toFixed(2)} ms |`,
+    `| ${t.name} | ${rps.toFixed(0)} | ${(rps / baseRps).toFixed(2)} | ${median(rs.map((r) => r.p50)).toFixed(2)} ms | ${median(rs.map((r) => r.p99)).toFixed(2)} ms | ${
+      d ? `${d.backlog} | ${d.seconds.toFixed(1)} s | ${d.rate.toFixed(0)}` : '– | – | –'
+    } |`,
   );
 }
 receiverProc.kill('SIGTERM');
 await new Promise((r) => receiverProc.once('exit', r));
 console.log(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
-await new Promise((r) => setTimeout(r, 500));

@@ -152,7 +152,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   metrics?.watchStreams(() => streams.open);
   // A change and its event committed here: this process's streams look at once, and its
   // dispatcher when the commit queued deliveries (with no endpoint, a create costs it nothing).
-  store.onDeliveriesQueued(() => dispatcher.nudge());
+  if (config.webhookDelivery) store.onDeliveriesQueued(() => dispatcher.nudge());
   const gardens = new GardenService(store);
   const service = new PlantService(store, gardens, undefined, () => streams.nudge());
   const webhooks = new WebhookService(store, { allowPrivate: config.webhookAllowPrivate });
@@ -168,7 +168,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   };
   const purge = setInterval(purgeAll, Math.min(3_600_000, Math.max(1_000, config.eventRetention / 10)));
   purge.unref();
-  dispatcher.start();
+  if (config.webhookDelivery) dispatcher.start();
 
   // Streams would hold the server open: end them before it closes (SIGTERM closes them cleanly).
   app.addHook('preClose', (done) => {

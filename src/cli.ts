@@ -8,6 +8,7 @@ import { serveAll } from './cluster.js';
 import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
 import { parseDuration } from './durations.js';
 import { TokenNotFoundError } from './errors.js';
+import { Dispatcher } from './events/dispatcher.js';
 import { type Operator, TokenService } from './identity/token-service.js';
 import { isValidUser, tokenStatus } from './identity/tokens.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
@@ -113,6 +114,29 @@ export function buildCli(): Command {
   }
   serve.action(async (opts: Record<string, unknown>) => {
     await serveAll(configFrom(opts));
+  });
+
+  const deliver = program
+    .command('deliver')
+    .description(
+      'send webhook deliveries, and nothing else, until SIGTERM (beside `serve --no-webhook-delivery`; any number may run)',
+    );
+  for (const k of [
+    'database',
+    'durability',
+    'logLevel',
+    'webhookAllowPrivate',
+    'webhookTimeout',
+    'webhookRetrySchedule',
+  ] as const) {
+    const f = FIELDS[k];
+    const value = typeof f.default === 'boolean' ? '[value]' : '<value>';
+    deliver.addOption(
+      new Option(`${f.flag} ${value}`, `${f.doc} (env ${f.env}, default ${String(f.default)})`),
+    );
+  }
+  deliver.action(async (opts: Record<string, unknown>) => {
+    await deliverUntilStopped(configFrom(opts));
   });
 
   withDatabase(program.command('migrate').description('bring the store schema up to date')).action(
@@ -240,6 +264,45 @@ export function buildCli(): Command {
   });
   registerClientCommands(program);
   return program;
+}
+
+// Another process's commits do not wake this one: it looks for due deliveries this often when idle
+// (a claim that finds nothing writes nothing), and at once again whenever a slot frees.
+const DELIVER_POLL_MS = 100;
+
+/** `plantstore deliver`: a dispatcher of its own (no HTTP), on the store the service writes to. */
+async function deliverUntilStopped(config: Config): Promise<void> {
+  const log = pino(
+    { level: config.logLevel, base: { command: 'deliver' } },
+    pino.destination({ fd: 2, sync: true }),
+  );
+  const store = await openStore({ url: config.database, durability: config.durability, poolSize: 2 });
+  await store.migrate();
+  const dispatcher = new Dispatcher({
+    store,
+    timeoutMs: config.webhookTimeout,
+    schedule: config.webhookRetrySchedule,
+    allowPrivate: config.webhookAllowPrivate,
+    pollMs: DELIVER_POLL_MS,
+    warn: (obj, msg) => log.warn(obj, msg),
+  });
+  // A commit of this process's own (an attempt recorded, a retry due) may have made more work.
+  store.onDeliveriesQueued(() => dispatcher.nudge());
+  dispatcher.start();
+  log.info({}, 'delivering webhooks');
+  // The dispatcher's timers do not hold a process open (a serving one is held by its listener).
+  const alive = setInterval(() => {}, 3_600_000);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  clearInterval(alive);
+  // What is in flight is sent and recorded (each bounded by the timeout); what was claimed and not
+  // sent is claimed again once its lease runs out.
+  await dispatcher.stop();
+  await store.close();
+  log.info({}, 'stopped');
 }
 
 export async function main(argv: string[]): Promise<void> {

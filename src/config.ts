@@ -39,6 +39,8 @@ export interface Config {
   webhookTimeout: number;
   /** Waits before each retry, in milliseconds (each with up to 10 % jitter). */
   webhookRetrySchedule: number[];
+  /** `serve` sends webhook deliveries itself; false leaves them to `plantstore deliver` processes. */
+  webhookDelivery: boolean;
   /** Milliseconds events and delivery records are kept. */
   eventRetention: number;
   /** Serve the web console at /console/ (and redirect / there). */
@@ -333,6 +335,13 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     parse: schedule,
     doc: 'waits before each retry of a failed delivery (default 5s,5m,30m,2h,5h,10h,10h), each with up to 10 % jitter',
+  },
+  webhookDelivery: {
+    flag: '--webhook-delivery',
+    env: 'WEBHOOK_DELIVERY',
+    default: true,
+    parse: boolean,
+    doc: 'send webhook deliveries from this process (false: leave them to `plantstore deliver` processes)',
   },
   eventRetention: {
     flag: '--event-retention',

@@ -1,12 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import type { AttemptOutcome, DeliveryJob, Store } from '../store/store.js';
+import type { AttemptOutcome, DeliveryJob, FinishedAttempt, Store } from '../store/store.js';
 import { eventPayload } from './event.js';
-import { type PostResult, postWebhook, type Resolver } from './outbound.js';
+import { ConnectionPool, type PostResult, postWebhook, type Resolver } from './outbound.js';
 import { signWebhook } from './signing.js';
 
 /** An endpoint that has acknowledged nothing for this long while its deliveries fail is disabled. */
 export const FAILING_DISABLE_MS = 5 * 86_400_000;
 const NUDGE_MS = 10;
+/**
+ * A claimed delivery not yet sent after this long is let go unsent: its lease (the timeout plus
+ * 10 s) must still cover the attempt. It is claimed again once the lease has run out.
+ */
+const START_WITHIN_MS = 8_000;
 
 export interface DispatcherOptions {
   store: Store;
@@ -25,16 +30,21 @@ export interface DispatcherOptions {
   concurrency?: number;
   /** Deliveries in flight to one endpoint from this process, at most. */
   perEndpoint?: number;
+  /** Keep connections to receivers alive between deliveries (default true). */
+  keepAlive?: boolean;
   onAttempt?: (outcome: AttemptOutcome) => void;
   warn?: (obj: object, msg: string) => void;
 }
 
 /**
- * Sends webhook deliveries: runs in every `serve` process. Deliveries are leased from the store
- * (any number of processes share the work; a crashed one's leases run out and are taken over),
- * sent through the one outbound client, and reported back with their next attempt. Concurrency
- * is bounded overall and per endpoint, so one slow or dead receiver delays no other and nothing
- * queues in memory beyond what is in flight.
+ * Sends webhook deliveries: runs in every `serve` process (unless it is started without) and in
+ * `deliver` processes. Deliveries are leased from the store (any number of processes share the
+ * work; a crashed one's leases run out and are taken over), sent through the one outbound client
+ * over kept-alive connections, and reported back with their next attempt: the attempts that end
+ * while one report is being written go together in the next, one write for them all. A delivery
+ * stays leased until its attempt is recorded, so a crash before that sends it again (at least
+ * once). Concurrency is bounded overall and per endpoint, so one slow or dead receiver delays no
+ * other and nothing queues in memory beyond what is in flight.
  */
 export class Dispatcher {
   private readonly id = `dispatcher-${randomBytes(6).toString('hex')}`;
@@ -45,6 +55,10 @@ export class Dispatcher {
   private readonly leaseMs: number;
   private readonly inflight = new Map<string, number>();
   private inflightTotal = 0;
+  // Claimed deliveries waiting for a slot of their endpoint (at most perEndpoint each), and when
+  // they were claimed.
+  private readonly waiting = new Map<string, { job: DeliveryJob; at: number }[]>();
+  private waitingTotal = 0;
   private timer: NodeJS.Timeout | undefined;
   private due = 0;
   private lastClaim = 0;
@@ -53,6 +67,10 @@ export class Dispatcher {
   private stopped = false;
   private readonly sending = new Set<Promise<void>>();
   private tickRun: Promise<void> | undefined;
+  private readonly pool: ConnectionPool | undefined;
+  // Attempts made and not yet recorded, and the write recording the previous lot.
+  private finished: { f: FinishedAttempt; done: (err?: unknown) => void }[] = [];
+  private recording = false;
 
   constructor(private readonly opts: DispatcherOptions) {
     this.clock = opts.clock ?? Date.now;
@@ -62,6 +80,7 @@ export class Dispatcher {
     // The attempt is bounded by the timeout, and recording it takes moments: a live process keeps
     // what it leased, and a dead one's deliveries are taken over this long after it died.
     this.leaseMs = opts.timeoutMs + 10_000;
+    this.pool = opts.keepAlive === false ? undefined : new ConnectionPool();
   }
 
   start(): void {
@@ -86,7 +105,11 @@ export class Dispatcher {
     this.timer = undefined;
     // A claim still under way launches what it claimed: wait for it, then for every send.
     await this.tickRun;
+    // Claimed and not sent: their leases run out, and they are sent again by whoever claims them.
+    this.waiting.clear();
+    this.waitingTotal = 0;
     await Promise.allSettled([...this.sending]);
+    this.pool?.destroy();
   }
 
   /** Runs a tick in `ms`, unless one is already due sooner. */
@@ -113,9 +136,14 @@ export class Dispatcher {
     try {
       for (;;) {
         this.again = false;
-        const free = this.concurrency - this.inflightTotal;
+        // Up to `concurrency` more than are in flight: a delivery claimed while its endpoint's slots
+        // are taken waits for one, so a busy endpoint's next deliveries go out as soon as a slot
+        // frees, not a claim later.
+        const free = 2 * this.concurrency - this.inflightTotal - this.waitingTotal;
         if (free <= 0 || this.stopped) break;
-        const busy = [...this.inflight].filter(([, n]) => n > 0).map(([id]) => id);
+        const busy = [...this.inflight]
+          .filter(([id, n]) => n + (this.waiting.get(id)?.length ?? 0) >= this.perEndpoint)
+          .map(([id]) => id);
         this.lastClaim = Date.now();
         const jobs = await this.opts.store.claimDeliveries({
           now: new Date(this.clock()),
@@ -140,24 +168,65 @@ export class Dispatcher {
     }
   }
 
-  private launch(job: DeliveryJob): void {
+  /** Sends the job now if its endpoint and this process have a slot free; otherwise it waits for one. */
+  private launch(job: DeliveryJob, at = Date.now()): void {
+    const endpointId = job.endpoint.id;
+    if ((this.inflight.get(endpointId) ?? 0) >= this.perEndpoint || this.inflightTotal >= this.concurrency) {
+      const queue = this.waiting.get(endpointId);
+      if (queue) queue.push({ job, at });
+      else this.waiting.set(endpointId, [{ job, at }]);
+      this.waitingTotal++;
+      return;
+    }
+    this.send(job);
+  }
+
+  /** Sends waiting deliveries into the slots free now: the endpoint's own first. */
+  private pump(first: string): void {
+    for (const id of [first, ...this.waiting.keys()]) {
+      const queue = this.waiting.get(id);
+      while (
+        queue &&
+        queue.length > 0 &&
+        (this.inflight.get(id) ?? 0) < this.perEndpoint &&
+        this.inflightTotal < this.concurrency
+      ) {
+        const next = queue.shift()!;
+        this.waitingTotal--;
+        if (Date.now() - next.at <= START_WITHIN_MS) this.send(next.job);
+      }
+      if (queue?.length === 0) this.waiting.delete(id);
+      if (this.inflightTotal >= this.concurrency) return;
+    }
+  }
+
+  private send(job: DeliveryJob): void {
     const endpointId = job.endpoint.id;
     this.inflight.set(endpointId, (this.inflight.get(endpointId) ?? 0) + 1);
     this.inflightTotal++;
-    const p = this.deliver(job)
+    let released = false;
+    // The slot is free once the receiver has answered: the delivery stays leased to this process
+    // until its attempt is recorded, so no claim can take it meanwhile.
+    const release = () => {
+      if (released) return;
+      released = true;
+      const n = (this.inflight.get(endpointId) ?? 1) - 1;
+      if (n <= 0) this.inflight.delete(endpointId);
+      else this.inflight.set(endpointId, n);
+      this.inflightTotal--;
+      if (!this.stopped) this.pump(endpointId);
+      this.nudge(); // a slot is free
+    };
+    const p = this.deliver(job, release)
       .catch((err) => this.opts.warn?.({ err, delivery: job.id }, 'webhook delivery could not be recorded'))
       .finally(() => {
-        const n = (this.inflight.get(endpointId) ?? 1) - 1;
-        if (n <= 0) this.inflight.delete(endpointId);
-        else this.inflight.set(endpointId, n);
-        this.inflightTotal--;
+        release();
         this.sending.delete(p);
-        this.nudge(); // a slot is free
       });
     this.sending.add(p);
   }
 
-  private async deliver(job: DeliveryJob): Promise<void> {
+  private async deliver(job: DeliveryJob, release: () => void): Promise<void> {
     const { endpoint, event } = job;
     const started = this.clock();
     const body = JSON.stringify(eventPayload(event));
@@ -180,12 +249,14 @@ export class Dispatcher {
       timeoutMs: this.opts.timeoutMs,
       allowPrivate: this.opts.allowPrivate,
       ...(this.opts.resolver ? { resolver: this.opts.resolver } : {}),
+      ...(this.pool ? { pool: this.pool } : {}),
     });
+    release();
     const now = this.clock();
     const attempt = job.attempts + 1;
     const verdict = this.judge(job, result, attempt, now);
     this.opts.onAttempt?.(verdict.outcome);
-    await this.opts.store.finishDelivery({
+    await this.record({
       deliveryId: job.id,
       leaseOwner: this.id,
       disableEndpoint: verdict.disable,
@@ -203,6 +274,47 @@ export class Dispatcher {
         nextAttemptAt: verdict.next === null ? null : new Date(verdict.next),
       },
     });
+  }
+
+  /**
+   * Records an attempt: with every other that ended while the last lot was being written, in one
+   * write (at most one is under way), so a commit's wait is shared rather than paid per delivery.
+   */
+  private record(f: FinishedAttempt): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.finished.push({ f, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!this.recording) {
+        this.recording = true;
+        // After this turn's other answers have come in.
+        setImmediate(() => this.writeFinished());
+      }
+    });
+  }
+
+  private writeFinished(): void {
+    const lot = this.finished;
+    this.finished = [];
+    if (lot.length === 0) {
+      this.recording = false;
+      return;
+    }
+    // The next claim, if one is wanted, goes with this record: writes made in one turn share a
+    // transaction (and its commit) on SQLite.
+    if (this.again && !this.ticking && !this.stopped) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      void this.tick();
+    }
+    this.opts.store.finishDeliveries(lot.map((x) => x.f)).then(
+      () => {
+        for (const x of lot) x.done();
+        this.writeFinished();
+      },
+      (err: unknown) => {
+        for (const x of lot) x.done(err ?? new Error('could not record'));
+        this.writeFinished();
+      },
+    );
   }
 
   /** What an attempt's result means: done, retry when, or give up; and whether to disable the endpoint. */

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { BlockList, isIP } from 'node:net';
 
 /**
@@ -113,6 +113,65 @@ export type PostResult =
   | { kind: 'refused'; reason: string }
   | { kind: 'failed'; reason: string; durationMs: number };
 
+/**
+ * Kept-alive connections to receivers, one pool (an `http.Agent`) per scheme, checked address,
+ * port and host name: a socket is only ever reused for a request to the very address that was
+ * checked for it, under the same name (TLS checks the certificate against that name). Every
+ * request still resolves and checks first; the pool only saves the connect (and TLS handshake).
+ */
+export class ConnectionPool {
+  private readonly agents = new Map<string, HttpAgent>();
+
+  constructor(
+    private readonly opts: {
+      /** Pools kept at most; the least recently used is closed beyond. */
+      maxPools?: number;
+      /** An idle socket is closed after this long. */
+      idleMs?: number;
+      /** Idle sockets kept per pool (as many as the deliveries one process sends at once, by default). */
+      maxFreePerPool?: number;
+    } = {},
+  ) {}
+
+  /** The agent for requests to `address` (checked) for `hostname`; made on first use. */
+  agentFor(protocol: 'http:' | 'https:', address: string, port: string, hostname: string): HttpAgent {
+    const key = `${protocol}//${address}|${port}|${hostname}`;
+    let agent = this.agents.get(key);
+    if (agent) {
+      // Most recently used last: the oldest pool is the one let go when there are too many.
+      this.agents.delete(key);
+      this.agents.set(key, agent);
+      return agent;
+    }
+    const options = {
+      keepAlive: true,
+      // An idle socket closes after this (before most servers' own keep-alive timeout of 5 s).
+      timeout: this.opts.idleMs ?? 4_000,
+      maxFreeSockets: this.opts.maxFreePerPool ?? 32,
+      scheduling: 'lifo' as const,
+    };
+    agent = protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+    this.agents.set(key, agent);
+    if (this.agents.size > (this.opts.maxPools ?? 1_000)) {
+      const [oldest, pool] = this.agents.entries().next().value!;
+      this.agents.delete(oldest);
+      pool.destroy();
+    }
+    return agent;
+  }
+
+  /** How many pools there are (one per scheme, address, port and name used). */
+  get size(): number {
+    return this.agents.size;
+  }
+
+  /** Closes every kept-alive socket; later requests open new ones. */
+  destroy(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
+}
+
 export interface PostOptions {
   body: string;
   headers: Record<string, string>;
@@ -121,6 +180,8 @@ export interface PostOptions {
   resolver?: Resolver;
   /** Read and thrown away; a longer answer is cut off here. */
   maxResponseBytes?: number;
+  /** Kept-alive connections to reuse; without, every request opens its own and closes it. */
+  pool?: ConnectionPool;
 }
 
 /** `Retry-After` as milliseconds: delta-seconds or an HTTP-date; null when absent or unreadable. */
@@ -167,7 +228,13 @@ export async function postWebhook(rawUrl: string, opts: PostOptions): Promise<Po
       address = resolved[0]!.address;
     }
     const res = await Promise.race([
-      send(url, address, hostname, opts, (abort) => (onTimeout = abort)),
+      send(url, address, hostname, opts, (abort) => (onTimeout = abort)).catch((err: SendError) => {
+        // A kept-alive socket the receiver closed as this request went out: once more on a new
+        // connection, within the same deadline (the receiver may see the delivery twice, as
+        // at-least-once allows).
+        if (!err.reused) throw err;
+        return send(url, address, hostname, { ...opts, pool: undefined }, (abort) => (onTimeout = abort));
+      }),
       deadline,
     ]);
     return {
@@ -187,6 +254,8 @@ export async function postWebhook(rawUrl: string, opts: PostOptions): Promise<Po
   }
 }
 
+type SendError = Error & { reused?: boolean };
+
 /** One request to the checked address; the answer's body is read (bounded) and thrown away. */
 function send(
   url: URL,
@@ -197,13 +266,15 @@ function send(
 ): Promise<{ status: number; retryAfter: string | undefined }> {
   const limit = opts.maxResponseBytes ?? 64 * 1024;
   return new Promise((resolve, reject) => {
-    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const https = url.protocol === 'https:';
+    const request = https ? httpsRequest : httpRequest;
+    const port = url.port || (https ? '443' : '80');
     const req = request({
       host: address,
-      port: url.port || (url.protocol === 'https:' ? 443 : 80),
+      port,
       path: `${url.pathname}${url.search}`,
       method: 'POST',
-      agent: false,
+      agent: opts.pool ? opts.pool.agentFor(https ? 'https:' : 'http:', address, port, hostname) : false,
       // TLS checks the certificate against the name in the URL, not the address connected to.
       ...(url.protocol === 'https:' && isIP(hostname) === 0 ? { servername: hostname } : {}),
       headers: {
@@ -215,8 +286,13 @@ function send(
       },
     });
     setAbort(() => req.destroy());
-    req.on('error', reject);
+    let answered = false;
+    req.on('error', (err: SendError) => {
+      if (!answered && req.reusedSocket) err.reused = true;
+      reject(err);
+    });
     req.on('response', (res: IncomingMessage) => {
+      answered = true;
       let seen = 0;
       const done = () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
       res.on('data', (chunk: Buffer) => {

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 
 const PREFIX = 'whsec_';
 
@@ -14,9 +14,20 @@ export const isWebhookSecret = (s: string): boolean => /^whsec_[A-Za-z0-9+/]{43}
 export function signWebhook(secrets: string[], id: string, timestampSeconds: number, body: string): string {
   const content = `${id}.${timestampSeconds}.${body}`;
   return secrets
-    .map((secret) => {
-      const key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64');
-      return `v1,${createHmac('sha256', key).update(content).digest('base64')}`;
-    })
+    .map((secret) => `v1,${createHmac('sha256', keyOf(secret)).update(content).digest('base64')}`)
     .join(' ');
+}
+
+// Secrets as keys, made once each: importing a key costs more than the HMAC of a small event.
+const keys = new Map<string, KeyObject>();
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (key === undefined) {
+    if (keys.size >= 1_000) keys.clear();
+    key = createSecretKey(
+      Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64'),
+    );
+    keys.set(secret, key);
+  }
+  return key;
 }

@@ -37,7 +37,7 @@ const TIMED = [
   'updateEndpoint',
   'deleteEndpoint',
   'claimDeliveries',
-  'finishDelivery',
+  'finishDeliveries',
   'listAttempts',
   'recoverDeliveries',
   'eventPosition',

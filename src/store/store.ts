@@ -410,8 +410,11 @@ export interface Store {
     perEndpoint: number;
     skipEndpoints: string[];
   }): Promise<DeliveryJob[]>;
-  /** Logs an attempt and reschedules (nextAttemptAt) or ends its delivery; ignored if the lease was lost. */
-  finishDelivery(f: FinishedAttempt): Promise<void>;
+  /**
+   * Logs each attempt and reschedules (nextAttemptAt) or ends its delivery, all in one write; an
+   * attempt whose lease was lost is ignored (neither logged nor applied).
+   */
+  finishDeliveries(f: FinishedAttempt[]): Promise<void>;
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
   /**

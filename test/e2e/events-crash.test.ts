@@ -5,33 +5,41 @@ import { Webhook } from 'standardwebhooks';
 import { ENGINES } from '../helpers/engines.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/wait.js';
-import { cli, serve } from './process.js';
+import { cli, serve, spawnBin } from './process.js';
 
 const KILLS = 20;
+
+/** A database of the engine's and a receiver, for one describe; `receiver` is a getter's proxy. */
+function attached(engine: (typeof ENGINES)[number], extra: Record<string, string>) {
+  const env: Record<string, string> = {
+    DATABASE_URL: '',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,500ms,1s,1s,1s,1s,1s,1s,1s',
+    RATE_LIMIT: '0',
+    ...extra,
+  };
+  let drop = async () => {};
+  let current: Receiver | undefined;
+  before(async () => {
+    const db = await engine.database();
+    env.DATABASE_URL = db.url;
+    drop = db.drop;
+    current = await startReceiver();
+  });
+  after(async () => {
+    await current?.close();
+    await drop();
+  });
+  // Read once the receiver is started (inside the tests).
+  const receiver = new Proxy({} as Receiver, { get: (_, key) => Reflect.get(current!, key) });
+  return { env, receiver };
+}
 
 // At least once, across crashes: every create and delete that was acknowledged reaches the
 // receiver, however often the process is killed in the middle of writing and delivering.
 for (const engine of ENGINES) {
   describe(`kill -9 with a webhook receiver attached (${engine.name})`, { skip: engine.skip }, () => {
-    const env: Record<string, string> = {
-      DATABASE_URL: '',
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      WEBHOOK_TIMEOUT: '2s',
-      WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,500ms,1s,1s,1s,1s,1s,1s,1s',
-      RATE_LIMIT: '0',
-    };
-    let drop = async () => {};
-    let receiver: Receiver;
-    before(async () => {
-      const db = await engine.database();
-      env.DATABASE_URL = db.url;
-      drop = db.drop;
-      receiver = await startReceiver();
-    });
-    after(async () => {
-      await receiver?.close();
-      await drop();
-    });
+    const { env, receiver } = attached(engine, { WEBHOOK_TIMEOUT: '2s' });
 
     // Generous: 20 restarts of a server, under load on a busy machine, take 1-2 minutes.
     it(`every acknowledged create's, change's and delete's event is delivered across ${KILLS} crashes`, {
@@ -144,6 +152,86 @@ for (const engine of ENGINES) {
         );
       } finally {
         await last.stop();
+      }
+    });
+  });
+}
+
+// The same guarantee with delivery in processes of its own: `serve --no-webhook-delivery` writes
+// the events, `plantstore deliver` sends them, and each deliverer is killed in the middle of its
+// batches (deliveries sent and not yet recorded, claimed and not yet sent).
+for (const engine of ENGINES) {
+  describe(`kill -9 of deliver processes (${engine.name})`, { skip: engine.skip }, () => {
+    const { env, receiver } = attached(engine, { WEBHOOK_TIMEOUT: '1s', WEBHOOK_DELIVERY: 'false' });
+
+    it('every event is delivered although each deliverer dies mid-batch', {
+      timeout: 3 * 60_000,
+    }, async () => {
+      const token = (await cli(['token', 'create', '--user', 'crash-deliver'], env)).stdout.trim();
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const server = await serve([], env);
+      try {
+        for (let i = 0; i < 5; i++) {
+          const res = await fetch(`${server.url}/webhooks`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ url: `${receiver.url}/${i}` }),
+          });
+          assert.equal(res.status, 201);
+        }
+        const created: number[] = [];
+        await Promise.all(
+          Array.from({ length: 8 }, async (_, w) => {
+            for (let i = 0; i < 40; i++) {
+              const res = await fetch(`${server.url}/plants`, {
+                method: 'POST',
+                headers,
+                body: JSON.stringify({ name: `d-${w}-${i}` }),
+              });
+              assert.equal(res.status, 201);
+              created.push(Number(/[0-9]+$/.exec(res.headers.get('location')!)![0]));
+            }
+          }),
+        );
+        // The server sends nothing itself.
+        assert.equal(receiver.received.length, 0);
+        const want = new Set(created.flatMap((id) => [0, 1, 2, 3, 4].map((e) => `/hook/${e} ${id}`)));
+        const got = () =>
+          new Set(
+            receiver.received.map(
+              (d) => `${d.path} ${(JSON.parse(d.body) as { data: { id: number } }).data.id}`,
+            ),
+          );
+        for (let k = 0; k < 4; k++) {
+          const deliverer = spawnBin(['deliver'], env);
+          const from = receiver.received.length;
+          await until(`deliverer ${k} to send some`, () => receiver.received.length >= from + 50, 60_000);
+          const exited = once(deliverer, 'exit');
+          deliverer.kill('SIGKILL');
+          await exited;
+        }
+        // A last deliverer takes over what the killed ones leased, once the leases run out.
+        const last = spawnBin(['deliver'], env);
+        try {
+          let missing: string[] = [];
+          await until(
+            'every event to reach every endpoint',
+            () => {
+              const seen = got();
+              missing = [...want].filter((k) => !seen.has(k));
+              return missing.length === 0;
+            },
+            90_000,
+          ).catch((err) => {
+            throw new Error(`${(err as Error).message}: ${missing.length} deliveries never made`);
+          });
+        } finally {
+          const exited = once(last, 'exit');
+          last.kill('SIGTERM');
+          await exited;
+        }
+      } finally {
+        await server.stop();
       }
     });
   });

@@ -2,6 +2,8 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+  /** The request's path (an endpoint's URL may add one to the receiver's). */
+  path: string;
   headers: IncomingHttpHeaders;
   body: string;
   at: number;
@@ -57,7 +59,7 @@ export async function startReceiver(): Promise<Receiver> {
     req.setEncoding('utf8');
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      r.received.push({ headers: req.headers, body, at: Date.now() });
+      r.received.push({ path: req.url ?? '', headers: req.headers, body, at: Date.now() });
       for (const w of waiters.filter((w) => r.received.length >= w.n)) {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve();

@@ -185,3 +185,103 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+// Finished attempts are recorded many in one write: each attempt is logged exactly once, each
+// delivery rescheduled or ended as its own attempt says (unless its lease was lost), and each
+// endpoint's record left as the attempts in their order would have left it.
+for (const engine of ENGINES) {
+  describe(`store finishDeliveries: ${engine.name}`, { skip: engine.skip }, () => {
+    let store: Store;
+    before(async () => {
+      store = await engine.open();
+    });
+    after(async () => {
+      await store?.close();
+    });
+
+    it('records a batch of attempts, each exactly once, in one write', async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const ok = await endpoint(store, o, { events: ['plant.created'] });
+      const flaky = await endpoint(store, o, { events: ['plant.created'] });
+      const mine = [ok.id, flaky.id];
+      for (let i = 0; i < 3; i++) await plant(store, o, g, { name: `b${i}`, at: new Date() });
+      const later = new Date(Date.now() + 365 * 86_400_000);
+      const claim = (leaseOwner: string) =>
+        store
+          .claimDeliveries({
+            now: later,
+            leaseMs: 60_000,
+            leaseOwner,
+            limit: 1000,
+            perEndpoint: 1000,
+            skipEndpoints: [],
+          })
+          .then((jobs) => jobs.filter((j) => mine.includes(j.endpoint.id)));
+      const jobs = await until('six deliveries to claim', async () => {
+        const got = await claim('batch-a');
+        return got.length === 6 && got;
+      });
+      const t0 = Date.now();
+      const at = (k: number) => new Date(t0 + k * 1000);
+      const okJobs = jobs.filter((j) => j.endpoint.id === ok.id);
+      const flakyJobs = jobs.filter((j) => j.endpoint.id === flaky.id);
+      // ok: three successes. flaky: fails, succeeds, fails (failing since that last failure); its
+      // last attempt comes from a dispatcher that lost the lease: logged, its delivery left alone.
+      const outcomes: ['succeeded' | 'retrying', string][] = [
+        ['retrying', 'batch-a'],
+        ['succeeded', 'batch-a'],
+        ['retrying', 'someone-else'],
+      ];
+      const batch = [
+        ...okJobs.map((j, k) => ({ j, k, outcome: 'succeeded' as const, leaseOwner: 'batch-a' })),
+        ...flakyJobs.map((j, k) => ({ j, k: 10 + k, outcome: outcomes[k]![0], leaseOwner: outcomes[k]![1] })),
+      ];
+      await store.finishDeliveries(
+        batch.map(({ j, k, outcome, leaseOwner }) => ({
+          deliveryId: j.id,
+          leaseOwner,
+          disableEndpoint: null,
+          attempt: {
+            deliveryId: j.id,
+            endpointId: j.endpoint.id,
+            eventId: j.event.id,
+            eventType: j.event.type,
+            attempt: j.attempts + 1,
+            at: at(k),
+            status: outcome === 'succeeded' ? 204 : 500,
+            outcome,
+            error: outcome === 'succeeded' ? null : 'the receiver answered 500',
+            durationMs: 3,
+            nextAttemptAt: outcome === 'retrying' ? at(k) : null,
+          },
+        })),
+      );
+      for (const [e, js] of [
+        [ok, okJobs],
+        [flaky, flakyJobs],
+      ] as const) {
+        const logged = await store.listAttempts(e.id, { limit: 100, beforeId: null });
+        assert.deepEqual(
+          logged.map((a) => a.deliveryId).sort(),
+          js.map((j) => j.id).sort(),
+          'every attempt logged, once',
+        );
+        assert.ok(logged.every((a) => a.attempt === 1));
+      }
+      const okNow = await store.getEndpoint(ok.id);
+      assert.equal(okNow?.lastSuccessAt?.getTime(), at(2).getTime());
+      assert.equal(okNow?.failingSince, null);
+      const flakyNow = await store.getEndpoint(flaky.id);
+      assert.equal(flakyNow?.lastSuccessAt?.getTime(), at(11).getTime());
+      assert.equal(flakyNow?.failingSince?.getTime(), at(12).getTime());
+      // Due again: the first flaky one (retrying). The succeeded ones are done, and the one whose
+      // lease was lost stays leased to batch-a until its lease runs out.
+      const again = await claim('batch-b');
+      assert.deepEqual(
+        again.map((j) => [j.id, j.attempts]),
+        [[flakyJobs[0]!.id, 1]],
+      );
+    });
+  });
+}

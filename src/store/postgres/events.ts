@@ -100,20 +100,36 @@ export const EVENT_QUERIES = {
     UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM checked c WHERE deliveries.id = c.id AND c.allowed
     RETURNING deliveries.id::text AS id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts`,
   eventsIn: `SELECT ${EVENT_COLS} FROM events WHERE id = ANY($1::text[])`,
-  finish: `WITH a AS (
-      INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status, outcome,
-        error, duration_ms, next_attempt_at)
-      VALUES ($1, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)),
-    d AS (UPDATE deliveries SET attempts = attempts + 1,
-        state = CASE WHEN $9 = 'retrying' THEN 'pending' ELSE $9 END,
-        next_attempt_at = COALESCE($12, next_attempt_at), lease_owner = NULL, lease_until = NULL
-      WHERE id = $1 AND lease_owner = $2)
-    UPDATE webhook_endpoints SET
-      last_success_at = CASE WHEN $9 = 'succeeded' THEN $7 ELSE last_success_at END,
-      failing_since = CASE WHEN $9 = 'succeeded' THEN NULL ELSE COALESCE(failing_since, $7) END,
-      status = CASE WHEN $13::text IS NOT NULL THEN 'disabled' ELSE status END,
-      disabled_reason = COALESCE($13::text, disabled_reason)
-    WHERE id = $3 AND ($9 = 'succeeded' OR $13::text IS NOT NULL OR failing_since IS NULL)`,
+  // Finished attempts, any number in one statement (one array per column, in their order): each is
+  // logged, its delivery rescheduled or ended (if still leased to the one that made the attempt),
+  // and each endpoint's record updated once, as the attempts in their order would have left it:
+  // its last success, and the first failure after it (or the first of all, if it was not failing).
+  finish: `WITH f AS (
+      SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[],
+        $7::timestamptz[], $8::int[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::text[])
+        WITH ORDINALITY AS f(delivery_id, lease_owner, endpoint_id, event_id, event_type, attempt, at, status,
+          outcome, error, duration_ms, next_attempt_at, disable, n)),
+    a AS (INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
+        outcome, error, duration_ms, next_attempt_at)
+      SELECT delivery_id, endpoint_id, event_id, event_type, attempt, at, status, outcome, error, duration_ms,
+        next_attempt_at FROM f ORDER BY n),
+    d AS (UPDATE deliveries SET attempts = deliveries.attempts + 1,
+        state = CASE WHEN f.outcome = 'retrying' THEN 'pending' ELSE f.outcome END,
+        next_attempt_at = COALESCE(f.next_attempt_at, deliveries.next_attempt_at), lease_owner = NULL,
+        lease_until = NULL
+      FROM f WHERE deliveries.id = f.delivery_id AND deliveries.lease_owner = f.lease_owner),
+    s AS (SELECT endpoint_id, max(n) FILTER (WHERE outcome = 'succeeded') AS sn FROM f GROUP BY endpoint_id),
+    ep AS (SELECT f.endpoint_id, max(f.at) FILTER (WHERE f.n = s.sn) AS success,
+        (array_agg(f.at ORDER BY f.n) FILTER (WHERE f.outcome <> 'succeeded' AND f.n > coalesce(s.sn, 0)))[1]
+          AS failure,
+        (array_agg(f.disable ORDER BY f.n) FILTER (WHERE f.disable IS NOT NULL))[1] AS disable
+      FROM f JOIN s ON s.endpoint_id = f.endpoint_id GROUP BY f.endpoint_id)
+    UPDATE webhook_endpoints w SET
+      last_success_at = COALESCE(ep.success, w.last_success_at),
+      failing_since = CASE WHEN ep.success IS NOT NULL THEN ep.failure ELSE COALESCE(w.failing_since, ep.failure) END,
+      status = CASE WHEN ep.disable IS NOT NULL THEN 'disabled' ELSE w.status END,
+      disabled_reason = COALESCE(ep.disable, w.disabled_reason)
+    FROM ep WHERE w.id = ep.endpoint_id`,
   attempts: 'SELECT * FROM delivery_attempts WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
   recover: `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev

@@ -431,22 +431,23 @@ export class PgStore implements Store {
     });
   }
 
-  async finishDelivery(f: FinishedAttempt): Promise<void> {
-    const a = f.attempt;
+  async finishDeliveries(list: FinishedAttempt[]): Promise<void> {
+    if (list.length === 0) return;
+    const column = <T>(fn: (f: FinishedAttempt) => T) => list.map(fn);
     await this.q('finish', [
-      f.deliveryId,
-      f.leaseOwner,
-      a.endpointId,
-      a.eventId,
-      a.eventType,
-      a.attempt,
-      a.at,
-      a.status,
-      a.outcome,
-      a.error,
-      Math.round(a.durationMs),
-      a.nextAttemptAt,
-      f.disableEndpoint,
+      column((f) => f.deliveryId),
+      column((f) => f.leaseOwner),
+      column((f) => f.attempt.endpointId),
+      column((f) => f.attempt.eventId),
+      column((f) => f.attempt.eventType),
+      column((f) => f.attempt.attempt),
+      column((f) => f.attempt.at),
+      column((f) => f.attempt.status),
+      column((f) => f.attempt.outcome),
+      column((f) => f.attempt.error),
+      column((f) => Math.round(f.attempt.durationMs)),
+      column((f) => f.attempt.nextAttemptAt),
+      column((f) => f.disableEndpoint),
     ]);
   }
 

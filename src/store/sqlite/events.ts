@@ -188,10 +188,22 @@ export class SqliteEvents {
          VALUES (@delivery_id, @endpoint_id, @event_id, @event_type, @attempt, @at, @status, @outcome, @error,
            @duration_ms, @next_attempt_at)`,
       ),
-      finish: db.prepare<[{ state: string; next: number | null; id: number; owner: string }]>(
-        `UPDATE deliveries SET attempts = attempts + 1, state = @state, next_attempt_at = COALESCE(@next, next_attempt_at),
-           lease_owner = NULL, lease_until = NULL
-         WHERE id = @id AND lease_owner = @owner`,
+      // Finished attempts, many in one statement each: [delivery id, endpoint id, event id, event type,
+      // attempt, at, status, outcome, error, duration, next attempt at, lease owner] as a JSON array.
+      insertAttempts: db.prepare<[string]>(
+        `INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
+           outcome, error, duration_ms, next_attempt_at)
+         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8,
+           value->>9, value->>10
+         FROM json_each(?) ORDER BY key`,
+      ),
+      finish: db.prepare<[string]>(
+        `UPDATE deliveries SET attempts = attempts + 1,
+           state = CASE WHEN f.outcome = 'retrying' THEN 'pending' ELSE f.outcome END,
+           next_attempt_at = COALESCE(f.next, next_attempt_at), lease_owner = NULL, lease_until = NULL
+         FROM (SELECT value->>0 AS id, value->>7 AS outcome, value->>10 AS next, value->>11 AS owner
+               FROM json_each(?)) AS f
+         WHERE deliveries.id = f.id AND deliveries.lease_owner = f.owner`,
       ),
       succeeded: db.prepare<[number, string]>(
         'UPDATE webhook_endpoints SET last_success_at = ?, failing_since = NULL WHERE id = ?',
@@ -423,31 +435,44 @@ export class SqliteEvents {
     this.s.endUnsent.run(Number(job.id), leaseOwner);
   }
 
-  finish(f: FinishedAttempt): void {
-    const a = f.attempt;
-    this.s.insertAttempt.run({
-      delivery_id: Number(f.deliveryId),
-      endpoint_id: a.endpointId,
-      event_id: a.eventId,
-      event_type: a.eventType,
-      attempt: a.attempt,
-      at: a.at.getTime(),
-      status: a.status,
-      outcome: a.outcome,
-      error: a.error,
-      duration_ms: Math.round(a.durationMs),
-      next_attempt_at: a.nextAttemptAt?.getTime() ?? null,
-    });
-    const state = a.outcome === 'retrying' ? 'pending' : a.outcome;
-    this.s.finish.run({
-      state,
-      next: a.nextAttemptAt?.getTime() ?? null,
-      id: Number(f.deliveryId),
-      owner: f.leaseOwner,
-    });
-    if (a.outcome === 'succeeded') this.s.succeeded.run(a.at.getTime(), a.endpointId);
-    else this.s.failing.run(a.at.getTime(), a.endpointId);
-    if (f.disableEndpoint) this.s.disable.run(f.disableEndpoint, a.endpointId);
+  /**
+   * Logs the attempts and reschedules or ends their deliveries (those still leased to the one that
+   * made the attempt), in two statements for the lot; then each endpoint's record once, as the
+   * attempts in their order would have left it.
+   */
+  finish(list: FinishedAttempt[]): void {
+    if (list.length === 0) return;
+    const rows = list.map(({ deliveryId, leaseOwner, attempt: a }) => [
+      Number(deliveryId),
+      a.endpointId,
+      a.eventId,
+      a.eventType,
+      a.attempt,
+      a.at.getTime(),
+      a.status,
+      a.outcome,
+      a.error,
+      Math.round(a.durationMs),
+      a.nextAttemptAt?.getTime() ?? null,
+      leaseOwner,
+    ]);
+    const json = JSON.stringify(rows);
+    this.s.insertAttempts.run(json);
+    this.s.finish.run(json);
+    // Per endpoint: its last success, and the first failure after it (or the first of all).
+    const ends = new Map<string, { success: number | null; failure: number | null }>();
+    for (const { attempt: a } of list) {
+      const at = a.at.getTime();
+      const e = ends.get(a.endpointId);
+      if (a.outcome === 'succeeded') ends.set(a.endpointId, { success: at, failure: null });
+      else if (!e) ends.set(a.endpointId, { success: null, failure: at });
+      else e.failure ??= at;
+    }
+    for (const [id, e] of ends) {
+      if (e.success !== null) this.s.succeeded.run(e.success, id);
+      if (e.failure !== null) this.s.failing.run(e.failure, id);
+    }
+    for (const f of list) if (f.disableEndpoint) this.s.disable.run(f.disableEndpoint, f.attempt.endpointId);
   }
 
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): AttemptRecord[] {

@@ -697,8 +697,9 @@ export class SqliteStore implements Store {
     return this.writer.write('claimDeliveries', q);
   }
 
-  finishDelivery(f: FinishedAttempt): Promise<void> {
-    return this.writer.write('finishDelivery', f);
+  finishDeliveries(f: FinishedAttempt[]): Promise<void> {
+    if (f.length === 0) return Promise.resolve();
+    return this.writer.write('finishDeliveries', f);
   }
 
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]> {

@@ -379,7 +379,7 @@ export class SqliteWrites {
     return this.e.claim(q);
   }
 
-  finishDelivery(f: FinishedAttempt): void {
+  finishDeliveries(f: FinishedAttempt[]): void {
     this.e.finish(f);
   }
 
