@@ -7,7 +7,7 @@
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
  *                          [--variants sqlite,tmpfs,sharing,endpoints,postgres] [--tmpfs /dev/shm] [--share 20] [--profile DIR]
- *                          [--disk-probe 10]
+ *                          [--disk-probe 10] [--base DIR]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
  * always on, SQLite with full durability):
@@ -93,6 +93,9 @@ const { values: opt } = parseArgs({
     'disk-probe': { type: 'string', default: '10' },
     // Where the tmpfs variant keeps its store: a directory on a tmpfs.
     tmpfs: { type: 'string', default: '/dev/shm' },
+    // A/B in one run: every variant also runs from another plantstore checkout (its bin/plantstore
+    // and dist/), named "… (base)", on a copy of the same store.
+    base: { type: 'string' },
     // Writes the results between docs/benchmarks.md's `mixed` markers (npm run bench passes it).
     write: { type: 'boolean', default: false },
   },
@@ -233,6 +236,7 @@ async function serve(
   env: Record<string, string>,
   first = false,
   cores = '0',
+  root = ROOT,
 ) {
   const profile = first ? opt.profile : undefined;
   const traceGc = first ? opt['trace-gc'] : undefined;
@@ -245,7 +249,7 @@ async function serve(
       process.execPath,
       ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profile)}`] : []),
       ...(traceGc ? ['--trace-gc'] : []),
-      join(ROOT, 'bin/plantstore'),
+      join(root, 'bin/plantstore'),
       'serve',
       '--port',
       String(port),
@@ -259,7 +263,7 @@ async function serve(
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/readyz');
-  return { name, url, child };
+  return { name: root === ROOT ? name : `${name} (base)`, url, child };
 }
 
 /** A PostgreSQL database of its own holding the same tokens and plants (same ids) as the file. */
@@ -332,6 +336,12 @@ for (const v of wanted) {
   const first = servers.length === 0;
   if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, first));
   if (v === 'tmpfs') servers.push(await serve('sqlite on tmpfs', `sqlite:${file}`, {}, first));
+  if (opt.base && (v === 'sqlite' || v === 'tmpfs')) {
+    const copy = file.replace(/\.db$/, '-base.db');
+    copyFileSync(dbPath, copy);
+    const name = v === 'sqlite' ? 'sqlite' : 'sqlite on tmpfs';
+    servers.push(await serve(name, `sqlite:${copy}`, {}, false, '0', resolve(opt.base)));
+  }
   if (v === 'sharing') {
     await share(`sqlite:${file}`);
     servers.push(await serve(`sqlite, sharing (${SHARE} gardens each)`, `sqlite:${file}`, {}, first));
