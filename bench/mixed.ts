@@ -35,6 +35,10 @@
  * connection did not send meanwhile), so one long stall weighs on them far more than on the
  * per-class figures.
  *
+ * Beside each variant's CPU per thread, stderr says how much of the run its threads waited for a
+ * CPU and how much of core 0 other processes used meanwhile: on a shared machine a stall of that
+ * kind is the machine's, not the server's.
+ *
  * Before the rounds it times `fsync` on the disk the stores live on (--disk-probe seconds of
  * 12 KB overwrites, a commit's size; 0 leaves it out): a durable create waits for one, so a stall
  * of the disk is a stall of every create in flight.
@@ -428,6 +432,13 @@ console.error(
 interface Run {
   /** CPU the server's threads used during the run, as a share of the run's wall time, by thread name. */
   cpu?: Record<string, number>;
+  /**
+   * While it ran: the share of the run the server's threads spent ready but waiting for the CPU
+   * (run queue), and the share of core 0 that processes other than the server used (another
+   * process on the pinned core: a stall that is not the server's).
+   */
+  waited?: number;
+  others?: number;
   rps: number;
   p50: number;
   p99: number;
@@ -484,6 +495,26 @@ function statTicks(path: string): { name: string; ticks: number } | null {
   }
 }
 
+/** Nanoseconds the threads of `pid` have spent waiting on a run queue (/proc/…/schedstat). */
+function runQueueNs(pid: number): number {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {} // it ended meanwhile
+  }
+  return ns;
+}
+
+/** Core 0's busy ticks so far (/proc/stat: user, nice, system, irq, softirq, steal). */
+function core0Ticks(): number {
+  const line = readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('cpu0 '))!;
+  const f = line.split(/\s+/).map(Number);
+  return f[1]! + f[2]! + f[3]! + f[6]! + f[7]! + f[8]!;
+}
+
 /** CPU ticks of each thread of `pid`, keyed "name/tid". */
 function threadTicks(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -514,18 +545,24 @@ function withCpu(pid: number | undefined, fn: () => Run): Run {
   if (pid === undefined) return fn();
   const before = threadTicks(pid);
   const pgBefore = postgresTicks();
+  const waitBefore = runQueueNs(pid);
+  const core0Before = core0Ticks();
   const t0 = performance.now();
   const run = fn();
   const seconds = (performance.now() - t0) / 1000;
   const cpu: Record<string, number> = {};
+  let ours = 0;
   for (const [key, ticks] of threadTicks(pid)) {
     const name = key.slice(0, key.lastIndexOf('/'));
     const used = (ticks - (before.get(key) ?? 0)) / TICKS_PER_S / seconds;
+    ours += used;
     if (used > 0) cpu[name] = (cpu[name] ?? 0) + used;
   }
   const pgUsed = (postgresTicks() - pgBefore) / TICKS_PER_S / seconds;
   if (pgUsed > 0.01) cpu.postgres = pgUsed;
-  return { ...run, cpu };
+  const waited = (runQueueNs(pid) - waitBefore) / 1e9 / seconds;
+  const others = Math.max(0, (core0Ticks() - core0Before) / TICKS_PER_S / seconds - ours);
+  return { ...run, cpu, waited, others };
 }
 const everyone = [...servers.map((s) => s.child), ceil];
 /** Runs `fn` with every other server stopped, so that none does housekeeping on the pinned core. */
@@ -586,10 +623,12 @@ for (const mix of opt.mix!) {
     const cpu = new Map<string, number[]>();
     for (const r of runs)
       for (const [k, v] of Object.entries(r.cpu ?? {})) cpu.set(k, [...(cpu.get(k) ?? []), v]);
+    const waited = median(runs.map((r) => r.waited ?? 0)).toFixed(2);
+    const others = runs.map((r) => r.others ?? 0);
     console.error(
       `${mix} ${s.name} CPU per thread (share of a core, median): ${[...cpu]
         .map(([k, v]) => `${k} ${median(v).toFixed(2)}`)
-        .join(', ')}`,
+        .join(', ')}; its threads waited for a CPU ${waited} of the time; other processes used ${median(others).toFixed(2)} of core 0 (max ${Math.max(...others).toFixed(2)})`,
     );
     say(
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
