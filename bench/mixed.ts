@@ -35,9 +35,9 @@
  * connection did not send meanwhile), so one long stall weighs on them far more than on the
  * per-class figures.
  *
- * Beside each variant's CPU per thread, stderr says how much of the run its threads waited for a
- * CPU and how much of core 0 other processes used meanwhile: on a shared machine a stall of that
- * kind is the machine's, not the server's.
+ * Beside each variant's CPU per thread, stderr says how much of the run its event loop's thread
+ * waited for a CPU and how much of core 0 other processes used meanwhile: on a shared machine a
+ * stall of that kind is the machine's, not the server's.
  *
  * Before the rounds it times `fsync` on the disk the stores live on (--disk-probe seconds of
  * 12 KB overwrites, a commit's size; 0 leaves it out): a durable create waits for one, so a stall
@@ -433,8 +433,8 @@ interface Run {
   /** CPU the server's threads used during the run, as a share of the run's wall time, by thread name. */
   cpu?: Record<string, number>;
   /**
-   * While it ran: the share of the run the server's threads spent ready but waiting for the CPU
-   * (run queue), and the share of core 0 that processes other than the server used (another
+   * While it ran: the share of the run the server's main thread spent ready but waiting for the
+   * CPU (run queue), and the share of core 0 that processes other than the server used (another
    * process on the pinned core: a stall that is not the server's).
    */
   waited?: number;
@@ -495,15 +495,9 @@ function statTicks(path: string): { name: string; ticks: number } | null {
   }
 }
 
-/** Nanoseconds the threads of `pid` have spent waiting on a run queue (/proc/…/schedstat). */
+/** Nanoseconds the main thread (the event loop) of `pid` has spent waiting on a run queue. */
 function runQueueNs(pid: number): number {
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
-    } catch {} // it ended meanwhile
-  }
-  return ns;
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]);
 }
 
 /** Core 0's busy ticks so far (/proc/stat: user, nice, system, irq, softirq, steal). */
@@ -628,7 +622,7 @@ for (const mix of opt.mix!) {
     console.error(
       `${mix} ${s.name} CPU per thread (share of a core, median): ${[...cpu]
         .map(([k, v]) => `${k} ${median(v).toFixed(2)}`)
-        .join(', ')}; its threads waited for a CPU ${waited} of the time; other processes used ${median(others).toFixed(2)} of core 0 (max ${Math.max(...others).toFixed(2)})`,
+        .join(', ')}; its event loop waited for a CPU ${waited} of the time; other processes used ${median(others).toFixed(2)} of core 0 (max ${Math.max(...others).toFixed(2)})`,
     );
     say(
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
