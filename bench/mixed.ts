@@ -7,7 +7,7 @@
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
  *                          [--variants sqlite,tmpfs,sharing,endpoints,postgres] [--tmpfs /dev/shm] [--share 20] [--profile DIR]
- *                          [--disk-probe 10]
+ *                          [--disk-probe 10] [--base DIR]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
  * always on, SQLite with full durability):
@@ -34,6 +34,10 @@
  * coordinated omission (a response slower than the average adds samples for the requests the
  * connection did not send meanwhile), so one long stall weighs on them far more than on the
  * per-class figures.
+ *
+ * Beside each variant's CPU per thread, stderr says how much of the run its event loop's thread
+ * waited for a CPU and how much of core 0 other processes used meanwhile: on a shared machine a
+ * stall of that kind is the machine's, not the server's.
  *
  * Before the rounds it times `fsync` on the disk the stores live on (--disk-probe seconds of
  * 12 KB overwrites, a commit's size; 0 leaves it out): a durable create waits for one, so a stall
@@ -93,6 +97,9 @@ const { values: opt } = parseArgs({
     'disk-probe': { type: 'string', default: '10' },
     // Where the tmpfs variant keeps its store: a directory on a tmpfs.
     tmpfs: { type: 'string', default: '/dev/shm' },
+    // A/B in one run: every variant also runs from another plantstore checkout (its bin/plantstore
+    // and dist/), named "… (base)", on a copy of the same store.
+    base: { type: 'string' },
     // Writes the results between docs/benchmarks.md's `mixed` markers (npm run bench passes it).
     write: { type: 'boolean', default: false },
   },
@@ -233,6 +240,7 @@ async function serve(
   env: Record<string, string>,
   first = false,
   cores = '0',
+  root = ROOT,
 ) {
   const profile = first ? opt.profile : undefined;
   const traceGc = first ? opt['trace-gc'] : undefined;
@@ -245,7 +253,7 @@ async function serve(
       process.execPath,
       ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profile)}`] : []),
       ...(traceGc ? ['--trace-gc'] : []),
-      join(ROOT, 'bin/plantstore'),
+      join(root, 'bin/plantstore'),
       'serve',
       '--port',
       String(port),
@@ -259,7 +267,7 @@ async function serve(
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/readyz');
-  return { name, url, child };
+  return { name: root === ROOT ? name : `${name} (base)`, url, child };
 }
 
 /** A PostgreSQL database of its own holding the same tokens and plants (same ids) as the file. */
@@ -332,6 +340,12 @@ for (const v of wanted) {
   const first = servers.length === 0;
   if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, first));
   if (v === 'tmpfs') servers.push(await serve('sqlite on tmpfs', `sqlite:${file}`, {}, first));
+  if (opt.base && (v === 'sqlite' || v === 'tmpfs')) {
+    const copy = file.replace(/\.db$/, '-base.db');
+    copyFileSync(dbPath, copy);
+    const name = v === 'sqlite' ? 'sqlite' : 'sqlite on tmpfs';
+    servers.push(await serve(name, `sqlite:${copy}`, {}, false, '0', resolve(opt.base)));
+  }
   if (v === 'sharing') {
     await share(`sqlite:${file}`);
     servers.push(await serve(`sqlite, sharing (${SHARE} gardens each)`, `sqlite:${file}`, {}, first));
@@ -418,6 +432,13 @@ console.error(
 interface Run {
   /** CPU the server's threads used during the run, as a share of the run's wall time, by thread name. */
   cpu?: Record<string, number>;
+  /**
+   * While it ran: the share of the run the server's main thread spent ready but waiting for the
+   * CPU (run queue), and the share of core 0 that processes other than the server used (another
+   * process on the pinned core: a stall that is not the server's).
+   */
+  waited?: number;
+  others?: number;
   rps: number;
   p50: number;
   p99: number;
@@ -474,6 +495,20 @@ function statTicks(path: string): { name: string; ticks: number } | null {
   }
 }
 
+/** Nanoseconds the main thread (the event loop) of `pid` has spent waiting on a run queue. */
+function runQueueNs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]);
+}
+
+/** Core 0's busy ticks so far (/proc/stat: user, nice, system, irq, softirq, steal). */
+function core0Ticks(): number {
+  const line = readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('cpu0 '))!;
+  const f = line.split(/\s+/).map(Number);
+  return f[1]! + f[2]! + f[3]! + f[6]! + f[7]! + f[8]!;
+}
+
 /** CPU ticks of each thread of `pid`, keyed "name/tid". */
 function threadTicks(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -504,18 +539,24 @@ function withCpu(pid: number | undefined, fn: () => Run): Run {
   if (pid === undefined) return fn();
   const before = threadTicks(pid);
   const pgBefore = postgresTicks();
+  const waitBefore = runQueueNs(pid);
+  const core0Before = core0Ticks();
   const t0 = performance.now();
   const run = fn();
   const seconds = (performance.now() - t0) / 1000;
   const cpu: Record<string, number> = {};
+  let ours = 0;
   for (const [key, ticks] of threadTicks(pid)) {
     const name = key.slice(0, key.lastIndexOf('/'));
     const used = (ticks - (before.get(key) ?? 0)) / TICKS_PER_S / seconds;
+    ours += used;
     if (used > 0) cpu[name] = (cpu[name] ?? 0) + used;
   }
   const pgUsed = (postgresTicks() - pgBefore) / TICKS_PER_S / seconds;
   if (pgUsed > 0.01) cpu.postgres = pgUsed;
-  return { ...run, cpu };
+  const waited = (runQueueNs(pid) - waitBefore) / 1e9 / seconds;
+  const others = Math.max(0, (core0Ticks() - core0Before) / TICKS_PER_S / seconds - ours);
+  return { ...run, cpu, waited, others };
 }
 const everyone = [...servers.map((s) => s.child), ceil];
 /** Runs `fn` with every other server stopped, so that none does housekeeping on the pinned core. */
@@ -576,10 +617,12 @@ for (const mix of opt.mix!) {
     const cpu = new Map<string, number[]>();
     for (const r of runs)
       for (const [k, v] of Object.entries(r.cpu ?? {})) cpu.set(k, [...(cpu.get(k) ?? []), v]);
+    const waited = median(runs.map((r) => r.waited ?? 0)).toFixed(2);
+    const others = runs.map((r) => r.others ?? 0);
     console.error(
       `${mix} ${s.name} CPU per thread (share of a core, median): ${[...cpu]
         .map(([k, v]) => `${k} ${median(v).toFixed(2)}`)
-        .join(', ')}`,
+        .join(', ')}; its event loop waited for a CPU ${waited} of the time; other processes used ${median(others).toFixed(2)} of core 0 (max ${Math.max(...others).toFixed(2)})`,
     );
     say(
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,

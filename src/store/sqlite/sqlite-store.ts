@@ -119,6 +119,9 @@ const toToken = (r: TokenRow): TokenRecord => ({
   lastUsedAt: r.last_used_at === null ? null : new Date(r.last_used_at),
 });
 
+// Enough microtasks for a list's chain of awaits from one read to its next; a few more batches at most.
+const READ_FOLLOW_UPS = { batches: 4, hops: 8 };
+
 /** The embedded store: one better-sqlite3 connection, WAL, prepared statements. */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite';
@@ -327,7 +330,9 @@ export class SqliteStore implements Store {
   // transaction. Each read on its own would take and drop SQLite's shared-memory read lock (two
   // fcntl calls and a stat); a batch does that once. The snapshot is taken after every request in
   // the batch has arrived, so each still sees every write acknowledged before it was sent.
-  private readonly reads = new TurnBatch((batch) => this.readBatch(batch));
+  // A request's next read (a list's marks after its gardens, its page after the marks) is read in
+  // the same turn, not a turn later (TurnBatch's follow-ups).
+  private readonly reads = new TurnBatch((batch) => this.readBatch(batch), READ_FOLLOW_UPS);
 
   // Counts read batches: the clock is read once in each (every read of a batch sees one snapshot).
   private turn = 0;
