@@ -5,9 +5,10 @@ import type { PLANT_QUERIES } from './plant-queries.js';
 
 // The plant reads of the PostgreSQL store. As in the SQLite store, the reads of one kind that arrive
 // in one turn of the event loop become one statement (getPlant and plantFor one, listPlants
-// another): a batch costs one pool checkout, one round trip and one statement's parse, bind and
-// plan instead of one per call. Its statement is sent after every request of the turn has queued
-// its read, so each read still sees every write acknowledged before it was sent.
+// another, scopeMarks a third): a batch costs one pool checkout, one round trip and one
+// statement's parse, bind and plan instead of one per call. Its statement is sent after every
+// request of the turn has queued its read (and, under load, once fewer than IN_FLIGHT of its kind
+// are under way), so each read still sees every write acknowledged before it was sent.
 
 /** A read of one plant, with the role of `user` in its garden (null: none asked). */
 interface PlantRead {
