@@ -41,6 +41,7 @@ describe('SQLite store specifics', () => {
       { version: 6, name: '0006_plant_versions' },
       { version: 7, name: '0007_gardens' },
       { version: 8, name: '0008_token_pages' },
+      { version: 9, name: '0009_delivery_indexes' },
     ]);
     db.close();
   });
@@ -296,6 +297,7 @@ describe('SQLite store specifics', () => {
       '0006_plant_versions',
       '0007_gardens',
       '0008_token_pages',
+      '0009_delivery_indexes',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = await store.listEvents({ after: '0', gardens: null, limit: 10 });
@@ -373,7 +375,12 @@ describe('SQLite store specifics', () => {
         VALUES ('a', 'k', 'h', 'done', 201, 3, ${Date.now()}, ${Date.now()});`);
     old.close();
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0006_plant_versions', '0007_gardens', '0008_token_pages']);
+    assert.deepEqual(await store.migrate(), [
+      '0006_plant_versions',
+      '0007_gardens',
+      '0008_token_pages',
+      '0009_delivery_indexes',
+    ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
     const homeA = home!.garden;
@@ -430,6 +437,7 @@ describe('SQLite store specifics', () => {
       '0006_plant_versions',
       '0007_gardens',
       '0008_token_pages',
+      '0009_delivery_indexes',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

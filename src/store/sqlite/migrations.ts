@@ -309,4 +309,15 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX tokens_page ON tokens (created_at, id);
     `,
   },
+  {
+    version: 9,
+    name: '0009_delivery_indexes',
+    // Every create queues a delivery row per endpoint that wants its event, and each index on
+    // deliveries is one more b-tree insert per row: these two are read by no statement (claims
+    // use deliveries_endpoint_due, recover deliveries_endpoint_event, the purge goes by event_seq).
+    sql: `
+      DROP INDEX deliveries_due;
+      DROP INDEX deliveries_event;
+    `,
+  },
 ];
