@@ -12,20 +12,26 @@
  * delivery is delivered: the backlog left when the load stopped, how long it took to drain, and
  * the deliveries per second the receiver acknowledged meanwhile.
  *
- *   npx tsx bench/events-cost.ts [--rounds 5] [--duration 5] [--deliver server|process|both] [--profile DIR]
+ *   npx tsx bench/events-cost.ts [--write] [--rounds 5] [--duration 5] [--deliver server|process|both] [--profile DIR]
  *   (needs wrk: apt-get install wrk)
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
+import { printed, writeSection } from './report.js';
+
+/** What the run prints to stdout, kept to be written into docs/benchmarks.md with --write. */
+const { say, lines: report } = printed();
 
 const { values: opt } = parseArgs({
   options: {
     rounds: { type: 'string', default: '5' },
+    // Writes the table between docs/benchmarks.md's `webhooks` markers.
+    write: { type: 'boolean', default: false },
     duration: { type: 'string', default: '5' },
     // Where the 10-hooks server's deliveries are sent from: the server itself, a `deliver` process, or both (two servers).
     deliver: { type: 'string', default: 'server' },
@@ -214,21 +220,26 @@ for (const t of targets) {
 }
 await Promise.all(targets.flatMap((t) => t.procs.map((p) => new Promise((r) => p.once('exit', r)))));
 
-const baseRps = median(results.get(targets[0]!.name)!.map((r) => r.rps));
-console.log(
-  `| server (core ${SERVER_CORE}) | create req/s (median of ${opt.rounds}) | × no endpoints | p50 | p99 | backlog at the end | drained in | deliveries/s draining |`,
+const base = results.get(targets[0]!.name)!;
+say(
+  `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, POST /plants on SQLite (full durability), wrk 50 connections, ${opt.rounds} rounds × ${opt.duration} s; × no endpoints is the median of the per-round ratios\n`,
 );
-console.log('|---|---|---|---|---|---|---|---|');
+say(
+  `| server (core ${SERVER_CORE}) (core ${SERVER_CORE}) | create req/s (median of ${opt.rounds}) | × no endpoints | p50 | p99 | backlog at the end | drained in | deliveries/s draining |`,
+);
+say('|---|---|---|---|---|---|---|---|');
 for (const t of targets) {
   const rs = results.get(t.name)!;
   const rps = median(rs.map((r) => r.rps));
   const d = drains.get(t.name);
-  console.log(
-    `| ${t.name} | ${rps.toFixed(0)} | ${(rps / baseRps).toFixed(2)} | ${median(rs.map((r) => r.p50)).toFixed(2)} ms | ${median(rs.map((r) => r.p99)).toFixed(2)} ms | ${
+  const ratio = median(rs.map((r, i) => r.rps / base[i]!.rps));
+  say(
+    `| ${t.name} | ${rps.toFixed(0)} | ${ratio.toFixed(2)} | ${median(rs.map((r) => r.p50)).toFixed(2)} ms | ${median(rs.map((r) => r.p99)).toFixed(2)} ms | ${
       d ? `${d.backlog} | ${d.seconds.toFixed(1)} s | ${d.rate.toFixed(0)}` : '– | – | –'
     } |`,
   );
 }
 receiverProc.kill('SIGTERM');
 await new Promise((r) => receiverProc.once('exit', r));
-console.log(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
+say(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
+if (opt.write) writeSection(join(ROOT, 'docs/benchmarks.md'), 'webhooks', report.join('\n').trim());

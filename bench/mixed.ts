@@ -66,14 +66,10 @@ import { createToken } from '../src/identity/tokens.js';
 import { openStore } from '../src/store/index.js';
 import { gardenId } from '../src/store/plant-changes.js';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
-import { writeSection } from './report.js';
+import { printed, writeSection } from './report.js';
 
 /** What the run prints to stdout, kept to be written into docs/benchmarks.md with --write. */
-const report: string[] = [];
-const say = (line: string) => {
-  console.log(line);
-  report.push(line);
-};
+const { say, lines: report } = printed();
 
 const { values: opt } = parseArgs({
   options: {
@@ -622,7 +618,9 @@ for (const mix of opt.mix!) {
     console.error(
       `${mix} ${s.name} CPU per thread (share of a core, median): ${[...cpu]
         .map(([k, v]) => `${k} ${median(v).toFixed(2)}`)
-        .join(', ')}; its event loop waited for a CPU ${waited} of the time; other processes used ${median(others).toFixed(2)} of core 0 (max ${Math.max(...others).toFixed(2)})`,
+        .join(
+          ', ',
+        )}; its event loop waited for a CPU ${waited} of the time; other processes used ${median(others).toFixed(2)} of core 0 (max ${Math.max(...others).toFixed(2)})`,
     );
     say(
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${(rps / crps).toFixed(2)} | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,

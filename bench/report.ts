@@ -247,6 +247,18 @@ export function chart(results: Results, targets: string[]): string {
   return parts.join('\n');
 }
 
+/** `say` prints a line and keeps it in `lines`, for a section written with writeSection. */
+export function printed(): { say: (line: string) => void; lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    say: (line) => {
+      console.log(line);
+      lines.push(line);
+    },
+  };
+}
+
 /** Replaces what lies between a document's `<!-- NAME:start … -->` and `<!-- NAME:end -->`, keeping the prose around it. */
 export function writeSection(file: string, name: string, content: string): void {
   const start = `<!-- ${name}:start (written by npm run bench; edit outside these markers) -->`;
