@@ -67,6 +67,7 @@ describe('bin/plantstore on a Node.js older than 22.14', () => {
 
 describe('bin/plantstore serve on this Node', () => {
   const execve = typeof (process as { execve?: unknown }).execve === 'function';
+  const node24 = Number(process.versions.node.split('.')[0]) >= 24;
   const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
 
   it('PLANTSTORE_MEMORY_REDUCER=off runs the server with the reducer off, in the same process', {
@@ -91,6 +92,21 @@ describe('bin/plantstore serve on this Node', () => {
       assert.equal(args.includes('--max-semi-space-size=16'), execve);
       const environ = readFileSync(`/proc/${s.child.pid}/environ`, 'utf8').split('\0');
       assert.equal(environ.includes('MALLOC_ARENA_MAX=2'), execve);
+      // V8's memory saver mode on Node 24 and newer (Node 22's V8 may not know the flag).
+      assert.equal(args.includes('--memory-saver-mode'), execve && node24);
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+  });
+
+  it('PLANTSTORE_MEMORY_SAVER=off leaves V8’s memory saver mode off', {
+    skip: !execve && 'no execve',
+  }, async () => {
+    const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`], {
+      PLANTSTORE_MEMORY_SAVER: 'off',
+    });
+    try {
+      assert.ok(!cmdline(s.child.pid!).includes('--memory-saver-mode'));
     } finally {
       assert.equal(await s.stop(), 0);
     }
