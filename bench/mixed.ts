@@ -22,6 +22,7 @@
  *              deeper in a shared list)
  *   endpoints  SQLite with webhook endpoints: one of an admin (every event) and one for each of
  *              ten users, delivering to a receiver on core 1
+ *   saver      SQLite with V8's --memory-saver-mode (PLANTSTORE_MEMORY_SAVER=on), to weigh its cost
  *   inline     SQLite with its writes committed on the event loop (PLANTSTORE_SQLITE_WRITER=inline)
  *   postgres   PostgreSQL, one instance (--pg URL; skipped, and said so, when unreachable), its
  *              server not pinned: it shares both cores with PostgreSQL's processes (and wrk's)
@@ -205,7 +206,7 @@ function diskProbe(dir: string, label: string, seconds: number): void {
 }
 const wanted = opt.variants!.split(',').map((v) => v.trim());
 const unknown = wanted.filter(
-  (v) => !['sqlite', 'tmpfs', 'sharing', 'endpoints', 'inline', 'postgres'].includes(v),
+  (v) => !['sqlite', 'tmpfs', 'saver', 'sharing', 'endpoints', 'inline', 'postgres'].includes(v),
 );
 if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
 const memoryDir = wanted.includes('tmpfs') ? tmpfsDir() : null;
@@ -336,6 +337,11 @@ for (const v of wanted) {
   const first = servers.length === 0;
   if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, first));
   if (v === 'tmpfs') servers.push(await serve('sqlite on tmpfs', `sqlite:${file}`, {}, first));
+  if (v === 'saver') {
+    servers.push(
+      await serve('sqlite, memory saver on', `sqlite:${file}`, { PLANTSTORE_MEMORY_SAVER: 'on' }, first),
+    );
+  }
   if (opt.base && (v === 'sqlite' || v === 'tmpfs')) {
     const copy = file.replace(/\.db$/, '-base.db');
     copyFileSync(dbPath, copy);
