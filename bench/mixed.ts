@@ -581,6 +581,7 @@ say(
   '| workload | server | req/s | ceiling req/s | ratio to the ceiling (per round) | p50 | p99 | per class: p50 / p99 / longest (ms) |',
 );
 say('|---|---|---|---|---|---|---|---|');
+const against: string[] = [];
 for (const mix of opt.mix!) {
   const ours = new Map<Server, Run[]>(servers.map((s) => [s, []]));
   const theirs: Run[] = [];
@@ -634,6 +635,18 @@ for (const mix of opt.mix!) {
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | **${median(ratios).toFixed(2)}** (${ratios.map((x) => x.toFixed(2)).join(', ')}) | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
     );
   }
+  // Each variant against the first (the endpoints' cost, the disk's, sharing's), round by round.
+  const first = ours.get(servers[0]!)!;
+  for (const s of servers.slice(1)) {
+    const r = ours.get(s)!.map((run, i) => run.rps / first[i]!.rps);
+    against.push(
+      `${mix}: ${s.name} ÷ ${servers[0]!.name} **${median(r).toFixed(2)}** (${r.map((x) => x.toFixed(2)).join(', ')})`,
+    );
+  }
+}
+if (against.length) {
+  say('\nEach variant ÷ the first, req/s in the same round (median, then each round):\n');
+  for (const line of against) say(`- ${line}`);
 }
 // Clean stops, so that a profile is written and the receiver says what it took.
 for (const c of everyone) c.kill('SIGCONT');
