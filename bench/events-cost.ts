@@ -160,11 +160,10 @@ if (opt.deliver !== 'server') {
   hooked.push(await start('10 hooks, delivered by a deliver process', 10, receiverUrl, true, profile));
 }
 const targets = [await start('events, no endpoints', 0, receiverUrl, false), ...hooked];
-console.error(
-  `cores: each server on core ${SERVER_CORE} alone (the others stopped); wrk, the receiver${
-    opt.deliver === 'server' ? '' : ' and the deliver process'
-  } on core ${LOAD_CORE}`,
-);
+const cores = `cores: each server on core ${SERVER_CORE} alone (the others stopped); wrk, the receiver${
+  opt.deliver === 'server' ? '' : ' and the deliver process'
+} on core ${LOAD_CORE}`;
+console.error(cores);
 const results = new Map<string, { rps: number; p50: number; p99: number }[]>();
 try {
   for (const t of targets) {
@@ -222,10 +221,10 @@ await Promise.all(targets.flatMap((t) => t.procs.map((p) => new Promise((r) => p
 
 const base = results.get(targets[0]!.name)!;
 say(
-  `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, POST /plants on SQLite (full durability), wrk 50 connections, ${opt.rounds} rounds × ${opt.duration} s; × no endpoints is the median of the per-round ratios\n`,
+  `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, POST /plants on SQLite (full durability), wrk 50 connections, ${opt.rounds} rounds × ${opt.duration} s; × no endpoints is the median of the per-round ratios; ${cores}\n`,
 );
 say(
-  `| server (core ${SERVER_CORE}) (core ${SERVER_CORE}) | create req/s (median of ${opt.rounds}) | × no endpoints | p50 | p99 | backlog at the end | drained in | deliveries/s draining |`,
+  `| server (core ${SERVER_CORE}) | create req/s (median of ${opt.rounds}) | × no endpoints | p50 | p99 | backlog at the end | drained in | deliveries/s draining |`,
 );
 say('|---|---|---|---|---|---|---|---|');
 for (const t of targets) {
