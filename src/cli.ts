@@ -94,6 +94,19 @@ function parseScopes(text: string | undefined): Scope[] {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : 'never');
 
+/** Adds the configuration fields `keys` as options of `cmd` (a boolean one also as a hidden `--no-…`). */
+function withConfig(cmd: Command, keys: readonly (keyof Config)[]): Command {
+  for (const k of keys) {
+    const f = FIELDS[k];
+    const value = typeof f.default === 'boolean' ? '[value]' : '<value>';
+    cmd.addOption(new Option(`${f.flag} ${value}`, `${f.doc} (env ${f.env}, default ${String(f.default)})`));
+    if (typeof f.default === 'boolean') {
+      cmd.addOption(new Option(`--no-${f.flag.slice(2)}`, `the same as ${f.flag} false`).hideHelp());
+    }
+  }
+  return cmd;
+}
+
 export function buildCli(): Command {
   const program = new Command('plantstore')
     .description('A Plant Store HTTP service on SQLite or PostgreSQL')
@@ -101,40 +114,22 @@ export function buildCli(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} });
 
-  const serve = program.command('serve').description('run the HTTP service (migrates the store first)');
-  for (const k of CONFIG_KEYS) {
-    const f = FIELDS[k];
-    const value = typeof f.default === 'boolean' ? '[value]' : '<value>';
-    serve.addOption(
-      new Option(`${f.flag} ${value}`, `${f.doc} (env ${f.env}, default ${String(f.default)})`),
-    );
-    if (typeof f.default === 'boolean') {
-      serve.addOption(new Option(`--no-${f.flag.slice(2)}`, `the same as ${f.flag} false`).hideHelp());
-    }
-  }
+  const serve = withConfig(
+    program.command('serve').description('run the HTTP service (migrates the store first)'),
+    CONFIG_KEYS,
+  );
   serve.action(async (opts: Record<string, unknown>) => {
     await serveAll(configFrom(opts));
   });
 
-  const deliver = program
-    .command('deliver')
-    .description(
-      'send webhook deliveries, and nothing else, until SIGTERM (beside `serve --no-webhook-delivery`; any number may run)',
-    );
-  for (const k of [
-    'database',
-    'durability',
-    'logLevel',
-    'webhookAllowPrivate',
-    'webhookTimeout',
-    'webhookRetrySchedule',
-  ] as const) {
-    const f = FIELDS[k];
-    const value = typeof f.default === 'boolean' ? '[value]' : '<value>';
-    deliver.addOption(
-      new Option(`${f.flag} ${value}`, `${f.doc} (env ${f.env}, default ${String(f.default)})`),
-    );
-  }
+  const deliver = withConfig(
+    program
+      .command('deliver')
+      .description(
+        'send webhook deliveries, and nothing else, until SIGTERM (beside `serve --no-webhook-delivery`; any number may run)',
+      ),
+    ['database', 'durability', 'logLevel', 'webhookAllowPrivate', 'webhookTimeout', 'webhookRetrySchedule'],
+  );
   deliver.action(async (opts: Record<string, unknown>) => {
     await deliverUntilStopped(configFrom(opts));
   });

@@ -412,7 +412,7 @@ export interface Store {
   }): Promise<DeliveryJob[]>;
   /**
    * Logs each attempt and reschedules (nextAttemptAt) or ends its delivery, all in one write; an
-   * attempt whose lease was lost is ignored (neither logged nor applied).
+   * attempt whose lease was lost is logged, and its delivery is left as it is.
    */
   finishDeliveries(f: FinishedAttempt[]): Promise<void>;
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
