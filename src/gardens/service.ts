@@ -52,7 +52,10 @@ function refusal(why: GardenRefusal): AppError {
     case 'last_owner':
       return new ConflictError('last_owner', 'a garden must keep at least one owner');
     case 'too_many_gardens':
-      return new ConflictError('too_many_gardens', 'a user may belong to at most 100 gardens');
+      return new ConflictError(
+        'too_many_gardens',
+        'a user may make at most 100 gardens (its home garden included) and belong to at most 1,000',
+      );
     case 'too_many_members':
       return new ConflictError('too_many_members', 'a garden may have at most 1,000 members');
     case 'garden_not_empty':

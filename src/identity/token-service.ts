@@ -69,22 +69,22 @@ function listingHash(caller: string, user: string | null): string {
     .slice(0, 16);
 }
 
+// A cursor names the token its page ended with; the store pages on in the order tokens were made.
+// Cursors of the form before that (`1.<createdAt>.<id>.<hash>`) are still read, by their id.
 function encodeCursor(last: TokenRecord, caller: string, user: string | null): string {
-  return Buffer.from(`1.${last.createdAt.getTime()}.${last.id}.${listingHash(caller, user)}`).toString(
-    'base64url',
-  );
+  return Buffer.from(`2.${last.id}.${listingHash(caller, user)}`).toString('base64url');
 }
 
 function decodeCursor(cursor: string, caller: string, user: string | null) {
   const bad = (why: string) =>
     new BadRequestError('invalid_cursor', `cursor ${why}`, [{ field: '/cursor', message: why }]);
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw bad('is not a cursor this service issued');
-  const m = /^1\.(0|[1-9][0-9]{0,15})\.(tok_[A-Za-z0-9_-]{12})\.([A-Za-z0-9_-]{16})$/.exec(
+  const m = /^(?:2|1\.(?:0|[1-9][0-9]{0,15}))\.(tok_[A-Za-z0-9_-]{12})\.([A-Za-z0-9_-]{16})$/.exec(
     Buffer.from(cursor, 'base64url').toString('latin1'),
   );
-  if (!m || !Number.isSafeInteger(Number(m[1]))) throw bad('is not a cursor this service issued');
-  if (m[3] !== listingHash(caller, user)) throw bad('was issued to another caller or for another user');
-  return { createdAt: new Date(Number(m[1])), id: m[2] as string };
+  if (!m) throw bad('is not a cursor this service issued');
+  if (m[2] !== listingHash(caller, user)) throw bad('was issued to another caller or for another user');
+  return { id: m[1] as string };
 }
 
 const callerName = (m: Maker) => (isOperator(m) ? `operator:${m.account}` : m.user);

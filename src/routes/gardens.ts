@@ -72,7 +72,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           operationId: 'createGarden',
           summary: 'Create a garden',
           description:
-            'Makes a garden with the caller as its owner. A user belongs to at most 100 gardens (its home garden included): beyond that, 409 `too_many_gardens`.',
+            'Makes a garden with the caller as its owner. A user makes at most 100 gardens (its home garden included) and belongs to at most 1,000: beyond that, 409 `too_many_gardens`. Being added to others' gardens never counts against the 100.',
           tags,
           security,
           body: GardenCreate,
@@ -200,7 +200,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           operationId: 'putMember',
           summary: 'Add a member, or change its role',
           description:
-            "Owners only. The user need not have signed in yet. 201 when added, 200 when its role changed (or was already that). Demoting the last owner: 409 `last_owner`; the home garden's own user: 409 `home_garden`; limits: 409 `too_many_gardens` (the user is in 100) or `too_many_members` (the garden has 1,000).",
+            "Owners only. The user need not have signed in yet. 201 when added, 200 when its role changed (or was already that). Demoting the last owner: 409 `last_owner`; the home garden's own user: 409 `home_garden`; limits: 409 `too_many_gardens` (the user is in 1,000) or `too_many_members` (the garden has 1,000).",
           tags,
           security,
           params: MemberParams,

@@ -50,8 +50,13 @@ export interface Membership {
   role: Role;
 }
 
-/** A user belongs to at most this many gardens, and a garden has at most this many members. */
-export const MAX_GARDENS_PER_USER = 100;
+/**
+ * A user makes at most this many gardens (its home garden among them); being added to other users'
+ * gardens never counts against it, so nobody can use up another user's allowance (contract 3.2).
+ */
+export const MAX_GARDENS_CREATED = 100;
+/** A user is a member of at most this many gardens in all, and a garden has at most this many members. */
+export const MAX_MEMBERSHIPS_PER_USER = 1000;
 export const MAX_MEMBERS_PER_GARDEN = 1000;
 
 /**
@@ -139,11 +144,12 @@ export interface TokenRecord {
   lastUsedAt: Date | null;
 }
 
-/** A page of tokens, newest first: those created before `before` (by createdAt, then id). */
+/** A page of tokens, newest first (in the order they were made): those made before `before`. */
 export interface TokenPageQuery {
   /** Only this user's tokens; null: every user's. */
   user: string | null;
-  before: { createdAt: Date; id: string } | null;
+  /** The token the previous page ended with (tokens are never deleted); null: from the newest. */
+  before: { id: string } | null;
   limit: number;
 }
 
@@ -456,7 +462,7 @@ export interface Store {
   insertToken(token: TokenRecord): Promise<void>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;
   findToken(id: string): Promise<TokenRecord | null>;
-  /** Tokens newest first (createdAt, then id, descending), a keyset page at a time. */
+  /** Tokens newest first (in the order they were made, not by createdAt alone), a keyset page at a time. */
   pageTokens(q: TokenPageQuery): Promise<TokenRecord[]>;
   /** Marks a token revoked; false when no such token or already revoked. */
   revokeToken(id: string, at: Date): Promise<boolean>;

@@ -68,7 +68,7 @@ export async function plant(
 export async function endpoint(
   store: Store,
   owner: string,
-  opts: { admin?: boolean; events?: EventType[]; status?: 'enabled' | 'disabled' } = {},
+  opts: { admin?: boolean; events?: EventType[]; status?: 'enabled' | 'disabled'; at?: Date } = {},
 ): Promise<EndpointRecord> {
   const e: EndpointRecord = {
     id: `we_${randomUUID()}`,
@@ -82,7 +82,7 @@ export async function endpoint(
     previousSecretUntil: null,
     status: opts.status ?? 'enabled',
     disabledReason: opts.status === 'disabled' ? 'test' : null,
-    createdAt: new Date(),
+    createdAt: opts.at ?? new Date(),
     lastSuccessAt: null,
     failingSince: null,
   };

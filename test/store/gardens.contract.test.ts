@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { gardenId } from '../../src/store/plant-changes.js';
-import { MAX_GARDENS_PER_USER, MAX_MEMBERS_PER_GARDEN, type Store } from '../../src/store/store.js';
+import {
+  MAX_GARDENS_CREATED,
+  MAX_MEMBERS_PER_GARDEN,
+  MAX_MEMBERSHIPS_PER_USER,
+  type Store,
+} from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { garden, home, plant, rolesIn, team, user } from './garden-helpers.js';
 
@@ -224,11 +229,11 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.removeMember(h, e, e), { ok: true });
     });
 
-    it(`a user belongs to at most ${MAX_GARDENS_PER_USER} gardens, however the gardens come`, async () => {
+    it(`a user makes at most ${MAX_GARDENS_CREATED} gardens, its home among them; being added to others' never counts`, async () => {
       const u = user();
       await home(store, u);
       // 98 more, then racing creates for the last place: exactly one wins.
-      for (let i = 0; i < MAX_GARDENS_PER_USER - 2; i++) await garden(store, u);
+      for (let i = 0; i < MAX_GARDENS_CREATED - 2; i++) await garden(store, u);
       const racing = await Promise.all(
         Array.from({ length: 12 }, () =>
           store.createGarden({ id: gardenId(randomBytes), name: 'Late', owner: u, at: new Date() }),
@@ -237,31 +242,79 @@ for (const engine of ENGINES) {
       const won = racing.flatMap((r) => ('ok' in r ? [r.ok.id] : []));
       assert.equal(won.length, 1, JSON.stringify(racing));
       assert.ok(racing.every((r) => 'ok' in r || r.refused === 'too_many_gardens'));
-      assert.equal((await store.memberships(u)).length, MAX_GARDENS_PER_USER);
-      // One place freed goes to whichever comes first: an invitation or a create.
-      assert.deepEqual(await store.deleteGarden(won[0]!, u), { ok: true });
+      assert.equal((await store.memberships(u)).length, MAX_GARDENS_CREATED);
+      // Others adding u to their gardens neither fails at u's allowance nor uses it up.
       const other = user();
-      const g = await garden(store, other);
-      const g2 = await garden(store, other);
-      const [invited, made] = await Promise.all([
-        store.putMember(g, other, u, 'viewer', new Date()),
-        store.createGarden({ id: gardenId(randomBytes), name: 'Mine', owner: u, at: new Date() }),
-      ]);
-      assert.equal(
-        ['ok' in invited, 'ok' in made].filter(Boolean).length,
-        1,
-        JSON.stringify([invited, made]),
-      );
-      assert.equal((await store.memberships(u)).length, MAX_GARDENS_PER_USER);
-      assert.deepEqual(await store.putMember(g2, other, u, 'viewer', new Date()), {
-        refused: 'too_many_gardens',
-      });
+      const theirs = [await garden(store, other), await garden(store, other), await garden(store, other)];
+      for (const g of theirs) assert.ok('ok' in (await store.putMember(g, other, u, 'viewer', new Date())));
+      assert.equal((await store.memberships(u)).length, MAX_GARDENS_CREATED + theirs.length);
       assert.deepEqual(
         await store.createGarden({ id: gardenId(randomBytes), name: 'More', owner: u, at: new Date() }),
         { refused: 'too_many_gardens' },
       );
-      // A member changing role is no new membership.
-      if ('ok' in invited) assert.ok('ok' in (await store.putMember(g, other, u, 'editor', new Date())));
+      // A garden u made and then deleted frees its place; leaving one it was added to does not.
+      assert.deepEqual(await store.removeMember(theirs[0]!, u, u), { ok: true });
+      assert.deepEqual(
+        await store.createGarden({ id: gardenId(randomBytes), name: 'More', owner: u, at: new Date() }),
+        { refused: 'too_many_gardens' },
+      );
+      assert.deepEqual(await store.deleteGarden(won[0]!, u), { ok: true });
+      assert.ok(
+        'ok' in
+          (await store.createGarden({ id: gardenId(randomBytes), name: 'Again', owner: u, at: new Date() })),
+      );
+      // A user added to someone's garden before it has a home garden keeps a place for it.
+      const fresh = user();
+      assert.ok('ok' in (await store.putMember(theirs[1]!, other, fresh, 'editor', new Date())));
+      for (let i = 0; i < MAX_GARDENS_CREATED - 1; i++) await garden(store, fresh);
+      assert.deepEqual(
+        await store.createGarden({
+          id: gardenId(randomBytes),
+          name: 'One more',
+          owner: fresh,
+          at: new Date(),
+        }),
+        { refused: 'too_many_gardens' },
+      );
+    });
+
+    it(`a user is a member of at most ${MAX_MEMBERSHIPS_PER_USER} gardens in all, answered to the one adding`, async () => {
+      const u = user();
+      await home(store, u);
+      // Gardens of others, made a few at a time by enough owners to hold them.
+      const owners = Array.from(
+        { length: Math.ceil(MAX_MEMBERSHIPS_PER_USER / (MAX_GARDENS_CREATED - 1)) },
+        () => user('owner'),
+      );
+      const gardens: string[] = [];
+      for (const o of owners) {
+        for (let i = 0; i < MAX_GARDENS_CREATED - 1; i += 33) {
+          const n = Math.min(33, MAX_GARDENS_CREATED - 1 - i);
+          gardens.push(...(await Promise.all(Array.from({ length: n }, () => garden(store, o)))));
+        }
+      }
+      const ownerOf = (i: number) => owners[Math.floor(i / (MAX_GARDENS_CREATED - 1))]!;
+      // u is in its home garden: MAX - 1 more fill it up, the last few racing for the last place.
+      const fill = MAX_MEMBERSHIPS_PER_USER - 1 - 5;
+      for (let i = 0; i < fill; i += 25) {
+        const adds = Array.from({ length: Math.min(25, fill - i) }, (_, k) =>
+          store.putMember(gardens[i + k]!, ownerOf(i + k), u, 'viewer', new Date()),
+        );
+        for (const r of await Promise.all(adds)) assert.ok('ok' in r, JSON.stringify(r));
+      }
+      const racing = await Promise.all(
+        Array.from({ length: 10 }, (_, k) =>
+          store.putMember(gardens[fill + k]!, ownerOf(fill + k), u, 'viewer', new Date()),
+        ),
+      );
+      assert.equal(racing.filter((r) => 'ok' in r).length, 5, JSON.stringify(racing));
+      assert.ok(racing.every((r) => 'ok' in r || r.refused === 'too_many_gardens'));
+      assert.equal((await store.memberships(u)).length, MAX_MEMBERSHIPS_PER_USER);
+      // u's own create is refused too: it could not be a member of what it made.
+      assert.deepEqual(
+        await store.createGarden({ id: gardenId(randomBytes), name: 'Mine', owner: u, at: new Date() }),
+        { refused: 'too_many_gardens' },
+      );
     });
 
     it(`a garden has at most ${MAX_MEMBERS_PER_GARDEN} members, also when owners add them at once`, async () => {

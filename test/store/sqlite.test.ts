@@ -42,6 +42,9 @@ describe('SQLite store specifics', () => {
       { version: 7, name: '0007_gardens' },
       { version: 8, name: '0008_token_pages' },
       { version: 9, name: '0009_delivery_indexes' },
+      { version: 10, name: '0010_creation_order' },
+      { version: 11, name: '0011_garden_creators' },
+      { version: 12, name: '0012_events_by_garden' },
     ]);
     db.close();
   });
@@ -298,6 +301,9 @@ describe('SQLite store specifics', () => {
       '0007_gardens',
       '0008_token_pages',
       '0009_delivery_indexes',
+      '0010_creation_order',
+      '0011_garden_creators',
+      '0012_events_by_garden',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = await store.listEvents({ after: '0', gardens: null, limit: 10 });
@@ -380,6 +386,9 @@ describe('SQLite store specifics', () => {
       '0007_gardens',
       '0008_token_pages',
       '0009_delivery_indexes',
+      '0010_creation_order',
+      '0011_garden_creators',
+      '0012_events_by_garden',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -438,6 +447,9 @@ describe('SQLite store specifics', () => {
       '0007_gardens',
       '0008_token_pages',
       '0009_delivery_indexes',
+      '0010_creation_order',
+      '0011_garden_creators',
+      '0012_events_by_garden',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

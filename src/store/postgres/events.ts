@@ -59,8 +59,8 @@ export const EVENT_QUERIES = {
   insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
       previous_secret_until, status, disabled_reason, created_at, last_success_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-  endpointsAll: 'SELECT * FROM webhook_endpoints ORDER BY created_at, id',
-  endpointsOf: 'SELECT * FROM webhook_endpoints WHERE owner = $1 ORDER BY created_at, id',
+  endpointsAll: 'SELECT * FROM webhook_endpoints ORDER BY seq',
+  endpointsOf: 'SELECT * FROM webhook_endpoints WHERE owner = $1 ORDER BY seq',
   endpoint: 'SELECT * FROM webhook_endpoints WHERE id = $1',
   endpointsIn: 'SELECT * FROM webhook_endpoints WHERE id = ANY($1::text[])',
   updateEndpoint: `UPDATE webhook_endpoints SET secret = $2, previous_secret = $3, previous_secret_until = $4,

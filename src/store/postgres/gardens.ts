@@ -3,8 +3,9 @@ import {
   type Actor,
   type GardenChange,
   type GardenRecord,
-  MAX_GARDENS_PER_USER,
+  MAX_GARDENS_CREATED,
   MAX_MEMBERS_PER_GARDEN,
+  MAX_MEMBERSHIPS_PER_USER,
   type MemberRecord,
   type Membership,
   type Role,
@@ -30,20 +31,24 @@ const GARDEN_COLS = 'g.id, g.name, g.home_user, g.created_at';
 export const GARDEN_QUERIES = {
   homeOf: `SELECT ${GARDEN_COLS} FROM gardens g WHERE g.home_user = $1`,
   // The garden and its owner membership in one statement; a racing instance's insert wins quietly.
-  makeHome: `WITH g AS (INSERT INTO gardens (id, name, home_user, created_at) VALUES ($1, $2, $3, $4)
+  makeHome: `WITH g AS (INSERT INTO gardens (id, name, home_user, created_at, created_by) VALUES ($1, $2, $3, $4, $3)
       ON CONFLICT (home_user) DO NOTHING RETURNING *),
     m AS (INSERT INTO garden_members (garden_id, user_id, role, added_at)
       SELECT id, home_user, 'owner', created_at FROM g)
     SELECT ${GARDEN_COLS} FROM g`,
   gardensOf: `SELECT ${GARDEN_COLS}, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id
-    WHERE m.user_id = $1 ORDER BY g.home_user IS NOT DISTINCT FROM $1 DESC, g.created_at, g.id`,
+    WHERE m.user_id = $1 ORDER BY g.home_user IS NOT DISTINCT FROM $1 DESC, g.seq`,
   memberships: 'SELECT garden_id AS garden, role FROM garden_members WHERE user_id = $1 ORDER BY garden_id',
   gardenFor: `SELECT ${GARDEN_COLS}, m.role FROM gardens g
     LEFT JOIN garden_members m ON m.garden_id = g.id AND m.user_id = $2 WHERE g.id = $1`,
   lockUser: `SELECT pg_advisory_xact_lock(${USER_LOCK}, hashtext($1))`,
-  // Counted after lockUser, in a statement of its own (see above).
-  createGarden: `WITH n AS (SELECT count(*) AS c FROM garden_members WHERE user_id = $3),
-    g AS (INSERT INTO gardens (id, name, home_user, created_at) SELECT $1, $2, NULL, $4 FROM n WHERE n.c < $5
+  // Counted after lockUser, in a statement of its own (see above). A user with no home garden yet
+  // keeps a place for it, among the gardens it makes ($5 at most) and those it is in ($6 at most).
+  createGarden: `WITH h AS (SELECT (NOT EXISTS (SELECT 1 FROM gardens WHERE home_user = $3))::int AS homeless),
+    n AS (SELECT (SELECT count(*) FROM gardens WHERE created_by = $3) + h.homeless AS made,
+      (SELECT count(*) FROM garden_members WHERE user_id = $3) + h.homeless AS member FROM h),
+    g AS (INSERT INTO gardens (id, name, home_user, created_at, created_by)
+      SELECT $1, $2, NULL, $4, $3 FROM n WHERE n.made < $5 AND n.member < $6
       RETURNING *),
     m AS (INSERT INTO garden_members (garden_id, user_id, role, added_at) SELECT id, $3, 'owner', created_at FROM g)
     SELECT ${GARDEN_COLS} FROM g`,
@@ -122,7 +127,10 @@ export class PgGardens {
     return row.role === null ? null : { garden: toGarden(row), role: row.role };
   }
 
-  /** A new garden owned by `owner`, unless the owner is in as many gardens as a user may be. */
+  /**
+   * A new garden owned by `owner`, unless it has made as many gardens as a user may (its home garden
+   * among them) or is in as many as a user may be.
+   */
   createGarden(g: {
     id: string;
     name: string;
@@ -132,7 +140,11 @@ export class PgGardens {
     return this.db.tx(async (c) => {
       await this.db.q('lockUser', [g.owner], c);
       const row = (
-        await this.db.q<GardenRow>('createGarden', [g.id, g.name, g.owner, g.at, MAX_GARDENS_PER_USER], c)
+        await this.db.q<GardenRow>(
+          'createGarden',
+          [g.id, g.name, g.owner, g.at, MAX_GARDENS_CREATED, MAX_MEMBERSHIPS_PER_USER],
+          c,
+        )
       ).rows[0];
       return row ? { ok: toGarden(row) } : refused('too_many_gardens');
     });
@@ -203,7 +215,7 @@ export class PgGardens {
       if (!found.owner) return refused('forbidden');
       const was = await this.memberState(c, id, user);
       if (was.role === null) {
-        if (was.user_gardens >= MAX_GARDENS_PER_USER) return refused('too_many_gardens');
+        if (was.user_gardens >= MAX_MEMBERSHIPS_PER_USER) return refused('too_many_gardens');
         if (was.members >= MAX_MEMBERS_PER_GARDEN) return refused('too_many_members');
         await this.db.q('insertMember', [id, user, role, at], c);
         return { ok: { member: { user, role, addedAt: at }, created: true } };

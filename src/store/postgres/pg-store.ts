@@ -125,10 +125,13 @@ const Q = {
   insertToken: `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
   tokenByHash: 'SELECT * FROM tokens WHERE hash = $1',
   tokenById: 'SELECT * FROM tokens WHERE id = $1',
-  tokensPage:
-    'SELECT * FROM tokens WHERE (created_at, id) < ($1, $2) ORDER BY created_at DESC, id DESC LIMIT $3',
-  tokensOfUserPage: `SELECT * FROM tokens WHERE user_id = $1 AND (created_at, id) < ($2, $3)
-    ORDER BY created_at DESC, id DESC LIMIT $4`,
+  // Newest first by the order of creation (seq), from before the token a page ended with.
+  tokensPage: `SELECT * FROM tokens
+    WHERE seq < coalesce((SELECT seq FROM tokens WHERE id = $1), 9223372036854775807)
+    ORDER BY seq DESC LIMIT $2`,
+  tokensOfUserPage: `SELECT * FROM tokens WHERE user_id = $1
+      AND seq < coalesce((SELECT seq FROM tokens WHERE id = $2), 9223372036854775807)
+    ORDER BY seq DESC LIMIT $3`,
   revokeToken: 'UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
   // One statement for a batch; a row already at this minute (another instance was first) is left.
   touchTokens: `UPDATE tokens SET last_used_at = $2 WHERE id = ANY($1::text[])
@@ -546,13 +549,11 @@ export class PgStore implements Store {
   }
 
   async pageTokens(q: TokenPageQuery): Promise<TokenRecord[]> {
-    // No cursor: before any token there can be (the latest time PostgreSQL keeps).
-    const at = q.before?.createdAt ?? 'infinity';
-    const id = q.before?.id ?? '';
+    const after = q.before?.id ?? null;
     const r =
       q.user === null
-        ? await this.q<TokenRow>('tokensPage', [at, id, q.limit])
-        : await this.q<TokenRow>('tokensOfUserPage', [q.user, at, id, q.limit]);
+        ? await this.q<TokenRow>('tokensPage', [after, q.limit])
+        : await this.q<TokenRow>('tokensOfUserPage', [q.user, after, q.limit]);
     return r.rows.map(toToken);
   }
 

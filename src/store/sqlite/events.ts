@@ -143,13 +143,14 @@ export class SqliteEvents {
       ),
       insertEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
-           previous_secret_until, status, disabled_reason, created_at, last_success_at)
+           previous_secret_until, status, disabled_reason, created_at, last_success_at, seq)
          VALUES (@id, @owner, @admin, @url, @events, @description, @secret, @previous_secret,
-           @previous_secret_until, @status, @disabled_reason, @created_at, @last_success_at)`,
+           @previous_secret_until, @status, @disabled_reason, @created_at, @last_success_at,
+           (SELECT coalesce(max(seq), 0) + 1 FROM webhook_endpoints))`,
       ),
-      endpointsAll: db.prepare<[], EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY created_at, id'),
+      endpointsAll: db.prepare<[], EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY seq'),
       endpointsOf: db.prepare<[string], EndpointRow>(
-        'SELECT * FROM webhook_endpoints WHERE owner = ? ORDER BY created_at, id',
+        'SELECT * FROM webhook_endpoints WHERE owner = ? ORDER BY seq',
       ),
       endpoint: db.prepare<[string], EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?'),
       updateEndpoint: db.prepare(

@@ -3,8 +3,9 @@ import {
   type Actor,
   type GardenChange,
   type GardenRecord,
-  MAX_GARDENS_PER_USER,
+  MAX_GARDENS_CREATED,
   MAX_MEMBERS_PER_GARDEN,
+  MAX_MEMBERSHIPS_PER_USER,
   type MemberRecord,
   type Role,
   refused,
@@ -36,8 +37,10 @@ export class SqliteGardenWrites {
     this.s = {
       garden: db.prepare<[string], GardenRow>('SELECT * FROM gardens WHERE id = ?'),
       home: db.prepare<[string], GardenRow>('SELECT * FROM gardens WHERE home_user = ?'),
-      insertGarden: db.prepare<[string, string, string | null, number]>(
-        'INSERT INTO gardens (id, name, home_user, created_at) VALUES (?, ?, ?, ?)',
+      // seq: the order of creation (migration 10), under the write lock this transaction holds.
+      insertGarden: db.prepare<[string, string, string | null, number, string]>(
+        `INSERT INTO gardens (id, name, home_user, created_at, created_by, seq)
+         VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM gardens))`,
       ),
       rename: db.prepare<[string, string]>('UPDATE gardens SET name = ? WHERE id = ?'),
       deleteGarden: db.prepare<[string]>('DELETE FROM gardens WHERE id = ?'),
@@ -59,9 +62,10 @@ export class SqliteGardenWrites {
       deleteMember: db.prepare<[string, string]>(
         'DELETE FROM garden_members WHERE garden_id = ? AND user_id = ?',
       ),
-      gardensOfUser: db
+      membershipsOf: db
         .prepare<[string], number>('SELECT count(*) FROM garden_members WHERE user_id = ?')
         .pluck(),
+      createdBy: db.prepare<[string], number>('SELECT count(*) FROM gardens WHERE created_by = ?').pluck(),
       members: db
         .prepare<[string], number>('SELECT count(*) FROM garden_members WHERE garden_id = ?')
         .pluck(),
@@ -78,16 +82,25 @@ export class SqliteGardenWrites {
     const found = this.s.home.get(user);
     if (found) return toGarden(found);
     const at = make.at.getTime();
-    this.s.insertGarden.run(make.id, make.name, user, at);
+    this.s.insertGarden.run(make.id, make.name, user, at, user);
     this.s.insertMember.run(make.id, user, 'owner', at);
     return { id: make.id, name: make.name, homeUser: user, createdAt: make.at };
   }
 
-  /** A new garden owned by `owner`, unless it is in as many gardens as a user may be. */
+  /**
+   * A new garden owned by `owner`, unless it has made as many gardens as a user may (its home garden,
+   * made or to be made, among them) or is in as many as a user may be.
+   */
   create(g: { id: string; name: string; owner: string; at: Date }): GardenChange<GardenRecord> {
-    if (this.s.gardensOfUser.get(g.owner)! >= MAX_GARDENS_PER_USER) return refused('too_many_gardens');
+    // A user with no home garden yet keeps a place for it, among those it makes and those it is in.
+    const homeless = this.s.home.get(g.owner) === undefined ? 1 : 0;
+    if (
+      this.s.createdBy.get(g.owner)! + homeless >= MAX_GARDENS_CREATED ||
+      this.s.membershipsOf.get(g.owner)! + homeless >= MAX_MEMBERSHIPS_PER_USER
+    )
+      return refused('too_many_gardens');
     const at = g.at.getTime();
-    this.s.insertGarden.run(g.id, g.name, null, at);
+    this.s.insertGarden.run(g.id, g.name, null, at, g.owner);
     this.s.insertMember.run(g.id, g.owner, 'owner', at);
     return { ok: { id: g.id, name: g.name, homeUser: null, createdAt: g.at } };
   }
@@ -134,7 +147,7 @@ export class SqliteGardenWrites {
     if (was === undefined) {
       // A user with no home garden yet keeps a place for it: once made, it counts as one of its gardens.
       const homeless = this.s.home.get(user) === undefined ? 1 : 0;
-      if (this.s.gardensOfUser.get(user)! + homeless >= MAX_GARDENS_PER_USER)
+      if (this.s.membershipsOf.get(user)! + homeless >= MAX_MEMBERSHIPS_PER_USER)
         return refused('too_many_gardens');
       if (this.s.members.get(id)! >= MAX_MEMBERS_PER_GARDEN) return refused('too_many_members');
       this.s.insertMember.run(id, user, role, at.getTime());

@@ -320,4 +320,60 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       DROP INDEX deliveries_event;
     `,
   },
+  {
+    version: 10,
+    name: '0010_creation_order',
+    // Gardens, tokens and webhook endpoints are listed in the order they were made. created_at has
+    // millisecond resolution and ids are random, so two rows made in the same millisecond used to come
+    // back in a random order: each row now gets a sequence number when it is inserted (the largest so
+    // far plus one, under the write lock), and rows already there are numbered in the order they
+    // were listed in until now (created_at, then id).
+    sql: `
+      ALTER TABLE gardens ADD COLUMN seq INTEGER;
+      UPDATE gardens SET seq = o.n
+        FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM gardens) AS o WHERE o.id = gardens.id;
+      CREATE UNIQUE INDEX gardens_seq ON gardens (seq);
+
+      ALTER TABLE tokens ADD COLUMN seq INTEGER;
+      UPDATE tokens SET seq = o.n
+        FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM tokens) AS o WHERE o.id = tokens.id;
+      DROP INDEX tokens_user_page;
+      DROP INDEX tokens_page;
+      CREATE INDEX tokens_user_page ON tokens (user_id, seq);
+      CREATE UNIQUE INDEX tokens_seq ON tokens (seq);
+
+      ALTER TABLE webhook_endpoints ADD COLUMN seq INTEGER;
+      UPDATE webhook_endpoints SET seq = o.n
+        FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM webhook_endpoints) AS o
+        WHERE o.id = webhook_endpoints.id;
+      DROP INDEX webhook_endpoints_owner;
+      CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner, seq);
+      CREATE UNIQUE INDEX webhook_endpoints_seq ON webhook_endpoints (seq);
+    `,
+  },
+  {
+    version: 11,
+    name: '0011_garden_creators',
+    // A user creates at most 100 gardens (its home garden among them); being added to others'
+    // gardens never counts against that (contract 3.2), so each garden remembers who made it. For
+    // gardens made before: a home garden's user, else its earliest owner, who is the one that made
+    // it unless the maker has since left or been demoted.
+    sql: `
+      ALTER TABLE gardens ADD COLUMN created_by TEXT;
+      UPDATE gardens SET created_by = coalesce(home_user,
+        (SELECT m.user_id FROM garden_members m WHERE m.garden_id = gardens.id AND m.role = 'owner'
+          ORDER BY m.added_at, m.user_id LIMIT 1), '');
+      CREATE INDEX gardens_created_by ON gardens (created_by);
+    `,
+  },
+  {
+    version: 12,
+    name: '0012_events_by_garden',
+    // A stream resumed from an old position reads only the events of the gardens its caller is in,
+    // along this index, instead of every later event of every user (contract 8: what a resumed
+    // stream costs grows with the events the caller may see, never with other users' events).
+    sql: `
+      CREATE INDEX events_garden_seq ON events (garden, seq);
+    `,
+  },
 ];

@@ -70,10 +70,6 @@ interface TokenRow {
   last_used_at: number | null;
 }
 
-// Where a page of tokens starts: before the given one, or (no cursor) before any there can be.
-const tokenKey = (before: TokenPageQuery['before']): [number, string] =>
-  before === null ? [Number.MAX_SAFE_INTEGER, ''] : [before.createdAt.getTime(), before.id];
-
 // A page's row: id, garden, name, tag (and version, when asked).
 type Row = [number, string, string, string | null];
 type VersionedPageRow = [number, string, string, string | null, number];
@@ -293,7 +289,7 @@ export class SqliteStore implements Store {
         .raw(),
       gardensOf: db.prepare<[string], GardenRow & { role: Role }>(
         `SELECT g.*, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id WHERE m.user_id = ?
-         ORDER BY g.home_user IS NOT m.user_id, g.created_at, g.id`,
+         ORDER BY g.home_user IS NOT m.user_id, g.seq`,
       ),
       gardenFor: db.prepare<[string, string], GardenRow & { role: Role | null }>(
         `SELECT g.*, m.role FROM gardens g LEFT JOIN garden_members m ON m.garden_id = g.id AND m.user_id = ?
@@ -304,12 +300,15 @@ export class SqliteStore implements Store {
       ),
       tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
       tokenById: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE id = ?'),
-      tokensPage: db.prepare<[number, string, number], TokenRow>(
-        'SELECT * FROM tokens WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?',
+      // Newest first by the order of creation (seq), from before the token a page ended with.
+      tokensPage: db.prepare<[string | null, number], TokenRow>(
+        `SELECT * FROM tokens WHERE seq < coalesce((SELECT seq FROM tokens WHERE id = ?), 9007199254740991)
+         ORDER BY seq DESC LIMIT ?`,
       ),
-      tokensOfUserPage: db.prepare<[string, number, string, number], TokenRow>(
-        `SELECT * FROM tokens WHERE user_id = ? AND (created_at, id) < (?, ?)
-         ORDER BY created_at DESC, id DESC LIMIT ?`,
+      tokensOfUserPage: db.prepare<[string, string | null, number], TokenRow>(
+        `SELECT * FROM tokens WHERE user_id = ?
+           AND seq < coalesce((SELECT seq FROM tokens WHERE id = ?), 9007199254740991)
+         ORDER BY seq DESC LIMIT ?`,
       ),
       ping: db.prepare('SELECT 1'),
       clock: db
@@ -773,11 +772,11 @@ export class SqliteStore implements Store {
   }
 
   pageTokens(q: TokenPageQuery): Promise<TokenRecord[]> {
-    const [at, id] = tokenKey(q.before);
+    const after = q.before?.id ?? null;
     return this.run(() =>
       (q.user === null
-        ? this.s.tokensPage.all(at, id, q.limit)
-        : this.s.tokensOfUserPage.all(q.user, at, id, q.limit)
+        ? this.s.tokensPage.all(after, q.limit)
+        : this.s.tokensOfUserPage.all(q.user, after, q.limit)
       ).map(toToken),
     );
   }

@@ -143,7 +143,8 @@ export class SqliteWrites {
       ),
       purgeIdem: db.prepare<[number]>('DELETE FROM idempotency_keys WHERE created_at < ?'),
       insertToken: db.prepare<[string, string, string | null, string, string, number, number | null]>(
-        `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at, seq)
+         VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM tokens))`,
       ),
       revokeToken: db.prepare<[number, string]>(
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
