@@ -72,7 +72,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           operationId: 'createGarden',
           summary: 'Create a garden',
           description:
-            'Makes a garden with the caller as its owner. A user makes at most 100 gardens (its home garden included) and belongs to at most 1,000: beyond that, 409 `too_many_gardens`. Being added to others' gardens never counts against the 100.',
+            'Makes a garden with the caller as its owner. A user makes at most 100 gardens (its home garden included) and belongs to at most 1,000: beyond that, 409 `too_many_gardens`. Being added to the gardens of others never counts against the 100.',
           tags,
           security,
           body: GardenCreate,
