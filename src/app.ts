@@ -138,7 +138,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     },
     revoked: (id) => builtin.forget(id),
   });
-  const streams = new EventStreams(store, { warn, ...deps.streams });
+  const streams = new EventStreams(store, { warn, maxPerUser: config.maxStreamsPerUser, ...deps.streams });
   const dispatcher = new Dispatcher({
     store,
     timeoutMs: config.webhookTimeout,

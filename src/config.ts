@@ -11,6 +11,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   rateLimit: number;
   authFailureLimit: number;
+  /** Open GET /events streams one user may have at once, per process; 0: no limit. */
+  maxStreamsPerUser: number;
   metrics: boolean;
   trustProxy: boolean;
   /** Shared rate-limit counters; empty: in memory, per process. */
@@ -222,6 +224,13 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: 60,
     parse: integer(0, 1_000_000_000),
     doc: 'failed authentications per minute per client address; 0 turns it off',
+  },
+  maxStreamsPerUser: {
+    flag: '--max-streams-per-user',
+    env: 'MAX_STREAMS_PER_USER',
+    default: 20,
+    parse: integer(0, 1_000_000),
+    doc: 'open GET /events streams one user may have at once (per process); 0 turns the limit off',
   },
   metrics: { flag: '--metrics', env: 'METRICS', default: true, parse: boolean, doc: 'serve GET /metrics' },
   trustProxy: {

@@ -5,6 +5,8 @@ export type ErrorCode =
   | 'invalid_parameter'
   | 'invalid_cursor'
   | 'invalid_idempotency_key'
+  | 'invalid_event_id'
+  | 'too_many_streams'
   | 'bad_request'
   | 'missing_token'
   | 'invalid_token'
@@ -126,6 +128,7 @@ export class BadRequestError extends AppError {
       | 'invalid_parameter'
       | 'invalid_cursor'
       | 'invalid_idempotency_key'
+      | 'invalid_event_id'
       | 'invalid_body'
       | 'invalid_webhook_url',
     message: string,

@@ -11,12 +11,37 @@ export interface StreamOptions {
   maxBufferedBytes?: number;
   /** A reader that takes nothing for this long while events wait for it is disconnected. */
   stallMs?: number;
+  /** How often each stream's credential is asked again (a revoked or expired one ends the stream). */
+  authCheckMs?: number;
+  /** Open streams one user may have at once in this process; 0: no limit. */
+  maxPerUser?: number;
   warn?: (obj: object, msg: string) => void;
 }
 
-interface Stream {
+/** What a stream serves, and for whom. */
+export interface StreamRequest {
   /** The gardens whose events the reader may see, asked afresh at each read (null: every one). */
   visible: () => Promise<string[] | null>;
+  /** Whether the credential that opened the stream still works; false ends the stream. */
+  authorized: () => Promise<boolean>;
+  /** Where in the log the stream starts (after this position). */
+  position: string;
+  /** The place reserve() gave the stream's user. */
+  slot: StreamSlot;
+}
+
+/** One of a user's open streams, counted until released (once). */
+export interface StreamSlot {
+  release(): void;
+}
+
+interface Stream {
+  visible: () => Promise<string[] | null>;
+  authorized: () => Promise<boolean>;
+  slot: StreamSlot;
+  /** When the credential was last asked about, and whether that is under way. */
+  authAt: number;
+  authAsking: boolean;
   position: string;
   res: ServerResponse;
   reading: boolean;
@@ -38,13 +63,20 @@ export const sseMessage = (e: EventRecord): string =>
  * The live event streams of this process. Each stream reads the log after its own position, so a
  * stream that resumes (Last-Event-ID) catches up first and then follows, missing nothing; the log
  * is read on a short interval (other processes' events) and at once when this process writes one.
+ * A read moves the stream's position as far as the store looked, not only to the last event the
+ * reader may see, so a quiet reader is not shown the same stretch of others' events again. Every
+ * stream's credential is asked again about once a second: a revoked or expired token ends it
+ * (contract 3: within 5 s, as any other request with it would be refused).
  */
 export class EventStreams {
   private readonly streams = new Set<Stream>();
+  private readonly perUser = new Map<string, number>();
   private readonly pollMs: number;
   private readonly heartbeatMs: number;
   private readonly maxBuffered: number;
   private readonly stallMs: number;
+  private readonly authCheckMs: number;
+  readonly maxPerUser: number;
   private poll: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
 
@@ -56,6 +88,28 @@ export class EventStreams {
     this.heartbeatMs = opts.heartbeatMs ?? 15_000;
     this.maxBuffered = opts.maxBufferedBytes ?? 1 << 20;
     this.stallMs = opts.stallMs ?? 30_000;
+    this.authCheckMs = opts.authCheckMs ?? 1000;
+    this.maxPerUser = opts.maxPerUser ?? 20;
+  }
+
+  /**
+   * A place for one more open stream of `user`, or null when it has as many as a user may (the
+   * place is taken at once, so streams opened together cannot all slip under the limit).
+   */
+  reserve(user: string): StreamSlot | null {
+    const n = this.perUser.get(user) ?? 0;
+    if (this.maxPerUser > 0 && n >= this.maxPerUser) return null;
+    this.perUser.set(user, n + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        const left = (this.perUser.get(user) ?? 1) - 1;
+        if (left <= 0) this.perUser.delete(user);
+        else this.perUser.set(user, left);
+      },
+    };
   }
 
   get open(): number {
@@ -67,11 +121,15 @@ export class EventStreams {
    * of the gardens `visible` names when each read happens (null: every garden's), so a reader that
    * loses a garden sees nothing more of it from the next read on; resolves when it ends.
    */
-  serve(res: ServerResponse, visible: () => Promise<string[] | null>, position: string): Promise<void> {
+  serve(res: ServerResponse, req: StreamRequest): Promise<void> {
     return new Promise((resolve) => {
       const stream: Stream = {
-        visible,
-        position,
+        visible: req.visible,
+        authorized: req.authorized,
+        slot: req.slot,
+        authAt: Date.now(),
+        authAsking: false,
+        position: req.position,
         res,
         reading: false,
         more: false,
@@ -111,6 +169,29 @@ export class EventStreams {
     }
   }
 
+  // A stream whose credential no longer works ends, cleanly: a client that reconnects is refused.
+  private checkCredentials(): void {
+    const now = Date.now();
+    for (const s of this.streams) {
+      if (s.authAsking || now - s.authAt < this.authCheckMs) continue;
+      s.authAsking = true;
+      s.authorized().then(
+        (ok) => {
+          s.authAsking = false;
+          s.authAt = Date.now();
+          if (!ok && !s.closed) {
+            s.res.end();
+            this.end(s);
+          }
+        },
+        () => {
+          s.authAsking = false;
+          s.authAt = Date.now();
+        },
+      );
+    }
+  }
+
   /** Ends every stream cleanly (shutdown). */
   closeAll(): void {
     for (const s of this.streams) {
@@ -123,6 +204,7 @@ export class EventStreams {
     if (this.poll) return;
     this.poll = setInterval(() => {
       this.cutStalled();
+      this.checkCredentials();
       this.nudge();
     }, this.pollMs);
     this.heartbeat = setInterval(() => {
@@ -136,6 +218,7 @@ export class EventStreams {
     if (s.closed) return;
     s.closed = true;
     this.streams.delete(s);
+    s.slot.release();
     if (this.streams.size === 0) {
       clearInterval(this.poll);
       clearInterval(this.heartbeat);
@@ -164,10 +247,8 @@ export class EventStreams {
     s.reading = true;
     s.more = false;
     s.visible()
-      .then((gardens) =>
-        gardens?.length === 0 ? [] : this.store.listEvents({ after: s.position, gardens, limit: BATCH }),
-      )
-      .then((events) => {
+      .then((gardens) => this.store.readEvents({ after: s.position, gardens, limit: BATCH }))
+      .then(({ events, position }) => {
         let flowing = true;
         // Stops at a full socket: the rest is read again from the log once it drains, so what
         // waits in memory for a reader is at most its socket's buffer and one message.
@@ -177,6 +258,8 @@ export class EventStreams {
           if (s.closed) return;
           if (!flowing) break;
         }
+        // Everything up to where the store looked was sent: go on from there.
+        if (flowing && !s.closed) s.position = position;
         s.reading = false;
         // A full batch means more is waiting: read on at once unless the reader must drain first.
         if ((events.length === BATCH || s.more) && flowing) this.read(s);

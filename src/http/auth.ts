@@ -153,3 +153,28 @@ export function authenticate(
     settle(deps.verifier.verify(secret, fresh), (caller) => admit(request, reply, caller, done), done);
   };
 }
+
+/**
+ * For an answer that outlives its request (the event stream): whether the bearer that opened it
+ * still works for the same user and scope, asked again through the same verifier, so that a
+ * revoked or expired token (a JWT past its `exp`) is refused here as soon as any other request with
+ * it would be. A verifier that cannot answer (the store down) leaves the answer as it was.
+ */
+export function stillAuthorized(
+  deps: AuthDeps,
+  request: FastifyRequest,
+  scope: Scope,
+): () => Promise<boolean> {
+  const secret = BEARER.exec(request.headers.authorization ?? '')?.[1];
+  const user = request.caller?.user;
+  return async () => {
+    if (secret === undefined || user === undefined) return false;
+    let verdict: Verdict;
+    try {
+      verdict = await deps.verifier.verify(secret, false);
+    } catch {
+      return true;
+    }
+    return !isRefusal(verdict) && verdict.user === user && hasScope(verdict, scope);
+  };
+}

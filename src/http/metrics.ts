@@ -43,6 +43,7 @@ const TIMED = [
   'eventPosition',
   'headPosition',
   'listEvents',
+  'readEvents',
   'purgeEvents',
   'ping',
 ] as const satisfies readonly (keyof Store)[];

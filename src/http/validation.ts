@@ -114,7 +114,9 @@ export function validationError(
   const code = inBody
     ? 'invalid_body'
     : context === 'headers'
-      ? 'invalid_idempotency_key'
+      ? details.some((d) => d.field === '/last-event-id')
+        ? 'invalid_event_id'
+        : 'invalid_idempotency_key'
       : 'invalid_parameter';
   return new AppError(400, code, message, details.length ? details : undefined);
 }

@@ -1,9 +1,9 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError, BadRequestError } from '../errors.js';
 import type { EventStreams } from '../events/stream.js';
 import type { GardenService } from '../gardens/service.js';
-import { type AuthDeps, authenticate } from '../http/auth.js';
+import { type AuthDeps, authenticate, stillAuthorized } from '../http/auth.js';
 import { methodNotAllowed } from '../http/route-guards.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import type { Store } from '../store/store.js';
@@ -26,6 +26,10 @@ function requireEventStream(
   );
 }
 
+// What a Last-Event-ID may be: an event id as the service gives them (`evt_` and a few letters and
+// digits), 200 characters at most; anything else is 400 invalid_event_id, never a look-up.
+const EVENT_ID = /^evt_[A-Za-z0-9_-]{1,196}$/;
+
 /** The live stream (CONTRACT.md section 8): HTTP only; EventStreams reads the log and writes. */
 export function eventRoutes(streams: EventStreams, store: Store, gardens: GardenService, auth: AuthDeps) {
   return async (app: FastifyInstance) => {
@@ -38,7 +42,10 @@ export function eventRoutes(streams: EventStreams, store: Store, gardens: Garden
           summary: 'Server-Sent Events of the plants the caller may see, as they commit',
           description:
             'Each message: `id: <event id>`, `event: <type>`, `data: <event JSON>`; a comment line at least every 15 s. ' +
-            'Send `Last-Event-ID` to resume right after that event; one no longer kept answers 410 `events_expired`.',
+            'Send `Last-Event-ID` to resume right after that event; one no longer kept answers 410 `events_expired`, ' +
+            'one that is not an event id 400 `invalid_event_id`. A user has a limited number of open streams at once ' +
+            '(20 by default): one more answers 429 `too_many_streams`. A stream ends within 5 s of its token being ' +
+            'revoked or expiring.',
           tags: ['events'],
           security: auth.security,
           headers: {
@@ -53,16 +60,32 @@ export function eventRoutes(streams: EventStreams, store: Store, gardens: Garden
               headers: SUCCESS_HEADERS,
               content: { 'text/event-stream': { schema: { type: 'string' } } },
             },
-            ...errorResponses(401, 403, 406, 410, 429, 500, 503),
+            ...errorResponses(400, 401, 403, 406, 410, 429, 500, 503),
           },
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
         const caller = request.caller!;
         const last = request.headers['last-event-id'];
+        const resume = typeof last === 'string' && last !== '';
+        if (resume && !EVENT_ID.test(last)) {
+          throw new BadRequestError('invalid_event_id', 'Last-Event-ID is not an event id', [
+            { field: '/last-event-id', message: 'is not an event id' },
+          ]);
+        }
+        const slot = streams.reserve(caller.user);
+        if (slot === null) {
+          throw new AppError(
+            429,
+            'too_many_streams',
+            `a user may have at most ${streams.maxPerUser} open event streams at once; close one first`,
+            undefined,
+            { 'retry-after': '5' },
+          );
+        }
         let position: string;
-        if (typeof last === 'string' && last !== '') {
-          const found = await store.eventPosition(last);
+        try {
+          const found = resume ? await store.eventPosition(last) : await store.headPosition();
           if (found === null) {
             throw new AppError(
               410,
@@ -71,8 +94,9 @@ export function eventRoutes(streams: EventStreams, store: Store, gardens: Garden
             );
           }
           position = found;
-        } else {
-          position = await store.headPosition();
+        } catch (err) {
+          slot.release();
+          throw err;
         }
         reply.hijack();
         const res = reply.raw;
@@ -84,7 +108,12 @@ export function eventRoutes(streams: EventStreams, store: Store, gardens: Garden
           'x-request-id': request.id,
         });
         res.flushHeaders();
-        await streams.serve(res, () => gardens.visible(caller), position);
+        await streams.serve(res, {
+          visible: () => gardens.visible(caller),
+          authorized: stillAuthorized(auth, request, 'plants:read'),
+          position,
+          slot,
+        });
       },
     );
     methodNotAllowed(app, '/events', ['GET']);

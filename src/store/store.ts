@@ -230,6 +230,12 @@ export interface EventRecord {
   position: string;
 }
 
+/** What readEvents found, and where the next read starts. */
+export interface EventRead {
+  events: EventRecord[];
+  position: string;
+}
+
 export interface EndpointRecord {
   id: string;
   owner: string;
@@ -440,6 +446,12 @@ export interface Store {
    * so that a reader never passes over one that commits late.
    */
   listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]>;
+  /**
+   * listEvents, and the position from which the next read goes on: the last event's when `limit`
+   * were found, else as far as the read looked (the log's committed head), so that a reader whose
+   * gardens are quiet does not look at the same stretch of others' events again.
+   */
+  readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead>;
   /**
    * Calls `listener` after each commit of this process that queued webhook deliveries (a change
    * with an event that some endpoint wants, or a recover), so that its dispatcher looks at once.

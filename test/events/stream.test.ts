@@ -42,7 +42,12 @@ describe('EventStreams: a reader too slow to keep up', () => {
     const head = await store.headPosition();
     let endedAt = 0;
     const served = streams
-      .serve(reader as unknown as ServerResponse, async () => ['gdn_slow'], head)
+      .serve(reader as unknown as ServerResponse, {
+        visible: async () => ['gdn_slow'],
+        authorized: async () => true,
+        position: head,
+        slot: streams.reserve('reader')!,
+      })
       .then(() => {
         endedAt = Date.now();
       });
@@ -94,7 +99,12 @@ describe('EventStreams: a reader too slow to keep up', () => {
     const head = await store.headPosition();
     let ended = false;
     const served = streams
-      .serve(reader as unknown as ServerResponse, async () => ['gdn_fast'], head)
+      .serve(reader as unknown as ServerResponse, {
+        visible: async () => ['gdn_fast'],
+        authorized: async () => true,
+        position: head,
+        slot: streams.reserve('reader')!,
+      })
       .then(() => {
         ended = true;
       });

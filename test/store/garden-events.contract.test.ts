@@ -53,6 +53,45 @@ for (const engine of ENGINES) {
       );
     });
 
+    it("readEvents moves a reader past others' events it looked at, and never past one it did not return", async () => {
+      const o = user();
+      const quiet = await garden(store, o);
+      const b = user();
+      const busy = await garden(store, b);
+      const start = await store.headPosition();
+      for (let i = 0; i < 30; i++) await plant(store, b, busy, { name: `busy${i}`, at: new Date() });
+      // Nothing of the quiet garden: the reader is moved to where the log's committed events end,
+      // so the next read from there looks at none of those 30 again.
+      const idle = await until('the busy events readable', async () => {
+        const r = await store.readEvents({ after: start, gardens: [quiet], limit: 10 });
+        return r.position !== start && r;
+      });
+      assert.deepEqual(idle.events, []);
+      const busyRead = await store.readEvents({ after: idle.position, gardens: [busy], limit: 100 });
+      assert.deepEqual(busyRead.events, [], 'the quiet reader was moved past the busy garden’s 30 events');
+      // Interleaved: a full page stops at its last event, a short one at the head, and following the
+      // positions gives every event of the garden once, in order.
+      const mine: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        await plant(store, b, busy, { name: `noise${i}`, at: new Date() });
+        mine.push((await plant(store, o, quiet, { name: `mine${i}`, at: new Date() })).name);
+      }
+      const seen: string[] = [];
+      let at = idle.position;
+      for (let reads = 0; seen.length < mine.length; reads++) {
+        assert.ok(reads < 50, `read ${seen.length} of ${mine.length}`);
+        const r = await store.readEvents({ after: at, gardens: [quiet], limit: 3 });
+        if (r.events.length === 3) assert.equal(r.position, r.events.at(-1)!.position);
+        seen.push(...r.events.map((e) => e.data.name));
+        at = r.position;
+      }
+      assert.deepEqual(seen, mine);
+      const rest = await store.readEvents({ after: at, gardens: [quiet], limit: 3 });
+      assert.deepEqual(rest.events, []);
+      // No gardens at all: nothing, from wherever the reader was.
+      assert.deepEqual((await store.readEvents({ after: start, gardens: [], limit: 3 })).events, []);
+    });
+
     it("deliveries go to the endpoints of the garden's members (and admin ones), as the event is written", async () => {
       const o = user();
       const viewer = user();

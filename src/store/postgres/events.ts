@@ -141,17 +141,25 @@ export const EVENT_QUERIES = {
   position: 'SELECT xid::text AS xid, seq FROM events WHERE id = $1',
   // Events of every transaction at or after the oldest one still running have yet to be read.
   head: `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`,
-  eventsAll: `SELECT ${EVENT_COLS} FROM events
-    WHERE (xid, seq) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-    ORDER BY xid, seq LIMIT $3`,
+  // Each read also answers the snapshot's xmin (\`head\`: every event of a transaction before it has
+  // committed or never will), on a row of its own when there is no event: where a reader that found
+  // fewer than it asked for goes on from (readEvents).
+  eventsAll: `SELECT h.xmin::text AS head, e.* FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) h
+    LEFT JOIN LATERAL (SELECT xid AS x, ${EVENT_COLS} FROM events
+      WHERE (xid, seq) > ($1::xid8, $2::bigint) AND xid < h.xmin
+      ORDER BY xid, seq LIMIT $3) e ON true
+    ORDER BY e.x, e.seq`,
   // The gardens' events ($4), each garden's read along events_garden_position and merged, as a
   // plant list page is.
-  eventsOf: `SELECT e.xid::text AS xid, e.seq, e.id, e.type, e.owner, e.garden, e.data, e.created_at
-    FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
-      SELECT * FROM events
-      WHERE garden = g.id AND (xid, seq) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-      ORDER BY xid, seq LIMIT $3) e
-    ORDER BY e.xid, e.seq LIMIT $3`,
+  eventsOf: `SELECT h.xmin::text AS head, e.* FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) h
+    LEFT JOIN LATERAL (
+      SELECT e.xid AS x, e.xid::text AS xid, e.seq, e.id, e.type, e.owner, e.garden, e.data, e.created_at
+      FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
+        SELECT * FROM events
+        WHERE garden = g.id AND (xid, seq) > ($1::xid8, $2::bigint) AND xid < h.xmin
+        ORDER BY xid, seq LIMIT $3) e
+      ORDER BY e.xid, e.seq LIMIT $3) e ON true
+    ORDER BY e.x, e.seq`,
   purge: `WITH a AS (DELETE FROM delivery_attempts WHERE at < $1),
       ev AS (DELETE FROM events WHERE created_at < $1 RETURNING id),
       d AS (DELETE FROM deliveries WHERE event_id IN (SELECT id FROM ev))

@@ -11,6 +11,7 @@ import type {
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
+  EventRead,
   EventRecord,
   FinishedAttempt,
   GardenChange,
@@ -480,13 +481,21 @@ export class PgStore implements Store {
   }
 
   async listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
+    return (await this.readEvents(q)).events;
+  }
+
+  async readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead> {
     const [xid, seq] = parsePosition(q.after);
-    if (q.gardens !== null && q.gardens.length === 0) return [];
+    const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
     const r =
-      q.gardens === null
-        ? await this.q<EventRow>('eventsAll', [xid, seq, q.limit])
-        : await this.q<EventRow>('eventsOf', [xid, seq, q.limit, [...new Set(q.gardens)]]);
-    return r.rows.map(toEvent);
+      gardens === null
+        ? await this.q<EventRow & { head: string }>('eventsAll', [xid, seq, q.limit])
+        : await this.q<EventRow & { head: string }>('eventsOf', [xid, seq, q.limit, gardens]);
+    const events = r.rows.filter((row) => row.id !== null).map(toEvent);
+    if (events.length === q.limit) return { events, position: events.at(-1)!.position };
+    // Everything before the snapshot's xmin has been looked at: go on from there, never backwards.
+    const head = BigInt(r.rows[0]!.head);
+    return { events, position: head > BigInt(xid) ? position(String(head), 0) : q.after };
   }
 
   async purgeEvents(before: Date): Promise<number> {

@@ -73,6 +73,9 @@ const date = (ms: number | null) => (ms === null ? null : new Date(ms));
  * newest row, emptied), and another database has another key. Events written before the log took this
  * shape keep their own ids.
  */
+/** How many seqs of the log one read looks at, at most, before the next (see list). */
+const WINDOW = 20_000;
+
 const eventId = (key: string, seq: number): string => `evt_${key}${seq.toString(16).padStart(16, '0')}`;
 const ID_SQL = (key: string, ev: string) =>
   `coalesce(${ev}.legacy_id, 'evt_${key}' || printf('%016x', ${ev}.seq))`;
@@ -230,12 +233,18 @@ export class SqliteEvents {
       hasSeq: db.prepare<[number], number>('SELECT seq FROM events WHERE seq = ? AND type != 0').pluck(),
       legacyPosition: db.prepare<[string], number>('SELECT seq FROM events WHERE legacy_id = ?').pluck(),
       head: db.prepare<[], number>('SELECT coalesce(max(seq), 0) FROM events').pluck(),
-      eventsAll: db.prepare<[number, number], EventRow>(
-        `SELECT ${EVENT_COLS} FROM events WHERE seq > ? AND type != 0 ORDER BY seq LIMIT ?`,
+      // A window of the log, (after, upTo], a slice at a time (see list).
+      eventsAll: db.prepare<[number, number, number], EventRow>(
+        `SELECT ${EVENT_COLS} FROM events WHERE seq > ? AND seq <= ? AND type != 0 ORDER BY seq LIMIT ?`,
       ),
-      eventsOf: db.prepare<[string, number, number], EventRow>(
-        `SELECT ${EVENT_COLS} FROM events WHERE garden IN (SELECT value FROM json_each(?)) AND seq > ? AND type != 0
-         ORDER BY seq LIMIT ?`,
+      // The gardens' events of the window, each garden's read along events_garden_seq (the CROSS JOIN
+      // keeps the planner from walking the whole log by seq and filtering by garden).
+      eventsOf: db.prepare<[string, number, number, number], EventRow>(
+        `SELECT ${EVENT_COLS.split(', ')
+          .map((c) => `e.${c}`)
+          .join(', ')}
+         FROM json_each(?) g CROSS JOIN events e ON e.garden = g.value AND e.seq > ? AND e.seq <= ?
+         WHERE e.type != 0 ORDER BY e.seq LIMIT ?`,
       ),
       // Whether an endpoint's owner is (still) a member of a garden: asked at every delivery.
       isMember: db
@@ -502,13 +511,37 @@ export class SqliteEvents {
     return String(this.s.head.get() ?? 0);
   }
 
-  list(q: { after: string; gardens: string[] | null; limit: number }): EventRecord[] {
+  /**
+   * Up to `limit` events after `after` of the gardens given (null: every one), and the position the
+   * reader has now seen everything up to: the last event's when the page is full, else the log's
+   * head as it was read before the events were (one writer: every seq up to it had committed), so a
+   * reader of a quiet garden moves along with the log instead of scanning the same stretch of
+   * everyone else's events again. The log is read in windows of WINDOW seqs, so that sorting one
+   * reader's events never takes more than a window's worth of them.
+   */
+  list(q: { after: string; gardens: string[] | null; limit: number }): {
+    events: EventRecord[];
+    position: string;
+  } {
     const after = Number(q.after);
-    const rows =
-      q.gardens === null
-        ? this.s.eventsAll.all(after, q.limit)
-        : this.s.eventsOf.all(JSON.stringify(q.gardens), after, q.limit);
-    return rows.map((r) => this.toEvent(r));
+    const head = this.s.head.get() ?? 0;
+    const gardens = q.gardens === null ? null : JSON.stringify([...new Set(q.gardens)]);
+    const rows: EventRow[] = [];
+    // No garden: nothing to read, and nothing to look at.
+    for (let from = q.gardens?.length === 0 ? head : after; from < head; ) {
+      const to = Math.min(head, from + WINDOW);
+      const left = q.limit - rows.length;
+      rows.push(
+        ...(gardens === null
+          ? this.s.eventsAll.all(from, to, left)
+          : this.s.eventsOf.all(gardens, from, to, left)),
+      );
+      if (rows.length === q.limit) {
+        return { events: rows.map((r) => this.toEvent(r)), position: String(rows.at(-1)!.seq) };
+      }
+      from = to;
+    }
+    return { events: rows.map((r) => this.toEvent(r)), position: String(Math.max(after, head)) };
   }
 
   purge(before: Date): number {

@@ -11,6 +11,7 @@ import type {
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
+  EventRead,
   EventRecord,
   FinishedAttempt,
   GardenChange,
@@ -723,6 +724,10 @@ export class SqliteStore implements Store {
   }
 
   listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
+    return this.run(() => this.e.list(q).events);
+  }
+
+  readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead> {
     return this.run(() => this.e.list(q));
   }
 
