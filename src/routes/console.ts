@@ -36,8 +36,9 @@ export function consoleCsp(issuer: string | null): string {
   ].join('; ');
 }
 
-// Vite names what it builds `name-<hash>.ext`, with a hash of 8 base64url characters.
-const HASHED = /-[A-Za-z0-9_-]{8,}\.[a-z0-9]+$/;
+// Vite names what it builds `name-<hash>.ext`, with a hash of 8 base64url characters. Exactly 8:
+// with {8,} every `-` of a long run of them scanned the rest of the run (quadratic time).
+const HASHED = /-[A-Za-z0-9_-]{8}\.[a-z0-9]+$/;
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 // index.html and config.json are never kept: a new release's index names new hashed files.
 const NOT_CACHED = 'no-store';
