@@ -300,13 +300,17 @@ async function deliverUntilStopped(config: Config): Promise<void> {
   log.info({}, 'stopped');
 }
 
+// Each run of whitespace that holds a line break becomes one space. /\s*\n\s*/ said the same and
+// took time quadratic in a long run of spaces (every start in the run scanned the rest of it).
+const oneLine = (text: string) => text.replace(/\s+/g, (run) => (run.includes('\n') ? ' ' : run));
+
 export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.exitCode === 0) return; // --help, --version
-      process.stderr.write(`plantstore: ${err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')}\n`);
+      process.stderr.write(`plantstore: ${oneLine(err.message.replace(/^error: /, ''))}\n`);
       process.exit(2);
     }
     if (err instanceof PlantStoreError) {

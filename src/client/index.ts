@@ -120,9 +120,17 @@ function retryAfterMs(value: string | null): number | null {
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
+/** The URL without its trailing slashes (a loop: /\/+$/ is quadratic in a long run of them). */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** The next page's path from a `Link: <…>; rel="next"` header. */
 function nextLink(link: string | null): string | null {
-  const m = link && /<([^>]+)>\s*;\s*rel="?next"?/.exec(link);
+  // [^<>]: each `<` scans only up to the next bracket, so a header of many `<` stays linear.
+  const m = link && /<([^<>]+)>\s*;\s*rel="?next"?/.exec(link);
   return m ? m[1]! : null;
 }
 
@@ -140,7 +148,7 @@ export class PlantStore {
   readonly tokens: Tokens;
 
   constructor(private readonly opts: PlantStoreOptions) {
-    this.base = opts.url.replace(/\/+$/, '');
+    this.base = withoutTrailingSlashes(opts.url);
     this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.deadlineMs = opts.deadlineMs ?? 30_000;
     this.retries = opts.retries ?? 4;
@@ -737,7 +745,7 @@ export function clientCredentials(o: {
   const endpoint = async (): Promise<string> => {
     if (o.tokenEndpoint) return o.tokenEndpoint;
     if (!o.issuer) throw new TypeError('clientCredentials needs issuer or tokenEndpoint');
-    const res = await f(`${o.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`);
+    const res = await f(`${withoutTrailingSlashes(o.issuer)}/.well-known/openid-configuration`);
     if (!res.ok) throw await refusal(res);
     return ((await res.json()) as { token_endpoint: string }).token_endpoint;
   };

@@ -25,6 +25,13 @@ export class IssuerUnavailable extends Error {}
 
 const MAX_DOCUMENT_BYTES = 512 * 1024;
 
+// A loop, not /\/+$/: that expression takes time quadratic in a long run of slashes.
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /**
  * An issuer's JSON Web Key Set, fetched on first need and kept. jose's remote key set refetches
  * inline once its cache is stale and fails while the issuer is down; this one keeps the last good
@@ -103,7 +110,7 @@ export class IssuerKeys {
   /** The jwks_uri of the issuer's OpenID Provider or OAuth Authorization Server metadata. */
   private async discover(signal: AbortSignal): Promise<string> {
     const issuer = this.opts.issuer;
-    const base = issuer.replace(/\/+$/, '');
+    const base = withoutTrailingSlashes(issuer);
     const candidates = [
       `${base}/.well-known/openid-configuration`,
       `${base}/.well-known/oauth-authorization-server`,
@@ -111,7 +118,9 @@ export class IssuerKeys {
     // RFC 8414 puts the well-known part before an issuer's path: https://host/.well-known/…/path.
     const u = new URL(issuer);
     if (u.pathname !== '/' && u.pathname !== '') {
-      candidates.push(`${u.origin}/.well-known/oauth-authorization-server${u.pathname.replace(/\/+$/, '')}`);
+      candidates.push(
+        `${u.origin}/.well-known/oauth-authorization-server${withoutTrailingSlashes(u.pathname)}`,
+      );
     }
     const failures: string[] = [];
     for (const url of candidates) {

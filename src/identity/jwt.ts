@@ -12,6 +12,7 @@ import { isScope, type Scope } from '../schemas/token.js';
 import type { Caller } from './caller.js';
 import { IssuerKeys, IssuerUnavailable, type KeyFetchOutcome } from './issuer-keys.js';
 import { type RefusalReason, refusal, type Verdict } from './refusal.js';
+import { isValidUser } from './tokens.js';
 
 export interface JwtOptions {
   issuer: string;
@@ -143,8 +144,10 @@ export class JwtVerifier {
     // jose checks `iat` only against a maximum age; the contract also refuses one in the future.
     if (typeof payload.iat === 'number' && payload.iat > nowS + this.toleranceS)
       return refuse('not_yet_valid');
+    // The user is named by the rule of `--user` and member names (contract 3.1): a name with a
+    // space or a control character would make a user that member routes cannot name.
     const user = payload[this.opts.userClaim];
-    if (typeof user !== 'string' || user === '') return refuse('claims');
+    if (typeof user !== 'string' || !isValidUser(user)) return refuse('claims');
 
     const caller: Caller = {
       user,

@@ -2,10 +2,16 @@ import type { Caller } from '../identity/caller.js';
 import type { ListMarks } from '../store/store.js';
 import type { ListScope, Page, PlantService } from './service.js';
 
-/** A list page as it is answered: the serialized body and its Link header. */
+/**
+ * A list page as it is answered: the serialized body, and where the next page starts. No Link
+ * header: the same page is asked as /plants?garden=G and as /gardens/G/plants, and each route
+ * writes the link for its own path.
+ */
 export interface RenderedPage {
   body: string | Buffer;
-  link: string | undefined;
+  /** The next page's cursor; null on the last page. */
+  next: string | null;
+  limit: number;
 }
 
 export interface ListQuery {
@@ -18,7 +24,8 @@ export interface ListQuery {
 
 interface Entry {
   body: Buffer;
-  link: string | undefined;
+  next: string | null;
+  limit: number;
   /** The store's marks read before the page was: it is exact for any marks that agree with these. */
   marks: ListMarks;
   /** The last page (no next): a plant created after every other one lands on it. */
@@ -74,12 +81,15 @@ export class ListCache {
     caller: Caller,
     scope: ListScope,
     q: ListQuery,
-    render: (page: Page) => { body: string; link: string | undefined },
+    render: (page: Page) => string,
   ): Promise<RenderedPage> {
     // Read the marks before the store: a write landing in between only makes the entry stale.
     const asked = this.service.listMarks(scope, q.tag);
     const marks = asked instanceof Promise ? await asked : asked;
-    if (marks === undefined || marks === null) return render(await this.service.list(caller, scope, q));
+    if (marks === undefined || marks === null) {
+      const page = await this.service.list(caller, scope, q);
+      return { body: render(page), next: page.next, limit: page.limit };
+    }
     const gardens = scope.gardens === null ? '*' : this.joined(scope.gardens);
     const key = `${caller.user}\0${gardens}\0${scope.garden}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
     const hit = this.lookup(key, marks);
@@ -90,8 +100,8 @@ export class ListCache {
       pending = this.service
         .list(caller, scope, q)
         .then((page) => {
-          const { body, link } = render(page);
-          const entry = { body: ownBytes(body), link, marks, last: page.next === null };
+          const body = ownBytes(render(page));
+          const entry = { body, next: page.next, limit: page.limit, marks, last: page.next === null };
           this.store(key, entry);
           return entry;
         })

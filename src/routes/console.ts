@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 
 /** Where `npm run build` puts the console (the same from src/routes and dist/routes). */
 export const CONSOLE_ROOT = fileURLToPath(new URL('../../dist/console/', import.meta.url));
@@ -36,8 +36,9 @@ export function consoleCsp(issuer: string | null): string {
   ].join('; ');
 }
 
-// Vite names what it builds `name-<hash>.ext`, with a hash of 8 base64url characters.
-const HASHED = /-[A-Za-z0-9_-]{8,}\.[a-z0-9]+$/;
+// Vite names what it builds `name-<hash>.ext`, with a hash of 8 base64url characters. Exactly 8:
+// with {8,} every `-` of a long run of them scanned the rest of the run (quadratic time).
+const HASHED = /-[A-Za-z0-9_-]{8}\.[a-z0-9]+$/;
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 // index.html and config.json are never kept: a new release's index names new hashed files.
 const NOT_CACHED = 'no-store';
@@ -63,6 +64,14 @@ export function consoleRoutes(opts: ConsoleOptions) {
       scope.addHook('onRequest', (_request, reply, done) => {
         reply.headers(headers);
         done();
+      });
+      // A path that climbs out of the console (`/console/..%2f..%2fpackage.json`) names none of its
+      // files, and @fastify/static refuses it with a 403 (FST_STATIC_FORBIDDEN_PATH, or send's
+      // own), which would reach the client as a 403 `bad_request`. It is the usual 404, as any
+      // unknown file here; every other error goes on to the app's handler.
+      scope.setErrorHandler((err: FastifyError, _request, reply) => {
+        if (err.statusCode === 403) return reply.callNotFound();
+        throw err;
       });
       scope.get('/console/config.json', { schema: { hide: true } }, (_request, reply) => {
         reply.header('cache-control', NOT_CACHED);

@@ -102,7 +102,7 @@ function includes(include: string | undefined): { id: boolean; garden: boolean; 
 }
 
 // The next page's link: the same query on the same path, with the page's limit and the next cursor.
-function nextLink(path: string, page: Page, q: ListQuery): string | undefined {
+function nextLink(path: string, page: Pick<Page, 'next' | 'limit'>, q: ListQuery): string | undefined {
   if (page.next === null) return undefined;
   const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
   const include = q.include === undefined ? '' : `&include=${q.include}`;
@@ -180,11 +180,15 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
     };
     const shape = want.version || want.garden ? pageViewWith(want) : want.id ? pageViewWithId : pageView;
     const linkQuery = linkGarden ? q : { ...q, garden: undefined };
-    const out = await lists.get(request.caller!, scope, query, (page) => ({
-      body: reply.serialize(page.plants.map(shape)) as string,
-      link: nextLink(path, page, linkQuery),
-    }));
-    if (out.link) reply.header('link', out.link);
+    const out = await lists.get(
+      request.caller!,
+      scope,
+      query,
+      (page) => reply.serialize(page.plants.map(shape)) as string,
+    );
+    // Built here, not kept with the page: the cache answers both paths from one entry.
+    const link = nextLink(path, out, linkQuery);
+    if (link) reply.header('link', link);
     return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
   }
 

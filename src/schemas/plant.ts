@@ -5,9 +5,14 @@ import { MAX_PLANT_ID } from '../plant-id.js';
 
 export { MAX_PLANT_ID };
 
-// One pattern for "no control characters and at least one non-whitespace character";
-// the error formatter looks at the value to say which half failed.
-const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
+// One pattern for "no control characters and at least one non-whitespace character"; the error
+// formatter looks at the value to say which half failed. It runs on request input, also on text
+// already too long (Ajv's allErrors), so it must not backtrack: the leading run takes only
+// whitespace and the character after it must not be whitespace, so where one part ends and the
+// next begins is never in doubt and the time is linear in the text's length (issue 41;
+// test/unit/redos.test.ts checks every pattern in src/). [^\S…] is "whitespace that is not a
+// control character": tab and newline are refused as before.
+const TEXT_PATTERN = '^[^\\S\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
 
 export const text = (maxLength: number, description: string) =>
   Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, description });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { get as httpGet, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
@@ -138,6 +139,43 @@ describe('web console', { skip: sqlite.skip }, () => {
     assert.equal(res.statusCode, 404);
     assert.equal(res.json().code, 'not_found');
     assertSecurityHeaders(res);
+  });
+
+  it('a path that climbs out of the console is the usual 404 not_found, with the headers, and reveals nothing', async () => {
+    // Sent as they are written: inject (as curl without --path-as-is) would resolve the dot segments
+    // of the first ones before the service saw them.
+    const base = new URL(await h.app.listen({ port: 0, host: '127.0.0.1' }));
+    const get = (path: string) =>
+      new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+        httpGet({ host: base.hostname, port: base.port, path }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            body += chunk;
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+        }).on('error', reject);
+      });
+    for (const path of [
+      '/console/../../package.json',
+      '/console/%2e%2e/%2e%2e/package.json',
+      '/console/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd',
+      '/console/assets/%2e%2e/%2e%2e/%2e%2e/package.json',
+      '/console/..%2f..%2fpackage.json',
+      '/console/..%2F..%2F..%2Fpackage.json',
+      '/console/%2e%2e%2f%2e%2e%2fpackage.json',
+      '/console/assets/..%2f..%2f..%2fpackage.json',
+      '/console/..%5c..%5cpackage.json',
+      '/console/assets/%2e%2e',
+    ]) {
+      const res = await get(path);
+      assert.equal(res.status, 404, `${path}: ${res.status} ${res.body}`);
+      assert.equal(JSON.parse(res.body).code, 'not_found', path);
+      assert.match(String(res.headers['content-type']), /^application\/json/, path);
+      assert.doesNotMatch(res.body, /"plantstore"|root:/, path);
+      assert.equal(res.headers['content-security-policy'], CSP, path);
+      assert.equal(res.headers['x-content-type-options'], 'nosniff', path);
+    }
   });
 
   it('the OpenAPI document does not list the console', async () => {

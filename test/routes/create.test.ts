@@ -82,6 +82,19 @@ for (const engine of ENGINES) {
       ['tag blank', { name: 'a', tag: '\u3000 ' }, '/tag', 'tag must not be blank'],
       ['tag too long', { name: 'a', tag: 'y'.repeat(101) }, '/tag', 'tag must be at most 100 characters'],
       ['tag a number', { name: 'a', tag: 5 }, '/tag', 'tag must be a string or null'],
+      // Issue 41: over-long text ending in a control character once cost its pattern quadratic time.
+      [
+        'name 16,300 long, ending in NUL',
+        { name: `${'a'.repeat(16_299)}\u0000` },
+        '/name',
+        'name must be at most 200 characters',
+      ],
+      [
+        'tag 16,300 long, ending in NUL',
+        { name: 'a', tag: `${' '.repeat(16_299)}\u0001` },
+        '/tag',
+        'tag must be at most 100 characters',
+      ],
       ['id zero', { name: 'a', id: 0 }, '/id', 'id must be from 1 to 9007199254740991'],
       ['id negative', { name: 'a', id: -5 }, '/id', 'id must be from 1 to 9007199254740991'],
       ['id too large', { name: 'a', id: 9007199254740992 }, '/id', 'id must be from 1 to 9007199254740991'],

@@ -271,6 +271,44 @@ for (const engine of ENGINES) {
       );
 
       it(
+        'GET /plants?garden=G and GET /gardens/G/plants link each to its own path, whichever is asked first',
+        T,
+        async () => {
+          // Both ask for the same page, which the list cache keeps once: the Link must still be the
+          // one of the path asked (finding 9 of issue 41: /plants?garden=G answered the nested one).
+          const o = await h.user();
+          for (const order of [
+            ['query', 'nested'],
+            ['nested', 'query'],
+          ] as const) {
+            const g = await newGarden(o, `Links, ${order[0]} first`);
+            const made = [];
+            for (const name of ['a', 'b', 'c']) made.push((await newPlant(o, g, { name, tag: 't' })).id);
+            const url = {
+              query: `/plants?garden=${g}&limit=2&tag=t&include=id`,
+              nested: `/gardens/${g}/plants?limit=2&tag=t&include=id`,
+            };
+            const want = {
+              query: new RegExp(`^/plants\\?limit=2&cursor=[^&]+&tag=t&garden=${g}&include=id$`),
+              nested: new RegExp(`^/gardens/${g}/plants\\?limit=2&cursor=[^&]+&tag=t&include=id$`),
+            };
+            // Twice each: the second of each is answered from the kept page.
+            for (const path of [...order, ...order]) {
+              const res = await get(o, url[path]);
+              assert.equal(res.statusCode, 200, `${path}: ${res.body}`);
+              assert.deepEqual(ids(res.json()), made.slice(0, 2), path);
+              const link = nextLink(res);
+              assert.match(String(link), want[path], `${order[0]} first, ${path}`);
+              const rest = await get(o, link!);
+              assert.equal(rest.statusCode, 200, `${path} next: ${rest.body}`);
+              assert.deepEqual(ids(rest.json()), made.slice(2), `${path} next`);
+              assert.equal(rest.headers.link, undefined);
+            }
+          }
+        },
+      );
+
+      it(
         'the same parameter rules: bad limit, include, cursor, unknown parameters 400; a non-member 404; admin 200',
         T,
         async () => {

@@ -66,7 +66,18 @@ const recipe: fc.Arbitrary<Recipe> = fc.oneof(
   }),
   fc.record({
     kind: fc.constant('bad-user' as const),
-    sub: fc.oneof(fc.constant(''), fc.integer(), fc.boolean(), fc.array(fc.string()), fc.constant(null)),
+    sub: fc.oneof(
+      fc.constant(''),
+      fc.integer(),
+      fc.boolean(),
+      fc.array(fc.string()),
+      fc.constant(null),
+      // Strings that are not user names (contract 3.1: printable ASCII, no space, 1–200).
+      fc.constantFrom('ali ce\u0000', 'a b', '\u0001', 'ünï', 'x'.repeat(201)),
+      fc
+        .tuple(fc.string(), fc.constantFrom(' ', '\u0000', '\u007f', '\u00e9'), fc.string())
+        .map((p) => p.join('')),
+    ),
   }),
   fc.record({
     kind: fc.constant('alg-mismatch' as const),

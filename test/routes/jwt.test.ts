@@ -113,6 +113,28 @@ for (const engine of ENGINES) {
       assert.equal((await get(h, await issuer.sign({ ...RW, aud: ['x', AUDIENCE] }))).statusCode, 200);
     });
 
+    it('refuses a user claim that is not a user name (a space, a control character, non-ASCII, empty, 201 characters)', async () => {
+      for (const sub of [
+        'ali ce\u0000',
+        'ali ce',
+        'alice\u0000',
+        'alice\u007f',
+        '\talice',
+        'álice',
+        '🌵',
+        '',
+        'u'.repeat(201),
+      ]) {
+        const res = await get(h, await issuer.sign({ ...RW, sub }));
+        assert.equal(res.statusCode, 401, JSON.stringify(sub));
+        refused(res);
+      }
+      // The rule's edges: 200 characters, and any printable ASCII but the space.
+      for (const sub of [`jwt-${'u'.repeat(196)}`, `jwt!~"'@:/${Math.random()}`]) {
+        assert.equal((await get(h, await issuer.sign({ ...RW, sub }))).statusCode, 200, sub);
+      }
+    });
+
     it('the challenge of a 401 without a token names the resource metadata', async () => {
       const res = await h.app.inject({ method: 'GET', url: '/plants' });
       assert.equal(res.statusCode, 401);

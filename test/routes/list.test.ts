@@ -244,6 +244,23 @@ for (const engine of ENGINES) {
       });
     }
 
+    // Issue 41: these once took the tag's pattern time quadratic in their length. The recheck test
+    // (test/unit/redos.test.ts) keeps the patterns linear; this one keeps the answers right.
+    for (const [what, tag, message] of [
+      ['15,500 characters ending in a control character', `${'a'.repeat(15_500)}%01`, 'must be at most 100'],
+      ['one ending in a control character', 'abc%01', 'must not contain control characters'],
+      ['a blank one', '%20%E3%80%80', 'must not be blank'],
+    ]) {
+      it(`400 invalid_parameter for a tag of ${what}`, async () => {
+        const c = await h.user();
+        const res = await c.request({ method: 'GET', url: `/plants?tag=${tag}` });
+        assert.equal(res.statusCode, 400);
+        const err = errorBody(res);
+        assert.equal(err.code, 'invalid_parameter');
+        assert.match(err.message, new RegExp(`^query parameter tag ${message}`));
+      });
+    }
+
     it('400 invalid_cursor for a forged cursor, another user’s, or another tag’s', async () => {
       const a = await h.user();
       const b = await h.user();
