@@ -93,7 +93,7 @@ export interface paths {
         put?: never;
         /**
          * Create a garden
-         * @description Makes a garden with the caller as its owner. A user belongs to at most 100 gardens (its home garden included): beyond that, 409 `too_many_gardens`.
+         * @description Makes a garden with the caller as its owner. A user makes at most 100 gardens (its home garden included) and belongs to at most 1,000: beyond that, 409 `too_many_gardens`. Being added to the gardens of others never counts against the 100.
          */
         post: operations["createGarden"];
         delete?: never;
@@ -160,7 +160,7 @@ export interface paths {
         get?: never;
         /**
          * Add a member, or change its role
-         * @description Owners only. The user need not have signed in yet. 201 when added, 200 when its role changed (or was already that). Demoting the last owner: 409 `last_owner`; the home garden's own user: 409 `home_garden`; limits: 409 `too_many_gardens` (the user is in 100) or `too_many_members` (the garden has 1,000).
+         * @description Owners only. The user need not have signed in yet. 201 when added, 200 when its role changed (or was already that). Demoting the last owner: 409 `last_owner`; the home garden's own user: 409 `home_garden`; limits: 409 `too_many_gardens` (the user is in 1,000) or `too_many_members` (the garden has 1,000).
          */
         put: operations["putMember"];
         post?: never;
@@ -359,7 +359,7 @@ export interface paths {
         };
         /**
          * Server-Sent Events of the plants the caller may see, as they commit
-         * @description Each message: `id: <event id>`, `event: <type>`, `data: <event JSON>`; a comment line at least every 15 s. Send `Last-Event-ID` to resume right after that event; one no longer kept answers 410 `events_expired`.
+         * @description Each message: `id: <event id>`, `event: <type>`, `data: <event JSON>`; a comment line at least every 15 s. Send `Last-Event-ID` to resume right after that event; one no longer kept answers 410 `events_expired`, one that is not an event id 400 `invalid_event_id`. A user has a limited number of open streams at once (20 by default): one more answers 429 `too_many_streams`. A stream ends within 5 s of its token being revoked or expiring.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -5399,6 +5399,23 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing, malformed, unknown, expired or revoked bearer token. */
