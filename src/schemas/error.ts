@@ -25,7 +25,7 @@ export type ErrorBody = Static<typeof ErrorBody>;
 const ref = Type.Ref('Error');
 
 const DESCRIPTIONS: Record<number, string> = {
-  400: 'Malformed request: body, parameter, cursor or Idempotency-Key.',
+  400: 'Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`).',
   401: 'Missing, malformed, unknown, expired or revoked bearer token.',
   403: 'The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge).',
   404: 'No such plant or garden, or the caller may not see it (the same answer).',
@@ -35,7 +35,7 @@ const DESCRIPTIONS: Record<number, string> = {
   415: 'Content-Type is not application/json.',
   422: 'Idempotency-Key reused with a different body.',
   428: '`If-Match` is required: send the ETag of the plant as read (or `*`).',
-  429: 'Rate limited; see Retry-After.',
+  429: 'Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After.',
   500: 'Unexpected error; the body names the request id.',
   503: 'The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After.',
 };
