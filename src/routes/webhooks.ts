@@ -64,7 +64,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           operationId: 'createWebhook',
           summary: 'Register a webhook endpoint',
           description:
-            "Registers an endpoint that receives the caller's plant events as signed Standard Webhooks deliveries; registered with `plants:admin`, every user's, for as long as that token is valid (once it is revoked or expires, a JWT at its `exp`, only the caller's). The answer carries the signing secret. A URL that names or resolves to a loopback, private, link-local, CGNAT, multicast or unspecified address is refused (400 `invalid_webhook_url`; a host name is resolved now and again at every delivery), as is one whose host name does not resolve. A user has at most 20 endpoints: one more is 409 `too_many_webhooks`.",
+            "Registers an endpoint that receives the caller's plant events as signed Standard Webhooks deliveries; registered with `plants:admin`, every user's, for as long as that token is valid (once it is revoked or expires, a JWT at its `exp`, only the caller's). The answer carries the signing secret. A URL that names or resolves to a loopback, private, link-local, CGNAT, multicast or unspecified address is refused (400 `invalid_webhook_url`; a host name is resolved now and again at every delivery), as is one whose host name does not resolve (unless the service allows private addresses). A user has at most 20 endpoints: one more is 409 `too_many_webhooks`.",
           tags,
           security,
           body: WebhookCreate,
