@@ -671,7 +671,7 @@ for (const engine of ENGINES) {
             )
               .flat()
               .filter(
-                (a) => a.outcome === 'failed' && a.status === null && /no longer valid/.test(a.error ?? ''),
+                (a) => a.outcome === 'failed' && a.status === null && (a.error ?? '').startsWith('not sent:'),
               )
               .map((a) => a.eventId),
           );
