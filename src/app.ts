@@ -155,7 +155,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   if (config.webhookDelivery) store.onDeliveriesQueued(() => dispatcher.nudge());
   const gardens = new GardenService(store);
   const service = new PlantService(store, gardens, undefined, () => streams.nudge());
-  const webhooks = new WebhookService(store, { allowPrivate: config.webhookAllowPrivate });
+  const webhooks = new WebhookService(store, {
+    allowPrivate: config.webhookAllowPrivate,
+    ...(deps.resolver ? { resolver: deps.resolver } : {}),
+  });
 
   const purgeAll = () => {
     const now = Date.now();

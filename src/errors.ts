@@ -38,6 +38,7 @@ export type ErrorCode =
   | 'garden_not_empty'
   | 'too_many_gardens'
   | 'too_many_members'
+  | 'too_many_webhooks'
   | 'token_not_found'
   | 'scope_not_held';
 
@@ -81,7 +82,8 @@ export class ConflictError extends AppError {
       | 'last_owner'
       | 'garden_not_empty'
       | 'too_many_gardens'
-      | 'too_many_members',
+      | 'too_many_members'
+      | 'too_many_webhooks',
     message: string,
   ) {
     super(409, code, message);

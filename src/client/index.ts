@@ -455,7 +455,9 @@ export class Webhooks {
 
   /**
    * Registers an endpoint; the answer carries its signing secret. Not repeated after a lost answer
-   * (that could make two): only after a 429 or 503, when the service made nothing.
+   * (that could make two): only after a 429 or 503, when the service made nothing. A URL refused
+   * by the address policy is a 400 (`invalid_webhook_url`); a user's 21st endpoint a 409
+   * (`too_many_webhooks`).
    */
   async create(endpoint: WebhookCreate): Promise<WebhookWithSecret> {
     const res = await this.call('POST', '/webhooks', { body: endpoint, retryable: 'refused' });

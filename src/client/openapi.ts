@@ -257,7 +257,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Registers an endpoint that receives the caller's plant events (everyone's, when registered with `plants:admin`) as signed Standard Webhooks deliveries. The answer carries the signing secret. Private, loopback and link-local addresses are refused.
+         * @description Registers an endpoint that receives the caller's plant events as signed Standard Webhooks deliveries; registered with `plants:admin`, every user's, for as long as that token is valid (once it is revoked or expires, a JWT at its `exp`, only the caller's). The answer carries the signing secret. A URL that names or resolves to a loopback, private, link-local, CGNAT, multicast or unspecified address is refused (400 `invalid_webhook_url`; a host name is resolved now and again at every delivery), as is one whose host name does not resolve (unless the service allows private addresses). A user has at most 20 endpoints: one more is 409 `too_many_webhooks`.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -341,7 +341,7 @@ export interface paths {
         put?: never;
         /**
          * Re-send every event since a time that this endpoint has not acknowledged
-         * @description Queues again every event since `since` that this endpoint may receive and has not acknowledged, and enables the endpoint if it was disabled.
+         * @description Queues again every event since `since` that this endpoint may receive now and has not acknowledged, and enables the endpoint if it was disabled. An endpoint whose `plants:admin` credential is no longer valid replays only its owner's events.
          */
         post: operations["recoverWebhook"];
         delete?: never;
@@ -876,7 +876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1304,7 +1304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1914,7 +1914,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2293,7 +2293,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2620,7 +2620,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3182,7 +3182,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3385,7 +3385,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`. */
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4481,6 +4481,23 @@ export interface operations {
                     "ratelimit-reset"?: number;
                     /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
                     "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {

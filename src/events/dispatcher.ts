@@ -44,7 +44,10 @@ export interface DispatcherOptions {
  * while one report is being written go together in the next, one write for them all. A delivery
  * stays leased until its attempt is recorded, so a crash before that sends it again (at least
  * once). Concurrency is bounded overall and per endpoint, so one slow or dead receiver delays no
- * other and nothing queues in memory beyond what is in flight.
+ * other and nothing queues in memory beyond what is in flight. The slots are shared fairly between
+ * users: claims put the owners this process holds the fewest deliveries of first, and a free slot
+ * goes to the waiting delivery of the owner with the fewest in flight, so one user's many endpoints
+ * or long backlog (on one receiving host or many) cannot hold back another user's deliveries.
  */
 export class Dispatcher {
   private readonly id = `dispatcher-${randomBytes(6).toString('hex')}`;
@@ -55,6 +58,8 @@ export class Dispatcher {
   private readonly leaseMs: number;
   private readonly inflight = new Map<string, number>();
   private inflightTotal = 0;
+  // Deliveries in flight by endpoint owner.
+  private readonly ownerInflight = new Map<string, number>();
   // Claimed deliveries waiting for a slot of their endpoint (at most perEndpoint each), and when
   // they were claimed.
   private readonly waiting = new Map<string, { job: DeliveryJob; at: number }[]>();
@@ -152,6 +157,7 @@ export class Dispatcher {
           limit: free,
           perEndpoint: this.perEndpoint,
           skipEndpoints: busy,
+          ownerLoad: this.ownerLoad(),
         });
         for (const job of jobs) this.launch(job);
         if (jobs.length < free && !this.again) break;
@@ -168,6 +174,14 @@ export class Dispatcher {
     }
   }
 
+  /** Deliveries this process holds (in flight or waiting for a slot), by endpoint owner. */
+  private ownerLoad(): Record<string, number> {
+    const load: Record<string, number> = Object.fromEntries(this.ownerInflight);
+    for (const queue of this.waiting.values())
+      for (const { job } of queue) load[job.endpoint.owner] = (load[job.endpoint.owner] ?? 0) + 1;
+    return load;
+  }
+
   /** Sends the job now if its endpoint and this process have a slot free; otherwise it waits for one. */
   private launch(job: DeliveryJob, at = Date.now()): void {
     const endpointId = job.endpoint.id;
@@ -181,28 +195,39 @@ export class Dispatcher {
     this.send(job);
   }
 
-  /** Sends waiting deliveries into the slots free now: the endpoint's own first. */
-  private pump(first: string): void {
-    for (const id of [first, ...this.waiting.keys()]) {
-      const queue = this.waiting.get(id);
-      while (
-        queue &&
-        queue.length > 0 &&
-        (this.inflight.get(id) ?? 0) < this.perEndpoint &&
-        this.inflightTotal < this.concurrency
-      ) {
-        const next = queue.shift()!;
-        this.waitingTotal--;
-        if (Date.now() - next.at <= START_WITHIN_MS) this.send(next.job);
+  /**
+   * Sends waiting deliveries into the slots free now, one at a time to the owner with the fewest in
+   * flight whose endpoint has a slot (endpoints of one owner in turn): a user with many endpoints
+   * and a long backlog takes no more turns than one with a single delivery waiting.
+   */
+  private pump(): void {
+    while (this.waitingTotal > 0 && this.inflightTotal < this.concurrency) {
+      let best: string | undefined;
+      let bestLoad = Number.POSITIVE_INFINITY;
+      for (const [id, queue] of this.waiting) {
+        if ((this.inflight.get(id) ?? 0) >= this.perEndpoint) continue;
+        const load = this.ownerInflight.get(queue[0]!.job.endpoint.owner) ?? 0;
+        if (load < bestLoad) {
+          best = id;
+          bestLoad = load;
+        }
       }
-      if (queue?.length === 0) this.waiting.delete(id);
-      if (this.inflightTotal >= this.concurrency) return;
+      if (best === undefined) return;
+      const queue = this.waiting.get(best)!;
+      const next = queue.shift()!;
+      this.waitingTotal--;
+      // Its endpoint goes to the back of the line: the owner's other endpoints come first next time.
+      this.waiting.delete(best);
+      if (queue.length > 0) this.waiting.set(best, queue);
+      if (Date.now() - next.at <= START_WITHIN_MS) this.send(next.job);
     }
   }
 
   private send(job: DeliveryJob): void {
     const endpointId = job.endpoint.id;
+    const owner = job.endpoint.owner;
     this.inflight.set(endpointId, (this.inflight.get(endpointId) ?? 0) + 1);
+    this.ownerInflight.set(owner, (this.ownerInflight.get(owner) ?? 0) + 1);
     this.inflightTotal++;
     let released = false;
     // The slot is free once the receiver has answered: the delivery stays leased to this process
@@ -213,8 +238,11 @@ export class Dispatcher {
       const n = (this.inflight.get(endpointId) ?? 1) - 1;
       if (n <= 0) this.inflight.delete(endpointId);
       else this.inflight.set(endpointId, n);
+      const o = (this.ownerInflight.get(owner) ?? 1) - 1;
+      if (o <= 0) this.ownerInflight.delete(owner);
+      else this.ownerInflight.set(owner, o);
       this.inflightTotal--;
-      if (!this.stopped) this.pump(endpointId);
+      if (!this.stopped) this.pump();
       this.nudge(); // a slot is free
     };
     const p = this.deliver(job, release)

@@ -39,44 +39,58 @@ for (const [net, bits] of [
 ] as const) {
   forbidden.addSubnet(net, bits, 'ipv4');
 }
+// IPv6 outside 2000::/3 (global unicast) is refused whole: that takes in the unspecified and
+// loopback addresses, IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96) addresses,
+// NAT64 (64:ff9b::/96, 64:ff9b:1::/48, which reach an IPv4 address of any kind), discard, unique
+// local, link-local, site-local, multicast and SRv6. IPv4-mapped addresses (::ffff:0:0/96) are
+// judged by the IPv4 address inside. Within 2000::/3, these special ranges:
+const forbidden6 = new BlockList();
 for (const [net, bits] of [
-  ['::', 96], // unspecified, loopback, IPv4-compatible (deprecated)
-  ['64:ff9b::', 96], // NAT64: would reach an IPv4 address of any kind
-  ['64:ff9b:1::', 48],
-  ['100::', 64], // discard
-  ['2001::', 32], // Teredo
+  ['2001::', 23], // IETF protocol assignments: Teredo, benchmarking, ORCHID …
   ['2001:db8::', 32], // documentation
   ['2002::', 16], // 6to4: embeds an IPv4 address of any kind
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
+  ['3fff::', 20], // documentation
 ] as const) {
-  forbidden.addSubnet(net, bits, 'ipv6');
+  forbidden6.addSubnet(net, bits, 'ipv6');
 }
 
-/** The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d` or `::ffff:XXXX:XXXX`), if it is one. */
-function mappedIpv4(ip: string): string | null {
-  const m = /^(?:0{0,4}:){0,5}:?ffff:(.+)$/i.exec(ip) ?? /^::ffff:(.+)$/i.exec(ip);
-  if (!m) return null;
-  const rest = m[1]!;
-  if (isIP(rest) === 4) return rest;
-  const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(rest);
-  if (!hex) return null;
-  const hi = Number.parseInt(hex[1]!, 16);
-  const lo = Number.parseInt(hex[2]!, 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** The 16 bytes of a valid IPv6 address (zone id dropped); null when it is not one. */
+function ipv6Bytes(ip: string): Uint8Array | null {
+  const bare = ip.replace(/%.*$/, '');
+  if (isIP(bare) !== 6) return null;
+  let text = bare;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4[1]!.split('.').map(Number) as [number, number, number, number];
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups =
+    tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  if (groups.length !== 8) return null;
+  const bytes = new Uint8Array(16);
+  groups.forEach((g, i) => {
+    const n = Number.parseInt(g, 16);
+    bytes[2 * i] = n >> 8;
+    bytes[2 * i + 1] = n & 255;
+  });
+  return bytes;
 }
 
 /** True for any address that is not plainly on the public internet; also for anything that is not an IP. */
 export function isForbiddenAddress(ip: string): boolean {
   const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
-  const family = isIP(bare);
-  if (family === 0) return true;
-  if (family === 4) return forbidden.check(bare, 'ipv4');
-  const v4 = mappedIpv4(bare);
-  if (v4 !== null) return forbidden.check(v4, 'ipv4');
-  return forbidden.check(bare, 'ipv6');
+  if (isIP(bare) === 4) return forbidden.check(bare, 'ipv4');
+  const b = ipv6Bytes(bare);
+  if (b === null) return true;
+  // IPv4-mapped (::ffff:a.b.c.d): the IPv4 address is what would be reached.
+  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff)
+    return forbidden.check(`${b[12]}.${b[13]}.${b[14]}.${b[15]}`, 'ipv4');
+  if ((b[0]! & 0xe0) !== 0x20) return true;
+  const groups = Array.from({ length: 8 }, (_, i) => ((b[2 * i]! << 8) | b[2 * i + 1]!).toString(16));
+  return forbidden6.check(groups.join(':'), 'ipv6');
 }
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
@@ -106,6 +120,44 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): U
     return { ok: false, reason: 'the URL names localhost' };
   }
   return { ok: true, url };
+}
+
+/** How long a host name may take to resolve when an endpoint is made. */
+export const CREATE_RESOLVE_MS = 5_000;
+
+const INTERNAL = 'the host name resolves to a private, loopback or otherwise internal address';
+
+/**
+ * The check at creation: the syntactic one, then (unless private addresses are allowed) the host
+ * name resolved, within `timeoutMs`, and every address it has checked. A refusal never says which
+ * address a name resolved to: the answer must not become a way to look up internal names.
+ */
+export async function checkWebhookTarget(
+  raw: string,
+  opts: { allowPrivate: boolean; resolver?: Resolver; timeoutMs?: number },
+): Promise<UrlCheck> {
+  const checked = checkWebhookUrl(raw, opts);
+  if (!checked.ok || opts.allowPrivate) return checked;
+  const host = checked.url.hostname;
+  if (host.startsWith('[') || isIP(host) !== 0) return checked;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const resolved = await Promise.race([
+      (opts.resolver ?? systemResolver)(host),
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), opts.timeoutMs ?? CREATE_RESOLVE_MS);
+      }),
+    ]);
+    if (resolved === null)
+      return { ok: false, reason: `the host name ${host} did not resolve in time; try again later` };
+    if (resolved.length === 0) return { ok: false, reason: `the host name ${host} does not resolve` };
+    if (resolved.some((a) => isForbiddenAddress(a.address))) return { ok: false, reason: INTERNAL };
+    return checked;
+  } catch {
+    return { ok: false, reason: `the host name ${host} does not resolve` };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export type PostResult =
@@ -212,6 +264,8 @@ export async function postWebhook(rawUrl: string, opts: PostOptions): Promise<Po
     }, opts.timeoutMs);
   });
   deadline.catch(() => {});
+  // The address connected to, once known: failures are reported without it.
+  let reached: string | undefined;
   try {
     let address: string;
     if (isIP(hostname) !== 0) {
@@ -222,11 +276,11 @@ export async function postWebhook(rawUrl: string, opts: PostOptions): Promise<Po
         return { kind: 'failed', reason: `${hostname} has no address`, durationMs: elapsed() };
       if (!opts.allowPrivate) {
         const bad = resolved.find((a) => isForbiddenAddress(a.address));
-        if (bad)
-          return { kind: 'refused', reason: `${hostname} resolves to an internal address (${bad.address})` };
+        if (bad) return { kind: 'refused', reason: INTERNAL };
       }
       address = resolved[0]!.address;
     }
+    reached = address;
     const res = await Promise.race([
       send(url, address, hostname, opts, (abort) => (onTimeout = abort)).catch((err: SendError) => {
         // A kept-alive socket the receiver closed as this request went out: once more on a new
@@ -248,7 +302,10 @@ export async function postWebhook(rawUrl: string, opts: PostOptions): Promise<Po
     if (err instanceof Deadline)
       return { kind: 'failed', reason: `timeout after ${opts.timeoutMs} ms`, durationMs: elapsed() };
     const e = err as NodeJS.ErrnoException;
-    return { kind: 'failed', reason: e.code ? `${e.code}: ${e.message}` : e.message, durationMs: elapsed() };
+    // The log names the host as the URL does, never the address a name resolved to.
+    const message =
+      reached === undefined || reached === hostname ? e.message : e.message.replaceAll(reached, hostname);
+    return { kind: 'failed', reason: e.code ? `${e.code}: ${message}` : message, durationMs: elapsed() };
   } finally {
     clearTimeout(timer);
   }

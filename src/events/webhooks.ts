@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, BadRequestError } from '../errors.js';
+import { AppError, BadRequestError, ConflictError } from '../errors.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import { decodeCursor, encodeCursor } from '../plants/cursor.js';
 import type { AttemptRecord, EndpointRecord, EventType, Store } from '../store/store.js';
-import { EVENT_TYPES } from '../store/store.js';
-import { checkWebhookUrl } from './outbound.js';
+import { EVENT_TYPES, MAX_ENDPOINTS_PER_USER } from '../store/store.js';
+import { checkWebhookTarget, type Resolver } from './outbound.js';
 import { newWebhookSecret } from './signing.js';
 
 /** After a rotation the old secret keeps signing this long, beside the new one. */
@@ -28,15 +28,31 @@ export interface AttemptPage {
 export class WebhookService {
   constructor(
     private readonly store: Store,
-    private readonly opts: { allowPrivate: boolean; now?: () => Date },
+    private readonly opts: {
+      allowPrivate: boolean;
+      now?: () => Date;
+      /** Resolves host names (tests map names to addresses of their own). */
+      resolver?: Resolver;
+      /** How long a host name may take to resolve at creation. */
+      resolveMs?: number;
+    },
   ) {}
 
   private now(): Date {
     return this.opts.now?.() ?? new Date();
   }
 
+  /**
+   * A new endpoint of the caller's. Made with plants:admin, it receives every user's events only
+   * while the caller's credential is valid: it records which (a built-in token's id, its expiry or
+   * a JWT's exp). A credential that could never be bounded (a JWT without exp) gives no such reach.
+   */
   async create(caller: Caller, body: NewEndpoint): Promise<EndpointRecord> {
-    const checked = checkWebhookUrl(body.url, { allowPrivate: this.opts.allowPrivate });
+    const checked = await checkWebhookTarget(body.url, {
+      allowPrivate: this.opts.allowPrivate,
+      ...(this.opts.resolver ? { resolver: this.opts.resolver } : {}),
+      ...(this.opts.resolveMs !== undefined ? { timeoutMs: this.opts.resolveMs } : {}),
+    });
     if (!checked.ok) {
       throw new BadRequestError('invalid_webhook_url', `url is refused: ${checked.reason}`, [
         { field: '/url', message: checked.reason },
@@ -45,7 +61,9 @@ export class WebhookService {
     const endpoint: EndpointRecord = {
       id: `whk_${randomBytes(12).toString('base64url')}`,
       owner: caller.user,
-      admin: isAdmin(caller),
+      admin: isAdmin(caller) && (caller.kind === 'token' || caller.expiresAt !== null),
+      adminTokenId: isAdmin(caller) && caller.kind === 'token' ? caller.tokenId : null,
+      adminUntil: isAdmin(caller) ? caller.expiresAt : null,
       url: body.url,
       events: body.events ? EVENT_TYPES.filter((t) => body.events!.includes(t)) : [...EVENT_TYPES],
       description: body.description ?? null,
@@ -58,7 +76,11 @@ export class WebhookService {
       lastSuccessAt: null,
       failingSince: null,
     };
-    await this.store.insertEndpoint(endpoint);
+    if (!(await this.store.insertEndpoint(endpoint)))
+      throw new ConflictError(
+        'too_many_webhooks',
+        `a user may have at most ${MAX_ENDPOINTS_PER_USER} webhook endpoints: delete one first`,
+      );
     return endpoint;
   }
 

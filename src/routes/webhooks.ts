@@ -64,7 +64,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           operationId: 'createWebhook',
           summary: 'Register a webhook endpoint',
           description:
-            "Registers an endpoint that receives the caller's plant events (everyone's, when registered with `plants:admin`) as signed Standard Webhooks deliveries. The answer carries the signing secret. Private, loopback and link-local addresses are refused.",
+            "Registers an endpoint that receives the caller's plant events as signed Standard Webhooks deliveries; registered with `plants:admin`, every user's, for as long as that token is valid (once it is revoked or expires, a JWT at its `exp`, only the caller's). The answer carries the signing secret. A URL that names or resolves to a loopback, private, link-local, CGNAT, multicast or unspecified address is refused (400 `invalid_webhook_url`; a host name is resolved now and again at every delivery), as is one whose host name does not resolve (unless the service allows private addresses). A user has at most 20 endpoints: one more is 409 `too_many_webhooks`.",
           tags,
           security,
           body: WebhookCreate,
@@ -74,7 +74,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
               description: 'Created; `Location: /webhooks/{id}`.',
               headers: { location: { type: 'string', description: '/webhooks/{id}' }, ...SUCCESS_HEADERS },
             },
-            ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
+            ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
           },
         },
       },
@@ -222,7 +222,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           operationId: 'recoverWebhook',
           summary: 'Re-send every event since a time that this endpoint has not acknowledged',
           description:
-            'Queues again every event since `since` that this endpoint may receive and has not acknowledged, and enables the endpoint if it was disabled.',
+            "Queues again every event since `since` that this endpoint may receive now and has not acknowledged, and enables the endpoint if it was disabled. An endpoint whose `plants:admin` credential is no longer valid replays only its owner's events.",
           tags,
           security,
           params: WebhookIdParam,

@@ -29,7 +29,7 @@ const DESCRIPTIONS: Record<number, string> = {
   401: 'Missing, malformed, unknown, expired or revoked bearer token.',
   403: 'The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge).',
   404: 'No such plant or garden, or the caller may not see it (the same answer).',
-  409: 'The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`.',
+  409: 'The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`.',
   412: '`If-Match` names no current version of the plant (it changed since it was read): nothing was changed.',
   413: 'Request body over 16 KiB.',
   415: 'Content-Type is not application/json.',

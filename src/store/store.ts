@@ -55,6 +55,12 @@ export interface Membership {
  * gardens never counts against it, so nobody can use up another user's allowance (contract 3.2).
  */
 export const MAX_GARDENS_CREATED = 100;
+/** Why a delivery was ended unsent (an attempt's error), followed by the event's garden. */
+export const NOT_SENT_MEMBER = "not sent: the endpoint's owner is no longer a member of garden ";
+export const NOT_SENT_ADMIN =
+  "not sent: the credential that gave this endpoint every user's events is no longer valid, and its owner is not a member of garden ";
+/** Webhook endpoints one user may have. */
+export const MAX_ENDPOINTS_PER_USER = 20;
 /** A user is a member of at most this many gardens in all, and a garden has at most this many members. */
 export const MAX_MEMBERSHIPS_PER_USER = 1000;
 export const MAX_MEMBERS_PER_GARDEN = 1000;
@@ -239,8 +245,15 @@ export interface EventRead {
 export interface EndpointRecord {
   id: string;
   owner: string;
-  /** Made with plants:admin: receives every user's events. */
+  /**
+   * Made with plants:admin: receives every user's events, but only while the credential that made
+   * it is valid (adminTokenId not revoked or expired, and before adminUntil); then only its owner's.
+   */
   admin: boolean;
+  /** The built-in token that gave the endpoint its admin reach; null: none (or a JWT). */
+  adminTokenId: string | null;
+  /** When the admin reach ends on its own: the credential's expiry (a JWT's `exp`); null: never. */
+  adminUntil: Date | null;
   url: string;
   events: EventType[];
   description: string | null;
@@ -397,7 +410,11 @@ export interface Store {
   /** Removes `user` from the garden: by an owner, or by the user itself (leaving); never the last owner. */
   removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>>;
 
-  insertEndpoint(endpoint: EndpointRecord): Promise<void>;
+  /**
+   * Stores a new endpoint, unless its owner has MAX_ENDPOINTS_PER_USER already (false), counted so
+   * that racing inserts, on any number of instances, never pass the limit together.
+   */
+  insertEndpoint(endpoint: EndpointRecord): Promise<boolean>;
   /** Every endpoint of `owner`, oldest first; null: everyone's. */
   listEndpoints(owner: string | null): Promise<EndpointRecord[]>;
   getEndpoint(id: string): Promise<EndpointRecord | null>;
@@ -409,9 +426,13 @@ export interface Store {
   /**
    * Leases up to `limit` deliveries that are due (or whose lease ran out) to `leaseOwner` for
    * `leaseMs`, skipping disabled endpoints and those in `skipEndpoints`. Any number of processes
-   * may call this at once; each delivery goes to one of them. A delivery whose endpoint's owner
-   * (not admin) is no longer a member of the event's garden is not sent: the claim ends it as
-   * failed, logging an attempt with no status and the reason, and does not return it.
+   * may call this at once; each delivery goes to one of them. The claim is fair between users and
+   * their endpoints: each endpoint's own deliveries come in the order they fell due, and the owners
+   * take turns, the owner with the least `ownerLoad` (deliveries the caller holds already) first,
+   * so no user's backlog holds back another's. A delivery whose endpoint may no longer see its event
+   * (its owner is not a member of the event's garden, and it has no admin reach now) is not sent:
+   * the claim ends it as failed, logging an attempt with no status and the reason, and does not
+   * return it.
    */
   claimDeliveries(q: {
     now: Date;
@@ -421,6 +442,8 @@ export interface Store {
     /** Most deliveries of one endpoint in this claim. */
     perEndpoint: number;
     skipEndpoints: string[];
+    /** Deliveries the caller holds already (in flight or waiting), by endpoint owner. */
+    ownerLoad?: Record<string, number>;
   }): Promise<DeliveryJob[]>;
   /**
    * Logs each attempt and reschedules (nextAttemptAt) or ends its delivery, all in one write; an
@@ -430,8 +453,9 @@ export interface Store {
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
   /**
-   * Queues again every event since `since` that matches the endpoint, that its owner may see now
-   * (a member of the event's garden, or admin) and that it has not acknowledged (and is not
+   * Queues again every event since `since` that matches the endpoint, that it may see now (its
+   * owner a member of the event's garden since the event, or the endpoint's admin reach still
+   * valid at `now`) and that it has not acknowledged (and is not
    * already queued); returns how many.
    */
   recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number>;

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
+  checkWebhookTarget,
   checkWebhookUrl,
   isForbiddenAddress,
   parseRetryAfter,
@@ -47,8 +48,20 @@ describe('the outbound address policy', () => {
     'fe80::1%eth0',
     'ff02::1',
     '64:ff9b::7f00:1',
+    '64:ff9b::a00:1',
     '2002:7f00:1::1',
+    '2002:a00:1::',
     '2001:db8::1',
+    // IPv4-translated (::ffff:0:a.b.c.d), whatever the IPv4 address inside
+    '::ffff:0:7f00:1',
+    '::ffff:0:a00:1',
+    '0:0:0:0:ffff:0:127.0.0.1',
+    '::ffff:0:808:808',
+    '::a00:1',
+    '::ffff:0:0:7f00:1',
+    '5f00::1',
+    '3fff::1',
+    '2001:2::1',
     'not-an-ip',
     '',
   ];
@@ -61,6 +74,7 @@ describe('the outbound address policy', () => {
     '100.63.255.255',
     '172.32.0.1',
     '2606:4700:4700::1111',
+    '2a00:1450:4001:80b::200e',
     '::ffff:8.8.8.8',
   ]) {
     it(`allows public ${ip}`, () => assert.equal(isForbiddenAddress(ip), false));
@@ -75,6 +89,15 @@ describe('the outbound address policy', () => {
     'http://[::1]/',
     'http://[::ffff:127.0.0.1]/',
     'http://[::ffff:7f00:1]/',
+    'http://[::ffff:0:127.0.0.1]/',
+    'http://[64:ff9b::10.0.0.1]/',
+    'http://[2002:a00:1::]/',
+    'http://[::]/',
+    'http://[::10.0.0.1]/',
+    'http://0x0a000001/',
+    'http://012.0.0.1/',
+    'http://167772161/',
+    'http://10.1/',
     'http://[fe80::1]/',
     'http://169.254.169.254/',
     'http://100.64.0.1/',
@@ -93,6 +116,60 @@ describe('the outbound address policy', () => {
     assert.equal(checkWebhookUrl('https://hooks.example.com/x?y=1', { allowPrivate: false }).ok, true);
     assert.equal(checkWebhookUrl('http://8.8.8.8:8080/', { allowPrivate: false }).ok, true);
     assert.equal(checkWebhookUrl('http://127.0.0.1:9/', { allowPrivate: true }).ok, true);
+  });
+
+  it('checkWebhookTarget resolves a host name, within a bounded wait, and never says what it resolved to', async () => {
+    const names: Record<string, string[]> = {
+      'public.test': ['93.184.216.34', '2606:4700::1'],
+      'inside.test': ['10.0.0.7'],
+      'mixed.test': ['93.184.216.34', '127.0.0.1'],
+      'translated.test': ['::ffff:0:a00:7'],
+      'empty.test': [],
+    };
+    let asked = 0;
+    const resolver: Resolver = async (name) => {
+      asked++;
+      if (name === 'slow.test') return new Promise(() => {});
+      const a = names[name];
+      if (!a) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+      return a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }) as const);
+    };
+    const check = (url: string, allowPrivate = false) =>
+      checkWebhookTarget(url, { allowPrivate, resolver, timeoutMs: 50 });
+    assert.equal((await check('https://public.test/x')).ok, true);
+    for (const name of ['inside.test', 'mixed.test', 'translated.test']) {
+      const r = await check(`https://${name}/x`);
+      assert.equal(r.ok, false, name);
+      assert.match(r.ok ? '' : r.reason, /resolves to a private, loopback or otherwise internal address/);
+      assert.doesNotMatch(r.ok ? '' : r.reason, /10\.0\.0\.7|127\.0\.0\.1|ffff/);
+    }
+    for (const [name, says] of [
+      ['empty.test', /does not resolve/],
+      ['nowhere.test', /does not resolve/],
+      ['slow.test', /did not resolve in time/],
+    ] as const) {
+      const r = await check(`https://${name}/x`);
+      assert.match(r.ok ? '' : r.reason, says, name);
+    }
+    // Literal addresses need no lookup; private ones allowed: no lookup either.
+    asked = 0;
+    assert.equal((await check('http://8.8.8.8/')).ok, true);
+    assert.equal((await check('http://[::ffff:0:127.0.0.1]/')).ok, false);
+    assert.equal((await check('http://inside.test/', true)).ok, true);
+    assert.equal(asked, 0);
+  });
+
+  it('checkWebhookTarget with the system resolver: a hosts-file name for 127.0.0.1 is refused', async () => {
+    const { readFileSync } = await import('node:fs');
+    const name = readFileSync('/etc/hosts', 'utf8')
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .find(([ip, n]) => ip === '127.0.0.1' && n && n !== 'localhost')?.[1];
+    const r = await checkWebhookTarget(`http://${name ?? 'localhost.localdomain'}:8080/`, {
+      allowPrivate: false,
+    });
+    assert.equal(r.ok, false);
+    assert.doesNotMatch(r.ok ? '' : r.reason, /127\.0\.0\.1/);
   });
 
   it('parses Retry-After as seconds or an HTTP date', () => {
@@ -188,8 +265,17 @@ describe('postWebhook against a real receiver on 127.0.0.1', () => {
         resolver,
       });
       assert.equal(r.kind, 'refused', JSON.stringify(addresses));
+      assert.doesNotMatch(r.kind === 'refused' ? r.reason : '', /127\.0\.0\.1|::1|10\.0\.0\.1/);
       assert.equal(connections, before);
     }
+  });
+
+  it('a failed connection to a name is reported by the name, not the address it resolved to', async () => {
+    const resolver: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
+    const r = await postWebhook('http://closed.test:1/x', { ...base, allowPrivate: true, resolver });
+    assert.equal(r.kind, 'failed');
+    assert.match(r.kind === 'failed' ? r.reason : '', /ECONNREFUSED.*closed\.test/);
+    assert.doesNotMatch(r.kind === 'failed' ? r.reason : '', /127\.0\.0\.1/);
   });
 
   it('connects to the address it resolved and checked, once, with the name as Host', async () => {

@@ -19,6 +19,10 @@ export interface Receiver {
   connections: number;
   /** Answers, in order, for the next deliveries; when empty, 200. */
   answers: Answer[];
+  /** While true, deliveries are recorded and held unanswered until release(). */
+  holding: boolean;
+  /** Stops holding: every held delivery is answered (as `answers` say) and later ones at once. */
+  release(): void;
   /** Resolves once `n` deliveries have arrived (rejects after `ms`). */
   waitFor(n: number, ms?: number): Promise<Received[]>;
   close(): Promise<void>;
@@ -26,12 +30,23 @@ export interface Receiver {
 
 export async function startReceiver(): Promise<Receiver> {
   const hung: ServerResponse[] = [];
+  const held: ServerResponse[] = [];
+  const answer = (res: ServerResponse) => {
+    const a = r.answers.shift() ?? { status: 200 };
+    if (a === 'hang') hung.push(res);
+    else res.writeHead(a.status, a.headers ?? {}).end('ok');
+  };
   const waiters: { n: number; resolve: () => void }[] = [];
   const r: Receiver = {
     url: '',
     received: [],
     connections: 0,
     answers: [],
+    holding: false,
+    release() {
+      r.holding = false;
+      for (const res of held.splice(0)) answer(res);
+    },
     waitFor(n, ms = 5_000) {
       if (r.received.length >= n) return Promise.resolve(r.received);
       return new Promise((resolve, reject) => {
@@ -49,7 +64,7 @@ export async function startReceiver(): Promise<Receiver> {
       });
     },
     async close() {
-      for (const res of hung) res.destroy();
+      for (const res of [...hung, ...held]) res.destroy();
       server.closeAllConnections();
       await new Promise((done) => server.close(done));
     },
@@ -64,12 +79,8 @@ export async function startReceiver(): Promise<Receiver> {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve();
       }
-      const answer = r.answers.shift() ?? { status: 200 };
-      if (answer === 'hang') {
-        hung.push(res);
-        return;
-      }
-      res.writeHead(answer.status, answer.headers ?? {}).end('ok');
+      if (r.holding) held.push(res);
+      else answer(res);
     });
   });
   server.on('connection', () => r.connections++);

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { errorBody, type Harness, harness, locationId } from '../helpers/app.js';
+import { WebhookService } from '../../src/events/webhooks.js';
+import type { Caller } from '../../src/identity/caller.js';
+import { clientAs, errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { type Received, type Receiver, startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/wait.js';
@@ -21,6 +23,8 @@ for (const engine of ENGINES) {
   describe(`webhooks on ${engine.name}`, { skip: engine.skip }, () => {
     let h: Harness;
     let strict: Harness;
+    // What host names resolve to for `strict` (a name not here does not resolve): a test's own names.
+    const dns = new Map<string, string[]>();
     const receivers: Receiver[] = [];
     const receiver = async () => {
       const r = await startReceiver();
@@ -40,10 +44,12 @@ for (const engine of ENGINES) {
         engine,
         {},
         {
-          resolver: async (name: string) =>
-            name === 'hooks.test'
-              ? [{ address: '127.0.0.1', family: 4 }]
-              : [{ address: '10.0.0.7', family: 4 }],
+          resolver: async (name: string) => {
+            const addresses = dns.get(name);
+            if (!addresses)
+              throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+            return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }) as const);
+          },
           dispatcher: { pollMs: 50 },
         },
       );
@@ -59,6 +65,12 @@ for (const engine of ENGINES) {
       'http://localhost/hook',
       'http://[::1]/hook',
       'http://[::ffff:127.0.0.1]/hook',
+      'http://[::ffff:0:127.0.0.1]/hook',
+      'http://[64:ff9b::10.0.0.1]/hook',
+      'http://[2002:a00:1::]/hook',
+      'http://[::]/hook',
+      'http://0x0a000001/hook',
+      'http://012.0.0.1/hook',
       'http://10.1.2.3/hook',
       'http://169.254.169.254/latest/meta-data',
       'http://100.64.0.1/',
@@ -80,18 +92,133 @@ for (const engine of ENGINES) {
       });
     }
 
-    it('a name that resolves to a private address is refused at delivery: the receiver sees nothing', async () => {
+    it('a host name that resolves to a private address, or to none, is refused at creation without saying what it resolved to', async () => {
+      const c = await strict.user();
+      dns.set('inside.hooks.test', ['10.0.0.7']);
+      dns.set('mixed.hooks.test', ['93.184.216.34', '192.168.4.4']);
+      dns.set('mapped.hooks.test', ['::ffff:0:a9fe:a9fe']);
+      dns.set('public.hooks.test', ['93.184.216.34']);
+      for (const [url, says] of [
+        ['http://inside.hooks.test/hook', /resolves to a private, loopback or otherwise internal address/],
+        ['http://mixed.hooks.test/hook', /resolves to a private, loopback or otherwise internal address/],
+        ['http://mapped.hooks.test/hook', /resolves to a private, loopback or otherwise internal address/],
+        ['http://nowhere.hooks.test/hook', /nowhere\.hooks\.test does not resolve/],
+      ] as const) {
+        const res = await c.request({
+          method: 'POST',
+          url: '/webhooks',
+          headers: json,
+          payload: JSON.stringify({ url }),
+        });
+        assert.equal(res.statusCode, 400, url);
+        const body = errorBody(res);
+        assert.equal(body.code, 'invalid_webhook_url');
+        assert.match(body.message, says);
+        for (const address of ['10.0.0.7', '192.168.4.4', 'a9fe', '169.254'])
+          assert.ok(!res.body.includes(address), res.body);
+      }
+      assert.deepEqual((await c.request({ method: 'GET', url: '/webhooks' })).json(), []);
+      await register(c, { url: 'https://public.hooks.test/hook' });
+    });
+
+    it('a name that resolves to 127.0.0.1 from the hosts file is refused at creation (the system resolver)', async () => {
+      const store = strict.store;
+      const service = new WebhookService(store, { allowPrivate: false });
+      const caller: Caller = {
+        user: `user-${Math.random()}`,
+        scopes: new Set(['plants:read', 'plants:write']),
+        tokenId: 'tok_x',
+        kind: 'token',
+        expiresAt: null,
+      };
+      // `vm`, `runsc` or the like: any name other than localhost that the hosts file maps to 127.0.0.1.
+      const { readFileSync } = await import('node:fs');
+      const name = readFileSync('/etc/hosts', 'utf8')
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/))
+        .find(([ip, n]) => ip === '127.0.0.1' && n && !n.includes('localhost'))?.[1];
+      for (const host of ['localhost.', ...(name ? [name] : [])]) {
+        await assert.rejects(
+          service.create(caller, { url: `http://${host}:8080/hook` }),
+          (err: Error & { code?: string }) => {
+            assert.equal(err.code, 'invalid_webhook_url');
+            assert.ok(!err.message.includes('127.0.0.1'), err.message);
+            return true;
+          },
+        );
+      }
+    });
+
+    it('a name re-pointed at a private address after creation is refused at delivery: the receiver sees nothing, the log names no address', async () => {
       const r = await receiver();
       const c = await strict.user();
       const port = new URL(r.url).port;
-      const e = await register(c, { url: `http://hooks.test:${port}/hook` });
+      dns.set('moving.hooks.test', ['93.184.216.34']);
+      const e = await register(c, { url: `http://moving.hooks.test:${port}/hook` });
+      dns.set('moving.hooks.test', ['127.0.0.1']);
       assert.equal((await c.create({ name: 'Quiet' })).statusCode, 201);
       const log = await until('an attempt in the deliveries log', async () => {
         const log = await attempts(c, e.id);
         return log.length > 0 && log;
       });
       assert.match(log[0]!.error ?? '', /refused/);
+      assert.doesNotMatch(log[0]!.error ?? '', /127\.0\.0\.1/);
       assert.equal(r.connections, 0);
+    });
+
+    it('a user has at most 20 endpoints, even when creates race: one more is 409 too_many_webhooks', async () => {
+      const c = await h.user();
+      const answers = await Promise.all(
+        Array.from({ length: 26 }, (_, i) =>
+          c.request({
+            method: 'POST',
+            url: '/webhooks',
+            headers: json,
+            payload: JSON.stringify({ url: `https://example.com/hook/${i}` }),
+          }),
+        ),
+      );
+      assert.deepEqual(answers.map((a) => a.statusCode).sort(), [
+        ...Array(20).fill(201),
+        ...Array(6).fill(409),
+      ]);
+      const refused = answers.find((a) => a.statusCode === 409)!;
+      assert.equal(errorBody(refused).code, 'too_many_webhooks');
+      const list = (await c.request({ method: 'GET', url: '/webhooks' })).json();
+      assert.equal(list.length, 20);
+      // Another user's allowance is its own; a deleted endpoint makes room.
+      await register(await h.user(), { url: 'https://example.com/other' });
+      assert.equal((await c.request({ method: 'DELETE', url: `/webhooks/${list[0].id}` })).statusCode, 204);
+      await register(c, { url: 'https://example.com/again' });
+    });
+
+    it('deliveries to one host are shared fairly: a user’s 20 endpoints and long backlog do not hold back another user’s delivery', async () => {
+      const fair = await harness(
+        engine,
+        { webhookAllowPrivate: true, webhookRetrySchedule: [60_000], webhookTimeout: 10_000 },
+        { dispatcher: { pollMs: 50, concurrency: 4, perEndpoint: 1 } },
+      );
+      try {
+        const r = await receiver();
+        r.holding = true;
+        const a = await fair.user();
+        const b = await fair.user();
+        for (let i = 0; i < 20; i++) await register(a, { url: `${r.url}?a=${i}` });
+        await register(b, { url: `${r.url}?b` });
+        const backlog = 15 * 20;
+        for (let i = 0; i < 15; i++) assert.equal((await a.create({ name: `a${i}` })).statusCode, 201);
+        // Every slot of the dispatcher is taken by a's deliveries, held unanswered, and 300 are due.
+        await r.waitFor(4);
+        assert.equal((await b.create({ name: 'b' })).statusCode, 201);
+        r.release();
+        const got = await delivered(r, 'plant.created', 'b');
+        const ahead = r.received.indexOf(got);
+        assert.ok(ahead < 40, `${ahead} of a's ${backlog} deliveries went before b's one`);
+        // And a's backlog is delivered in full as well.
+        await r.waitFor(backlog + 1, 60_000);
+      } finally {
+        await fair.close();
+      }
     });
 
     it('create, change and delete are delivered, signed (verified by the standardwebhooks library), same user only', async () => {
@@ -155,6 +282,62 @@ for (const engine of ENGINES) {
         onlyDeletes.received.map((d) => JSON.parse(d.body).type),
         ['plant.deleted'],
       );
+    });
+
+    it('an admin endpoint gets every user’s events only while its token is valid; then its owner’s, and recover replays only those', async () => {
+      const r = await receiver();
+      const admin = await h.user(['plants:admin']);
+      const ordinary = await clientAs(h, admin.user);
+      const c = await h.user();
+      const since = new Date(Date.now() - 1000).toISOString();
+      await c.create({ name: 'Before the endpoint' });
+      const e = await register(admin, { url: r.url });
+      await c.create({ name: 'Seen while valid' });
+      await acknowledged(ordinary, e.id, [eventId(await delivered(r, 'plant.created', 'Seen while valid'))]);
+      assert.equal(await h.store.revokeToken(admin.tokenId, new Date()), true);
+      await c.create({ name: 'After revocation' });
+      await ordinary.create({ name: 'Own' });
+      // Deliveries to the endpoint go one at a time, in the order they fell due: 'After revocation'
+      // fell due before 'Own', so had it been queued it would be in the log before it.
+      const log = await acknowledged(ordinary, e.id, [eventId(await delivered(r, 'plant.created', 'Own'))]);
+      assert.deepEqual(r.received.map(plantName), ['Seen while valid', 'Own']);
+      assert.equal(log.length, 2);
+      // The owner's ordinary token replays nothing of the other user's: 'Before the endpoint' and
+      // 'After revocation' were never sent, and stay unsent.
+      const rec = await ordinary.request({
+        method: 'POST',
+        url: `/webhooks/${e.id}/recover`,
+        headers: json,
+        payload: JSON.stringify({ since }),
+      });
+      assert.equal(rec.statusCode, 202);
+      assert.equal(rec.json().queued, 0);
+    });
+
+    it('an endpoint records the credential that gave it admin reach: a token’s id, a JWT’s exp', async () => {
+      const service = new WebhookService(h.store, { allowPrivate: true });
+      const exp = new Date(Date.now() + 3_600_000);
+      const as = (kind: 'token' | 'jwt', scopes: string[], expiresAt: Date | null): Caller => ({
+        user: `user-${Math.random()}`,
+        scopes: new Set(scopes) as Caller['scopes'],
+        tokenId: kind === 'token' ? 'tok_made_it' : 'jwt:someone',
+        kind,
+        expiresAt,
+      });
+      const pick = (e: { admin: boolean; adminTokenId: string | null; adminUntil: Date | null }) => [
+        e.admin,
+        e.adminTokenId,
+        e.adminUntil?.getTime() ?? null,
+      ];
+      const url = 'https://example.com/hook';
+      const jwt = await service.create(as('jwt', ['plants:admin'], exp), { url });
+      assert.deepEqual(pick((await h.store.getEndpoint(jwt.id))!), [true, null, exp.getTime()]);
+      const token = await service.create(as('token', ['plants:admin'], null), { url });
+      assert.deepEqual(pick((await h.store.getEndpoint(token.id))!), [true, 'tok_made_it', null]);
+      const expiring = await service.create(as('token', ['plants:admin'], exp), { url });
+      assert.deepEqual(pick((await h.store.getEndpoint(expiring.id))!), [true, 'tok_made_it', exp.getTime()]);
+      const plain = await service.create(as('token', ['plants:read', 'plants:write'], exp), { url });
+      assert.deepEqual(pick((await h.store.getEndpoint(plain.id))!), [false, null, null]);
     });
 
     it('replays, refusals and 404s make no event', async () => {
@@ -359,6 +542,7 @@ for (const engine of ENGINES) {
         );
       }
       assert.ok(doc.components.schemas.Event.properties.data);
+      assert.match(doc.paths['/webhooks'].post.responses['409'].description, /too_many_webhooks/);
       for (const path of [
         '/webhooks',
         '/webhooks/{id}',

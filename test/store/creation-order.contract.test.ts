@@ -97,16 +97,19 @@ for (const engine of ENGINES) {
     });
 
     it('lists endpoints in the order they were made within one millisecond', async () => {
-      const u = user();
+      // Two users' endpoints, interleaved: a user has at most 20.
+      const us = [user(), user()];
       const ids: string[] = [];
       for (let i = 0; i < N; i++) {
-        const e = await endpoint(store, u, { at: SAME });
+        const e = await endpoint(store, us[i % 2]!, { at: SAME });
         ids.push(e.id);
       }
-      assert.deepEqual(
-        (await store.listEndpoints(u)).map((e) => e.id),
-        ids,
-      );
+      for (const [n, u] of us.entries()) {
+        assert.deepEqual(
+          (await store.listEndpoints(u)).map((e) => e.id),
+          ids.filter((_, i) => i % 2 === n),
+        );
+      }
       const all = (await store.listEndpoints(null)).map((e) => e.id).filter((id) => ids.includes(id));
       assert.deepEqual(all, ids);
     });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { EventRecord, Store } from '../../src/store/store.js';
+import { createToken } from '../../src/identity/tokens.js';
+import { type EventRecord, NOT_SENT_ADMIN, type Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
 import { claimAll, endpoint, garden, plant, user } from './garden-helpers.js';
@@ -221,6 +222,76 @@ for (const engine of ENGINES) {
           .sort(),
       );
       assert.deepEqual(of(admins.id), events.map((e) => e.id).sort());
+    });
+
+    it('admin reach lasts while the token that made the endpoint is valid: once revoked, only its owner’s events', async () => {
+      const a = user('admin');
+      const o = user();
+      const own = await garden(store, a);
+      const g = await garden(store, o);
+      const { record } = await createToken(store, {
+        user: a,
+        scopes: ['plants:admin'],
+        name: null,
+        expiresInMs: null,
+      });
+      const admins = await endpoint(store, a, { admin: true, adminTokenId: record.id });
+      const since = new Date(Date.now() - 1000);
+      const queued = await plant(store, o, g, { at: new Date() });
+      assert.equal(await store.revokeToken(record.id, new Date()), true);
+      const after = await plant(store, o, g, { at: new Date() });
+      const mine = await plant(store, a, own, { at: new Date() });
+      // Queued while the token was valid, claimed after: not sent, and the log says why.
+      const claimedAt = new Date(Date.now() + 1000);
+      const jobs = (await claimAll(store, claimedAt)).filter((j) => j.endpoint.id === admins.id);
+      assert.deepEqual(
+        jobs.map((j) => j.event.data.id),
+        [mine.id],
+        'the revoked token’s reach: only the owner’s event goes out, the others were not queued or not sent',
+      );
+      const log = await store.listAttempts(admins.id, { limit: 10, beforeId: null });
+      assert.equal(log.length, 1);
+      assert.equal(log[0]!.outcome, 'failed');
+      assert.equal(log[0]!.error, `${NOT_SENT_ADMIN}${g}`);
+      assert.ok(after.id !== queued.id);
+      // Recover replays the owner's events only (the job above is still leased: not again).
+      assert.equal(await store.recoverDeliveries(admins.id, since, new Date()), 0);
+    });
+
+    it('admin reach ends at the credential’s expiry (a JWT’s exp): fan-out, delivery and recover', async () => {
+      const a = user('admin');
+      const o = user();
+      const own = await garden(store, a);
+      const g = await garden(store, o);
+      // Events at times of their own, far ahead: the reach ends between them.
+      const t0 = Date.now() + 5 * 365 * 86_400_000 + Math.floor(Math.random() * 1e9);
+      const until = new Date(t0 + 10_000);
+      const admins = await endpoint(store, a, { admin: true, adminUntil: until });
+      const before = await plant(store, o, g, { name: 'before', at: new Date(t0) });
+      const ownBefore = await plant(store, a, own, { name: 'own before', at: new Date(t0 + 1000) });
+      const afterExp = await plant(store, o, g, { name: 'after', at: new Date(t0 + 20_000) });
+      const ownAfter = await plant(store, a, own, { name: 'own after', at: new Date(t0 + 21_000) });
+      // Before the expiry: what was queued goes out, the other user's event included.
+      const early = (await claimAll(store, new Date(t0 + 5_000))).filter((j) => j.endpoint.id === admins.id);
+      assert.deepEqual(
+        early.map((j) => j.event.data.id),
+        [before.id, ownBefore.id],
+      );
+      // After it: the owner's events only. The earlier ones' leases ran out and they come again,
+      // but the other user's is ended unsent now; its later one was never queued.
+      const late = (await claimAll(store, new Date(t0 + 200_000))).filter((j) => j.endpoint.id === admins.id);
+      assert.deepEqual(late.map((j) => j.event.data.id).sort(), [ownBefore.id, ownAfter.id].sort());
+      const log = await store.listAttempts(admins.id, { limit: 10, beforeId: null });
+      assert.deepEqual(
+        log.map((a) => [a.outcome, a.error]),
+        [['failed', `${NOT_SENT_ADMIN}${g}`]],
+      );
+      assert.ok(!late.some((j) => j.event.data.id === afterExp.id));
+      // Recover after the expiry: the owner's events only (none of them is unacknowledged and unqueued).
+      assert.equal(await store.recoverDeliveries(admins.id, new Date(t0 - 1), new Date(t0 + 300_000)), 0);
+      // Before it: every user's (the other user's later event, not queued until now).
+      const fresh = await endpoint(store, a, { admin: true, adminUntil: until });
+      assert.equal(await store.recoverDeliveries(fresh.id, new Date(t0 - 1), new Date(t0 + 5_000)), 4);
     });
   });
 }

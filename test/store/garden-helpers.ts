@@ -64,16 +64,28 @@ export async function plant(
   return r.created;
 }
 
-/** An enabled endpoint of `owner`'s (admin: made with plants:admin), stored. */
+/**
+ * An enabled endpoint of `owner`'s (admin: made with plants:admin, by the token `adminTokenId` and
+ * until `adminUntil` when given), stored.
+ */
 export async function endpoint(
   store: Store,
   owner: string,
-  opts: { admin?: boolean; events?: EventType[]; status?: 'enabled' | 'disabled'; at?: Date } = {},
+  opts: {
+    admin?: boolean;
+    adminTokenId?: string;
+    adminUntil?: Date;
+    events?: EventType[];
+    status?: 'enabled' | 'disabled';
+    at?: Date;
+  } = {},
 ): Promise<EndpointRecord> {
   const e: EndpointRecord = {
     id: `we_${randomUUID()}`,
     owner,
     admin: opts.admin ?? false,
+    adminTokenId: opts.adminTokenId ?? null,
+    adminUntil: opts.adminUntil ?? null,
     url: 'https://example.com/hook',
     events: opts.events ?? ['plant.created', 'plant.updated', 'plant.deleted'],
     description: null,
@@ -86,7 +98,7 @@ export async function endpoint(
     lastSuccessAt: null,
     failingSince: null,
   };
-  await store.insertEndpoint(e);
+  assert.equal(await store.insertEndpoint(e), true);
   return e;
 }
 

@@ -45,6 +45,7 @@ describe('SQLite store specifics', () => {
       { version: 10, name: '0010_creation_order' },
       { version: 11, name: '0011_garden_creators' },
       { version: 12, name: '0012_events_by_garden' },
+      { version: 13, name: '0013_endpoint_admin_credential' },
     ]);
     db.close();
   });
@@ -304,6 +305,7 @@ describe('SQLite store specifics', () => {
       '0010_creation_order',
       '0011_garden_creators',
       '0012_events_by_garden',
+      '0013_endpoint_admin_credential',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = await store.listEvents({ after: '0', gardens: null, limit: 10 });
@@ -389,6 +391,7 @@ describe('SQLite store specifics', () => {
       '0010_creation_order',
       '0011_garden_creators',
       '0012_events_by_garden',
+      '0013_endpoint_admin_credential',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -450,6 +453,7 @@ describe('SQLite store specifics', () => {
       '0010_creation_order',
       '0011_garden_creators',
       '0012_events_by_garden',
+      '0013_endpoint_admin_credential',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

@@ -706,6 +706,8 @@ for (const engine of ENGINES) {
       id: `we_${randomUUID()}`,
       owner: o,
       admin: false,
+      adminTokenId: null,
+      adminUntil: null,
       url: 'https://example.com/hook',
       events: ['plant.created'],
       description: null,

@@ -6,6 +6,8 @@ import {
   type EventData,
   type EventRecord,
   type EventType,
+  NOT_SENT_ADMIN,
+  NOT_SENT_MEMBER,
 } from '../store.js';
 
 // The SQL of the event log, webhook endpoints and deliveries on PostgreSQL (mirrors sqlite/events.ts).
@@ -22,18 +24,25 @@ const NEW_ID = (
 ) => `'evt_' || lpad(to_hex((extract(epoch FROM ${at}::timestamptz) * 1000)::bigint), 12, '0')
   || substr(md5(gen_random_uuid()::text), 1, 20)`;
 
-// An endpoint `w` may see an event `ev`: made with plants:admin, or its owner is a member of the
-// event's garden (one read of the membership's primary key).
+// An endpoint `w` has admin reach at `at`: made with plants:admin, and the credential that made it
+// still valid then (its built-in token neither revoked nor expired, and before its expiry).
+export const ADMIN_REACH = (w: string, at: string) =>
+  `(${w}.admin AND (${w}.admin_until IS NULL OR ${w}.admin_until > ${at}) AND (${w}.admin_token IS NULL OR EXISTS (
+    SELECT 1 FROM tokens t WHERE t.id = ${w}.admin_token AND t.revoked_at IS NULL
+      AND (t.expires_at IS NULL OR t.expires_at > ${at}))))`;
+// An endpoint of `owner` with admin reach `reach` may see an event `ev`: the reach, or its owner is
+// a member of the event's garden (one read of the membership's primary key).
 // `since`: and was one already when the event was written (recover).
-const MAY_SEE = (w: string, ev: string, since = false) =>
-  `(${w}.admin OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${w}.owner${
+const MAY_SEE = (reach: string, owner: string, ev: string, since = false) =>
+  `(${reach} OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${owner}${
     since ? ` AND m.added_at <= ${ev}.created_at` : ''
   }))`;
 
 // Writes an event (type T, at $AT) for the rows of CTE `p` (those `where` keeps), and its deliveries,
 // in one statement. The deliveries go to the enabled endpoints that want the type and whose owner
-// is a member of the event's garden now, as the event is written (admin endpoints: every event);
-// the members' endpoints and the admin ones are two joins, so each can go by its own index.
+// is a member of the event's garden now, as the event is written (endpoints with admin reach then:
+// every event); the members' endpoints and the admin ones are two joins, so each can go by its own
+// index.
 export const eventFor = (type: EventType, at: string, data = DATA, where = '') => `
   e AS (INSERT INTO events (id, type, owner, garden, data, created_at)
         SELECT ${NEW_ID(at)}, '${type}', p.owner, p.garden, ${data}, ${at} FROM p ${where}
@@ -41,14 +50,20 @@ export const eventFor = (type: EventType, at: string, data = DATA, where = '') =
   d AS (INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
         SELECT e.id, w.id, 'pending', e.created_at, e.created_at
           FROM e JOIN garden_members m ON m.garden_id = e.garden
-          JOIN webhook_endpoints w ON w.owner = m.user_id AND NOT w.admin
+          JOIN webhook_endpoints w ON w.owner = m.user_id AND NOT ${ADMIN_REACH('w', 'e.created_at')}
           WHERE w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0
         UNION ALL
         SELECT e.id, w.id, 'pending', e.created_at, e.created_at FROM e JOIN webhook_endpoints w
           ON w.admin AND w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0
+          AND ${ADMIN_REACH('w', 'e.created_at')}
         RETURNING 1)`;
 // How many deliveries the statement queued (the dispatcher is told when there are some).
 export const QUEUED = '(SELECT count(*) FROM d)::int AS queued';
+
+// Endpoints per owner are counted under an advisory lock on the owner (there is no users row to
+// lock); a key space of its own, apart from the gardens' user lock (gardens.ts).
+const OWNER_LOCK = 727_004;
+const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, garden, data, created_at';
 // An event type column's bit in endpoint masks, as event-mask.ts gives it.
@@ -56,9 +71,12 @@ const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
 
 export const EVENT_QUERIES = {
+  // Under the owner's lock (lockOwner), so that racing inserts count each other.
+  lockOwner: `SELECT pg_advisory_xact_lock(${OWNER_LOCK}, hashtext($1))`,
   insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
-      previous_secret_until, status, disabled_reason, created_at, last_success_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      previous_secret_until, status, disabled_reason, created_at, last_success_at, admin_token, admin_until)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
+    WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = $2) < $16`,
   endpointsAll: 'SELECT * FROM webhook_endpoints ORDER BY seq',
   endpointsOf: 'SELECT * FROM webhook_endpoints WHERE owner = $1 ORDER BY seq',
   endpoint: 'SELECT * FROM webhook_endpoints WHERE id = $1',
@@ -72,22 +90,30 @@ export const EVENT_QUERIES = {
       d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
     DELETE FROM webhook_endpoints WHERE id = $1`,
   // Per enabled endpoint, its first $6 due deliveries through the deliveries_endpoint_due index
-  // (locked with SKIP LOCKED: another instance's claim passes over them), then the $5 most overdue
-  // of those: the cost follows the endpoints and what is claimed, not how long the queue is.
-  // Those whose endpoint may no longer see their event (its owner left the event's garden) are not
-  // leased but ended, failed, with an attempt that says why and no status; the endpoint's own record
-  // (failing since, last success) is left alone, since nothing was sent to it.
-  claim: `WITH picked AS (
-      SELECT d.id, d.event_id, d.attempts, w.id AS endpoint_id, w.owner, w.admin
+  // (locked with SKIP LOCKED: another instance's claim passes over them), then $5 of those, fairly:
+  // each owner's in turn (its endpoints' first, then their second …), the owner holding the fewest
+  // deliveries already ($7: the claimer's load by owner) first, and among equals the most overdue.
+  // The cost follows the endpoints and what is claimed, not how long the queue is.
+  // Those whose endpoint may no longer see their event (its owner is no member of the event's
+  // garden, and it has no admin reach now) are not leased but ended, failed, with an attempt that
+  // says why and no status; the endpoint's own record (failing since, last success) is left alone,
+  // since nothing was sent to it.
+  claim: `WITH due AS (
+      SELECT d.id, d.event_id, d.attempts, d.next_attempt_at, w.id AS endpoint_id, w.owner, w.admin AS made_admin,
+        ${ADMIN_REACH('w', '$3')} AS admin,
+        row_number() OVER (PARTITION BY w.id ORDER BY d.next_attempt_at, d.id) AS turn
       FROM webhook_endpoints w CROSS JOIN LATERAL (
         SELECT x.id, x.event_id, x.attempts, x.next_attempt_at FROM deliveries x
         WHERE x.endpoint_id = w.id AND x.state = 'pending' AND x.next_attempt_at <= $3
           AND (x.lease_until IS NULL OR x.lease_until <= $3)
         ORDER BY x.next_attempt_at, x.id LIMIT $6
         FOR UPDATE SKIP LOCKED) d
-      WHERE w.status = 'enabled' AND NOT (w.id = ANY($4::text[]))
-      ORDER BY d.next_attempt_at LIMIT $5),
-    checked AS (SELECT p.*, ev.type, ev.garden, ev.id IS NULL OR ${MAY_SEE('p', 'ev')} AS allowed
+      WHERE w.status = 'enabled' AND NOT (w.id = ANY($4::text[]))),
+    picked AS (SELECT * FROM (
+        SELECT due.*, row_number() OVER (PARTITION BY owner ORDER BY turn, next_attempt_at, id) AS owner_turn
+        FROM due) r
+      ORDER BY coalesce(($7::jsonb ->> r.owner)::bigint, 0) + r.owner_turn, r.next_attempt_at, r.id LIMIT $5),
+    checked AS (SELECT p.*, ev.type, ev.garden, ev.id IS NULL OR ${MAY_SEE('p.admin', 'p.owner', 'ev')} AS allowed
       FROM picked p LEFT JOIN events ev ON ev.id = p.event_id),
     unsent AS (UPDATE deliveries SET state = 'failed', attempts = deliveries.attempts + 1,
         lease_owner = NULL, lease_until = NULL
@@ -95,7 +121,8 @@ export const EVENT_QUERIES = {
     logged AS (INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
         outcome, error, duration_ms, next_attempt_at)
       SELECT c.id, c.endpoint_id, c.event_id, c.type, c.attempts + 1, $3, NULL, 'failed',
-        'not sent: the endpoint''s owner is no longer a member of garden ' || c.garden, 0, NULL
+        CASE WHEN c.made_admin THEN ${sqlText(NOT_SENT_ADMIN)} ELSE ${sqlText(NOT_SENT_MEMBER)} END || c.garden,
+        0, NULL
       FROM checked c WHERE NOT c.allowed)
     UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM checked c WHERE deliveries.id = c.id AND c.allowed
     RETURNING deliveries.id::text AS id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts`,
@@ -135,7 +162,7 @@ export const EVENT_QUERIES = {
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
       ON ev.created_at >= $2
         AND (w.events & ${TYPE_BIT_SQL('ev.type')}) != 0
-        AND ${MAY_SEE('w', 'ev', true)}
+        AND ${MAY_SEE(ADMIN_REACH('w', '$3'), 'w.owner', 'ev', true)}
     WHERE w.id = $1 AND NOT EXISTS (
       SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state IN ('pending', 'succeeded'))`,
   position: 'SELECT xid::text AS xid, seq FROM events WHERE id = $1',
@@ -180,6 +207,8 @@ export interface EndpointRow {
   id: string;
   owner: string;
   admin: boolean;
+  admin_token: string | null;
+  admin_until: Date | null;
   url: string;
   events: number;
   description: string | null;
@@ -235,6 +264,8 @@ export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   id: r.id,
   owner: r.owner,
   admin: r.admin,
+  adminTokenId: r.admin_token,
+  adminUntil: r.admin_until,
   url: r.url,
   events: typesOf(r.events),
   description: r.description,

@@ -319,4 +319,18 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX gardens_created_by ON gardens (created_by);
     `,
   },
+  {
+    version: 10,
+    name: '0010_endpoint_admin_credential',
+    // An endpoint made with plants:admin receives every user's events only while the credential that
+    // made it is valid (contract 8): each remembers that credential, a built-in token's id (revoked
+    // or expired, it no longer counts) and/or when it expires (a JWT's exp). Endpoints that are
+    // admin already were made by a credential nobody recorded: they become owner-only, receiving
+    // their owner's events as any other endpoint does (an admin makes a new one to have every
+    // user's again). Closing the hole beats keeping a reach nobody can bound.
+    sql: `
+      ALTER TABLE webhook_endpoints ADD COLUMN admin_token text, ADD COLUMN admin_until timestamptz;
+      UPDATE webhook_endpoints SET admin = false WHERE admin;
+    `,
+  },
 ];

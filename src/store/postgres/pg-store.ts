@@ -34,6 +34,7 @@ import type {
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
+import { MAX_ENDPOINTS_PER_USER } from '../store.js';
 import {
   type AttemptRow,
   type EndpointRow,
@@ -355,22 +356,33 @@ export class PgStore implements Store {
     return this.gardens.removeMember(id, actor, user);
   }
 
-  async insertEndpoint(e: EndpointRecord): Promise<void> {
-    await this.q('insertEndpoint', [
-      e.id,
-      e.owner,
-      e.admin,
-      e.url,
-      maskOf(e.events),
-      e.description,
-      e.secret,
-      e.previousSecret,
-      e.previousSecretUntil,
-      e.status,
-      e.disabledReason,
-      e.createdAt,
-      e.lastSuccessAt,
-    ]);
+  async insertEndpoint(e: EndpointRecord): Promise<boolean> {
+    return this.tx(async (c) => {
+      await this.q('lockOwner', [e.owner], c);
+      const inserted = await this.q(
+        'insertEndpoint',
+        [
+          e.id,
+          e.owner,
+          e.admin,
+          e.url,
+          maskOf(e.events),
+          e.description,
+          e.secret,
+          e.previousSecret,
+          e.previousSecretUntil,
+          e.status,
+          e.disabledReason,
+          e.createdAt,
+          e.lastSuccessAt,
+          e.adminTokenId,
+          e.adminUntil,
+          MAX_ENDPOINTS_PER_USER,
+        ],
+        c,
+      );
+      return (inserted.rowCount ?? 0) > 0;
+    });
   }
 
   async listEndpoints(owner: string | null): Promise<EndpointRecord[]> {
@@ -419,6 +431,7 @@ export class PgStore implements Store {
         q.skipEndpoints,
         q.limit,
         q.perEndpoint,
+        JSON.stringify(q.ownerLoad ?? {}),
       ])
     ).rows;
     if (rows.length === 0) return [];

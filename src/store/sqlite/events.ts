@@ -12,6 +12,7 @@ import type {
   FinishedAttempt,
   NewEvent,
 } from '../store.js';
+import { MAX_ENDPOINTS_PER_USER, NOT_SENT_ADMIN, NOT_SENT_MEMBER } from '../store.js';
 
 // The log stores an event's type as its bit in endpoint masks (event-mask.ts), so that matching
 // an endpoint is one AND in SQL.
@@ -29,16 +30,24 @@ interface EventRow {
   garden: string;
 }
 const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden';
-// An endpoint may see an event: made with plants:admin, or its owner is a member of the event's
+// An endpoint has admin reach at `at`: made with plants:admin, and the credential that made it still
+// valid then (its built-in token neither revoked nor expired, and before its expiry).
+const ADMIN_REACH = (e: string, at: string) =>
+  `(${e}.admin = 1 AND (${e}.admin_until IS NULL OR ${e}.admin_until > ${at}) AND (${e}.admin_token IS NULL OR EXISTS (
+    SELECT 1 FROM tokens t WHERE t.id = ${e}.admin_token AND t.revoked_at IS NULL
+      AND (t.expires_at IS NULL OR t.expires_at > ${at}))))`;
+// An endpoint may see an event: it has admin reach at `at`, or its owner is a member of the event's
 // garden (at fan-out, the moment the event is written); `since`: and was already one when it was.
-const MAY_SEE = (e: string, ev: string, since = false) =>
-  `(${e}.admin = 1 OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${e}.owner${
+const MAY_SEE = (e: string, ev: string, at: string, since = false) =>
+  `(${ADMIN_REACH(e, at)} OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${e}.owner${
     since ? ` AND m.added_at <= ${ev}.created_at` : ''
   }))`;
 interface EndpointRow {
   id: string;
   owner: string;
   admin: number;
+  admin_token: string | null;
+  admin_until: number | null;
   url: string;
   events: number;
   description: string | null;
@@ -84,6 +93,8 @@ const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   id: r.id,
   owner: r.owner,
   admin: r.admin === 1,
+  adminTokenId: r.admin_token,
+  adminUntil: date(r.admin_until),
   url: r.url,
   events: typesOf(r.events),
   description: r.description,
@@ -140,17 +151,26 @@ export class SqliteEvents {
       fanOut: db.prepare<[number]>(
         `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
          SELECT ${id('ev')}, ev.seq, e.id, 'pending', ev.created_at, ev.created_at FROM events ev JOIN webhook_endpoints e
-           ON e.status = 'enabled' AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev')}
+           ON e.status = 'enabled' AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev', 'ev.created_at')}
          WHERE ev.seq > ?
          ORDER BY ev.seq`,
       ),
       insertEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
-           previous_secret_until, status, disabled_reason, created_at, last_success_at, seq)
+           previous_secret_until, status, disabled_reason, created_at, last_success_at, admin_token, admin_until, seq)
          VALUES (@id, @owner, @admin, @url, @events, @description, @secret, @previous_secret,
-           @previous_secret_until, @status, @disabled_reason, @created_at, @last_success_at,
-           (SELECT coalesce(max(seq), 0) + 1 FROM webhook_endpoints))`,
+           @previous_secret_until, @status, @disabled_reason, @created_at, @last_success_at, @admin_token,
+           @admin_until, (SELECT coalesce(max(seq), 0) + 1 FROM webhook_endpoints))`,
       ),
+      // Counted in the writer's transaction: inserts never race past the limit.
+      endpointCount: db
+        .prepare<[string], number>('SELECT count(*) FROM webhook_endpoints WHERE owner = ?')
+        .pluck(),
+      adminReach: db
+        .prepare<[{ id: string; at: number }], number>(
+          `SELECT 1 FROM webhook_endpoints e WHERE e.id = @id AND ${ADMIN_REACH('e', '@at')}`,
+        )
+        .pluck(),
       endpointsAll: db.prepare<[], EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY seq'),
       endpointsOf: db.prepare<[string], EndpointRow>(
         'SELECT * FROM webhook_endpoints WHERE owner = ? ORDER BY seq',
@@ -167,20 +187,39 @@ export class SqliteEvents {
       deleteAttemptsOf: db.prepare<[string]>('DELETE FROM delivery_attempts WHERE endpoint_id = ?'),
       // At most `perEndpoint` per endpoint in one claim, so one busy endpoint cannot take every slot;
       // each endpoint's due deliveries come from deliveries_endpoint_due, so the cost follows the
-      // endpoints and what is claimed, not how long the queue is.
+      // endpoints and what is claimed, not how long the queue is. Then `limit` of those, fairly:
+      // each owner's in turn (its endpoints' first, then their second …), the owner holding the
+      // fewest deliveries already (@load: the claimer's, by owner) first, among equals the most overdue.
       claim: db.prepare<
-        [{ owner: string; until: number; now: number; skip: string; limit: number; per: number }],
+        [
+          {
+            owner: string;
+            until: number;
+            now: number;
+            skip: string;
+            limit: number;
+            per: number;
+            load: string;
+          },
+        ],
         { id: number; event_seq: number; endpoint_id: string; attempts: number }
       >(
         `UPDATE deliveries SET lease_owner = @owner, lease_until = @until
          WHERE id IN (
-           SELECT d.id FROM webhook_endpoints e JOIN deliveries d ON d.id IN (
-             SELECT x.id FROM deliveries x
-             WHERE x.endpoint_id = e.id AND x.state = 'pending' AND x.next_attempt_at <= @now
-               AND (x.lease_until IS NULL OR x.lease_until <= @now)
-             ORDER BY x.next_attempt_at, x.id LIMIT @per)
-           WHERE e.status = 'enabled' AND e.id NOT IN (SELECT value FROM json_each(@skip))
-           ORDER BY d.next_attempt_at LIMIT @limit)
+           SELECT r.id FROM (
+             SELECT c.id, c.owner, c.due,
+               row_number() OVER (PARTITION BY c.owner ORDER BY c.turn, c.due, c.id) AS owner_turn
+             FROM (
+               SELECT d.id, e.owner, d.next_attempt_at AS due,
+                 row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.id) AS turn
+               FROM webhook_endpoints e JOIN deliveries d ON d.id IN (
+                 SELECT x.id FROM deliveries x
+                 WHERE x.endpoint_id = e.id AND x.state = 'pending' AND x.next_attempt_at <= @now
+                   AND (x.lease_until IS NULL OR x.lease_until <= @now)
+                 ORDER BY x.next_attempt_at, x.id LIMIT @per)
+               WHERE e.status = 'enabled' AND e.id NOT IN (SELECT value FROM json_each(@skip))) c) r
+           LEFT JOIN json_each(@load) l ON l.key = r.owner
+           ORDER BY coalesce(l.value, 0) + r.owner_turn, r.due, r.id LIMIT @limit)
          RETURNING id, event_seq, endpoint_id, attempts`,
       ),
       eventBySeq: db.prepare<[number], EventRow>(
@@ -224,7 +263,7 @@ export class SqliteEvents {
       recover: db.prepare<[{ endpoint: string; since: number; now: number }]>(
         `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
          SELECT ${id('ev')}, ev.seq, e.id, 'pending', @now, @now FROM webhook_endpoints e JOIN events ev
-           ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev', true)}
+           ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev', '@now', true)}
          WHERE e.id = @endpoint AND NOT EXISTS (
            SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ${id('ev')}
              AND d.state IN ('pending', 'succeeded'))
@@ -346,7 +385,9 @@ export class SqliteEvents {
     };
   }
 
-  insertEndpoint(e: EndpointRecord): void {
+  /** Stores the endpoint unless its owner has MAX_ENDPOINTS_PER_USER already (false). */
+  insertEndpoint(e: EndpointRecord): boolean {
+    if (this.s.endpointCount.get(e.owner)! >= MAX_ENDPOINTS_PER_USER) return false;
     this.s.insertEndpoint.run({
       id: e.id,
       owner: e.owner,
@@ -361,7 +402,10 @@ export class SqliteEvents {
       disabled_reason: e.disabledReason,
       created_at: e.createdAt.getTime(),
       last_success_at: e.lastSuccessAt?.getTime() ?? null,
+      admin_token: e.adminTokenId,
+      admin_until: e.adminUntil?.getTime() ?? null,
     });
+    return true;
   }
 
   listEndpoints(owner: string | null): EndpointRecord[] {
@@ -402,6 +446,7 @@ export class SqliteEvents {
     limit: number;
     skipEndpoints: string[];
     perEndpoint: number;
+    ownerLoad?: Record<string, number>;
   }): DeliveryJob[] {
     const now = q.now.getTime();
     const rows = this.s.claim.all({
@@ -411,8 +456,19 @@ export class SqliteEvents {
       skip: JSON.stringify(q.skipEndpoints),
       limit: q.limit,
       per: q.perEndpoint,
+      load: JSON.stringify(q.ownerLoad ?? {}),
     });
     const endpoints = new Map<string, EndpointRecord | null>();
+    // Whether the endpoint has admin reach now, asked once per endpoint in this claim.
+    const reach = new Map<string, boolean>();
+    const hasReach = (e: EndpointRecord) => {
+      let r = reach.get(e.id);
+      if (r === undefined) {
+        r = e.admin && this.s.adminReach.get({ id: e.id, at: now }) !== undefined;
+        reach.set(e.id, r);
+      }
+      return r;
+    };
     const jobs: DeliveryJob[] = [];
     for (const r of rows) {
       if (!endpoints.has(r.endpoint_id)) endpoints.set(r.endpoint_id, this.getEndpoint(r.endpoint_id));
@@ -420,13 +476,15 @@ export class SqliteEvents {
       const event = this.s.eventBySeq.get(r.event_seq);
       if (!endpoint || !event) continue;
       const job = { id: String(r.id), attempts: r.attempts, event: this.toEvent(event), endpoint };
-      if (endpoint.admin || this.s.isMember.get(event.garden, endpoint.owner) !== undefined) jobs.push(job);
+      if (hasReach(endpoint) || this.s.isMember.get(event.garden, endpoint.owner) !== undefined)
+        jobs.push(job);
       else this.unsent(job, q.leaseOwner, now);
     }
     return jobs;
   }
 
-  // The endpoint's owner left the event's garden after it was written: the delivery ends, logged
+  // The endpoint's owner left the event's garden after it was written (or the endpoint's admin reach
+  // ended, and its owner is no member of that garden): the delivery ends, logged
   // as not sent with the reason, and the endpoint's own record (failing since…) is left alone.
   private unsent(job: DeliveryJob, leaseOwner: string, now: number): void {
     this.s.insertAttempt.run({
@@ -438,7 +496,7 @@ export class SqliteEvents {
       at: now,
       status: null,
       outcome: 'failed',
-      error: `not sent: the endpoint's owner is no longer a member of garden ${job.event.garden}`,
+      error: `${job.endpoint.admin ? NOT_SENT_ADMIN : NOT_SENT_MEMBER}${job.event.garden}`,
       duration_ms: 0,
       next_attempt_at: null,
     });

@@ -376,4 +376,19 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX events_garden_seq ON events (garden, seq);
     `,
   },
+  {
+    version: 13,
+    name: '0013_endpoint_admin_credential',
+    // An endpoint made with plants:admin receives every user's events only while the credential that
+    // made it is valid (contract 8): each remembers that credential, a built-in token's id (revoked
+    // or expired, it no longer counts) and/or when it expires (a JWT's exp). Endpoints that are
+    // admin already were made by a credential nobody recorded: they become owner-only, receiving
+    // their owner's events as any other endpoint does (an admin makes a new one to have every
+    // user's again). Closing the hole beats keeping a reach nobody can bound.
+    sql: `
+      ALTER TABLE webhook_endpoints ADD COLUMN admin_token TEXT;
+      ALTER TABLE webhook_endpoints ADD COLUMN admin_until INTEGER;
+      UPDATE webhook_endpoints SET admin = 0 WHERE admin = 1;
+    `,
+  },
 ];

@@ -678,7 +678,7 @@ export class SqliteStore implements Store {
     return gone !== null;
   }
 
-  insertEndpoint(endpoint: EndpointRecord): Promise<void> {
+  insertEndpoint(endpoint: EndpointRecord): Promise<boolean> {
     return this.writer.write('insertEndpoint', endpoint);
   }
 

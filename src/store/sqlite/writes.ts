@@ -364,8 +364,8 @@ export class SqliteWrites {
     return this.g.removeMember(...a);
   }
 
-  insertEndpoint(endpoint: EndpointRecord): void {
-    this.e.insertEndpoint(endpoint);
+  insertEndpoint(endpoint: EndpointRecord): boolean {
+    return this.e.insertEndpoint(endpoint);
   }
 
   updateEndpoint(id: string, patch: EndpointPatch): EndpointRecord | null {

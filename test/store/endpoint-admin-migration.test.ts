@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { createPgDatabase, ENGINES } from '../helpers/engines.js';
+
+// SQLite migration 13 and PostgreSQL migration 10: an endpoint made with plants:admin before them
+// has no record of the credential that made it, so it becomes owner-only; other endpoints stay.
+
+const ENDPOINTS = `INSERT INTO webhook_endpoints (id, owner, admin, url, events, secret, status, created_at) VALUES
+  ('we_admin', 'keeper', $admin, 'https://example.com/a', 7, 'whsec_a', 'enabled', $at),
+  ('we_plain', 'alice', $plain, 'https://example.com/p', 7, 'whsec_p', 'enabled', $at)`;
+
+describe('migration: admin endpoints without a recorded credential become owner-only', () => {
+  it('on SQLite (13)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plantstore-mig13-'));
+    try {
+      const path = join(dir, 'v12.db');
+      const old = new Database(path);
+      old.exec(
+        'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+      );
+      for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 12)) {
+        old.exec(m.sql);
+        old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, '');
+      }
+      old.exec(ENDPOINTS.replace('$admin', '1').replace('$plain', '0').replaceAll('$at', '0'));
+      old.close();
+      const store = new SqliteStore({ path, durability: 'full' });
+      try {
+        assert.deepEqual(await store.migrate(), ['0013_endpoint_admin_credential']);
+        const admin = await store.getEndpoint('we_admin');
+        assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
+        assert.equal(admin?.owner, 'keeper');
+        assert.equal(admin?.status, 'enabled');
+        assert.equal((await store.getEndpoint('we_plain'))?.admin, false);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  const pgSkip = ENGINES.find((e) => e.name === 'postgres')?.skip ?? 'no postgres engine';
+  it('on PostgreSQL (10)', { skip: pgSkip }, async () => {
+    const db = await createPgDatabase();
+    const c = new pg.Client({ connectionString: db.url });
+    let store: PgStore | undefined;
+    try {
+      await c.connect();
+      await c.query(`CREATE TABLE schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= 9)) {
+        await c.query(m.sql);
+        await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      }
+      await c.query(
+        ENDPOINTS.replace('$admin', 'true').replace('$plain', 'false').replaceAll('$at', 'now()'),
+      );
+      store = new PgStore({ url: db.url, poolSize: 2 });
+      assert.deepEqual(await store.migrate(), ['0010_endpoint_admin_credential']);
+      const admin = await store.getEndpoint('we_admin');
+      assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
+      assert.equal(admin?.owner, 'keeper');
+      assert.equal((await store.getEndpoint('we_plain'))?.admin, false);
+    } finally {
+      await c.end().catch(() => {});
+      await store?.close();
+      await db.drop();
+    }
+  });
+});
