@@ -653,7 +653,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -719,7 +719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -827,7 +827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -944,7 +944,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1058,7 +1058,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1124,7 +1124,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1238,7 +1238,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1372,7 +1372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1485,7 +1485,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1551,7 +1551,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1638,7 +1638,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1721,7 +1721,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1848,7 +1848,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2016,7 +2016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2139,7 +2139,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2244,7 +2244,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2344,7 +2344,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2490,7 +2490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2637,7 +2637,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2746,7 +2746,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2846,7 +2846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2985,7 +2985,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3116,7 +3116,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3233,7 +3233,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3319,7 +3319,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3402,7 +3402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3515,7 +3515,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3637,7 +3637,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3686,7 +3686,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3827,7 +3827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3910,7 +3910,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4072,7 +4072,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4204,7 +4204,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4323,7 +4323,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4438,7 +4438,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4538,7 +4538,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4685,7 +4685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4815,7 +4815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4962,7 +4962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5070,7 +5070,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5136,7 +5136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5238,7 +5238,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5338,7 +5338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5418,7 +5418,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Malformed request: body, parameter, cursor or Idempotency-Key. */
+            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5501,7 +5501,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited; see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
