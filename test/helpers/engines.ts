@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
+import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { PG_ADMIN_URL, postgresUnreachable, REDIS_URL, redisUnreachable } from './services.js';
@@ -94,3 +97,26 @@ export const ENGINES: Engine[] = [sqlite, postgres];
 /** Why the Redis suites cannot run here, or false. In CI they must run. */
 export const REDIS_SKIP = await redisUnreachable();
 if (REDIS_SKIP && process.env.CI === 'true') throw new Error(`CI=true and ${REDIS_SKIP}`);
+
+/** A SQLite file at `path` with the schema as migration `version` left it (applied and recorded). */
+export function sqliteAtVersion(path: string, version: number): Database.Database {
+  const db = new Database(path);
+  db.exec(
+    'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+  );
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= version)) {
+    db.exec(m.sql);
+    db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, '');
+  }
+  return db;
+}
+
+/** Brings the PostgreSQL database `c` is connected to to the schema as migration `version` left it. */
+export async function pgAtVersion(c: pg.Client, version: number): Promise<void> {
+  await c.query(`CREATE TABLE schema_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= version)) {
+    await c.query(m.sql);
+    await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+  }
+}

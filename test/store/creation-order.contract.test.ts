@@ -7,12 +7,10 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { gardenId } from '../../src/store/plant-changes.js';
-import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store, TokenRecord } from '../../src/store/store.js';
-import { createPgDatabase, ENGINES } from '../helpers/engines.js';
+import { createPgDatabase, ENGINES, pgAtVersion, sqliteAtVersion } from '../helpers/engines.js';
 import { endpoint, home, user } from './garden-helpers.js';
 
 // Gardens, webhook endpoints and tokens are listed in the order they were made (contract 3.2: "home
@@ -145,14 +143,7 @@ describe('store creation order: sqlite migration 10 keeps the order of existing 
     const dir = mkdtempSync(join(tmpdir(), 'plantstore-order-'));
     try {
       const path = join(dir, 'v9.db');
-      const old = new Database(path);
-      old.exec(
-        'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
-      );
-      for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 9)) {
-        old.exec(m.sql);
-        old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, '');
-      }
+      const old = sqliteAtVersion(path, 9);
       for (const r of OLD) {
         old
           .prepare('INSERT INTO gardens (id, name, home_user, created_at) VALUES (?, ?, NULL, ?)')
@@ -202,12 +193,7 @@ describe('store creation order: postgres migration 8 keeps the order of existing
     let store: PgStore | undefined;
     try {
       await c.connect();
-      await c.query(`CREATE TABLE schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= 7)) {
-        await c.query(m.sql);
-        await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-      }
+      await pgAtVersion(c, 7);
       for (const r of OLD) {
         const at = new Date(r.at);
         await c.query('INSERT INTO gardens (id, name, home_user, created_at) VALUES ($1, $2, NULL, $3)', [

@@ -3,13 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import pg from 'pg';
-import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { createPgDatabase, ENGINES } from '../helpers/engines.js';
+import { createPgDatabase, ENGINES, pgAtVersion, sqliteAtVersion } from '../helpers/engines.js';
 
 // SQLite migration 13 and PostgreSQL migration 10: an endpoint made with plants:admin before them
 // has no record of the credential that made it, so it becomes owner-only; other endpoints stay.
@@ -23,14 +20,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
     const dir = mkdtempSync(join(tmpdir(), 'plantstore-mig13-'));
     try {
       const path = join(dir, 'v12.db');
-      const old = new Database(path);
-      old.exec(
-        'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
-      );
-      for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 12)) {
-        old.exec(m.sql);
-        old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, '');
-      }
+      const old = sqliteAtVersion(path, 12);
       old.exec(ENDPOINTS.replace('$admin', '1').replace('$plain', '0').replaceAll('$at', '0'));
       old.close();
       const store = new SqliteStore({ path, durability: 'full' });
@@ -56,12 +46,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
     let store: PgStore | undefined;
     try {
       await c.connect();
-      await c.query(`CREATE TABLE schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= 9)) {
-        await c.query(m.sql);
-        await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-      }
+      await pgAtVersion(c, 9);
       await c.query(
         ENDPOINTS.replace('$admin', 'true').replace('$plain', 'false').replaceAll('$at', 'now()'),
       );

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { gardenId } from '../../src/store/plant-changes.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { createPgDatabase, ENGINES } from '../helpers/engines.js';
+import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
 
 // Migration 5 (gardens) on a PostgreSQL store written by the version before it: every user with
@@ -22,12 +22,7 @@ describe('postgres migration 0005_gardens', { skip }, () => {
     try {
       await c.connect();
       // The schema as version 4 left it, and data written under it.
-      await c.query(`CREATE TABLE schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= 4)) {
-        await c.query(m.sql);
-        await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-      }
+      await pgAtVersion(c, 4);
       await c.query(`INSERT INTO plants (id, owner, name, tag) VALUES
         (nextval('plants_id_seq'), 'alice', 'Fern', NULL), (nextval('plants_id_seq'), 'alice', 'Aloe', 'green'),
         (nextval('plants_id_seq'), 'bob', 'Ivy', NULL)`);

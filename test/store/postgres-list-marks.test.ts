@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { createPgDatabase, ENGINES } from '../helpers/engines.js';
+import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
 
 // PostgreSQL's list marks (migration 7) as any writer moves them: a transaction that took a
 // smaller id but commits after a larger one, plain SQL, and the plants that were there before.
@@ -78,12 +78,7 @@ describe('postgres list marks', { skip }, () => {
 
   it('migration 0007 gives every garden with plants its marks', async () => {
     await withDb(async (url, c) => {
-      await c.query(`CREATE TABLE schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= 6)) {
-        await c.query(m.sql);
-        await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-      }
+      await pgAtVersion(c, 6);
       await c.query(
         `INSERT INTO gardens (id, name, home_user, created_at) VALUES ('gdn_a', 'Home', 'alice', now())`,
       );
