@@ -14,6 +14,7 @@ import {
   type User,
 } from '../helpers/browser.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { until } from '../helpers/wait.js';
 
 // axe-core at WCAG 2.2 AA (tags wcag2a, wcag2aa, wcag21a, wcag21aa, wcag22aa) on every view of the
 // console, in the light theme, the dark theme the system asks for, and the dark theme the "Dark mode"
@@ -92,7 +93,17 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
         theme.dark,
         'the switch shows the theme in use',
       );
-      const lum = await backdrop(page);
+      // The switch shows its state as it is clicked; the page's colours follow once the theme is
+      // applied, a moment later: wait for them (bounded), then say what was seen.
+      let lum = 0;
+      await until(
+        `the page's backdrop to be ${theme.name}`,
+        async () => {
+          lum = await backdrop(page);
+          return theme.dark ? lum < 0.2 : lum > 0.5;
+        },
+        5_000,
+      ).catch(() => {});
       assert.ok(
         theme.dark ? lum < 0.2 : lum > 0.5,
         `the page's backdrop (luminance ${lum.toFixed(2)}) is ${theme.name}`,
