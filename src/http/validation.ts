@@ -10,7 +10,11 @@ const PATTERN_MESSAGES: Record<string, string> = {
   id: `must be a whole number from 1 to ${MAX_PLANT_ID}`,
   'idempotency-key': 'must be 1 to 255 printable ASCII characters',
   include: 'must be a comma-separated list of id, garden and version',
+  'last-event-id': 'is not an event id',
 };
+
+// The code of a refused header, by the header (every other one the routes validate is Idempotency-Key).
+const HEADER_CODES: Record<string, 'invalid_event_id'> = { '/last-event-id': 'invalid_event_id' };
 
 const TYPE_NAMES: Record<string, string> = {
   string: 'a string',
@@ -114,9 +118,7 @@ export function validationError(
   const code = inBody
     ? 'invalid_body'
     : context === 'headers'
-      ? details.some((d) => d.field === '/last-event-id')
-        ? 'invalid_event_id'
-        : 'invalid_idempotency_key'
+      ? (HEADER_CODES[details[0]?.field ?? ''] ?? 'invalid_idempotency_key')
       : 'invalid_parameter';
   return new AppError(400, code, message, details.length ? details : undefined);
 }
