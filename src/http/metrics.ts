@@ -42,7 +42,6 @@ const TIMED = [
   'recoverDeliveries',
   'eventPosition',
   'headPosition',
-  'listEvents',
   'readEvents',
   'purgeEvents',
   'ping',

@@ -55,15 +55,16 @@ export interface Membership {
  * gardens never counts against it, so nobody can use up another user's allowance (contract 3.2).
  */
 export const MAX_GARDENS_CREATED = 100;
+/** A user is a member of at most this many gardens in all, and a garden has at most this many members. */
+export const MAX_MEMBERSHIPS_PER_USER = 1000;
+export const MAX_MEMBERS_PER_GARDEN = 1000;
+
 /** Why a delivery was ended unsent (an attempt's error), followed by the event's garden. */
 export const NOT_SENT_MEMBER = "not sent: the endpoint's owner is no longer a member of garden ";
 export const NOT_SENT_ADMIN =
   "not sent: the credential that gave this endpoint every user's events is no longer valid, and its owner is not a member of garden ";
 /** Webhook endpoints one user may have. */
 export const MAX_ENDPOINTS_PER_USER = 20;
-/** A user is a member of at most this many gardens in all, and a garden has at most this many members. */
-export const MAX_MEMBERSHIPS_PER_USER = 1000;
-export const MAX_MEMBERS_PER_GARDEN = 1000;
 
 /**
  * Why a garden write was refused: `missing` the garden does not exist or the actor is no member
@@ -232,7 +233,7 @@ export interface EventRecord {
   garden: string;
   data: EventData;
   createdAt: Date;
-  /** Opaque, engine-ordered place in the log; listEvents({after}) gives what follows it. */
+  /** Opaque, engine-ordered place in the log; readEvents({after}) gives what follows it. */
   position: string;
 }
 
@@ -465,15 +466,12 @@ export interface Store {
   /** The position after which events not yet in the log will come. */
   headPosition(): Promise<string>;
   /**
-   * Events after `after`, in log order, of the `gardens` given (null: everyone's). On an engine
-   * with concurrent writers, only events whose every predecessor has committed are returned,
-   * so that a reader never passes over one that commits late.
-   */
-  listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]>;
-  /**
-   * listEvents, and the position from which the next read goes on: the last event's when `limit`
-   * were found, else as far as the read looked (the log's committed head), so that a reader whose
-   * gardens are quiet does not look at the same stretch of others' events again.
+   * Up to `limit` events after `after`, in log order, of the `gardens` given (null: everyone's). On
+   * an engine with concurrent writers, only events whose every predecessor has committed are
+   * returned, so that a reader never passes over one that commits late. With them, the position
+   * from which the next read goes on: the last event's when `limit` were found, else as far as the
+   * read looked (the log's committed head), so that a reader whose gardens are quiet does not look
+   * at the same stretch of others' events again.
    */
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead>;
   /**

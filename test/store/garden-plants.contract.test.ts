@@ -136,7 +136,7 @@ for (const engine of ENGINES) {
       assert.ok('updated' in r);
       assert.equal(await store.deletePlant(p.id, e, { at: new Date() }), true);
       const events = await until('three events', async () => {
-        const got = await store.listEvents({ after: head, gardens: [g], limit: 10 });
+        const got = (await store.readEvents({ after: head, gardens: [g], limit: 10 })).events;
         return got.length >= 3 && got;
       });
       assert.deepEqual(

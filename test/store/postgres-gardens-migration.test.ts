@@ -71,7 +71,8 @@ describe('postgres migration 0005_gardens', { skip }, () => {
       for (const v of versions) assert.equal((await store.getPlant(v.id))?.version, Number(v.version));
 
       const carol = await until('carol’s events', async () => {
-        const got = await store!.listEvents({ after: '0.0', gardens: [homes.get('carol')!], limit: 10 });
+        const got = (await store!.readEvents({ after: '0.0', gardens: [homes.get('carol')!], limit: 10 }))
+          .events;
         return got.length === 2 && got;
       });
       assert.deepEqual(

@@ -171,7 +171,10 @@ describe('SQLite store specifics', () => {
     assert.ok(versions[0]! > 1 && versions[1]! > versions[0]!, `versions ${versions} are new and distinct`);
     // Its events: one per acknowledged change, in order, and none of what was refused or rolled back.
     assert.deepEqual(
-      (await store.listEvents({ after: '0', gardens: null, limit: 10 })).map((e) => [e.type, e.data.name]),
+      (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events.map((e) => [
+        e.type,
+        e.data.name,
+      ]),
       [
         ['plant.created', 'five'],
         ['plant.deleted', 'last'],
@@ -308,7 +311,7 @@ describe('SQLite store specifics', () => {
       '0013_endpoint_admin_credential',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
-    const events = await store.listEvents({ after: '0', gardens: null, limit: 10 });
+    const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
     assert.deepEqual(
       events.map((e) => [e.id, e.type, e.data, e.createdAt.getTime(), e.position]),
       [
@@ -333,7 +336,7 @@ describe('SQLite store specifics', () => {
     await store.createPlant({ id: null, owner: 'o', garden: homeO, name: 'New', tag: null }, undefined, {
       at: new Date(5000),
     });
-    const [fresh] = await store.listEvents({ after: '2', gardens: [homeO], limit: 10 });
+    const [fresh] = (await store.readEvents({ after: '2', gardens: [homeO], limit: 10 })).events;
     assert.equal(fresh!.position, '3');
     assert.match(fresh!.id, /^evt_[0-9a-f]{16}0{15}3$/, 'an id of the new shape, unlike any before');
     assert.equal(await store.eventPosition(fresh!.id), '3');
@@ -342,13 +345,13 @@ describe('SQLite store specifics', () => {
     assert.equal(await store.eventPosition('evt_nope'), null);
     // Purging everything leaves the newest row, emptied: the next seq is never one that was used.
     assert.equal(await store.purgeEvents(new Date(10_000)), 3);
-    assert.deepEqual(await store.listEvents({ after: '0', gardens: null, limit: 10 }), []);
+    assert.deepEqual((await store.readEvents({ after: '0', gardens: null, limit: 10 })).events, []);
     assert.equal(await store.eventPosition(fresh!.id), null, 'purged');
     await store.createPlant({ id: null, owner: 'o', garden: homeO, name: 'Newer', tag: null }, undefined, {
       at: new Date(6000),
     });
     assert.deepEqual(
-      (await store.listEvents({ after: '0', gardens: [homeO], limit: 10 })).map((e) => e.position),
+      (await store.readEvents({ after: '0', gardens: [homeO], limit: 10 })).events.map((e) => e.position),
       ['4'],
     );
     // An hour on, every lease has run out: what is left to claim is the new events' deliveries only.
@@ -418,7 +421,7 @@ describe('SQLite store specifics', () => {
     assert.ok('created' in made && made.created.version > 1, 'versions go on after the old plants’');
     const r = await store.updatePlant(5, 'a', { tag: 'red' }, [1], undefined, { at: new Date(7000) });
     assert.ok('updated' in r && r.changed && r.updated.version > made.created.version);
-    const [ev] = await store.listEvents({ after: '0', gardens: [homeA], limit: 10 });
+    const [ev] = (await store.readEvents({ after: '0', gardens: [homeA], limit: 10 })).events;
     assert.deepEqual(
       [ev!.type, ev!.data],
       ['plant.updated', { id: 5, name: 'y', tag: 'red', garden: homeA, previous: { tag: null } }],

@@ -134,7 +134,7 @@ for (const engine of ENGINES) {
       const events = await until(
         'three plant.updated events',
         async () => {
-          const got = await store.listEvents({ after: head, gardens: [a.garden], limit: 10 });
+          const got = (await store.readEvents({ after: head, gardens: [a.garden], limit: 10 })).events;
           return got.length >= 3 && got;
         },
         10_000,
@@ -771,7 +771,7 @@ for (const engine of ENGINES) {
       const events = await until(
         'all twelve events in the log',
         async () => {
-          const got = await store.listEvents({ after: head, gardens: [g], limit: 100 });
+          const got = (await store.readEvents({ after: head, gardens: [g], limit: 100 })).events;
           return got.length >= plants.length && got;
         },
         10_000,

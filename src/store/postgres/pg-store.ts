@@ -12,7 +12,6 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventRead,
-  EventRecord,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -491,10 +490,6 @@ export class PgStore implements Store {
     const row = (await this.q<{ xmin: string }>('head', [])).rows[0]!;
     // Every event from xmin on is still to come (seq values start at 1, so `.0` is before them all).
     return position(row.xmin, 0);
-  }
-
-  async listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
-    return (await this.readEvents(q)).events;
   }
 
   async readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead> {

@@ -76,15 +76,14 @@ interface AttemptRow {
 }
 
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+/** How many seqs of the log one read looks at, at most, before the next (see list). */
+const WINDOW = 20_000;
 /**
  * Event ids: `evt_`, this log's key (16 hex digits, random, made with the database) and the seq (16
  * hex digits). Unique without an index: a seq is never reused within a log (purge leaves the
  * newest row, emptied), and another database has another key. Events written before the log took this
  * shape keep their own ids.
  */
-/** How many seqs of the log one read looks at, at most, before the next (see list). */
-const WINDOW = 20_000;
-
 const eventId = (key: string, seq: number): string => `evt_${key}${seq.toString(16).padStart(16, '0')}`;
 const ID_SQL = (key: string, ev: string) =>
   `coalesce(${ev}.legacy_id, 'evt_${key}' || printf('%016x', ${ev}.seq))`;

@@ -12,7 +12,6 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventRead,
-  EventRecord,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -721,10 +720,6 @@ export class SqliteStore implements Store {
 
   headPosition(): Promise<string> {
     return this.run(() => this.e.head());
-  }
-
-  listEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
-    return this.run(() => this.e.list(q).events);
   }
 
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead> {
