@@ -74,3 +74,22 @@ export async function openStream(url: string, headers: Record<string, string>): 
     close: () => abort.abort(),
   };
 }
+
+/**
+ * Opens `GET /events` streams of a service with a bearer token and keeps them, so that a suite
+ * closes every one it opened at once (in its `after`). `base` is asked at each open: a suite's
+ * server is listening only from its `before` on.
+ */
+export function eventStreams(base: () => string) {
+  const readers: SseReader[] = [];
+  return {
+    async open(token: string, headers: Record<string, string> = {}): Promise<SseReader> {
+      const r = await openStream(`${base()}/events`, { authorization: `Bearer ${token}`, ...headers });
+      readers.push(r);
+      return r;
+    },
+    closeAll(): void {
+      for (const r of readers) r.close();
+    },
+  };
+}

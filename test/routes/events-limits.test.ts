@@ -4,7 +4,7 @@ import { createToken } from '../../src/identity/tokens.js';
 import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { startTestIssuer, type TestIssuer } from '../helpers/issuer.js';
-import { openStream, type SseReader } from '../helpers/sse.js';
+import { eventStreams, type SseReader } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 
 // The live stream's limits (contract 3 and 8, version 4): a stream ends within 5 s of its token
@@ -32,18 +32,14 @@ for (const engine of ENGINES) {
   describe(`GET /events limits on ${engine.name}`, { skip: engine.skip }, () => {
     let h: Harness;
     let base = '';
-    const readers: SseReader[] = [];
-    const stream = async (token: string, headers: Record<string, string> = {}) => {
-      const r = await openStream(`${base}/events`, { authorization: `Bearer ${token}`, ...headers });
-      readers.push(r);
-      return r;
-    };
+    const streams = eventStreams(() => base);
+    const stream = streams.open;
     before(async () => {
       h = await harness(engine, { maxStreamsPerUser: 3, authFailureLimit: 0 });
       base = await h.app.listen({ port: 0, host: '127.0.0.1' });
     });
     after(async () => {
-      for (const r of readers) r.close();
+      streams.closeAll();
       await h?.close();
     });
 
@@ -143,7 +139,7 @@ describe('GET /events with a JWT', () => {
   let issuer: TestIssuer;
   let h: Harness;
   let base = '';
-  const readers: SseReader[] = [];
+  const streams = eventStreams(() => base);
   before(async () => {
     issuer = await startTestIssuer('https://plants.test');
     h = await harness(sqlite, {
@@ -155,7 +151,7 @@ describe('GET /events with a JWT', () => {
     base = await h.app.listen({ port: 0, host: '127.0.0.1' });
   });
   after(async () => {
-    for (const r of readers) r.close();
+    streams.closeAll();
     await h?.close();
     await issuer?.close();
   });
@@ -163,8 +159,7 @@ describe('GET /events with a JWT', () => {
   it('a stream opened with a JWT ends within 5 s of its exp', async () => {
     const exp = Math.floor(Date.now() / 1000) + 2;
     const jwt = await issuer.sign({ sub: `jwt-${Date.now()}`, scope: 'plants:read', exp });
-    const s = await openStream(`${base}/events`, { authorization: `Bearer ${jwt}` });
-    readers.push(s);
+    const s = await streams.open(jwt);
     assert.equal(s.status, 200);
     const took = await endsWithin(s, exp * 1000);
     assert.ok(took <= CONTRACT_MS, `ended ${took} ms after exp`);

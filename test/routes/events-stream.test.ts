@@ -2,19 +2,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
-import { openStream, type SseReader } from '../helpers/sse.js';
+import { eventStreams, openStream } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 
 for (const engine of ENGINES) {
   describe(`GET /events, the live stream, on ${engine.name}`, { skip: engine.skip }, () => {
     let h: Harness;
     let base = '';
-    const readers: SseReader[] = [];
-    const stream = async (token: string, headers: Record<string, string> = {}) => {
-      const r = await openStream(`${base}/events`, { authorization: `Bearer ${token}`, ...headers });
-      readers.push(r);
-      return r;
-    };
+    const streams = eventStreams(() => base);
+    const stream = streams.open;
     before(async () => {
       h = await harness(
         engine,
@@ -24,7 +20,7 @@ for (const engine of ENGINES) {
       base = await h.app.listen({ port: 0, host: '127.0.0.1' });
     });
     after(async () => {
-      for (const r of readers) r.close();
+      streams.closeAll();
       await h?.close();
     });
 

@@ -17,7 +17,7 @@ import {
   unshare,
 } from '../helpers/gardens.js';
 import { type Received, type Receiver, startReceiver } from '../helpers/receiver.js';
-import { openStream, type SseReader } from '../helpers/sse.js';
+import { eventStreams, type SseReader } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 import { acknowledged, attempts, delivered, eventId, register } from '../helpers/webhooks.js';
 
@@ -46,11 +46,10 @@ for (const engine of ENGINES) {
   describe(`events of gardens (${engine.name})`, { skip: engine.skip }, () => {
     let h: Harness;
     let base = '';
-    const readers: SseReader[] = [];
+    const streams = eventStreams(() => base);
     const receivers: Receiver[] = [];
     const stream = async (c: Client, headers: Record<string, string> = {}) => {
-      const r = await openStream(`${base}/events`, { authorization: `Bearer ${c.token}`, ...headers });
-      readers.push(r);
+      const r = await streams.open(c.token, headers);
       assert.equal(r.status, 200);
       return r;
     };
@@ -73,7 +72,7 @@ for (const engine of ENGINES) {
       base = await h.app.listen({ port: 0, host: '127.0.0.1' });
     });
     after(async () => {
-      for (const r of readers) r.close();
+      streams.closeAll();
       await h?.close();
       for (const r of receivers) await r.close();
     });
