@@ -1,5 +1,5 @@
 /**
- * The mixed workload (issue 16): many users, random page sizes and tags, deep pages reached by
+ * The mixed workload: many users, random page sizes and tags, deep pages reached by
  * following real `Link` headers, reads and creates mixed in — against plantstore variants and the
  * node:http ceiling, in interleaved rounds, each server alone on core 0 (the others SIGSTOPped),
  * wrk on core 1. `npm run bench` runs it after the single-operation benchmark.
@@ -230,7 +230,7 @@ interface Server {
 }
 
 // The SQLite variants run on core 0 alone, as the ceiling does; PostgreSQL's server runs unpinned,
-// sharing both cores with PostgreSQL's own processes (which no one pins), as issue 16 measured it.
+// sharing both cores with PostgreSQL's own processes (which no one pins).
 async function serve(
   name: string,
   database: string,

@@ -79,7 +79,7 @@ function ratio(x: number, min: number): [string, boolean] {
   return [x.toFixed(2), x >= min];
 }
 
-/** Ratios to the ceiling and the targets of issue 4, met or not. */
+/** Ratios to the ceiling and the speed targets (docs/benchmarks.md), met or not. */
 export function summarize(
   results: Results,
   samples: Samples,

@@ -1,5 +1,5 @@
 /**
- * Soak: does the server's memory stay flat over a long run at a steady store size (issue 28)?
+ * Soak: does the server's memory stay flat over a long run at a steady store size?
  *
  *   npm run soak -- … (or npx tsx bench/soak.ts …, with Node 24 first on PATH):
  *   npx tsx bench/soak.ts [--plants 300000] [--minutes 10] [--rate 1500] [--connections 8]

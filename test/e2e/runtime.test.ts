@@ -124,7 +124,7 @@ describe('bin/plantstore serve on this Node', () => {
   });
 
   // Node >= 24.19 aborted in better-sqlite3 12's statement destructor when a young-generation GC
-  // collected a statement (issue 12): this is the reproduction, run in a process of its own.
+  // collected a statement: this is the reproduction, run in a process of its own.
   it('survives 100,000 prepared statements left to the garbage collector', async () => {
     const script = `
       const Database = require('better-sqlite3');

@@ -1,6 +1,6 @@
 // Every regular expression in src/ must run in time linear in its input: most meet request
 // input (a query parameter, a body field, a header, a JSON parser's message that quotes the
-// body) and a polynomial one lets a client spend the event loop (issue 41). The expressions
+// body) and a polynomial one lets a client spend the event loop. The expressions
 // are found by reading the sources, so a new one is checked without anyone listing it; each
 // goes to recheck (a ReDoS checker), in its pure-JavaScript backend so that the test needs
 // neither Java nor a native binary. An expression the scan cannot read as a constant fails too.
