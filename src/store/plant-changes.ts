@@ -36,9 +36,6 @@ export function eventData(
   return data;
 }
 
-/** Whether a role may create, change and delete a garden's plants. */
-export const canWrite = (role: string | null | undefined): boolean => role === 'editor' || role === 'owner';
-
 /** A new garden id: `gdn_` and 24 hex digits (96 random bits). */
 export const gardenId = (random: (n: number) => Buffer): string => `gdn_${random(12).toString('hex')}`;
 

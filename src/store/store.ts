@@ -1,4 +1,15 @@
-import type { Scope } from '../schemas/token.js';
+import type { Actor, GardenRefusal, Role, Scope } from '../access/policy.js';
+
+// The access policy's words, as the engines and services read them from the store's own module.
+export {
+  type Actor,
+  type GardenRefusal,
+  MAX_ENDPOINTS_PER_USER,
+  MAX_GARDENS_CREATED,
+  MAX_MEMBERS_PER_GARDEN,
+  MAX_MEMBERSHIPS_PER_USER,
+  type Role,
+} from '../access/policy.js';
 
 /** A plant as the store keeps it. `tag` is null when absent; `owner` is who created it. */
 export interface PlantRecord {
@@ -18,16 +29,6 @@ export interface PagePlant {
   tag: string | null;
   version?: number;
 }
-
-/** A member's role in a garden (contract 3.2), weakest first. */
-export type Role = 'viewer' | 'editor' | 'owner';
-export const ROLES: readonly Role[] = ['viewer', 'editor', 'owner'];
-
-/**
- * Who a write acts for: a user, whose role in the plant's or garden's garden the store checks in
- * the write's own transaction, or null for plants:admin (an owner of every garden).
- */
-export type Actor = string | null;
 
 export interface GardenRecord {
   /** `gdn_` and 24 hex digits. */
@@ -50,37 +51,10 @@ export interface Membership {
   role: Role;
 }
 
-/**
- * A user makes at most this many gardens (its home garden among them); being added to other users'
- * gardens never counts against it, so nobody can use up another user's allowance (contract 3.2).
- */
-export const MAX_GARDENS_CREATED = 100;
-/** A user is a member of at most this many gardens in all, and a garden has at most this many members. */
-export const MAX_MEMBERSHIPS_PER_USER = 1000;
-export const MAX_MEMBERS_PER_GARDEN = 1000;
-
 /** Why a delivery was ended unsent (an attempt's error), followed by the event's garden. */
 export const NOT_SENT_MEMBER = "not sent: the endpoint's owner is no longer a member of garden ";
 export const NOT_SENT_ADMIN =
   "not sent: the credential that gave this endpoint every user's events is no longer valid, and its owner is not a member of garden ";
-/** Webhook endpoints one user may have. */
-export const MAX_ENDPOINTS_PER_USER = 20;
-
-/**
- * Why a garden write was refused: `missing` the garden does not exist or the actor is no member
- * (the same answer, 404); `forbidden` the actor's role is too low; `no_member` the user to remove
- * is not a member; the rest are the contract's 409 codes.
- */
-export type GardenRefusal =
-  | 'missing'
-  | 'forbidden'
-  | 'no_member'
-  | 'last_owner'
-  | 'home_garden'
-  | 'too_many_gardens'
-  | 'too_many_members'
-  | 'garden_not_empty';
-
 export type GardenChange<T> = { ok: T } | { refused: GardenRefusal };
 
 /** A garden write's refusal, as every engine answers it. */
