@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { type Action, actorOf, allows, leastRole, MAKER_ROLE } from '../access/policy.js';
 import { AppError, ConflictError, GardenNotFoundError, InsufficientRoleError } from '../errors.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
-import { gardenId } from '../store/plant-changes.js';
 import type {
   GardenChange,
   GardenRecord,
@@ -13,6 +12,7 @@ import type {
   Role,
   Store,
 } from '../store/store.js';
+import { gardenId, isGardenId } from './id.js';
 
 /** A garden as the caller sees it (contract 3.2). */
 export interface GardenView {
@@ -24,11 +24,9 @@ export interface GardenView {
 }
 
 export const HOME_GARDEN_NAME = 'Home';
-/** What gardenId() makes, and what the migrations made for home gardens. */
-const GARDEN_ID = /^gdn_[0-9a-f]{24}$/;
-// Anything else cannot name a garden, and never reaches the store: 404, as one that does not exist.
+// An id that cannot name a garden never reaches the store: 404, as one that does not exist.
 const checked = (id: string): string => {
-  if (!GARDEN_ID.test(id)) throw new GardenNotFoundError();
+  if (!isGardenId(id)) throw new GardenNotFoundError();
   return id;
 };
 // Past this many users' home garden ids kept, the oldest is forgotten (it is read again when needed).

@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
-import { applyPatch, eventData, shownPlant } from '../plant-changes.js';
+import { applyPatch } from '../../plant-patch.js';
+import { eventData, shownPlant } from '../plant-changes.js';
 import type {
   Actor,
   CreateResult,

@@ -4,7 +4,8 @@ import Database from 'better-sqlite3';
 import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
-import { applyPatch, eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
+import { applyPatch } from '../../plant-patch.js';
+import { eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
 import type {
   Actor,
   CreateResult,
