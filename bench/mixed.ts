@@ -63,9 +63,9 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { gardenId } from '../src/gardens/id.js';
 import { createToken } from '../src/identity/tokens.js';
 import { openStore } from '../src/store/index.js';
-import { gardenId } from '../src/store/plant-changes.js';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 import { printed, writeSection } from './report.js';
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { gardenId } from '../src/gardens/id.js';
 import { createToken } from '../src/identity/tokens.js';
 import { encodeCursor } from '../src/plants/cursor.js';
 import { openStore, sqlitePath } from '../src/store/index.js';
-import { gardenId } from '../src/store/plant-changes.js';
 import type { Store } from '../src/store/store.js';
 
 /** Users the seeded plants are spread over; the caller is user 0. */

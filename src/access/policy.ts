@@ -61,6 +61,9 @@ export const roleOf = (actor: Actor, memberRole: Role | null | undefined): Role 
 
 // --- Gardens and members ---------------------------------------------------------------------------
 
+/** The role a garden's maker gets in it (a home garden's user in its home garden too). */
+export const MAKER_ROLE: Role = 'owner';
+
 /** How many gardens a user may make (its home garden among them). */
 export const MAX_GARDENS_CREATED = 100;
 /** How many gardens a user may belong to (its home garden among them). */

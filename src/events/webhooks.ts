@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { endpointReach } from '../access/policy.js';
 import { AppError, BadRequestError, ConflictError } from '../errors.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import { decodeCursor, encodeCursor } from '../plants/cursor.js';
@@ -61,9 +62,7 @@ export class WebhookService {
     const endpoint: EndpointRecord = {
       id: `whk_${randomBytes(12).toString('base64url')}`,
       owner: caller.user,
-      admin: isAdmin(caller) && (caller.kind === 'token' || caller.expiresAt !== null),
-      adminTokenId: isAdmin(caller) && caller.kind === 'token' ? caller.tokenId : null,
-      adminUntil: isAdmin(caller) ? caller.expiresAt : null,
+      ...endpointReach(caller),
       url: body.url,
       events: body.events ? EVENT_TYPES.filter((t) => body.events!.includes(t)) : [...EVENT_TYPES],
       description: body.description ?? null,

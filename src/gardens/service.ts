@@ -1,16 +1,18 @@
 import { randomBytes } from 'node:crypto';
+import { type Action, actorOf, allows, leastRole, MAKER_ROLE } from '../access/policy.js';
 import { AppError, ConflictError, GardenNotFoundError, InsufficientRoleError } from '../errors.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
-import { gardenId } from '../store/plant-changes.js';
 import type {
   GardenChange,
   GardenRecord,
   GardenRefusal,
+  ListMarks,
   MemberRecord,
   Membership,
   Role,
   Store,
 } from '../store/store.js';
+import { gardenId, isGardenId } from './id.js';
 
 /** A garden as the caller sees it (contract 3.2). */
 export interface GardenView {
@@ -21,19 +23,18 @@ export interface GardenView {
   home: boolean;
 }
 
-const actorOf = (caller: Caller) => (isAdmin(caller) ? null : caller.user);
-
 export const HOME_GARDEN_NAME = 'Home';
-/** What gardenId() makes, and what the migrations made for home gardens. */
-const GARDEN_ID = /^gdn_[0-9a-f]{24}$/;
-const RANK = { viewer: 0, editor: 1, owner: 2 } as const;
-// Anything else cannot name a garden, and never reaches the store: 404, as one that does not exist.
+// An id that cannot name a garden never reaches the store: 404, as one that does not exist.
 const checked = (id: string): string => {
-  if (!GARDEN_ID.test(id)) throw new GardenNotFoundError();
+  if (!isGardenId(id)) throw new GardenNotFoundError();
   return id;
 };
 // Past this many users' home garden ids kept, the oldest is forgotten (it is read again when needed).
 const HOME_CACHE = 100_000;
+
+/** The 403 of a caller whose role is too weak for `action` (its message names the least role). */
+export const forbidden = (action: Exclude<Action, 'read'>): AppError =>
+  new InsufficientRoleError(leastRole(action) as 'editor' | 'owner');
 
 /** What each refusal of a garden write answers. */
 function refusal(why: GardenRefusal): AppError {
@@ -41,7 +42,7 @@ function refusal(why: GardenRefusal): AppError {
     case 'missing':
       return new GardenNotFoundError();
     case 'forbidden':
-      return new InsufficientRoleError('owner');
+      return forbidden('manage');
     case 'no_member':
       return new AppError(404, 'member_not_found', 'that user is not a member of this garden');
     case 'home_garden':
@@ -97,9 +98,25 @@ export class GardenService {
    */
   async visible(caller: Caller): Promise<string[] | null> {
     if (isAdmin(caller)) return null;
-    const memberships = await this.store.memberships(caller.user);
-    // An engine that keeps memberships answers the same array while they stand: so is this one,
-    // and what is built from it (a list cache key) can be kept with it.
+    return this.gardensOf(await this.store.memberships(caller.user));
+  }
+
+  /**
+   * As visible, with the marks of the list of those gardens' plants with `tag` when the engine
+   * reads them together with the memberships (one round trip); an administrator's come without.
+   */
+  async visibleWithMarks(
+    caller: Caller,
+    tag: string | null,
+  ): Promise<{ gardens: string[] | null; marks?: ListMarks }> {
+    if (isAdmin(caller) || !this.store.scopeMarks) return { gardens: await this.visible(caller) };
+    const { memberships, marks } = await this.store.scopeMarks(caller.user, tag);
+    return { gardens: this.gardensOf(memberships), marks };
+  }
+
+  // An engine that keeps memberships answers the same array while they stand: so is the list of
+  // their gardens, and what is built from it (a list cache key) can be kept with it.
+  private gardensOf(memberships: Membership[]): string[] {
     let gardens = this.gardenIds.get(memberships);
     if (gardens === undefined) {
       gardens = memberships.map((m) => m.garden);
@@ -117,11 +134,10 @@ export class GardenService {
     return { ...found, home: found.garden.homeUser === caller.user };
   }
 
-  /** As find, and 403 insufficient_role unless the caller's role is at least `needed`. */
-  async require(caller: Caller, id: string, needed: Role): Promise<GardenView> {
+  /** As find, and 403 insufficient_role unless the caller's role allows `action`. */
+  async require(caller: Caller, id: string, action: Exclude<Action, 'read'>): Promise<GardenView> {
     const view = await this.find(caller, id);
-    if (RANK[view.role] < RANK[needed])
-      throw new InsufficientRoleError(needed === 'owner' ? 'owner' : 'editor');
+    if (!allows(view.role, action)) throw forbidden(action);
     return view;
   }
 
@@ -139,13 +155,13 @@ export class GardenService {
     const garden = ok(
       await this.store.createGarden({ id: gardenId(randomBytes), name, owner: caller.user, at: this.now() }),
     );
-    return { garden, role: 'owner', home: false };
+    return { garden, role: MAKER_ROLE, home: false };
   }
 
   async rename(caller: Caller, id: string, name: string): Promise<GardenView> {
-    // Only an owner (or an admin, an owner everywhere) gets this far.
+    // Only a caller that may manage the garden gets this far: an owner, or an admin acting as one.
     const garden = ok(await this.store.renameGarden(checked(id), actorOf(caller), name));
-    return { garden, role: 'owner', home: garden.homeUser === caller.user };
+    return { garden, role: leastRole('manage'), home: garden.homeUser === caller.user };
   }
 
   async remove(caller: Caller, id: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Scope } from '../schemas/token.js';
+import { isAdmin as admin, holds, type Scope } from '../access/policy.js';
 
 /** Who is calling, once a bearer value (built-in token or JWT) has been verified. */
 export interface Caller {
@@ -12,9 +12,8 @@ export interface Caller {
   expiresAt: Date | null;
 }
 
-/** Whether the caller holds `scope`; plants:admin implies the other plant scopes, and only those. */
-export function hasScope(caller: Caller, scope: Scope): boolean {
-  return caller.scopes.has(scope) || (scope.startsWith('plants:') && caller.scopes.has('plants:admin'));
-}
+/** Whether the caller holds `scope`, as the access policy reads its scopes. */
+export const hasScope = (caller: Caller, scope: Scope): boolean => holds(caller.scopes, scope);
 
-export const isAdmin = (caller: Caller): boolean => caller.scopes.has('plants:admin');
+/** Whether the caller is an administrator (access policy). */
+export const isAdmin = (caller: Caller): boolean => admin(caller.scopes);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { grantable } from '../access/policy.js';
 import { BadRequestError, ScopeNotHeldError, TokenNotFoundError } from '../errors.js';
 import { DEFAULT_SCOPES, type Scope } from '../schemas/token.js';
 import type { Store, TokenRecord } from '../store/store.js';
@@ -123,7 +124,8 @@ export class TokenService {
     }
     const scopes = [...new Set(req.scopes ?? DEFAULT_SCOPES)];
     if (!all) {
-      const missing = scopes.filter((s) => !(maker as Caller).scopes.has(s));
+      const held = grantable((maker as Caller).scopes);
+      const missing = scopes.filter((s) => !held.includes(s));
       if (missing.length > 0) {
         throw new ScopeNotHeldError(
           `a token may only give scopes its maker holds; this one does not hold ${missing.join(', ')}`,

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
+import { actorOf, allows } from '../access/policy.js';
 import {
   AppError,
   ConflictError,
   GardenNotFoundError,
-  InsufficientRoleError,
   NotFoundError,
   PreconditionFailedError,
 } from '../errors.js';
-import type { GardenService } from '../gardens/service.js';
+import { forbidden, type GardenService } from '../gardens/service.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import type { PlantCreate, PlantPatch } from '../schemas/plant.js';
 import type {
@@ -97,7 +97,7 @@ export class PlantService {
     idempotencyKey?: string,
     garden?: string,
   ): Promise<CreateOutcome> {
-    if (garden !== undefined) await this.gardens.require(caller, garden, 'editor');
+    if (garden !== undefined) await this.gardens.require(caller, garden, 'write');
     const plant = {
       id: body.id ?? null,
       owner: caller.user,
@@ -141,7 +141,7 @@ export class PlantService {
     if ('created' in r) return r.created;
     if ('exists' in r) throw this.exists(id);
     // The caller lost its role in the garden between the check and the create.
-    if ('forbidden' in r) throw new InsufficientRoleError('editor');
+    if ('forbidden' in r) throw forbidden('write');
     throw new GardenNotFoundError();
   }
 
@@ -151,12 +151,7 @@ export class PlantService {
       await this.gardens.find(caller, garden);
       return { gardens: [garden], garden };
     }
-    // An engine whose marks live in the database reads them with the memberships: one round trip.
-    if (!isAdmin(caller) && this.store.scopeMarks) {
-      const { memberships, marks } = await this.store.scopeMarks(caller.user, tag ?? null);
-      return { gardens: memberships.map((m) => m.garden), garden: null, marks };
-    }
-    return { gardens: await this.gardens.visible(caller), garden: null };
+    return { ...(await this.gardens.visibleWithMarks(caller, tag ?? null)), garden: null };
   }
 
   /** One page of the plants of `scope` (see scope()), in id order. */
@@ -198,7 +193,7 @@ export class PlantService {
 
   // The plant and the caller's role in its garden: one read by primary keys, 404 when not visible.
   private async find(caller: Caller, id: number) {
-    const found = await this.store.plantFor(id, isAdmin(caller) ? null : caller.user);
+    const found = await this.store.plantFor(id, actorOf(caller));
     if (found === null) throw new NotFoundError();
     return found;
   }
@@ -215,7 +210,7 @@ export class PlantService {
     ifMatch: Precondition,
     idempotencyKey?: string,
   ): Promise<UpdateOutcome> {
-    const actor = isAdmin(caller) ? null : caller.user;
+    const actor = actorOf(caller);
     const versions = ifMatch === '*' ? null : ifMatch;
     // Without a key the store's answer is the whole order (missing before mismatch) in one step.
     if (idempotencyKey === undefined) {
@@ -228,7 +223,7 @@ export class PlantService {
     }
     // With one, a plant the caller may not see is 404, and one it may only view 403, before any replay.
     const found = await this.find(caller, id);
-    if (found.role === 'viewer') throw new InsufficientRoleError('editor');
+    if (!allows(found.role, 'write')) throw forbidden('write');
     const ref = { user: caller.user, key: idempotencyKey };
     // The change's hash covers its target, so a key of a create or of another plant's change is 422.
     const claim = await this.claim(ref, { method: 'PATCH', id, patch });
@@ -253,7 +248,7 @@ export class PlantService {
 
   private updated(r: Awaited<ReturnType<Store['updatePlant']>>): VersionedPlant {
     if ('missing' in r) throw new NotFoundError();
-    if ('forbidden' in r) throw new InsufficientRoleError('editor');
+    if ('forbidden' in r) throw forbidden('write');
     if ('mismatch' in r) throw new PreconditionFailedError();
     if (r.changed) this.onEvent();
     return r.updated;
@@ -262,14 +257,9 @@ export class PlantService {
   /** Deletes the plant if the caller may see it (404 otherwise) and, with `ifMatch`, it is in such a version (412). */
   async remove(caller: Caller, id: number, ifMatch?: Precondition): Promise<void> {
     const versions = ifMatch === undefined || ifMatch === '*' ? null : ifMatch;
-    const deleted = await this.store.deletePlant(
-      id,
-      isAdmin(caller) ? null : caller.user,
-      this.event(),
-      versions,
-    );
+    const deleted = await this.store.deletePlant(id, actorOf(caller), this.event(), versions);
     if (deleted === 'mismatch') throw new PreconditionFailedError();
-    if (deleted === 'forbidden') throw new InsufficientRoleError('editor');
+    if (deleted === 'forbidden') throw forbidden('write');
     if (!deleted) throw new NotFoundError();
     this.onEvent();
   }

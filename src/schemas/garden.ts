@@ -1,12 +1,12 @@
 import { type Static, Type } from 'typebox';
+import { ROLES } from '../access/policy.js';
 import { text } from './plant.js';
 
-const ROLE = ['viewer', 'editor', 'owner'] as const;
 const GARDEN_ID_EXAMPLE = 'gdn_3f9a1c0e5b7d2a4c6e8f0b1d';
 
 export const GardenName = text(100, 'Garden name: 1–100 characters, not blank, no control characters.');
 
-export const Role = Type.Union([Type.Literal(ROLE[0]), Type.Literal(ROLE[1]), Type.Literal(ROLE[2])], {
+export const Role = Type.Union([Type.Literal(ROLES[0]), Type.Literal(ROLES[1]), Type.Literal(ROLES[2])], {
   description:
     '`viewer`: lists and reads the plants; `editor`: also creates, changes and deletes them; `owner`: also renames the garden, deletes it when empty, and manages its members.',
 });

@@ -1,8 +1,8 @@
 import { type Static, Type } from 'typebox';
+import { SCOPES, type Scope } from '../access/policy.js';
 import { ListQuery, text } from './plant.js';
 
-export const SCOPES = ['plants:read', 'plants:write', 'plants:admin', 'tokens:manage'] as const;
-export type Scope = (typeof SCOPES)[number];
+export { SCOPES, type Scope };
 export const DEFAULT_SCOPES: Scope[] = ['plants:read', 'plants:write'];
 
 export function isScope(s: string): s is Scope {

@@ -1,24 +1,7 @@
-import type { EventData, EventPrevious, IdempotencyOutcome, PlantPatch, VersionedPlant } from './store.js';
+import type { EventData, EventPrevious, IdempotencyOutcome } from './store.js';
 
-// What every engine writes when a plant is created, changed or deleted, decided in one place so the
-// engines cannot differ on it.
-
-/**
- * A merge patch applied to a plant as it is: its new name and tag, whether that changes anything,
- * and the changed fields' former values (a plant.updated event's `previous`). Every engine's
- * updatePlant decides by this, so they cannot differ on what a change is.
- */
-export function applyPatch(
-  was: VersionedPlant,
-  patch: PlantPatch,
-): { name: string; tag: string | null; changed: boolean; previous: EventPrevious } {
-  const name = patch.name ?? was.name;
-  const tag = patch.tag === undefined ? was.tag : patch.tag;
-  const previous: EventPrevious = {};
-  if (name !== was.name) previous.name = was.name;
-  if (tag !== was.tag) previous.tag = was.tag;
-  return { name, tag, changed: name !== was.name || tag !== was.tag, previous };
-}
+// What every engine writes of a plant's change (its event's data, its Idempotency-Key record),
+// decided in one place so the engines cannot differ on it. What a change is: plant-patch.ts.
 
 /**
  * The plant as an event carries it: NewPlant's shape, tag only when set, its garden (and what a
@@ -35,12 +18,6 @@ export function eventData(
   if (previous !== undefined) data.previous = previous;
   return data;
 }
-
-/** Whether a role may create, change and delete a garden's plants. */
-export const canWrite = (role: string | null | undefined): boolean => role === 'editor' || role === 'owner';
-
-/** A new garden id: `gdn_` and 24 hex digits (96 random bits). */
-export const gardenId = (random: (n: number) => Buffer): string => `gdn_${random(12).toString('hex')}`;
 
 /** The plant an idempotent create's or change's answer showed, as its record keeps it (text). */
 export const shownPlant = (p: { name: string; tag: string | null; version: number }): string =>

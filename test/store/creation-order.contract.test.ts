@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { gardenId } from '../../src/store/plant-changes.js';
+import { gardenId } from '../../src/gardens/id.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store, TokenRecord } from '../../src/store/store.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { gardenId } from '../../src/store/plant-changes.js';
+import { gardenId } from '../../src/gardens/id.js';
 import type { EndpointRecord, EventType, Role, Store, VersionedPlant } from '../../src/store/store.js';
 
 // What the garden contract suites share: users, gardens with members, plants and endpoints, made

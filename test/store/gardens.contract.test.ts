@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { gardenId } from '../../src/store/plant-changes.js';
+import { gardenId } from '../../src/gardens/id.js';
 import {
   MAX_GARDENS_CREATED,
   MAX_MEMBERS_PER_GARDEN,

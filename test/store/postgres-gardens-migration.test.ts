@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { gardenId } from '../../src/store/plant-changes.js';
+import { gardenId } from '../../src/gardens/id.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';

@@ -24,14 +24,16 @@ const NEW_ID = (
 ) => `'evt_' || lpad(to_hex((extract(epoch FROM ${at}::timestamptz) * 1000)::bigint), 12, '0')
   || substr(md5(gen_random_uuid()::text), 1, 20)`;
 
-// An endpoint `w` has admin reach at `at`: made with plants:admin, and the credential that made it
-// still valid then (its built-in token neither revoked nor expired, and before its expiry).
+// An endpoint `w` has admin reach at `at`: the access policy's reachHolds, in SQL (made with
+// plants:admin, and the credential that made it still valid then: its built-in token neither
+// revoked nor expired, and before its expiry).
 export const ADMIN_REACH = (w: string, at: string) =>
   `(${w}.admin AND (${w}.admin_until IS NULL OR ${w}.admin_until > ${at}) AND (${w}.admin_token IS NULL OR EXISTS (
     SELECT 1 FROM tokens t WHERE t.id = ${w}.admin_token AND t.revoked_at IS NULL
       AND (t.expires_at IS NULL OR t.expires_at > ${at}))))`;
-// An endpoint of `owner` with admin reach `reach` may see an event `ev`: the reach, or its owner is
-// a member of the event's garden (one read of the membership's primary key).
+// An endpoint of `owner` with admin reach `reach` may see an event `ev`: the access policy's
+// endpointSees, in SQL (the reach, or its owner is a member of the event's garden: one read of the
+// membership's primary key).
 // `since`: and was one already when the event was written (recover).
 const MAY_SEE = (reach: string, owner: string, ev: string, since = false) =>
   `(${reach} OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${owner}${

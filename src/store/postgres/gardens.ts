@@ -1,11 +1,18 @@
 import type pg from 'pg';
 import {
+  type GardenFacts,
+  MAKER_ROLE,
+  mayCreateGarden,
+  mayDelete,
+  mayPutMember,
+  mayRemoveMember,
+  mayRename,
+  roleOf,
+} from '../../access/policy.js';
+import {
   type Actor,
   type GardenChange,
   type GardenRecord,
-  MAX_GARDENS_CREATED,
-  MAX_MEMBERS_PER_GARDEN,
-  MAX_MEMBERSHIPS_PER_USER,
   type MemberRecord,
   type Membership,
   type Role,
@@ -13,7 +20,9 @@ import {
 } from '../store.js';
 import type { PgDb } from './db.js';
 
-// Gardens and their members on PostgreSQL (contract 3.2; mirrors sqlite/garden-writes.ts).
+// Gardens and their members on PostgreSQL (contract 3.2; mirrors sqlite/garden-writes.ts): each
+// write reads the facts the access policy's garden rules need, under its locks, and lets the policy
+// decide.
 //
 // Every garden write locks the garden's row first, then reads what it checks in a statement of its
 // own: under READ COMMITTED each statement sees what committed before it began, so a check made
@@ -34,7 +43,7 @@ export const GARDEN_QUERIES = {
   makeHome: `WITH g AS (INSERT INTO gardens (id, name, home_user, created_at, created_by) VALUES ($1, $2, $3, $4, $3)
       ON CONFLICT (home_user) DO NOTHING RETURNING *),
     m AS (INSERT INTO garden_members (garden_id, user_id, role, added_at)
-      SELECT id, home_user, 'owner', created_at FROM g)
+      SELECT id, home_user, '${MAKER_ROLE}', created_at FROM g)
     SELECT ${GARDEN_COLS} FROM g`,
   gardensOf: `SELECT ${GARDEN_COLS}, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id
     WHERE m.user_id = $1 ORDER BY g.home_user IS NOT DISTINCT FROM $1 DESC, g.seq`,
@@ -42,15 +51,15 @@ export const GARDEN_QUERIES = {
   gardenFor: `SELECT ${GARDEN_COLS}, m.role FROM gardens g
     LEFT JOIN garden_members m ON m.garden_id = g.id AND m.user_id = $2 WHERE g.id = $1`,
   lockUser: `SELECT pg_advisory_xact_lock(${USER_LOCK}, hashtext($1))`,
-  // Counted after lockUser, in a statement of its own (see above). A user with no home garden yet
-  // keeps a place for it, among the gardens it makes ($5 at most) and those it is in ($6 at most).
-  createGarden: `WITH h AS (SELECT (NOT EXISTS (SELECT 1 FROM gardens WHERE home_user = $3))::int AS homeless),
-    n AS (SELECT (SELECT count(*) FROM gardens WHERE created_by = $3) + h.homeless AS made,
-      (SELECT count(*) FROM garden_members WHERE user_id = $3) + h.homeless AS member FROM h),
-    g AS (INSERT INTO gardens (id, name, home_user, created_at, created_by)
-      SELECT $1, $2, NULL, $4, $3 FROM n WHERE n.made < $5 AND n.member < $6
-      RETURNING *),
-    m AS (INSERT INTO garden_members (garden_id, user_id, role, added_at) SELECT id, $3, 'owner', created_at FROM g)
+  // Counted after lockUser, in a statement of its own (see above), which createGarden holds until
+  // it commits. A user with no home garden yet keeps a place for it, among the gardens it makes and
+  // those it is in.
+  userGardens: `WITH h AS (SELECT (NOT EXISTS (SELECT 1 FROM gardens WHERE home_user = $1))::int AS homeless)
+    SELECT ((SELECT count(*) FROM gardens WHERE created_by = $1) + h.homeless)::int AS made,
+      ((SELECT count(*) FROM garden_members WHERE user_id = $1) + h.homeless)::int AS member FROM h`,
+  createGarden: `WITH g AS (INSERT INTO gardens (id, name, home_user, created_at, created_by)
+      VALUES ($1, $2, NULL, $4, $3) RETURNING *),
+    m AS (INSERT INTO garden_members (garden_id, user_id, role, added_at) SELECT id, $3, '${MAKER_ROLE}', created_at FROM g)
     SELECT ${GARDEN_COLS} FROM g`,
   lockGarden: 'SELECT id FROM gardens WHERE id = $1 FOR NO KEY UPDATE',
   lockGardenToDelete: 'SELECT id FROM gardens WHERE id = $1 FOR UPDATE',
@@ -123,14 +132,11 @@ export class PgGardens {
   async gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null> {
     const row = (await this.db.q<GardenRow & { role: Role | null }>('gardenFor', [id, user])).rows[0];
     if (!row) return null;
-    if (user === null) return { garden: toGarden(row), role: 'owner' };
-    return row.role === null ? null : { garden: toGarden(row), role: row.role };
+    const role = roleOf(user, row.role);
+    return role === null ? null : { garden: toGarden(row), role };
   }
 
-  /**
-   * A new garden owned by `owner`, unless it has made as many gardens as a user may (its home garden
-   * among them) or is in as many as a user may be.
-   */
+  /** A new garden owned by `owner`, unless the access policy's garden limits refuse it. */
   createGarden(g: {
     id: string;
     name: string;
@@ -139,43 +145,36 @@ export class PgGardens {
   }): Promise<GardenChange<GardenRecord>> {
     return this.db.tx(async (c) => {
       await this.db.q('lockUser', [g.owner], c);
-      const row = (
-        await this.db.q<GardenRow>(
-          'createGarden',
-          [g.id, g.name, g.owner, g.at, MAX_GARDENS_CREATED, MAX_MEMBERSHIPS_PER_USER],
-          c,
-        )
-      ).rows[0];
-      return row ? { ok: toGarden(row) } : refused('too_many_gardens');
+      const n = (await this.db.q<{ made: number; member: number }>('userGardens', [g.owner], c)).rows[0]!;
+      const refusal = mayCreateGarden(n.made, n.member);
+      if (refusal !== null) return refused(refusal);
+      const row = (await this.db.q<GardenRow>('createGarden', [g.id, g.name, g.owner, g.at], c)).rows[0]!;
+      return { ok: toGarden(row) };
     });
   }
 
-  // Locks the garden (see the top of this file), then reads it and the actor's role: `missing`
-  // when there is no such garden or the actor (null: admin) is no member of it.
+  // Locks the garden (see the top of this file), then reads it and the actor's role (null: admin)
+  // as the garden rules take them; null when there is no such garden.
   private async locked(
     c: pg.PoolClient,
     id: string,
     actor: Actor,
     lock: 'lockGarden' | 'lockGardenToDelete' | { user: string },
-  ): Promise<{ garden: GardenRow; owner: boolean } | { refused: 'missing' }> {
+  ): Promise<(GardenFacts & { row: GardenRow }) | null> {
     const got =
       typeof lock === 'string'
         ? await this.db.q(lock, [id], c)
         : await this.db.q('lockGardenAndUser', [id, lock.user], c);
-    if (got.rowCount === 0) return refused('missing');
+    if (got.rowCount === 0) return null;
     const row = (await this.db.q<GardenRow & { role: Role | null }>('gardenActor', [id, actor], c)).rows[0];
-    if (!row) return refused('missing');
-    if (actor === null) return { garden: row, owner: true };
-    if (row.role === null) return refused('missing');
-    return { garden: row, owner: row.role === 'owner' };
+    return row ? { row, homeUser: row.home_user, role: roleOf(actor, row.role) } : null;
   }
 
   /** Renames a garden the actor owns. */
   renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>> {
     return this.db.tx(async (c) => {
-      const found = await this.locked(c, id, actor, 'lockGarden');
-      if ('refused' in found) return found;
-      if (!found.owner) return refused('forbidden');
+      const refusal = mayRename(await this.locked(c, id, actor, 'lockGarden'));
+      if (refusal !== null) return refused(refusal);
       const row = (await this.db.q<GardenRow>('renameGarden', [id, name], c)).rows[0]!;
       return { ok: toGarden(row) };
     });
@@ -184,12 +183,10 @@ export class PgGardens {
   /** Deletes an empty garden the actor owns, never a home garden; its memberships go with it. */
   deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>> {
     return this.db.tx(async (c) => {
-      const found = await this.locked(c, id, actor, 'lockGardenToDelete');
-      if ('refused' in found) return found;
-      if (!found.owner) return refused('forbidden');
-      if (found.garden.home_user !== null) return refused('home_garden');
-      const plants = (await this.db.q<{ any: boolean }>('hasPlants', [id], c)).rows[0]!;
-      if (plants.any) return refused('garden_not_empty');
+      const g = await this.locked(c, id, actor, 'lockGardenToDelete');
+      const hasPlants = g !== null && (await this.db.q<{ any: boolean }>('hasPlants', [id], c)).rows[0]!.any;
+      const refusal = mayDelete(g, hasPlants);
+      if (refusal !== null) return refused(refusal);
       await this.db.q('deleteGarden', [id], c);
       return { ok: true as const };
     });
@@ -210,21 +207,20 @@ export class PgGardens {
     at: Date,
   ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>> {
     return this.db.tx(async (c) => {
-      const found = await this.locked(c, id, actor, { user });
-      if ('refused' in found) return found;
-      if (!found.owner) return refused('forbidden');
+      const g = await this.locked(c, id, actor, { user });
       const was = await this.memberState(c, id, user);
+      const refusal = mayPutMember(g, user, role, {
+        was: was.role,
+        owners: was.owners,
+        members: was.members,
+        userGardens: was.user_gardens,
+      });
+      if (refusal !== null) return refused(refusal);
       if (was.role === null) {
-        if (was.user_gardens >= MAX_MEMBERSHIPS_PER_USER) return refused('too_many_gardens');
-        if (was.members >= MAX_MEMBERS_PER_GARDEN) return refused('too_many_members');
         await this.db.q('insertMember', [id, user, role, at], c);
         return { ok: { member: { user, role, addedAt: at }, created: true } };
       }
-      if (was.role !== role) {
-        if (found.garden.home_user === user) return refused('home_garden');
-        if (was.role === 'owner' && was.owners <= 1) return refused('last_owner');
-        await this.db.q('setRole', [id, user, role], c);
-      }
+      if (was.role !== role) await this.db.q('setRole', [id, user, role], c);
       return { ok: { member: { user, role, addedAt: was.added_at! }, created: false } };
     });
   }
@@ -232,13 +228,10 @@ export class PgGardens {
   /** Removes a member, by an owner or by the member itself (leaving); never the last owner or a home garden's user. */
   removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>> {
     return this.db.tx(async (c) => {
-      const found = await this.locked(c, id, actor, 'lockGarden');
-      if ('refused' in found) return found;
-      if (!found.owner && actor !== user) return refused('forbidden');
+      const g = await this.locked(c, id, actor, 'lockGarden');
       const was = await this.memberState(c, id, user);
-      if (was.role === null) return refused('no_member');
-      if (found.garden.home_user === user) return refused('home_garden');
-      if (was.role === 'owner' && was.owners <= 1) return refused('last_owner');
+      const refusal = mayRemoveMember(g, actor, user, { was: was.role, owners: was.owners });
+      if (refusal !== null) return refused(refusal);
       await this.db.q('deleteMember', [id, user], c);
       return { ok: true as const };
     });

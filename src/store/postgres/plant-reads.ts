@@ -1,3 +1,4 @@
+import { roleOf } from '../../access/policy.js';
 import type { ListMarks, Membership, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
 import { CallBatch } from './call-batch.js';
 import type { PgDb } from './db.js';
@@ -114,8 +115,8 @@ export class PgPlantReads {
   async plantFor(id: number, user: string | null): Promise<{ plant: VersionedPlant; role: Role } | null> {
     const r = await this.read({ id, user });
     if (r === null) return null;
-    if (user === null) return { plant: r.plant, role: 'owner' };
-    return r.role === null ? null : { plant: r.plant, role: r.role };
+    const role = roleOf(user, r.role);
+    return role === null ? null : { plant: r.plant, role };
   }
 
   private read(x: PlantRead): Promise<{ plant: VersionedPlant; role: Role | null } | null> {

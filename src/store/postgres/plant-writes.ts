@@ -1,6 +1,8 @@
 import type pg from 'pg';
+import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
-import { applyPatch, canWrite, eventData, shownPlant } from '../plant-changes.js';
+import { applyPatch } from '../../plant-patch.js';
+import { eventData, shownPlant } from '../plant-changes.js';
 import type {
   Actor,
   CreateResult,
@@ -31,7 +33,7 @@ interface ServerIdCreate {
 /** A plant a create wrote (its id and version), or why its garden refused it. */
 type Made = { id: number; version: number } | 'missing' | 'forbidden';
 
-/** A row of createPlants: the plant written, or (id null) whether its garden was found and the role. */
+/** A row of createPlants: the plant written, or (id null) whether its garden was found and the creator's role. */
 interface CreateRow {
   n: number;
   id: number | null;
@@ -42,11 +44,12 @@ interface CreateRow {
 }
 
 /** What a create row says; null when its id was taken (a server-assigned one then takes the next id). */
-function madeOf(r: CreateRow | undefined): Made | null {
+function madeOf(plant: NewPlant, r: CreateRow | undefined): Made | null {
   if (r === undefined) return null;
   if (r.id !== null && r.version !== null) return { id: r.id, version: r.version };
-  if (!r.found || r.role === null) return 'missing';
-  return canWrite(r.role) ? null : 'forbidden';
+  const role = roleOf(plant.admin ? null : plant.owner, r.role);
+  if (!r.found || role === null) return 'missing';
+  return allows(role, 'write') ? null : 'forbidden';
 }
 
 // What createPlant answers for what it made; null: the id exists.
@@ -117,7 +120,7 @@ export class PgPlantWrites {
         c,
       )
     ).rows[0]!;
-    const made = madeOf({ ...row, n: 1, queued: 0 });
+    const made = madeOf(plant, { ...row, n: 1, queued: 0 });
     if (made === 'missing' || made === 'forbidden') return made;
     if (made === null) return null;
     // Serialized so two concurrent client ids cannot lower the sequence below either of them.
@@ -148,8 +151,9 @@ export class PgPlantWrites {
     let queued = 0;
     const result = await this.db.tx(async (c): Promise<UpdateResult> => {
       const row = (await this.db.q<PlantRow>('plantForUpdate', [id, actor], c)).rows[0];
-      if (row === undefined || (actor !== null && row.role === null)) return { missing: true };
-      if (actor !== null && !canWrite(row.role)) return { forbidden: true };
+      const role = row && roleOf(actor, row.role);
+      if (row === undefined || role === null) return { missing: true };
+      if (!allows(role, 'write')) return { forbidden: true };
       const was = toPlant(row);
       if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
       const { name, tag, changed, previous } = applyPatch(was, patch);
@@ -212,7 +216,7 @@ export class PgPlantWrites {
     }
     this.db.queued(rows.get(1)?.queued ?? 0);
     // A plant whose id a client took meanwhile was not written: it takes the next id on its own.
-    return cs.map((x, i) => madeOf(rows.get(i + 1)) ?? alone(x));
+    return cs.map((x, i) => madeOf(x.plant, rows.get(i + 1)) ?? alone(x));
   }
 
   // One create with a server-assigned id; nextval may land on an id a client took meanwhile, and
@@ -227,7 +231,7 @@ export class PgPlantWrites {
         if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
         throw err;
       }
-      const made = madeOf(row);
+      const made = madeOf(x.plant, row);
       if (made !== null) return { made, queued: row?.queued ?? 0 };
     }
     throw new StoreUnavailableError('could not find a free plant id; retry later');
@@ -251,8 +255,9 @@ export class PgPlantWrites {
     if (actor === null && versions === null) return false;
     // Not deleted: why, as things stand now (missing before forbidden before mismatch).
     const now = (await this.db.q<{ version: number; role: Role | null }>('plantFor', [id, actor])).rows[0];
-    if (now === undefined || (actor !== null && now.role === null)) return false;
-    if (actor !== null && !canWrite(now.role)) return 'forbidden';
+    const role = now && roleOf(actor, now.role);
+    if (now === undefined || role === null) return false;
+    if (!allows(role, 'write')) return 'forbidden';
     return versions !== null && !versions.includes(now.version) ? 'mismatch' : false;
   }
 }

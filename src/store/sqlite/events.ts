@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { reachHolds } from '../../access/policy.js';
 import { maskOf, typeBit, typeOfBit, typesOf } from '../event-mask.js';
 import { eventData } from '../plant-changes.js';
 import type {
@@ -30,14 +31,16 @@ interface EventRow {
   garden: string;
 }
 const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden';
-// An endpoint has admin reach at `at`: made with plants:admin, and the credential that made it still
-// valid then (its built-in token neither revoked nor expired, and before its expiry).
+// An endpoint has admin reach at `at`: the access policy's reachHolds, in SQL (made with
+// plants:admin, and the credential that made it still valid then: its built-in token neither
+// revoked nor expired, and before its expiry).
 const ADMIN_REACH = (e: string, at: string) =>
   `(${e}.admin = 1 AND (${e}.admin_until IS NULL OR ${e}.admin_until > ${at}) AND (${e}.admin_token IS NULL OR EXISTS (
     SELECT 1 FROM tokens t WHERE t.id = ${e}.admin_token AND t.revoked_at IS NULL
       AND (t.expires_at IS NULL OR t.expires_at > ${at}))))`;
-// An endpoint may see an event: it has admin reach at `at`, or its owner is a member of the event's
-// garden (at fan-out, the moment the event is written); `since`: and was already one when it was.
+// An endpoint may see an event: the access policy's endpointSees, in SQL (it has admin reach at
+// `at`, or its owner is a member of the event's garden at fan-out, the moment the event is
+// written); `since`: and was already one when it was.
 const MAY_SEE = (e: string, ev: string, at: string, since = false) =>
   `(${ADMIN_REACH(e, at)} OR EXISTS (SELECT 1 FROM garden_members m WHERE m.garden_id = ${ev}.garden AND m.user_id = ${e}.owner${
     since ? ` AND m.added_at <= ${ev}.created_at` : ''
@@ -165,11 +168,10 @@ export class SqliteEvents {
       endpointCount: db
         .prepare<[string], number>('SELECT count(*) FROM webhook_endpoints WHERE owner = ?')
         .pluck(),
-      adminReach: db
-        .prepare<[{ id: string; at: number }], number>(
-          `SELECT 1 FROM webhook_endpoints e WHERE e.id = @id AND ${ADMIN_REACH('e', '@at')}`,
-        )
-        .pluck(),
+      // The built-in token that gave an endpoint its admin reach, as reachHolds reads it.
+      reachToken: db.prepare<[string], { revoked_at: number | null; expires_at: number | null }>(
+        'SELECT revoked_at, expires_at FROM tokens WHERE id = ?',
+      ),
       endpointsAll: db.prepare<[], EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY seq'),
       endpointsOf: db.prepare<[string], EndpointRow>(
         'SELECT * FROM webhook_endpoints WHERE owner = ? ORDER BY seq',
@@ -458,12 +460,13 @@ export class SqliteEvents {
       load: JSON.stringify(q.ownerLoad ?? {}),
     });
     const endpoints = new Map<string, EndpointRecord | null>();
-    // Whether the endpoint has admin reach now, asked once per endpoint in this claim.
+    // Whether the endpoint has admin reach now (the access policy's reachHolds), asked once per
+    // endpoint in this claim.
     const reach = new Map<string, boolean>();
     const hasReach = (e: EndpointRecord) => {
       let r = reach.get(e.id);
       if (r === undefined) {
-        r = e.admin && this.s.adminReach.get({ id: e.id, at: now }) !== undefined;
+        r = e.admin && reachHolds(e, q.now, this.reachToken(e.adminTokenId));
         reach.set(e.id, r);
       }
       return r;
@@ -475,11 +478,18 @@ export class SqliteEvents {
       const event = this.s.eventBySeq.get(r.event_seq);
       if (!endpoint || !event) continue;
       const job = { id: String(r.id), attempts: r.attempts, event: this.toEvent(event), endpoint };
+      // The access policy's endpointSees, spelt out so that the owner's membership of the event's
+      // garden is read only for an endpoint without reach.
       if (hasReach(endpoint) || this.s.isMember.get(event.garden, endpoint.owner) !== undefined)
         jobs.push(job);
       else this.unsent(job, q.leaseOwner, now);
     }
     return jobs;
+  }
+
+  private reachToken(id: string | null): { revoked: boolean; expiresAt: Date | null } | null {
+    const t = id === null ? undefined : this.s.reachToken.get(id);
+    return t === undefined ? null : { revoked: t.revoked_at !== null, expiresAt: date(t.expires_at) };
   }
 
   // The endpoint's owner left the event's garden after it was written (or the endpoint's admin reach

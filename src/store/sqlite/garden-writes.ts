@@ -1,11 +1,19 @@
 import type Database from 'better-sqlite3';
 import {
+  type GardenFacts,
+  MAKER_ROLE,
+  type MemberFacts,
+  mayCreateGarden,
+  mayDelete,
+  mayPutMember,
+  mayRemoveMember,
+  mayRename,
+  roleOf,
+} from '../../access/policy.js';
+import {
   type Actor,
   type GardenChange,
   type GardenRecord,
-  MAX_GARDENS_CREATED,
-  MAX_MEMBERS_PER_GARDEN,
-  MAX_MEMBERSHIPS_PER_USER,
   type MemberRecord,
   type Role,
   refused,
@@ -27,8 +35,9 @@ export const toGarden = (r: GardenRow): GardenRecord => ({
 
 /**
  * The garden writes of SQLite (contract 3.2). Each runs inside the writer's transaction, which holds
- * the database's write lock from its first statement: every check here and the change it guards
- * are one step, whatever another request, process or instance does meanwhile.
+ * the database's write lock from its first statement: the facts read here, the access policy's
+ * decision on them and the change it allows are one step, whatever another request, process or
+ * instance does meanwhile.
  */
 export class SqliteGardenWrites {
   private readonly s;
@@ -83,52 +92,57 @@ export class SqliteGardenWrites {
     if (found) return toGarden(found);
     const at = make.at.getTime();
     this.s.insertGarden.run(make.id, make.name, user, at, user);
-    this.s.insertMember.run(make.id, user, 'owner', at);
+    this.s.insertMember.run(make.id, user, MAKER_ROLE, at);
     return { id: make.id, name: make.name, homeUser: user, createdAt: make.at };
   }
 
-  /**
-   * A new garden owned by `owner`, unless it has made as many gardens as a user may (its home garden,
-   * made or to be made, among them) or is in as many as a user may be.
-   */
+  /** A new garden owned by `owner`, unless the access policy's garden limits refuse it. */
   create(g: { id: string; name: string; owner: string; at: Date }): GardenChange<GardenRecord> {
     // A user with no home garden yet keeps a place for it, among those it makes and those it is in.
     const homeless = this.s.home.get(g.owner) === undefined ? 1 : 0;
-    if (
-      this.s.createdBy.get(g.owner)! + homeless >= MAX_GARDENS_CREATED ||
-      this.s.membershipsOf.get(g.owner)! + homeless >= MAX_MEMBERSHIPS_PER_USER
-    )
-      return refused('too_many_gardens');
+    const refusal = mayCreateGarden(
+      this.s.createdBy.get(g.owner)! + homeless,
+      this.s.membershipsOf.get(g.owner)! + homeless,
+    );
+    if (refusal !== null) return refused(refusal);
     const at = g.at.getTime();
     this.s.insertGarden.run(g.id, g.name, null, at, g.owner);
-    this.s.insertMember.run(g.id, g.owner, 'owner', at);
+    this.s.insertMember.run(g.id, g.owner, MAKER_ROLE, at);
     return { ok: { id: g.id, name: g.name, homeUser: null, createdAt: g.at } };
   }
 
-  // The garden, if the actor (null: admin) is a member; `owner` says whether it owns it.
-  private owned(id: string, actor: Actor): { garden: GardenRow; owner: boolean } | { refused: 'missing' } {
-    const garden = this.s.garden.get(id);
-    if (garden === undefined) return refused('missing');
-    if (actor === null) return { garden, owner: true };
-    const role = this.s.role.get(id, actor);
-    if (role === undefined) return refused('missing');
-    return { garden, owner: role === 'owner' };
+  // The garden as a write by `actor` (null: admin) finds it, with the row; null: no such garden.
+  private found(id: string, actor: Actor): (GardenFacts & { row: GardenRow }) | null {
+    const row = this.s.garden.get(id);
+    if (row === undefined) return null;
+    const role = roleOf(actor, actor === null ? null : this.s.role.get(id, actor));
+    return { row, homeUser: row.home_user, role };
+  }
+
+  // What the member rules need to know of `user` in the garden.
+  private memberFacts(id: string, user: string, was: Role | null): MemberFacts {
+    // A user with no home garden yet keeps a place for it: once made, it counts as one of its gardens.
+    const homeless = this.s.home.get(user) === undefined ? 1 : 0;
+    return {
+      was,
+      owners: this.s.owners.get(id)!,
+      members: this.s.members.get(id)!,
+      userGardens: this.s.membershipsOf.get(user)! + homeless,
+    };
   }
 
   rename(id: string, actor: Actor, name: string): GardenChange<GardenRecord> {
-    const found = this.owned(id, actor);
-    if ('refused' in found) return found;
-    if (!found.owner) return refused('forbidden');
+    const g = this.found(id, actor);
+    const refusal = mayRename(g);
+    if (refusal !== null) return refused(refusal);
     this.s.rename.run(name, id);
-    return { ok: toGarden({ ...found.garden, name }) };
+    return { ok: toGarden({ ...g!.row, name }) };
   }
 
   delete(id: string, actor: Actor): GardenChange<true> {
-    const found = this.owned(id, actor);
-    if ('refused' in found) return found;
-    if (!found.owner) return refused('forbidden');
-    if (found.garden.home_user !== null) return refused('home_garden');
-    if (this.s.hasPlants.get(id) !== undefined) return refused('garden_not_empty');
+    const g = this.found(id, actor);
+    const refusal = mayDelete(g, g !== null && this.s.hasPlants.get(id) !== undefined);
+    if (refusal !== null) return refused(refusal);
     this.s.deleteGarden.run(id);
     return { ok: true };
   }
@@ -140,36 +154,26 @@ export class SqliteGardenWrites {
     role: Role,
     at: Date,
   ): GardenChange<{ member: MemberRecord; created: boolean }> {
-    const found = this.owned(id, actor);
-    if ('refused' in found) return found;
-    if (!found.owner) return refused('forbidden');
+    const g = this.found(id, actor);
     const was = this.s.member.get(id, user);
+    const refusal = mayPutMember(g, user, role, this.memberFacts(id, user, was?.role ?? null));
+    if (refusal !== null) return refused(refusal);
     if (was === undefined) {
-      // A user with no home garden yet keeps a place for it: once made, it counts as one of its gardens.
-      const homeless = this.s.home.get(user) === undefined ? 1 : 0;
-      if (this.s.membershipsOf.get(user)! + homeless >= MAX_MEMBERSHIPS_PER_USER)
-        return refused('too_many_gardens');
-      if (this.s.members.get(id)! >= MAX_MEMBERS_PER_GARDEN) return refused('too_many_members');
       this.s.insertMember.run(id, user, role, at.getTime());
       return { ok: { member: { user, role, addedAt: at }, created: true } };
     }
-    if (was.role !== role) {
-      if (found.garden.home_user === user) return refused('home_garden');
-      if (was.role === 'owner' && this.s.owners.get(id)! <= 1) return refused('last_owner');
-      this.s.setRole.run(role, id, user);
-    }
+    if (was.role !== role) this.s.setRole.run(role, id, user);
     return { ok: { member: { user, role, addedAt: new Date(was.added_at) }, created: false } };
   }
 
   removeMember(id: string, actor: Actor, user: string): GardenChange<true> {
-    const found = this.owned(id, actor);
-    if ('refused' in found) return found;
-    // A member may always leave; removing anyone else takes an owner.
-    if (!found.owner && actor !== user) return refused('forbidden');
+    const g = this.found(id, actor);
     const was = this.s.member.get(id, user);
-    if (was === undefined) return refused('no_member');
-    if (found.garden.home_user === user) return refused('home_garden');
-    if (was.role === 'owner' && this.s.owners.get(id)! <= 1) return refused('last_owner');
+    const refusal = mayRemoveMember(g, actor, user, {
+      was: was?.role ?? null,
+      owners: this.s.owners.get(id)!,
+    });
+    if (refusal !== null) return refused(refusal);
     this.s.deleteMember.run(id, user);
     return { ok: true };
   }

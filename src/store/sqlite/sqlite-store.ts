@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
+import { roleOf, type Scope } from '../../access/policy.js';
 import { StoreUnavailableError } from '../../errors.js';
-import type { Scope } from '../../schemas/token.js';
 import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
@@ -440,13 +440,13 @@ export class SqliteStore implements Store {
 
   plantFor(id: number, user: string | null): Promise<{ plant: VersionedPlant; role: Role } | null> {
     return this.read(() => {
-      if (user === null) {
-        const row = this.s.getPlant.get(id) as VersionedRow | undefined;
-        return row === undefined ? null : { plant: toPlant(row), role: 'owner' as const };
-      }
-      const row = this.s.plantFor.get(user, id) as [...VersionedRow, Role | null] | undefined;
-      if (row === undefined || row[6] === null) return null;
-      return { plant: toPlant(row as unknown as VersionedRow), role: row[6] };
+      // An administrator's read needs no membership (roleOf: an owner everywhere).
+      const row = (user === null ? this.s.getPlant.get(id) : this.s.plantFor.get(user, id)) as
+        | [...VersionedRow, (Role | null)?]
+        | undefined;
+      if (row === undefined) return null;
+      const role = roleOf(user, row[6]);
+      return role === null ? null : { plant: toPlant(row as unknown as VersionedRow), role };
     });
   }
 
@@ -605,7 +605,7 @@ export class SqliteStore implements Store {
     return this.read(() => {
       const r = this.s.gardenFor.get(user ?? '', id);
       if (r === undefined) return null;
-      const role = user === null ? 'owner' : r.role;
+      const role = roleOf(user, r.role);
       return role === null ? null : { garden: toGarden(r), role };
     });
   }

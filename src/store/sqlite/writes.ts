@@ -1,9 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
-import { applyPatch, canWrite, eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
+import { applyPatch } from '../../plant-patch.js';
+import { eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
 import type {
   Actor,
   CreateResult,
@@ -16,6 +18,7 @@ import type {
   NewEvent,
   NewPlant,
   PlantPatch,
+  Role,
   TokenRecord,
   UpdateResult,
   VersionedPlant,
@@ -116,7 +119,7 @@ export class SqliteWrites {
         .prepare<[number], Row>('SELECT id, owner, garden, name, tag, version FROM plants WHERE id = ?')
         .raw(),
       role: db
-        .prepare<[string, string], string>(
+        .prepare<[string, string], Role>(
           'SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?',
         )
         .pluck(),
@@ -252,7 +255,7 @@ export class SqliteWrites {
       // Likewise, a member removed a moment ago creates nothing.
       const role = this.s.role.get(plant.garden, plant.owner);
       if (role === undefined) return { missing: true };
-      if (!canWrite(role)) return { forbidden: true };
+      if (!allows(role, 'write')) return { forbidden: true };
     }
     const version = this.nextVersion();
     const row = this.s.insertPlant.get(plant.id, plant.owner, plant.garden, plant.name, plant.tag, version);
@@ -280,10 +283,10 @@ export class SqliteWrites {
   private plantOf(id: number, actor: Actor): { plant: VersionedPlant; writable: boolean } | null {
     const r = this.s.plantForWrite.get(id);
     if (r === undefined) return null;
-    const role = actor === null ? 'owner' : this.s.role.get(r[2], actor);
-    if (role === undefined) return null;
+    const role = roleOf(actor, actor === null ? null : this.s.role.get(r[2], actor));
+    if (role === null) return null;
     const plant = { id: r[0], owner: r[1], garden: r[2], name: r[3], tag: r[4], version: r[5] };
-    return { plant, writable: canWrite(role) };
+    return { plant, writable: allows(role, 'write') };
   }
 
   /** Changes the plant per Store.updatePlant: read, checked and written under the write lock. */

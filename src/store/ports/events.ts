@@ -1,0 +1,200 @@
+// The event log, webhook endpoints and their deliveries.
+
+/** Why a delivery was ended unsent (an attempt's error), followed by the event's garden. */
+export const NOT_SENT_MEMBER = "not sent: the endpoint's owner is no longer a member of garden ";
+
+export const NOT_SENT_ADMIN =
+  "not sent: the credential that gave this endpoint every user's events is no longer valid, and its owner is not a member of garden ";
+
+export type EventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
+
+export const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.updated', 'plant.deleted'];
+
+/**
+ * An event the service decided a change makes; the store writes it in the change's own
+ * transaction and gives it its id (`evt_…`, unique; each engine makes them its cheapest way).
+ */
+export interface NewEvent {
+  at: Date;
+}
+
+/** What a change replaced: the changed fields' former values (tag null: there was none). */
+export interface EventPrevious {
+  name?: string;
+  tag?: string | null;
+}
+
+/**
+ * The plant in the original specification's NewPlant shape: tag only when set; for plant.updated,
+ * the plant after the change and `previous`.
+ */
+export interface EventData {
+  id: number;
+  name: string;
+  tag?: string;
+  /** The plant's garden (contract version 3). */
+  garden: string;
+  previous?: EventPrevious;
+}
+
+export interface EventRecord {
+  id: string;
+  type: EventType;
+  /** Who made the plant. */
+  owner: string;
+  /** The plant's garden: its members may see the event (besides plants:admin). */
+  garden: string;
+  data: EventData;
+  createdAt: Date;
+  /** Opaque, engine-ordered place in the log; readEvents({after}) gives what follows it. */
+  position: string;
+}
+
+/** What readEvents found, and where the next read starts. */
+export interface EventRead {
+  events: EventRecord[];
+  position: string;
+}
+
+export interface EndpointRecord {
+  id: string;
+  owner: string;
+  /**
+   * Made with plants:admin: receives every user's events, but only while the credential that made
+   * it is valid (adminTokenId not revoked or expired, and before adminUntil); then only its owner's.
+   */
+  admin: boolean;
+  /** The built-in token that gave the endpoint its admin reach; null: none (or a JWT). */
+  adminTokenId: string | null;
+  /** When the admin reach ends on its own: the credential's expiry (a JWT's `exp`); null: never. */
+  adminUntil: Date | null;
+  url: string;
+  events: EventType[];
+  description: string | null;
+  secret: string;
+  /** The secret before the last rotation, still signing until previousSecretUntil. */
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+  status: 'enabled' | 'disabled';
+  disabledReason: string | null;
+  createdAt: Date;
+  lastSuccessAt: Date | null;
+  /** When its deliveries began failing with none acknowledged since; null after a success. */
+  failingSince: Date | null;
+}
+
+export type EndpointPatch = Partial<
+  Pick<
+    EndpointRecord,
+    'secret' | 'previousSecret' | 'previousSecretUntil' | 'status' | 'disabledReason' | 'failingSince'
+  >
+>;
+
+/** One event to one endpoint, leased to one dispatcher until it reports back or the lease runs out. */
+export interface DeliveryJob {
+  id: string;
+  /** Attempts made before this one. */
+  attempts: number;
+  event: EventRecord;
+  endpoint: EndpointRecord;
+}
+
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
+
+export interface AttemptRecord {
+  /** Opaque and increasing: the deliveries log pages by it, newest first. */
+  id: string;
+  deliveryId: string;
+  endpointId: string;
+  eventId: string;
+  eventType: EventType;
+  /** 1 for the first attempt. */
+  attempt: number;
+  at: Date;
+  /** The receiver's HTTP status, or null when none came (refused, unreachable, timed out). */
+  status: number | null;
+  outcome: AttemptOutcome;
+  error: string | null;
+  durationMs: number;
+  nextAttemptAt: Date | null;
+}
+
+export interface FinishedAttempt {
+  deliveryId: string;
+  leaseOwner: string;
+  attempt: Omit<AttemptRecord, 'id'>;
+  /** Disable the endpoint, with this reason (410 Gone, or five days of failures). */
+  disableEndpoint: string | null;
+}
+
+/** The event log of a store, and the webhook endpoints and deliveries that fan it out. */
+export interface EventPort {
+  /**
+   * Stores a new endpoint, unless its owner has MAX_ENDPOINTS_PER_USER already (false), counted so
+   * that racing inserts, on any number of instances, never pass the limit together.
+   */
+  insertEndpoint(endpoint: EndpointRecord): Promise<boolean>;
+  /** Every endpoint of `owner`, oldest first; null: everyone's. */
+  listEndpoints(owner: string | null): Promise<EndpointRecord[]>;
+  getEndpoint(id: string): Promise<EndpointRecord | null>;
+  /** Changes an endpoint; null when there is no such endpoint. */
+  updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null>;
+  /** Deletes an endpoint with its deliveries and their log. */
+  deleteEndpoint(id: string): Promise<boolean>;
+  /**
+   * Leases up to `limit` deliveries that are due (or whose lease ran out) to `leaseOwner` for
+   * `leaseMs`, skipping disabled endpoints and those in `skipEndpoints`. Any number of processes
+   * may call this at once; each delivery goes to one of them. The claim is fair between users and
+   * their endpoints: each endpoint's own deliveries come in the order they fell due, and the owners
+   * take turns, the owner with the least `ownerLoad` (deliveries the caller holds already) first,
+   * so no user's backlog holds back another's. A delivery whose endpoint may no longer see its event
+   * (its owner is not a member of the event's garden, and it has no admin reach now) is not sent:
+   * the claim ends it as failed, logging an attempt with no status and the reason, and does not
+   * return it.
+   */
+  claimDeliveries(q: {
+    now: Date;
+    leaseMs: number;
+    leaseOwner: string;
+    limit: number;
+    /** Most deliveries of one endpoint in this claim. */
+    perEndpoint: number;
+    skipEndpoints: string[];
+    /** Deliveries the caller holds already (in flight or waiting), by endpoint owner. */
+    ownerLoad?: Record<string, number>;
+  }): Promise<DeliveryJob[]>;
+  /**
+   * Logs each attempt and reschedules (nextAttemptAt) or ends its delivery, all in one write; an
+   * attempt whose lease was lost is logged, and its delivery is left as it is.
+   */
+  finishDeliveries(f: FinishedAttempt[]): Promise<void>;
+  /** An endpoint's attempts, newest first, older than `beforeId` when given. */
+  listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
+  /**
+   * Queues again every event since `since` that matches the endpoint, that it may see now (its
+   * owner a member of the event's garden since the event, or the endpoint's admin reach still
+   * valid at `now`) and that it has not acknowledged (and is not
+   * already queued); returns how many.
+   */
+  recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number>;
+  /** Where the event with this id stands in the log; null when it is not (or no longer) kept. */
+  eventPosition(id: string): Promise<string | null>;
+  /** The position after which events not yet in the log will come. */
+  headPosition(): Promise<string>;
+  /**
+   * Up to `limit` events after `after`, in log order, of the `gardens` given (null: everyone's). On
+   * an engine with concurrent writers, only events whose every predecessor has committed are
+   * returned, so that a reader never passes over one that commits late. With them, the position
+   * from which the next read goes on: the last event's when `limit` were found, else as far as the
+   * read looked (the log's committed head), so that a reader whose gardens are quiet does not look
+   * at the same stretch of others' events again.
+   */
+  readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead>;
+  /**
+   * Calls `listener` after each commit of this process that queued webhook deliveries (a change
+   * with an event that some endpoint wants, or a recover), so that its dispatcher looks at once.
+   */
+  onDeliveriesQueued(listener: () => void): void;
+  /** Deletes events, finished deliveries and attempts older than `before`; returns how many events. */
+  purgeEvents(before: Date): Promise<number>;
+}

@@ -1,0 +1,65 @@
+import type { Actor, GardenRefusal, Role } from '../../access/policy.js';
+
+// Gardens and their members.
+
+export interface GardenRecord {
+  /** `gdn_` and 24 hex digits. */
+  id: string;
+  name: string;
+  /** The user whose home garden this is; null for every other garden. */
+  homeUser: string | null;
+  createdAt: Date;
+}
+
+export interface MemberRecord {
+  user: string;
+  role: Role;
+  addedAt: Date;
+}
+
+/** One garden a user belongs to, and its role there. */
+export interface Membership {
+  garden: string;
+  role: Role;
+}
+
+export type GardenChange<T> = { ok: T } | { refused: GardenRefusal };
+
+/** A garden write's refusal, as every engine answers it. */
+export const refused = <R extends GardenRefusal>(why: R): { refused: R } => ({ refused: why });
+
+/** The gardens of a store and their members: each write decides by the access policy in its own transaction. */
+export interface GardenPort {
+  /**
+   * The user's home garden; made, with the user as its owner, when it does not exist yet (`make`
+   * gives its id, name and time). Any number of processes may ask at once: one garden results.
+   */
+  homeGarden(user: string, make: { id: string; name: string; at: Date }): Promise<GardenRecord>;
+  /** The gardens the user is a member of, with its role in each: its home garden first, then by creation. */
+  gardensOf(user: string): Promise<(GardenRecord & { role: Role })[]>;
+  /** The user's memberships (one indexed read; every plant request asks it afresh). */
+  memberships(user: string): Promise<Membership[]>;
+  /** The garden and the role `user` has in it (null user: admin, `owner`); null when missing or no member. */
+  gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null>;
+  /** Makes a garden with `owner` as its owner; refused when the owner is in too many gardens. */
+  createGarden(g: { id: string; name: string; owner: string; at: Date }): Promise<GardenChange<GardenRecord>>;
+  /** Renames a garden the actor owns. */
+  renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>>;
+  /** Deletes an empty garden the actor owns, with its memberships (never a home garden). */
+  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>>;
+  /** The garden's members, by when they were added (the garden's existence is the caller's to check). */
+  listMembers(id: string): Promise<MemberRecord[]>;
+  /**
+   * Adds `user` to a garden the actor owns, or changes its role: atomic with the checks (limits,
+   * the last owner, a home garden's own user), whatever else races it. `created`: it was added.
+   */
+  putMember(
+    id: string,
+    actor: Actor,
+    user: string,
+    role: Role,
+    at: Date,
+  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>>;
+  /** Removes `user` from the garden: by an owner, or by the user itself (leaving); never the last owner. */
+  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>>;
+}

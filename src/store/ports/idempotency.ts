@@ -1,0 +1,34 @@
+// Idempotency-Key records.
+
+export interface IdempotencyRef {
+  user: string;
+  key: string;
+}
+
+/** What a finished idempotent create or change produced, enough to replay it. */
+export interface IdempotencyOutcome {
+  status: number;
+  plantId: number | null;
+  /** For a change: the plant as its 200 showed it. */
+  plant?: { name: string; tag: string | null; version: number };
+}
+
+export type IdempotencyClaim =
+  | { state: 'claimed' }
+  | { state: 'in_flight' }
+  | { state: 'mismatch' }
+  | { state: 'done'; outcome: IdempotencyOutcome };
+
+/** The Idempotency-Key records of a store. */
+export interface IdempotencyPort {
+  /** Claims an Idempotency-Key for a request whose body hashes to requestHash. */
+  claimIdempotencyKey(
+    ref: IdempotencyRef,
+    requestHash: string,
+    opts: { now: Date; staleAfterMs: number; retainMs: number },
+  ): Promise<IdempotencyClaim>;
+  /** Forgets a claimed key whose request failed unexpectedly, so it can be retried. */
+  releaseIdempotencyKey(ref: IdempotencyRef): Promise<void>;
+  /** Deletes idempotency records created before the given time; returns how many. */
+  purgeIdempotencyKeys(before: Date): Promise<number>;
+}
