@@ -39,6 +39,36 @@ export const asBody = (payload: unknown) => (typeof payload === 'string' ? paylo
 export const postGarden = (c: Client, payload: unknown, headers: Record<string, string> = JSON_TYPE) =>
   c.request({ method: 'POST', url: '/gardens', headers, payload: asBody(payload) });
 
+/** GET /gardens/{gid}, as it comes back. */
+export const getGarden = (c: Client, gid: string) => c.request({ method: 'GET', url: `/gardens/${gid}` });
+/** PATCH /gardens/{gid} with this payload, as it comes back. */
+export const patchGarden = (
+  c: Client,
+  gid: string,
+  payload: unknown,
+  headers: Record<string, string> = JSON_TYPE,
+) => c.request({ method: 'PATCH', url: `/gardens/${gid}`, headers, payload: asBody(payload) });
+/** DELETE /gardens/{gid}, as it comes back. */
+export const deleteGarden = (c: Client, gid: string) =>
+  c.request({ method: 'DELETE', url: `/gardens/${gid}` });
+/** GET /gardens/{gid}/members, as it comes back. */
+export const members = (c: Client, gid: string) =>
+  c.request({ method: 'GET', url: `/gardens/${gid}/members` });
+/** A user name as it stands in a path. */
+export const enc = encodeURIComponent;
+
+const GARDEN_KEYS = ['createdAt', 'home', 'id', 'name', 'role'];
+
+/** Asserts a garden has exactly the contract's fields, each of its type. */
+export function assertGardenShape(g: Garden): void {
+  assert.deepEqual(Object.keys(g).sort(), GARDEN_KEYS);
+  assert.match(g.id, /^gdn_/);
+  assert.equal(typeof g.name, 'string');
+  assert.equal(typeof g.home, 'boolean');
+  assert.ok(['viewer', 'editor', 'owner'].includes(g.role));
+  assert.equal(new Date(g.createdAt).toISOString(), g.createdAt, 'createdAt is an ISO 8601 timestamp');
+}
+
 /** A new garden of the caller's (201 asserted), as the API returns it. */
 export async function createGarden(c: Client, name = 'Shared'): Promise<Garden> {
   const res = await postGarden(c, { name });
