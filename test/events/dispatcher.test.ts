@@ -5,8 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import { Dispatcher } from '../../src/events/dispatcher.js';
 import type { Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
+import { endpoint, home, plant, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
-import { endpoint, home, plant, user } from '../store/garden-helpers.js';
 
 // One busy endpoint: the dispatcher claims ahead of its free slots, yet never has more than
 // perEndpoint requests open at the receiver, sends every delivery once (no crash, no retry), and

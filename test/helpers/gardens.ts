@@ -1,16 +1,20 @@
-// What the garden route tests share: requests for gardens, members and plants in gardens made
-// through the app as a client would, and the checks of a refusal's answer.
+// The one place tests make gardens and share them: through the app as a client would (requests
+// for gardens, members and plants in gardens, and the checks of a refusal's answer), and through
+// the store itself for the store's contract suites (users, gardens with members, plants and
+// endpoints).
 import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { type Client, errorBody, locationId } from './app.js';
+import { gardenId } from '../../src/gardens/id.js';
+import type { EndpointRecord, EventType, Role, Store, VersionedPlant } from '../../src/store/store.js';
+import { type Client, errorBody, type Harness, locationId } from './app.js';
+
+// ---- through the app ----
 
 export const JSON_TYPE = { 'content-type': 'application/json' };
 export const MERGE = { 'content-type': 'application/merge-patch+json' };
 /** A well-formed garden id that no garden has. */
 export const MISSING_GID = 'gdn_000000000000000000000000';
-
-/** A member's role, as the API spells it. */
-export type Role = 'viewer' | 'editor' | 'owner';
 
 /** A garden as GET /gardens shows it to one caller. */
 export interface Garden {
@@ -34,6 +38,36 @@ export const asBody = (payload: unknown) => (typeof payload === 'string' ? paylo
 /** POST /gardens with this payload, as it comes back. */
 export const postGarden = (c: Client, payload: unknown, headers: Record<string, string> = JSON_TYPE) =>
   c.request({ method: 'POST', url: '/gardens', headers, payload: asBody(payload) });
+
+/** GET /gardens/{gid}, as it comes back. */
+export const getGarden = (c: Client, gid: string) => c.request({ method: 'GET', url: `/gardens/${gid}` });
+/** PATCH /gardens/{gid} with this payload, as it comes back. */
+export const patchGarden = (
+  c: Client,
+  gid: string,
+  payload: unknown,
+  headers: Record<string, string> = JSON_TYPE,
+) => c.request({ method: 'PATCH', url: `/gardens/${gid}`, headers, payload: asBody(payload) });
+/** DELETE /gardens/{gid}, as it comes back. */
+export const deleteGarden = (c: Client, gid: string) =>
+  c.request({ method: 'DELETE', url: `/gardens/${gid}` });
+/** GET /gardens/{gid}/members, as it comes back. */
+export const members = (c: Client, gid: string) =>
+  c.request({ method: 'GET', url: `/gardens/${gid}/members` });
+/** A user name as it stands in a path. */
+export const enc = encodeURIComponent;
+
+const GARDEN_KEYS = ['createdAt', 'home', 'id', 'name', 'role'];
+
+/** Asserts a garden has exactly the contract's fields, each of its type. */
+export function assertGardenShape(g: Garden): void {
+  assert.deepEqual(Object.keys(g).sort(), GARDEN_KEYS);
+  assert.match(g.id, /^gdn_/);
+  assert.equal(typeof g.name, 'string');
+  assert.equal(typeof g.home, 'boolean');
+  assert.ok(['viewer', 'editor', 'owner'].includes(g.role));
+  assert.equal(new Date(g.createdAt).toISOString(), g.createdAt, 'createdAt is an ISO 8601 timestamp');
+}
 
 /** A new garden of the caller's (201 asserted), as the API returns it. */
 export async function createGarden(c: Client, name = 'Shared'): Promise<Garden> {
@@ -77,6 +111,18 @@ export async function share(owner: Client, gid: string, user: string, role: Role
     `PUT ${user} ${role}: ${res.statusCode} ${res.body}`,
   );
   return res.json();
+}
+
+/** An owner, an editor, a viewer and a non-member of a new garden (made in that order), as clients. */
+export async function clientTeam(h: Pick<Harness, 'user'>) {
+  const o = await h.user();
+  const e = await h.user();
+  const v = await h.user();
+  const n = await h.user();
+  const g = await newGarden(o);
+  await share(o, g, e.user, 'editor');
+  await share(o, g, v.user, 'viewer');
+  return { o, e, v, n, g };
 }
 
 /** Removes `user` from the garden (204 asserted). */
@@ -126,3 +172,116 @@ export function nextLink(res: LightMyRequestResponse): string | null {
   assert.ok(m, `malformed Link header ${String(link)}`);
   return m[1]!;
 }
+
+// ---- through the store ----
+
+/** A user no other test knows. */
+export const user = (what = 'user') => `${what}-${randomUUID()}`;
+
+/** The id of the user's home garden: the one it has, or a new one (`id`) made as the service makes it. */
+export const home = async (store: Store, u: string, id = gardenId(randomBytes)) =>
+  (await store.homeGarden(u, { id, name: 'Home', at: new Date() })).id;
+
+/** A new garden owned by `owner`, with these members besides (added in order). */
+export async function garden(
+  store: Store,
+  owner: string,
+  members: [string, Role][] = [],
+  name = 'Shared',
+): Promise<string> {
+  const made = await store.createGarden({ id: gardenId(randomBytes), name, owner, at: new Date() });
+  assert.ok('ok' in made, `createGarden: ${JSON.stringify(made)}`);
+  for (const [u, role] of members) {
+    const r = await store.putMember(made.ok.id, owner, u, role, new Date());
+    assert.ok('ok' in r, `putMember: ${JSON.stringify(r)}`);
+  }
+  return made.ok.id;
+}
+
+/** A new garden `g` of a new owner `o`, with a new editor `e` and a new viewer `v` (added in that order). */
+export async function team(store: Store): Promise<{ o: string; e: string; v: string; g: string }> {
+  const o = user();
+  const e = user();
+  const v = user();
+  const g = await garden(store, o, [
+    [e, 'editor'],
+    [v, 'viewer'],
+  ]);
+  return { o, e, v, g };
+}
+
+/** A plant `owner` makes in `g` (with its plant.created event at `at`, when given). */
+export async function plant(
+  store: Store,
+  owner: string,
+  g: string,
+  fields: { id?: number; name?: string; tag?: string | null; at?: Date; admin?: boolean } = {},
+): Promise<VersionedPlant> {
+  const r = await store.createPlant(
+    {
+      id: fields.id ?? null,
+      owner,
+      garden: g,
+      name: fields.name ?? 'Fern',
+      tag: fields.tag ?? null,
+      ...(fields.admin ? { admin: true } : {}),
+    },
+    undefined,
+    fields.at ? { at: fields.at } : undefined,
+  );
+  assert.ok('created' in r, `createPlant: ${JSON.stringify(r)}`);
+  return r.created;
+}
+
+/**
+ * An enabled endpoint of `owner`'s (admin: made with plants:admin, by the token `adminTokenId` and
+ * until `adminUntil` when given), stored.
+ */
+export async function endpoint(
+  store: Store,
+  owner: string,
+  opts: {
+    admin?: boolean;
+    adminTokenId?: string;
+    adminUntil?: Date;
+    events?: EventType[];
+    status?: 'enabled' | 'disabled';
+    at?: Date;
+  } = {},
+): Promise<EndpointRecord> {
+  const e: EndpointRecord = {
+    id: `we_${randomUUID()}`,
+    owner,
+    admin: opts.admin ?? false,
+    adminTokenId: opts.adminTokenId ?? null,
+    adminUntil: opts.adminUntil ?? null,
+    url: 'https://example.com/hook',
+    events: opts.events ?? ['plant.created', 'plant.updated', 'plant.deleted'],
+    description: null,
+    secret: 'whsec_test',
+    previousSecret: null,
+    previousSecretUntil: null,
+    status: opts.status ?? 'enabled',
+    disabledReason: opts.status === 'disabled' ? 'test' : null,
+    createdAt: opts.at ?? new Date(),
+    lastSuccessAt: null,
+    failingSince: null,
+  };
+  assert.equal(await store.insertEndpoint(e), true);
+  return e;
+}
+
+/** Every delivery due by `now` (far ahead by default), leased to a test dispatcher. */
+export const claimAll = (store: Store, now = new Date(Date.now() + 365 * 86_400_000)) =>
+  store.claimDeliveries({
+    now,
+    leaseMs: 60_000,
+    leaseOwner: `test-${randomUUID()}`,
+    limit: 1000,
+    perEndpoint: 1000,
+    skipEndpoints: [],
+  });
+
+/** The roles of a garden's members, by user. */
+export const rolesIn = async (store: Store, g: string) =>
+  Object.fromEntries((await store.listMembers(g)).map((m) => [m.user, m.role]));

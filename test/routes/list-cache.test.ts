@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,13 +7,9 @@ import { gardenId } from '../../src/gardens/id.js';
 import type { Scope } from '../../src/schemas/token.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { Store } from '../../src/store/store.js';
 import { type Client, clientAs, type Harness, harness, locationId } from '../helpers/app.js';
 import { createPgDatabase, ENGINES, type Engine } from '../helpers/engines.js';
-
-// The user's home garden, as the service would make it (its id when it exists already).
-const homeOf = async (store: Store, user: string) =>
-  (await store.homeGarden(user, { id: gardenId(randomBytes), name: 'Home', at: new Date() })).id;
+import { home as homeOf } from '../helpers/gardens.js';
 
 const names = (res: { json(): unknown }) => (res.json() as { name: string }[]).map((p) => p.name);
 

@@ -11,7 +11,7 @@ import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store, TokenRecord } from '../../src/store/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion, sqliteAtVersion } from '../helpers/engines.js';
-import { endpoint, home, user } from './garden-helpers.js';
+import { endpoint, home, user } from '../helpers/gardens.js';
 
 // Gardens, webhook endpoints and tokens are listed in the order they were made (contract 3.2: "home
 // first, then by creation"; 3.3: tokens "newest first"), also when many are made within one

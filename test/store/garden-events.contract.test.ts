@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { createToken } from '../../src/identity/tokens.js';
 import { type EventRecord, NOT_SENT_ADMIN, type Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
+import { claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
-import { claimAll, endpoint, garden, plant, user } from './garden-helpers.js';
 
 // Events in gardens, on every engine (contract 8, version 3): the log read by gardens, webhook
 // deliveries fanned out to the endpoints of the garden's members when the event is written, the

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { PagePlant, Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
+import { garden, home, plant, team, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
-import { garden, home, plant, team, user } from './garden-helpers.js';
 
 // Plants in gardens, on every engine: who may create, change and delete them (checked in the
 // write's own transaction, missing before forbidden before a version mismatch), and list pages

@@ -9,7 +9,7 @@ import {
   type Store,
 } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
-import { garden, home, plant, rolesIn, team, user } from './garden-helpers.js';
+import { garden, home, plant, rolesIn, team, user } from '../helpers/gardens.js';
 
 // The garden rules every engine keeps (contract 3.2): home gardens, roles, and every refusal of a
 // garden write, each checked in the write's own transaction, also when writes race.

@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { gardenId } from '../../src/gardens/id.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
+import { garden, home } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
 
 const owner = () => `owner-${randomUUID()}`;
 const idemOpts = (now = new Date()) => ({ now, staleAfterMs: 60_000, retainMs: 86_400_000 });
-// The user's home garden, made as the service makes it when first needed.
-const home = async (store: Store, user: string, id = gardenId(randomBytes)) =>
-  (await store.homeGarden(user, { id, name: 'Home', at: new Date() })).id;
 
 for (const engine of ENGINES) {
   describe(`store contract: ${engine.name}`, { skip: engine.skip }, () => {
@@ -490,15 +488,7 @@ for (const engine of ENGINES) {
         );
       }
       // A garden the first owner shares with the third, as an editor.
-      const made = await store.createGarden({
-        id: gardenId(randomBytes),
-        name: 'Shared',
-        owner: owners[0]!,
-        at: new Date(),
-      });
-      assert.ok('ok' in made);
-      shared = made.ok.id;
-      assert.ok('ok' in (await store.putMember(shared, owners[0]!, owners[2]!, 'editor', new Date())));
+      shared = await garden(store, owners[0]!, [[owners[2]!, 'editor']]);
       for (let i = 0; i < 60; i++) {
         const o = i % owners.length;
         const r = await store.createPlant({
@@ -806,15 +796,7 @@ for (const engine of ENGINES) {
 
     it('creates refused by their garden in a turn answer missing or forbidden; the rest are written', async () => {
       const viewer = owner();
-      const made = await store.createGarden({
-        id: gardenId(randomBytes),
-        name: 'Shared',
-        owner: o,
-        at: new Date(),
-      });
-      assert.ok('ok' in made);
-      const shared = made.ok.id;
-      assert.ok('ok' in (await store.putMember(shared, o, viewer, 'viewer', new Date())));
+      const shared = await garden(store, o, [[viewer, 'viewer']]);
       const stranger = owner();
       const cases = [
         { plant: plant(0), want: 'created' },
