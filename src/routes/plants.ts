@@ -5,9 +5,10 @@ import { Type } from 'typebox';
 import { AppError, BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment, requireJson, requireMergePatch } from '../http/route-guards.js';
+import { nextLink } from '../paging.js';
 import { etagOf, parseEtags } from '../plants/etag.js';
 import { ListCache } from '../plants/list-cache.js';
-import type { Page, PlantService } from '../plants/service.js';
+import type { PlantService } from '../plants/service.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import { GardenIdParam } from '../schemas/garden.js';
 import {
@@ -101,15 +102,6 @@ function includes(include: string | undefined): { id: boolean; garden: boolean; 
   };
 }
 
-// The next page's link: the same query on the same path, with the page's limit and the next cursor.
-function nextLink(path: string, page: Pick<Page, 'next' | 'limit'>, q: ListQuery): string | undefined {
-  if (page.next === null) return undefined;
-  const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
-  const include = q.include === undefined ? '' : `&include=${q.include}`;
-  const garden = q.garden === undefined ? '' : `&garden=${encodeURIComponent(q.garden)}`;
-  return `<${path}?limit=${page.limit}&cursor=${page.next}${tag}${garden}${include}>; rel="next"`;
-}
-
 // A create's answer, on /plants and on /gardens/{gid}/plants alike.
 const created = {
   ...Plant,
@@ -179,15 +171,18 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       withVersion: want.version,
     };
     const shape = want.version || want.garden ? pageViewWith(want) : want.id ? pageViewWithId : pageView;
-    const linkQuery = linkGarden ? q : { ...q, garden: undefined };
     const out = await lists.get(
       request.caller!,
       scope,
       query,
-      (page) => reply.serialize(page.plants.map(shape)) as string,
+      (page) => reply.serialize(page.items.map(shape)) as string,
     );
     // Built here, not kept with the page: the cache answers both paths from one entry.
-    const link = nextLink(path, out, linkQuery);
+    const link = nextLink(path, out, {
+      tag: q.tag,
+      garden: linkGarden ? q.garden : undefined,
+      include: q.include?.split(','),
+    });
     if (link) reply.header('link', link);
     return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
   }

@@ -7,6 +7,7 @@ import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import type { TokenService } from '../identity/token-service.js';
 import { tokenStatus } from '../identity/tokens.js';
+import { nextLink } from '../paging.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
   TokenCreate,
@@ -141,12 +142,10 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
         const q = request.query;
         const limit = q.limit === undefined ? 100 : Number(q.limit);
         const page = await tokens.page(request.caller!, { user: q.user, cursor: q.cursor, limit });
-        if (page.next !== null) {
-          const user = q.user === undefined ? '' : `&user=${encodeURIComponent(q.user)}`;
-          reply.header('link', `</tokens?limit=${limit}&cursor=${page.next}${user}>; rel="next"`);
-        }
+        const link = nextLink('/tokens', page, { user: q.user });
+        if (link) reply.header('link', link);
         const now = new Date();
-        return page.tokens.map((t) => tokenView(t, now));
+        return page.items.map((t) => tokenView(t, now));
       },
     );
 

@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { WebhookService } from '../events/webhooks.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { nextLink } from '../paging.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
   AttemptList,
@@ -207,9 +208,9 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         const { id } = request.params;
         const limit = request.query.limit === undefined ? 100 : Number(request.query.limit);
         const page = await service.attempts(request.caller!, id, { limit, cursor: request.query.cursor });
-        if (page.next)
-          reply.header('link', `</webhooks/${id}/deliveries?limit=${limit}&cursor=${page.next}>; rel="next"`);
-        return page.attempts.map(attemptView);
+        const link = nextLink(`/webhooks/${id}/deliveries`, page);
+        if (link) reply.header('link', link);
+        return page.items.map(attemptView);
       },
     );
 
