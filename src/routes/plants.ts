@@ -2,11 +2,11 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AppError, BadRequestError } from '../errors.js';
+import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
+import { ifMatch, readWithEtag, requireIfMatch, setEtag } from '../http/conditional.js';
 import { methodNotAllowed, requireIdSegment, requireJson, requireMergePatch } from '../http/route-guards.js';
 import { nextLink } from '../paging.js';
-import { etagOf, parseEtags } from '../plants/etag.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { PlantService } from '../plants/service.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
@@ -148,7 +148,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
   async function create(request: FastifyRequest, reply: FastifyReply, garden: string | undefined) {
     const key = request.headers['idempotency-key'] as string | undefined;
     const out = await service.create(request.caller!, request.body as PlantCreate, key, garden);
-    reply.code(201).header('location', `/plants/${out.plant.id}`).header('etag', etagOf(out.plant.version));
+    setEtag(reply.code(201).header('location', `/plants/${out.plant.id}`), out.plant.version);
     if (out.replayed) reply.header('idempotent-replayed', 'true');
     return view(out.plant);
   }
@@ -319,16 +319,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const plant = await service.get(request.caller!, plantId(request.params.id));
-        const etag = etagOf(plant.version);
-        reply.header('etag', etag);
-        const held = request.headers['if-none-match'];
-        if (held !== undefined) {
-          const versions = parseEtags(held);
-          if (versions === '*' || versions.includes(plant.version))
-            // No payload at all: Fastify then sends neither a body nor Content-Length/Type.
-            return reply.code(304).send(undefined as unknown as null);
-        }
-        return view(plant);
+        return readWithEtag(request, reply, plant.version, view(plant));
       },
     );
 
@@ -369,22 +360,15 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         },
       },
       async (request, reply) => {
-        const ifMatch = request.headers['if-match'];
-        if (ifMatch === undefined) {
-          throw new AppError(
-            428,
-            'precondition_required',
-            'If-Match is required: send the ETag of the plant as you read it (or *)',
-          );
-        }
+        const versions = requireIfMatch(request);
         const out = await service.update(
           request.caller!,
           plantId(request.params.id),
           request.body as PlantPatch,
-          parseEtags(ifMatch),
+          versions,
           request.headers['idempotency-key'],
         );
-        reply.header('etag', etagOf(out.plant.version));
+        setEtag(reply, out.plant.version);
         if (out.replayed) reply.header('idempotent-replayed', 'true');
         return view(out.plant);
       },
@@ -410,12 +394,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         },
       },
       async (request, reply) => {
-        const ifMatch = request.headers['if-match'] as string | undefined;
-        await service.remove(
-          request.caller!,
-          plantId(request.params.id),
-          ifMatch === undefined ? undefined : parseEtags(ifMatch),
-        );
+        await service.remove(request.caller!, plantId(request.params.id), ifMatch(request));
         return reply.code(204).send(null);
       },
     );
