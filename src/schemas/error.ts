@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import type { ErrorCode } from '../errors.js';
 
 export const ErrorBody = Type.Object(
   {
@@ -20,7 +21,9 @@ export const ErrorBody = Type.Object(
   },
   { $id: 'Error', title: 'Error' },
 );
-export type ErrorBody = Static<typeof ErrorBody>;
+// The document says only that a code is a string; the type admits only the codes ErrorCode
+// declares, so a body written with any other fails the typecheck.
+export type ErrorBody = Static<typeof ErrorBody> & { code: ErrorCode };
 
 const ref = Type.Ref('Error');
 
