@@ -48,6 +48,10 @@ export function sendError(reply: FastifyReply, e: AppError): FastifyReply {
   return reply.code(e.status).headers(e.headers).type('application/json; charset=utf-8').send(body);
 }
 
+/** The 404 of a path no route takes. */
+export const noRoute = (request: FastifyRequest): AppError =>
+  new AppError(404, 'not_found', `no route matches ${request.method} ${request.url.split('?')[0]}`);
+
 /** One error handler for every failure, and the 404 for unknown routes, both in the contract's shape. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -56,12 +60,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       request.log.error({ err: (e as { cause?: unknown }).cause ?? err }, 'request failed');
     return sendError(reply, e);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(
-      reply,
-      new AppError(404, 'not_found', `no route matches ${request.method} ${request.url.split('?')[0]}`),
-    ),
-  );
+  app.setNotFoundHandler((request, reply) => sendError(reply, noRoute(request)));
 }
 
 /**

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import type { GardenService, GardenView } from '../gardens/service.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import { isValidUser } from '../identity/tokens.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
@@ -20,7 +20,6 @@ import {
   MemberPut,
 } from '../schemas/garden.js';
 import type { MemberRecord } from '../store/store.js';
-import { BODY_LIMIT } from './plants.js';
 
 const tags = ['gardens'];
 

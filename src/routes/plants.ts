@@ -5,7 +5,13 @@ import { Type } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { ifMatch, readWithEtag, requireIfMatch, setEtag } from '../http/conditional.js';
-import { methodNotAllowed, requireIdSegment, requireJson, requireMergePatch } from '../http/route-guards.js';
+import {
+  BODY_LIMIT,
+  methodNotAllowed,
+  requireIdSegment,
+  requireJson,
+  requireMergePatch,
+} from '../http/route-guards.js';
 import { nextLink } from '../paging.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { PlantService } from '../plants/service.js';
@@ -23,7 +29,6 @@ import {
 } from '../schemas/plant.js';
 import type { PagePlant } from '../store/store.js';
 
-export const BODY_LIMIT = 16 * 1024;
 const tags = ['plants'];
 
 const IdempotencyHeaders = Type.Object({

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { parseDuration } from '../durations.js';
 import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import type { TokenService } from '../identity/token-service.js';
 import { tokenStatus } from '../identity/tokens.js';
 import { nextLink } from '../paging.js';
@@ -18,7 +18,6 @@ import {
   TokenView,
 } from '../schemas/token.js';
 import type { TokenRecord } from '../store/store.js';
-import { BODY_LIMIT } from './plants.js';
 
 const tags = ['identity'];
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { WebhookService } from '../events/webhooks.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import { nextLink } from '../paging.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
 import {
@@ -19,7 +19,6 @@ import {
 import type { AttemptRecord, EndpointRecord } from '../store/store.js';
 
 const tags = ['webhooks'];
-const BODY_LIMIT = 16 * 1024;
 
 function view(e: EndpointRecord) {
   return {
