@@ -15,7 +15,7 @@ import {
 import { nextLink } from '../paging.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { PlantService } from '../plants/service.js';
-import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import { GardenIdParam } from '../schemas/garden.js';
 import {
   ListQuery,
@@ -108,29 +108,24 @@ function includes(include: string | undefined): { id: boolean; garden: boolean; 
 }
 
 // A create's answer, on /plants and on /gardens/{gid}/plants alike.
-const created = {
-  ...Plant,
-  description: 'Created. `Location: /plants/{id}` names the new plant.',
-  headers: {
-    location: { type: 'string', description: '/plants/{id}' },
+const createdPlant = created(
+  Plant,
+  'Created. `Location: /plants/{id}` names the new plant.',
+  '/plants/{id}',
+  {
     ...etagHeader,
     ...replayedHeader,
-    ...SUCCESS_HEADERS,
   },
-};
+);
 
 // A list's answer, on /plants and on /gardens/{gid}/plants alike: its next link names its own path.
-const listed = (path: string) => ({
-  ...PlantList,
-  description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
-  headers: {
+const listed = (path: string) =>
+  success(PlantList, 'A page of plants. `Link: <…>; rel="next"` is present when more follow.', {
     link: {
       type: 'string',
       description: `The next page, \`<${path}?limit=…&cursor=…>; rel="next"\`, when more follow; absent on the last page.`,
     },
-    ...SUCCESS_HEADERS,
-  },
-});
+  });
 
 // The nested list's query: the garden is in the path.
 const { garden: _inPath, ...nestedQuery } = ListQuery.properties;
@@ -213,7 +208,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           headers: IdempotencyHeaders,
           body: PlantCreate,
           response: {
-            201: created,
+            201: createdPlant,
             ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503),
           },
         },
@@ -284,7 +279,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           headers: IdempotencyHeaders,
           body: PlantCreate,
           response: {
-            201: created,
+            201: createdPlant,
             ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503),
           },
         },
@@ -313,7 +308,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
             ),
           }),
           response: {
-            200: { ...Plant, description: 'The plant.', headers: { ...etagHeader, ...SUCCESS_HEADERS } },
+            200: success(Plant, 'The plant.', etagHeader),
             304: Type.Null({
               description: 'Not modified: the plant is still in the version `If-None-Match` names; no body.',
               headers: { ...etagHeader, ...SUCCESS_HEADERS },
@@ -350,16 +345,11 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
             },
           },
           response: {
-            200: {
-              ...Plant,
-              description:
-                'Changed (or unchanged, for a patch that changes nothing): the plant and its new ETag.',
-              headers: {
-                ...etagHeader,
-                ...replayedHeader,
-                ...SUCCESS_HEADERS,
-              },
-            },
+            200: success(
+              Plant,
+              'Changed (or unchanged, for a patch that changes nothing): the plant and its new ETag.',
+              { ...etagHeader, ...replayedHeader },
+            ),
             ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503),
           },
         },

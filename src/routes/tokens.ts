@@ -8,7 +8,7 @@ import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../
 import type { TokenService } from '../identity/token-service.js';
 import { tokenStatus } from '../identity/tokens.js';
 import { nextLink } from '../paging.js';
-import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import {
   TokenCreate,
   TokenCreated,
@@ -78,14 +78,12 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
           security,
           body: TokenCreate,
           response: {
-            201: {
-              ...TokenCreated,
-              description: 'Created. The secret is in `token`; it is never shown again.',
-              headers: {
-                location: { type: 'string', description: '/tokens/{id}' },
-                ...headers,
-              },
-            },
+            201: created(
+              TokenCreated,
+              'Created. The secret is in `token`; it is never shown again.',
+              '/tokens/{id}',
+              NO_STORE,
+            ),
             ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
           },
         },
@@ -121,18 +119,14 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
           security,
           querystring: TokenListQuery,
           response: {
-            200: {
-              ...TokenList,
-              description: 'A page of tokens.',
-              headers: {
-                link: {
-                  type: 'string',
-                  description:
-                    'The next page, `</tokens?limit=…&cursor=…>; rel="next"` (with `user` repeated), when more follow.',
-                },
-                ...headers,
+            200: success(TokenList, 'A page of tokens.', {
+              link: {
+                type: 'string',
+                description:
+                  'The next page, `</tokens?limit=…&cursor=…>; rel="next"` (with `user` repeated), when more follow.',
               },
-            },
+              ...NO_STORE,
+            }),
             ...errorResponses(400, 401, 403, 429, 500, 503),
           },
         },
@@ -161,7 +155,7 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
           security,
           params: TokenIdParam,
           response: {
-            200: { ...TokenView, description: 'The token.', headers },
+            200: success(TokenView, 'The token.', NO_STORE),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },

@@ -6,7 +6,7 @@ import type { WebhookService } from '../events/webhooks.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import { nextLink } from '../paging.js';
-import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import {
   AttemptList,
   AttemptsQuery,
@@ -69,11 +69,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           security,
           body: WebhookCreate,
           response: {
-            201: {
-              ...WebhookWithSecret,
-              description: 'Created; `Location: /webhooks/{id}`.',
-              headers: { location: { type: 'string', description: '/webhooks/{id}' }, ...SUCCESS_HEADERS },
-            },
+            201: created(WebhookWithSecret, 'Created; `Location: /webhooks/{id}`.', '/webhooks/{id}'),
             ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
           },
         },
@@ -97,7 +93,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           tags,
           security,
           response: {
-            200: { ...WebhookList, description: 'The endpoints.', headers: SUCCESS_HEADERS },
+            200: success(WebhookList, 'The endpoints.'),
             ...errorResponses(401, 403, 429, 500, 503),
           },
         },
@@ -117,11 +113,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           security,
           params: WebhookIdParam,
           response: {
-            200: {
-              ...WebhookWithSecret,
-              description: 'The endpoint, its secret included.',
-              headers: SUCCESS_HEADERS,
-            },
+            200: success(WebhookWithSecret, 'The endpoint, its secret included.'),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },
@@ -165,11 +157,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           security,
           params: WebhookIdParam,
           response: {
-            200: {
-              ...WebhookWithSecret,
-              description: 'The endpoint with its new secret.',
-              headers: SUCCESS_HEADERS,
-            },
+            200: success(WebhookWithSecret, 'The endpoint with its new secret.'),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },
@@ -191,14 +179,9 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           params: WebhookIdParam,
           querystring: AttemptsQuery,
           response: {
-            200: {
-              ...AttemptList,
-              description: 'A page of attempts; `Link: <…>; rel="next"` while more follow.',
-              headers: {
-                link: { type: 'string', description: 'The next page, when more follow.' },
-                ...SUCCESS_HEADERS,
-              },
-            },
+            200: success(AttemptList, 'A page of attempts; `Link: <…>; rel="next"` while more follow.', {
+              link: { type: 'string', description: 'The next page, when more follow.' },
+            }),
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },

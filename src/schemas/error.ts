@@ -57,6 +57,21 @@ export const RATE_LIMIT = {
 };
 /** The headers of every successful answer to an authenticated request. */
 export const SUCCESS_HEADERS = { ...REQUEST_ID, ...RATE_LIMIT };
+
+/** A successful answer's response schema: `schema`, described, with `headers` and those of every success. */
+export const success = <T extends object>(schema: T, description: string, headers: object = {}) => ({
+  ...schema,
+  description,
+  headers: { ...headers, ...SUCCESS_HEADERS },
+});
+
+/** A 201's response schema: as success, with a Location header (described by `location`) first. */
+export const created = <T extends object>(
+  schema: T,
+  description: string,
+  location: string,
+  headers: object = {},
+) => success(schema, description, { location: { type: 'string', description: location }, ...headers });
 const RETRY_AFTER = { 'retry-after': header('Seconds to wait before trying again.', 'integer') };
 
 const HEADERS: Record<number, Record<string, unknown>> = {
