@@ -1,4 +1,7 @@
-/** Stable error codes of the contract (section 4). */
+/**
+ * Stable error codes of the contract (section 4): every code an answer can carry, from a route, the
+ * error handler or the writer of what Node's HTTP parser refuses (ErrorBody takes no other).
+ */
 export type ErrorCode =
   | 'invalid_body'
   | 'invalid_json'
@@ -8,6 +11,9 @@ export type ErrorCode =
   | 'invalid_event_id'
   | 'too_many_streams'
   | 'bad_request'
+  | 'malformed_request'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'missing_token'
   | 'invalid_token'
   | 'insufficient_scope'

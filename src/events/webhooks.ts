@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { endpointReach } from '../access/policy.js';
 import { AppError, BadRequestError, ConflictError } from '../errors.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
-import { decodeCursor, encodeCursor } from '../plants/cursor.js';
+import { idCursor, type Page, pageOf } from '../paging.js';
 import type { AttemptRecord, EndpointRecord, EventType, Store } from '../store/store.js';
 import { EVENT_TYPES, MAX_ENDPOINTS_PER_USER } from '../store/store.js';
 import { checkWebhookTarget, type Resolver } from './outbound.js';
@@ -19,11 +19,9 @@ export interface NewEndpoint {
   description?: string | null;
 }
 
-export interface AttemptPage {
-  attempts: AttemptRecord[];
-  next: string | null;
-  limit: number;
-}
+// A deliveries cursor is bound to the caller and the endpoint, in the form a plant list's cursor
+// for a tag has, which is how the cursors clients hold were made.
+const deliveries = (user: string, id: string) => `${user}\n+webhook-deliveries:${id}`;
 
 /** Webhook endpoints: who may see and change them, URL policy, secrets, the deliveries log. No HTTP. */
 export class WebhookService {
@@ -113,19 +111,16 @@ export class WebhookService {
     return updated;
   }
 
-  async attempts(caller: Caller, id: string, q: { limit: number; cursor?: string }): Promise<AttemptPage> {
+  async attempts(
+    caller: Caller,
+    id: string,
+    q: { limit: number; cursor?: string },
+  ): Promise<Page<AttemptRecord>> {
     await this.get(caller, id);
-    const listing = `webhook-deliveries:${id}`;
-    const before = q.cursor === undefined ? null : String(decodeCursor(q.cursor, caller.user, listing, null));
+    const listing = deliveries(caller.user, id);
+    const before = q.cursor === undefined ? null : String(idCursor.decode(q.cursor, listing));
     const rows = await this.store.listAttempts(id, { limit: q.limit + 1, beforeId: before });
-    const more = rows.length > q.limit;
-    const attempts = more ? rows.slice(0, q.limit) : rows;
-    const last = attempts[attempts.length - 1];
-    return {
-      attempts,
-      next: more && last ? encodeCursor(Number(last.id), caller.user, listing, null) : null,
-      limit: q.limit,
-    };
+    return pageOf(rows, q.limit, (last) => idCursor.encode(Number(last.id), listing));
   }
 
   /** Re-sends every event since `since` that the endpoint has not acknowledged; enables it again. */

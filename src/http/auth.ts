@@ -59,6 +59,8 @@ const invalidToken = (metadata: string | null) =>
   );
 
 type Done = (err?: Error) => void;
+/** One step of authentication: calls `done` with nothing to go on to the next, or with the error. */
+type Step = (request: FastifyRequest, reply: FastifyReply, done: Done) => void;
 
 // Runs `then` on a value that may or may not be a promise: no promise, no microtask.
 function settle<T>(value: T | Promise<T>, then: (v: T) => void, failed: Done): void {
@@ -66,21 +68,25 @@ function settle<T>(value: T | Promise<T>, then: (v: T) => void, failed: Done): v
   else then(value);
 }
 
+/** The steps as one onRequest hook, run in order until one fails or all have passed. */
+function chain(steps: Step[]): onRequestHookHandler {
+  return function authHook(request: FastifyRequest, reply: FastifyReply, done: Done): void {
+    let i = 0;
+    const next: Done = (err) => {
+      const step = steps[i++];
+      if (err !== undefined || step === undefined) done(err);
+      else step(request, reply, next);
+    };
+    next();
+  };
+}
+
 /**
- * The onRequest hook of every plant route: bearer token (401), per-token rate limit (429),
- * scope (403). It runs before the body is read, so an unauthenticated body is never parsed.
- * Callback-style: with a cached token and the in-memory limiter, nothing here waits on a promise.
- * A null `scope` admits any valid token. `fresh`: a built-in token is looked up in the store even
- * when it was checked a moment ago.
+ * Who is calling: the bearer token, verified, becomes `request.caller` (401 without one). Each
+ * failure counts against the client address; past the limit the answer is 429.
  */
-export function authenticate(
-  deps: AuthDeps,
-  scope: Scope | null,
-  opts: { fresh?: boolean } = {},
-): onRequestHookHandler {
-  const fresh = opts.fresh === true;
+function identify(deps: AuthDeps, fresh: boolean): Step {
   const metadata = deps.resourceMetadata ?? null;
-  // Counts a failed authentication against the client address; past the limit the answer is 429.
   const refuse = (request: FastifyRequest, why: Refusal, done: Done): void => {
     deps.onRefusal?.(why);
     const url = metadata ? metadata(request) : null;
@@ -100,46 +106,14 @@ export function authenticate(
       done,
     );
   };
-
-  const checkScope = (caller: Caller, done: Done): void =>
-    done(
-      scope === null || hasScope(caller, scope)
-        ? undefined
-        : new AppError(403, 'insufficient_scope', `this operation needs the ${scope} scope`, undefined, {
-            'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"`,
-          }),
-    );
-
-  const admit = (request: FastifyRequest, reply: FastifyReply, caller: Verdict, done: Done): void => {
-    if (isRefusal(caller)) {
-      refuse(request, caller, done);
-      return;
+  const admit = (request: FastifyRequest, verdict: Verdict, done: Done): void => {
+    if (isRefusal(verdict)) refuse(request, verdict, done);
+    else {
+      request.caller = verdict;
+      done();
     }
-    request.caller = caller;
-    if (deps.rateLimit <= 0) {
-      checkScope(caller, done);
-      return;
-    }
-    settle(
-      deps.limiter.hit(`token:${caller.tokenId}`, WINDOW_MS),
-      (hit) => {
-        reply.header('ratelimit-limit', String(deps.rateLimit));
-        reply.header('ratelimit-remaining', String(Math.max(0, deps.rateLimit - hit.count)));
-        reply.header('ratelimit-reset', seconds(hit.resetInMs));
-        if (hit.count > deps.rateLimit) {
-          done(
-            tooMany(
-              hit.resetInMs,
-              `this token is limited to ${deps.rateLimit} requests a minute; retry later`,
-            ),
-          );
-        } else checkScope(caller, done);
-      },
-      done,
-    );
   };
-
-  return function authHook(request: FastifyRequest, reply: FastifyReply, done: Done): void {
+  return (request, _reply, done) => {
     const header = request.headers.authorization;
     if (header === undefined || header.trim() === '') {
       refuse(request, MISSING, done);
@@ -150,8 +124,60 @@ export function authenticate(
       refuse(request, MALFORMED_HEADER, done);
       return;
     }
-    settle(deps.verifier.verify(secret, fresh), (caller) => admit(request, reply, caller, done), done);
+    settle(deps.verifier.verify(secret, fresh), (verdict) => admit(request, verdict, done), done);
   };
+}
+
+/** The caller's per-token rate limit: the RateLimit-* headers on every answer, 429 past it. */
+function limit(deps: AuthDeps): Step {
+  return (request, reply, done) =>
+    settle(
+      deps.limiter.hit(`token:${request.caller!.tokenId}`, WINDOW_MS),
+      (hit) => {
+        reply.header('ratelimit-limit', String(deps.rateLimit));
+        reply.header('ratelimit-remaining', String(Math.max(0, deps.rateLimit - hit.count)));
+        reply.header('ratelimit-reset', seconds(hit.resetInMs));
+        done(
+          hit.count > deps.rateLimit
+            ? tooMany(
+                hit.resetInMs,
+                `this token is limited to ${deps.rateLimit} requests a minute; retry later`,
+              )
+            : undefined,
+        );
+      },
+      done,
+    );
+}
+
+/** The scope the operation needs: 403 with a challenge naming it when the caller lacks it. */
+function requireScope(scope: Scope): Step {
+  return (request, _reply, done) =>
+    done(
+      hasScope(request.caller!, scope)
+        ? undefined
+        : new AppError(403, 'insufficient_scope', `this operation needs the ${scope} scope`, undefined, {
+            'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"`,
+          }),
+    );
+}
+
+/**
+ * The onRequest hook of every authenticated route: identify (401), limit (429), requireScope
+ * (403). It runs before the body is read, so an unauthenticated body is never parsed.
+ * Callback-style: with a cached token and the in-memory limiter, nothing here waits on a promise.
+ * A null `scope` admits any valid token. `fresh`: a built-in token is looked up in the store even
+ * when it was checked a moment ago.
+ */
+export function authenticate(
+  deps: AuthDeps,
+  scope: Scope | null,
+  opts: { fresh?: boolean } = {},
+): onRequestHookHandler {
+  const steps = [identify(deps, opts.fresh === true)];
+  if (deps.rateLimit > 0) steps.push(limit(deps));
+  if (scope !== null) steps.push(requireScope(scope));
+  return chain(steps);
 }
 
 /**

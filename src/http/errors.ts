@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError, type ErrorCode } from '../errors.js';
 import type { ErrorBody } from '../schemas/error.js';
 import { validationError } from './validation.js';
 
@@ -48,6 +48,10 @@ export function sendError(reply: FastifyReply, e: AppError): FastifyReply {
   return reply.code(e.status).headers(e.headers).type('application/json; charset=utf-8').send(body);
 }
 
+/** The 404 of a path no route takes. */
+export const noRoute = (request: FastifyRequest): AppError =>
+  new AppError(404, 'not_found', `no route matches ${request.method} ${request.url.split('?')[0]}`);
+
 /** One error handler for every failure, and the 404 for unknown routes, both in the contract's shape. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -56,12 +60,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       request.log.error({ err: (e as { cause?: unknown }).cause ?? err }, 'request failed');
     return sendError(reply, e);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(
-      reply,
-      new AppError(404, 'not_found', `no route matches ${request.method} ${request.url.split('?')[0]}`),
-    ),
-  );
+  app.setNotFoundHandler((request, reply) => sendError(reply, noRoute(request)));
 }
 
 /**
@@ -87,10 +86,13 @@ export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest
   sendError(reply, e);
 }
 
-const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+type ClientError = [status: number, code: ErrorCode, message: string];
+
+const CLIENT_ERRORS: Record<string, ClientError> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'the request was not received in time'],
   HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'request headers must be at most 16 KiB'],
 };
+const NOT_HTTP: ClientError = [400, 'malformed_request', 'the request is not valid HTTP/1.1'];
 
 /**
  * Answers what Node's HTTP parser refuses before Fastify sees a request (bytes that are not
@@ -99,11 +101,7 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, code, message] = CLIENT_ERRORS[err.code ?? ''] ?? [
-    400,
-    'malformed_request',
-    'the request is not valid HTTP/1.1',
-  ];
+  const [status, code, message] = CLIENT_ERRORS[err.code ?? ''] ?? NOT_HTTP;
   // As Node does: answer only if no response has started on this socket (never corrupt one).
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (socket.writable && !inFlight?.headersSent) {

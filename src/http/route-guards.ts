@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
+import { noRoute } from './errors.js';
 
 type Guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
 
@@ -16,6 +17,9 @@ function requireMediaType(types: string[]): Guard {
   };
 }
 
+/** The most a request body may hold, on every route that reads one (413 past it). */
+export const BODY_LIMIT = 16 * 1024;
+
 // Run after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
 export const requireJson = requireMediaType(['application/json']);
 /** PATCH takes a JSON Merge Patch, labelled as one or as plain JSON. */
@@ -30,8 +34,7 @@ export function requireIdSegment(
 ): void {
   const params = request.params as Record<string, string | undefined>;
   const empty = params.id === '' || params.gid === '' || params.user === '';
-  const path = request.url.split('?')[0];
-  done(empty ? new AppError(404, 'not_found', `no route matches ${request.method} ${path}`) : undefined);
+  done(empty ? noRoute(request) : undefined);
 }
 
 /** Answers 405 with Allow for the methods a known path does not take. */

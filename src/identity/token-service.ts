@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { grantable } from '../access/policy.js';
-import { BadRequestError, ScopeNotHeldError, TokenNotFoundError } from '../errors.js';
+import { ScopeNotHeldError, TokenNotFoundError } from '../errors.js';
+import { cursorCodec, type Page, pageOf } from '../paging.js';
 import { DEFAULT_SCOPES, type Scope } from '../schemas/token.js';
 import type { Store, TokenRecord } from '../store/store.js';
 import { type Caller, isAdmin } from './caller.js';
@@ -45,12 +45,6 @@ export interface TokenServiceOptions {
   clock?: () => number;
 }
 
-export interface TokenPage {
-  tokens: TokenRecord[];
-  /** The cursor of the next page; null on the last. */
-  next: string | null;
-}
-
 const isOperator = (m: Maker): m is Operator => m.kind === 'operator';
 const mayActForAll = (m: Maker) => isOperator(m) || isAdmin(m);
 
@@ -61,32 +55,16 @@ const byOf = (m: Maker): TokenAudit['by'] =>
       ? { kind: 'token', user: m.user, tokenId: m.tokenId }
       : { kind: 'jwt', user: m.user };
 
-// A cursor names the last token seen (its creation time and id) and a short hash of the listing it
-// belongs to (the caller and the user filter), so one issued for another listing is refused.
-function listingHash(caller: string, user: string | null): string {
-  return createHash('sha256')
-    .update(`tokens\n${caller}\n${user ?? '*'}`)
-    .digest('base64url')
-    .slice(0, 16);
-}
-
-// A cursor names the token its page ended with; the store pages on in the order tokens were made.
-// Cursors of the form before that (`1.<createdAt>.<id>.<hash>`) are still read, by their id.
-function encodeCursor(last: TokenRecord, caller: string, user: string | null): string {
-  return Buffer.from(`2.${last.id}.${listingHash(caller, user)}`).toString('base64url');
-}
-
-function decodeCursor(cursor: string, caller: string, user: string | null) {
-  const bad = (why: string) =>
-    new BadRequestError('invalid_cursor', `cursor ${why}`, [{ field: '/cursor', message: why }]);
-  if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw bad('is not a cursor this service issued');
-  const m = /^(?:2|1\.(?:0|[1-9][0-9]{0,15}))\.(tok_[A-Za-z0-9_-]{12})\.([A-Za-z0-9_-]{16})$/.exec(
-    Buffer.from(cursor, 'base64url').toString('latin1'),
-  );
-  if (!m) throw bad('is not a cursor this service issued');
-  if (m[2] !== listingHash(caller, user)) throw bad('was issued to another caller or for another user');
-  return { id: m[1] as string };
-}
+// A tokens list's cursor names the token its page ended with (the store pages on in the order
+// tokens were made) and is bound to the caller and the user filter. Cursors of the form before that
+// (`1.<createdAt>.<id>.<hash>`) are still read, by their id.
+const TOKEN_POSITION = /^(?:2|1\.(?:0|[1-9][0-9]{0,15}))\.(tok_[A-Za-z0-9_-]{12})$/;
+const tokenCursor = cursorCodec<string>({
+  write: (id) => `2.${id}`,
+  read: (text) => TOKEN_POSITION.exec(text)?.[1],
+  another: 'another caller or for another user',
+});
+const listing = (caller: string, user: string | null) => `tokens\n${caller}\n${user ?? '*'}`;
 
 const callerName = (m: Maker) => (isOperator(m) ? `operator:${m.account}` : m.user);
 
@@ -173,7 +151,10 @@ export class TokenService {
    * A page of the tokens the maker may see, newest first: its own user's, or (an admin, an
    * operator) every user's or `user`'s.
    */
-  async page(maker: Maker, q: { user?: string | undefined; cursor?: string | undefined; limit: number }) {
+  async page(
+    maker: Maker,
+    q: { user?: string | undefined; cursor?: string | undefined; limit: number },
+  ): Promise<Page<TokenRecord>> {
     const all = mayActForAll(maker);
     if (!all && q.user !== undefined && q.user !== (maker as Caller).user) {
       throw new ScopeNotHeldError(
@@ -184,12 +165,9 @@ export class TokenService {
     }
     const user = all ? (q.user ?? null) : (maker as Caller).user;
     const who = callerName(maker);
-    const before = q.cursor === undefined ? null : decodeCursor(q.cursor, who, user);
+    const before = q.cursor === undefined ? null : { id: tokenCursor.decode(q.cursor, listing(who, user)) };
     const rows = await this.store.pageTokens({ user, before, limit: q.limit + 1 });
-    const tokens = rows.slice(0, q.limit);
-    const last = tokens.at(-1);
-    const next = rows.length > q.limit && last ? encodeCursor(last, who, user) : null;
-    return { tokens, next } satisfies TokenPage;
+    return pageOf(rows, q.limit, (last) => tokenCursor.encode(last.id, listing(who, user)));
   }
 
   /** Every token the maker may see (the command line's list), newest first. */
@@ -198,7 +176,7 @@ export class TokenService {
     let cursor: string | undefined;
     do {
       const page = await this.page(maker, { user, cursor, limit: 1000 });
-      out.push(...page.tokens);
+      out.push(...page.items);
       cursor = page.next ?? undefined;
     } while (cursor !== undefined);
     return out;

@@ -1,16 +1,10 @@
-import { createHash } from 'node:crypto';
-import { BadRequestError } from '../errors.js';
-import { MAX_PLANT_ID } from '../schemas/plant.js';
+import { idCursor } from '../paging.js';
 
-// A cursor names the last id seen and a short hash of the listing it belongs to (user, tag and
-// garden), so one issued to another user or for another tag or garden is refused rather than
-// silently misused. A listing of every garden hashes as version 2's did, so its cursors still work.
-function listingHash(user: string, tag: string | null, garden: string | null): string {
+// A plant list's cursor is bound to the user and the query (tag and garden). A listing of every
+// garden is written as version 2's was, so its cursors still work.
+function listing(user: string, tag: string | null, garden: string | null): string {
   const scope = garden === null ? '' : `\n@${garden}`;
-  return createHash('sha256')
-    .update(`${user}\n${tag === null ? '-' : `+${tag}`}${scope}`)
-    .digest('base64url')
-    .slice(0, 16);
+  return `${user}\n${tag === null ? '-' : `+${tag}`}${scope}`;
 }
 
 /** The opaque continuation token for a page that ended at afterId. */
@@ -20,7 +14,7 @@ export function encodeCursor(
   tag: string | null,
   garden: string | null,
 ): string {
-  return Buffer.from(`1.${afterId}.${listingHash(user, tag, garden)}`).toString('base64url');
+  return idCursor.encode(afterId, listing(user, tag, garden));
 }
 
 /** The id a cursor continues after; 400 when it is malformed or belongs to another listing. */
@@ -30,16 +24,5 @@ export function decodeCursor(
   tag: string | null,
   garden: string | null,
 ): number {
-  const bad = (why: string) =>
-    new BadRequestError('invalid_cursor', `cursor ${why}`, [{ field: '/cursor', message: why }]);
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad('is not a cursor this service issued');
-  const m = /^1\.([1-9][0-9]{0,15})\.([A-Za-z0-9_-]{16})$/.exec(
-    Buffer.from(cursor, 'base64url').toString('latin1'),
-  );
-  const afterId = m ? Number(m[1]) : Number.NaN;
-  if (!m || !(afterId <= MAX_PLANT_ID)) throw bad('is not a cursor this service issued');
-  if (m[2] !== listingHash(user, tag, garden)) {
-    throw bad('was issued to another user or for another tag or garden');
-  }
-  return afterId;
+  return idCursor.decode(cursor, listing(user, tag, garden));
 }

@@ -1,6 +1,7 @@
 import type { Caller } from '../identity/caller.js';
-import type { ListMarks } from '../store/store.js';
-import type { ListScope, Page, PlantService } from './service.js';
+import type { Page } from '../paging.js';
+import type { ListMarks, PagePlant } from '../store/store.js';
+import type { ListScope, PlantService } from './service.js';
 
 /**
  * A list page as it is answered: the serialized body, and where the next page starts. No Link
@@ -81,7 +82,7 @@ export class ListCache {
     caller: Caller,
     scope: ListScope,
     q: ListQuery,
-    render: (page: Page) => string,
+    render: (page: Page<PagePlant>) => string,
   ): Promise<RenderedPage> {
     // Read the marks before the store: a write landing in between only makes the entry stale.
     const asked = this.service.listMarks(scope, q.tag);

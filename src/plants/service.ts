@@ -9,6 +9,7 @@ import {
 } from '../errors.js';
 import { forbidden, type GardenService } from '../gardens/service.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
+import { type Page, pageOf } from '../paging.js';
 import type { PlantCreate, PlantPatch } from '../schemas/plant.js';
 import type {
   IdempotencyClaim,
@@ -39,13 +40,6 @@ export interface UpdateOutcome {
   plant: VersionedPlant;
   /** True when an Idempotency-Key replayed an earlier response. */
   replayed: boolean;
-}
-
-export interface Page {
-  plants: PagePlant[];
-  /** Cursor for the next page, or null on the last one. */
-  next: string | null;
-  limit: number;
 }
 
 /** The hash an Idempotency-Key record keeps of its request body. */
@@ -159,7 +153,7 @@ export class PlantService {
     caller: Caller,
     scope: ListScope,
     q: { limit?: number; tag?: string; cursor?: string; withVersion?: boolean },
-  ): Promise<Page> {
+  ): Promise<Page<PagePlant>> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const tag = q.tag ?? null;
     const afterId = q.cursor === undefined ? 0 : decodeCursor(q.cursor, caller.user, tag, scope.garden);
@@ -170,11 +164,7 @@ export class PlantService {
       limit: limit + 1,
       ...(q.withVersion ? { withVersion: true } : {}),
     });
-    const more = rows.length > limit;
-    const plants = more ? rows.slice(0, limit) : rows;
-    const last = plants[plants.length - 1];
-    const next = more && last ? encodeCursor(last.id, caller.user, tag, scope.garden) : null;
-    return { plants, next, limit };
+    return pageOf(rows, limit, (last) => encodeCursor(last.id, caller.user, tag, scope.garden));
   }
 
   /**

@@ -5,9 +5,9 @@ import { Type } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import type { GardenService, GardenView } from '../gardens/service.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import { isValidUser } from '../identity/tokens.js';
-import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import {
   Garden,
   GardenCreate,
@@ -20,7 +20,6 @@ import {
   MemberPut,
 } from '../schemas/garden.js';
 import type { MemberRecord } from '../store/store.js';
-import { BODY_LIMIT } from './plants.js';
 
 const tags = ['gardens'];
 
@@ -52,16 +51,6 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
     const security = auth.security;
     const read = authenticate(auth, 'plants:read');
     const write = authenticate(auth, 'plants:write');
-    const created = (schema: object, description: string, location: string) => ({
-      ...schema,
-      description,
-      headers: { location: { type: 'string', description: location }, ...SUCCESS_HEADERS },
-    });
-    const ok = (schema: object, description: string) => ({
-      ...schema,
-      description,
-      headers: SUCCESS_HEADERS,
-    });
 
     app.post(
       '/gardens',
@@ -101,7 +90,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           tags,
           security,
           response: {
-            200: ok(GardenList, "The caller's gardens."),
+            200: success(GardenList, "The caller's gardens."),
             ...errorResponses(401, 403, 429, 500, 503),
           },
         },
@@ -121,7 +110,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           tags,
           security,
           params: GardenIdParam,
-          response: { 200: ok(Garden, 'The garden.'), ...errorResponses(401, 403, 404, 429, 500, 503) },
+          response: { 200: success(Garden, 'The garden.'), ...errorResponses(401, 403, 404, 429, 500, 503) },
         },
       },
       async (request) => gardenView(await gardens.find(request.caller!, request.params.gid)),
@@ -141,7 +130,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           params: GardenIdParam,
           body: GardenPatch,
           response: {
-            200: ok(Garden, 'The renamed garden.'),
+            200: success(Garden, 'The renamed garden.'),
             ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
           },
         },
@@ -185,7 +174,10 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           tags,
           security,
           params: GardenIdParam,
-          response: { 200: ok(MemberList, 'The members.'), ...errorResponses(401, 403, 404, 429, 500, 503) },
+          response: {
+            200: success(MemberList, 'The members.'),
+            ...errorResponses(401, 403, 404, 429, 500, 503),
+          },
         },
       },
       async (request) => (await gardens.members(request.caller!, request.params.gid)).map(memberView),
@@ -206,8 +198,8 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           params: MemberParams,
           body: MemberPut,
           response: {
-            200: ok(Member, 'Its role changed (or already was the one asked).'),
-            201: ok(Member, 'Added.'),
+            200: success(Member, 'Its role changed (or already was the one asked).'),
+            201: success(Member, 'Added.'),
             ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503),
           },
         },

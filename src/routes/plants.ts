@@ -2,13 +2,20 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AppError, BadRequestError } from '../errors.js';
+import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson, requireMergePatch } from '../http/route-guards.js';
-import { etagOf, parseEtags } from '../plants/etag.js';
+import { ifMatch, readWithEtag, requireIfMatch, setEtag } from '../http/conditional.js';
+import {
+  BODY_LIMIT,
+  methodNotAllowed,
+  requireIdSegment,
+  requireJson,
+  requireMergePatch,
+} from '../http/route-guards.js';
+import { nextLink } from '../paging.js';
 import { ListCache } from '../plants/list-cache.js';
-import type { Page, PlantService } from '../plants/service.js';
-import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import type { PlantService } from '../plants/service.js';
+import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import { GardenIdParam } from '../schemas/garden.js';
 import {
   ListQuery,
@@ -22,7 +29,6 @@ import {
 } from '../schemas/plant.js';
 import type { PagePlant } from '../store/store.js';
 
-export const BODY_LIMIT = 16 * 1024;
 const tags = ['plants'];
 
 const IdempotencyHeaders = Type.Object({
@@ -101,39 +107,25 @@ function includes(include: string | undefined): { id: boolean; garden: boolean; 
   };
 }
 
-// The next page's link: the same query on the same path, with the page's limit and the next cursor.
-function nextLink(path: string, page: Pick<Page, 'next' | 'limit'>, q: ListQuery): string | undefined {
-  if (page.next === null) return undefined;
-  const tag = q.tag === undefined ? '' : `&tag=${encodeURIComponent(q.tag)}`;
-  const include = q.include === undefined ? '' : `&include=${q.include}`;
-  const garden = q.garden === undefined ? '' : `&garden=${encodeURIComponent(q.garden)}`;
-  return `<${path}?limit=${page.limit}&cursor=${page.next}${tag}${garden}${include}>; rel="next"`;
-}
-
 // A create's answer, on /plants and on /gardens/{gid}/plants alike.
-const created = {
-  ...Plant,
-  description: 'Created. `Location: /plants/{id}` names the new plant.',
-  headers: {
-    location: { type: 'string', description: '/plants/{id}' },
+const createdPlant = created(
+  Plant,
+  'Created. `Location: /plants/{id}` names the new plant.',
+  '/plants/{id}',
+  {
     ...etagHeader,
     ...replayedHeader,
-    ...SUCCESS_HEADERS,
   },
-};
+);
 
 // A list's answer, on /plants and on /gardens/{gid}/plants alike: its next link names its own path.
-const listed = (path: string) => ({
-  ...PlantList,
-  description: 'A page of plants. `Link: <…>; rel="next"` is present when more follow.',
-  headers: {
+const listed = (path: string) =>
+  success(PlantList, 'A page of plants. `Link: <…>; rel="next"` is present when more follow.', {
     link: {
       type: 'string',
       description: `The next page, \`<${path}?limit=…&cursor=…>; rel="next"\`, when more follow; absent on the last page.`,
     },
-    ...SUCCESS_HEADERS,
-  },
-});
+  });
 
 // The nested list's query: the garden is in the path.
 const { garden: _inPath, ...nestedQuery } = ListQuery.properties;
@@ -156,7 +148,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
   async function create(request: FastifyRequest, reply: FastifyReply, garden: string | undefined) {
     const key = request.headers['idempotency-key'] as string | undefined;
     const out = await service.create(request.caller!, request.body as PlantCreate, key, garden);
-    reply.code(201).header('location', `/plants/${out.plant.id}`).header('etag', etagOf(out.plant.version));
+    setEtag(reply.code(201).header('location', `/plants/${out.plant.id}`), out.plant.version);
     if (out.replayed) reply.header('idempotent-replayed', 'true');
     return view(out.plant);
   }
@@ -179,15 +171,18 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       withVersion: want.version,
     };
     const shape = want.version || want.garden ? pageViewWith(want) : want.id ? pageViewWithId : pageView;
-    const linkQuery = linkGarden ? q : { ...q, garden: undefined };
     const out = await lists.get(
       request.caller!,
       scope,
       query,
-      (page) => reply.serialize(page.plants.map(shape)) as string,
+      (page) => reply.serialize(page.items.map(shape)) as string,
     );
     // Built here, not kept with the page: the cache answers both paths from one entry.
-    const link = nextLink(path, out, linkQuery);
+    const link = nextLink(path, out, {
+      tag: q.tag,
+      garden: linkGarden ? q.garden : undefined,
+      include: q.include?.split(','),
+    });
     if (link) reply.header('link', link);
     return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
   }
@@ -213,7 +208,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           headers: IdempotencyHeaders,
           body: PlantCreate,
           response: {
-            201: created,
+            201: createdPlant,
             ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503),
           },
         },
@@ -284,7 +279,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
           headers: IdempotencyHeaders,
           body: PlantCreate,
           response: {
-            201: created,
+            201: createdPlant,
             ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503),
           },
         },
@@ -313,7 +308,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
             ),
           }),
           response: {
-            200: { ...Plant, description: 'The plant.', headers: { ...etagHeader, ...SUCCESS_HEADERS } },
+            200: success(Plant, 'The plant.', etagHeader),
             304: Type.Null({
               description: 'Not modified: the plant is still in the version `If-None-Match` names; no body.',
               headers: { ...etagHeader, ...SUCCESS_HEADERS },
@@ -324,16 +319,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const plant = await service.get(request.caller!, plantId(request.params.id));
-        const etag = etagOf(plant.version);
-        reply.header('etag', etag);
-        const held = request.headers['if-none-match'];
-        if (held !== undefined) {
-          const versions = parseEtags(held);
-          if (versions === '*' || versions.includes(plant.version))
-            // No payload at all: Fastify then sends neither a body nor Content-Length/Type.
-            return reply.code(304).send(undefined as unknown as null);
-        }
-        return view(plant);
+        return readWithEtag(request, reply, plant.version, view(plant));
       },
     );
 
@@ -359,37 +345,25 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
             },
           },
           response: {
-            200: {
-              ...Plant,
-              description:
-                'Changed (or unchanged, for a patch that changes nothing): the plant and its new ETag.',
-              headers: {
-                ...etagHeader,
-                ...replayedHeader,
-                ...SUCCESS_HEADERS,
-              },
-            },
+            200: success(
+              Plant,
+              'Changed (or unchanged, for a patch that changes nothing): the plant and its new ETag.',
+              { ...etagHeader, ...replayedHeader },
+            ),
             ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503),
           },
         },
       },
       async (request, reply) => {
-        const ifMatch = request.headers['if-match'];
-        if (ifMatch === undefined) {
-          throw new AppError(
-            428,
-            'precondition_required',
-            'If-Match is required: send the ETag of the plant as you read it (or *)',
-          );
-        }
+        const versions = requireIfMatch(request);
         const out = await service.update(
           request.caller!,
           plantId(request.params.id),
           request.body as PlantPatch,
-          parseEtags(ifMatch),
+          versions,
           request.headers['idempotency-key'],
         );
-        reply.header('etag', etagOf(out.plant.version));
+        setEtag(reply, out.plant.version);
         if (out.replayed) reply.header('idempotent-replayed', 'true');
         return view(out.plant);
       },
@@ -415,12 +389,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
         },
       },
       async (request, reply) => {
-        const ifMatch = request.headers['if-match'] as string | undefined;
-        await service.remove(
-          request.caller!,
-          plantId(request.params.id),
-          ifMatch === undefined ? undefined : parseEtags(ifMatch),
-        );
+        await service.remove(request.caller!, plantId(request.params.id), ifMatch(request));
         return reply.code(204).send(null);
       },
     );

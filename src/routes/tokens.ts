@@ -4,10 +4,11 @@ import type { FastifyInstance } from 'fastify';
 import { parseDuration } from '../durations.js';
 import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
 import type { TokenService } from '../identity/token-service.js';
 import { tokenStatus } from '../identity/tokens.js';
-import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import { nextLink } from '../paging.js';
+import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import {
   TokenCreate,
   TokenCreated,
@@ -17,7 +18,6 @@ import {
   TokenView,
 } from '../schemas/token.js';
 import type { TokenRecord } from '../store/store.js';
-import { BODY_LIMIT } from './plants.js';
 
 const tags = ['identity'];
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
@@ -78,14 +78,12 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
           security,
           body: TokenCreate,
           response: {
-            201: {
-              ...TokenCreated,
-              description: 'Created. The secret is in `token`; it is never shown again.',
-              headers: {
-                location: { type: 'string', description: '/tokens/{id}' },
-                ...headers,
-              },
-            },
+            201: created(
+              TokenCreated,
+              'Created. The secret is in `token`; it is never shown again.',
+              '/tokens/{id}',
+              NO_STORE,
+            ),
             ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
           },
         },
@@ -121,18 +119,14 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
           security,
           querystring: TokenListQuery,
           response: {
-            200: {
-              ...TokenList,
-              description: 'A page of tokens.',
-              headers: {
-                link: {
-                  type: 'string',
-                  description:
-                    'The next page, `</tokens?limit=…&cursor=…>; rel="next"` (with `user` repeated), when more follow.',
-                },
-                ...headers,
+            200: success(TokenList, 'A page of tokens.', {
+              link: {
+                type: 'string',
+                description:
+                  'The next page, `</tokens?limit=…&cursor=…>; rel="next"` (with `user` repeated), when more follow.',
               },
-            },
+              ...NO_STORE,
+            }),
             ...errorResponses(400, 401, 403, 429, 500, 503),
           },
         },
@@ -141,12 +135,10 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
         const q = request.query;
         const limit = q.limit === undefined ? 100 : Number(q.limit);
         const page = await tokens.page(request.caller!, { user: q.user, cursor: q.cursor, limit });
-        if (page.next !== null) {
-          const user = q.user === undefined ? '' : `&user=${encodeURIComponent(q.user)}`;
-          reply.header('link', `</tokens?limit=${limit}&cursor=${page.next}${user}>; rel="next"`);
-        }
+        const link = nextLink('/tokens', page, { user: q.user });
+        if (link) reply.header('link', link);
         const now = new Date();
-        return page.tokens.map((t) => tokenView(t, now));
+        return page.items.map((t) => tokenView(t, now));
       },
     );
 
@@ -163,7 +155,7 @@ export function tokenRoutes(tokens: TokenService, auth: AuthDeps) {
           security,
           params: TokenIdParam,
           response: {
-            200: { ...TokenView, description: 'The token.', headers },
+            200: success(TokenView, 'The token.', NO_STORE),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },

@@ -4,8 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { WebhookService } from '../events/webhooks.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
-import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
+import { BODY_LIMIT, methodNotAllowed, requireIdSegment, requireJson } from '../http/route-guards.js';
+import { nextLink } from '../paging.js';
+import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import {
   AttemptList,
   AttemptsQuery,
@@ -18,7 +19,6 @@ import {
 import type { AttemptRecord, EndpointRecord } from '../store/store.js';
 
 const tags = ['webhooks'];
-const BODY_LIMIT = 16 * 1024;
 
 function view(e: EndpointRecord) {
   return {
@@ -69,11 +69,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           security,
           body: WebhookCreate,
           response: {
-            201: {
-              ...WebhookWithSecret,
-              description: 'Created; `Location: /webhooks/{id}`.',
-              headers: { location: { type: 'string', description: '/webhooks/{id}' }, ...SUCCESS_HEADERS },
-            },
+            201: created(WebhookWithSecret, 'Created; `Location: /webhooks/{id}`.', '/webhooks/{id}'),
             ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
           },
         },
@@ -97,7 +93,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           tags,
           security,
           response: {
-            200: { ...WebhookList, description: 'The endpoints.', headers: SUCCESS_HEADERS },
+            200: success(WebhookList, 'The endpoints.'),
             ...errorResponses(401, 403, 429, 500, 503),
           },
         },
@@ -117,11 +113,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           security,
           params: WebhookIdParam,
           response: {
-            200: {
-              ...WebhookWithSecret,
-              description: 'The endpoint, its secret included.',
-              headers: SUCCESS_HEADERS,
-            },
+            200: success(WebhookWithSecret, 'The endpoint, its secret included.'),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },
@@ -165,11 +157,7 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           security,
           params: WebhookIdParam,
           response: {
-            200: {
-              ...WebhookWithSecret,
-              description: 'The endpoint with its new secret.',
-              headers: SUCCESS_HEADERS,
-            },
+            200: success(WebhookWithSecret, 'The endpoint with its new secret.'),
             ...errorResponses(401, 403, 404, 429, 500, 503),
           },
         },
@@ -191,14 +179,9 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
           params: WebhookIdParam,
           querystring: AttemptsQuery,
           response: {
-            200: {
-              ...AttemptList,
-              description: 'A page of attempts; `Link: <…>; rel="next"` while more follow.',
-              headers: {
-                link: { type: 'string', description: 'The next page, when more follow.' },
-                ...SUCCESS_HEADERS,
-              },
-            },
+            200: success(AttemptList, 'A page of attempts; `Link: <…>; rel="next"` while more follow.', {
+              link: { type: 'string', description: 'The next page, when more follow.' },
+            }),
             ...errorResponses(400, 401, 403, 404, 429, 500, 503),
           },
         },
@@ -207,9 +190,9 @@ export function webhookRoutes(service: WebhookService, auth: AuthDeps) {
         const { id } = request.params;
         const limit = request.query.limit === undefined ? 100 : Number(request.query.limit);
         const page = await service.attempts(request.caller!, id, { limit, cursor: request.query.cursor });
-        if (page.next)
-          reply.header('link', `</webhooks/${id}/deliveries?limit=${limit}&cursor=${page.next}>; rel="next"`);
-        return page.attempts.map(attemptView);
+        const link = nextLink(`/webhooks/${id}/deliveries`, page);
+        if (link) reply.header('link', link);
+        return page.items.map(attemptView);
       },
     );
 

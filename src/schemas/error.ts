@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import type { ErrorCode } from '../errors.js';
 
 export const ErrorBody = Type.Object(
   {
@@ -20,7 +21,9 @@ export const ErrorBody = Type.Object(
   },
   { $id: 'Error', title: 'Error' },
 );
-export type ErrorBody = Static<typeof ErrorBody>;
+// The document says only that a code is a string; the type admits only the codes ErrorCode
+// declares, so a body written with any other fails the typecheck.
+export type ErrorBody = Static<typeof ErrorBody> & { code: ErrorCode };
 
 const ref = Type.Ref('Error');
 
@@ -54,6 +57,21 @@ export const RATE_LIMIT = {
 };
 /** The headers of every successful answer to an authenticated request. */
 export const SUCCESS_HEADERS = { ...REQUEST_ID, ...RATE_LIMIT };
+
+/** A successful answer's response schema: `schema`, described, with `headers` and those of every success. */
+export const success = <T extends object>(schema: T, description: string, headers: object = {}) => ({
+  ...schema,
+  description,
+  headers: { ...headers, ...SUCCESS_HEADERS },
+});
+
+/** A 201's response schema: as success, with a Location header (described by `location`) first. */
+export const created = <T extends object>(
+  schema: T,
+  description: string,
+  location: string,
+  headers: object = {},
+) => success(schema, description, { location: { type: 'string', description: location }, ...headers });
 const RETRY_AFTER = { 'retry-after': header('Seconds to wait before trying again.', 'integer') };
 
 const HEADERS: Record<number, Record<string, unknown>> = {
