@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import type { Config } from './config.js';
-import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
+import type { DispatcherOptions } from './events/dispatcher.js';
 import type { Resolver } from './events/outbound.js';
 import { EventStreams, type StreamOptions } from './events/stream.js';
 import { WebhookService } from './events/webhooks.js';
@@ -19,7 +19,7 @@ import { JwtVerifier } from './identity/jwt.js';
 import { LastUsed } from './identity/last-used.js';
 import { TokenService } from './identity/token-service.js';
 import { TokenVerifier } from './identity/token-verifier.js';
-import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
+import { PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
 import { consoleRoutes } from './routes/console.js';
@@ -31,10 +31,10 @@ import { BODY_LIMIT, plantRoutes } from './routes/plants.js';
 import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { Runtime } from './runtime.js';
 import { documentRoute } from './schemas/document.js';
 import { ErrorBody } from './schemas/error.js';
 import { EventSchema, WEBHOOKS_DOC } from './schemas/webhook.js';
-import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
 
 export interface AppDeps {
@@ -100,14 +100,26 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     },
   });
 
-  const ownStore = !deps.store;
-  const rawStore =
-    deps.store ??
-    (await openStore({ url: config.database, durability: config.durability, poolSize: config.poolSize }));
-  await rawStore.migrate();
+  const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
   const metrics = config.metrics ? new Metrics() : null;
-  metrics?.watchPool(rawStore);
-  const store = metrics ? metrics.instrument(rawStore) : rawStore;
+  const runtime = await Runtime.open(config, 'serve', {
+    ...(deps.store ? { store: deps.store } : {}),
+    ...(metrics
+      ? {
+          instrument: (raw: Store) => {
+            metrics.watchPool(raw);
+            return metrics.instrument(raw);
+          },
+        }
+      : {}),
+    warn,
+    dispatcher: {
+      ...(deps.resolver ? { resolver: deps.resolver } : {}),
+      ...(metrics ? { onAttempt: metrics.deliveryAttempted } : {}),
+      ...deps.dispatcher,
+    },
+  });
+  const { store } = runtime;
   const limiter =
     deps.limiter ?? (config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter());
   const jwt = config.jwtIssuer
@@ -124,7 +136,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
         warn: (message) => app.log.warn(message),
       })
     : null;
-  const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
   const lastUsed = new LastUsed(store, {
     warn,
     ...(deps.lastUsedFlushMs ? { flushMs: deps.lastUsedFlushMs } : {}),
@@ -139,20 +150,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     revoked: (id) => builtin.forget(id),
   });
   const streams = new EventStreams(store, { warn, maxPerUser: config.maxStreamsPerUser, ...deps.streams });
-  const dispatcher = new Dispatcher({
-    store,
-    timeoutMs: config.webhookTimeout,
-    schedule: config.webhookRetrySchedule,
-    allowPrivate: config.webhookAllowPrivate,
-    ...(deps.resolver ? { resolver: deps.resolver } : {}),
-    ...(metrics ? { onAttempt: metrics.deliveryAttempted } : {}),
-    warn,
-    ...deps.dispatcher,
-  });
   metrics?.watchStreams(() => streams.open);
-  // A change and its event committed here: this process's streams look at once, and its
-  // dispatcher when the commit queued deliveries (with no endpoint, a create costs it nothing).
-  if (config.webhookDelivery) store.onDeliveriesQueued(() => dispatcher.nudge());
   const gardens = new GardenService(store);
   const service = new PlantService(store, gardens, undefined, () => streams.nudge());
   const webhooks = new WebhookService(store, {
@@ -160,18 +158,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     ...(deps.resolver ? { resolver: deps.resolver } : {}),
   });
 
-  const purgeAll = () => {
-    const now = Date.now();
-    store.purgeIdempotencyKeys(new Date(now - IDEMPOTENCY_RETAIN_MS)).catch((err) => {
-      app.log.warn({ err }, 'could not purge old idempotency keys');
-    });
-    store.purgeEvents(new Date(now - config.eventRetention)).catch((err) => {
-      app.log.warn({ err }, 'could not purge old events');
-    });
-  };
-  const purge = setInterval(purgeAll, Math.min(3_600_000, Math.max(1_000, config.eventRetention / 10)));
-  purge.unref();
-  if (config.webhookDelivery) dispatcher.start();
+  if (config.webhookDelivery) runtime.deliver();
+  runtime.purge();
 
   // Streams would hold the server open: end them before it closes (SIGTERM closes them cleanly).
   app.addHook('preClose', (done) => {
@@ -179,11 +167,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     done();
   });
   app.addHook('onClose', async () => {
-    clearInterval(purge);
-    await dispatcher.stop();
     await lastUsed.flush();
     if (!deps.limiter) await limiter.close();
-    if (ownStore) await rawStore.close();
+    await runtime.close();
   });
   // Callback-style (not async): this runs on every request, and a promise per hook adds up.
   app.addHook('onRequest', (request, reply, done) => {

@@ -8,12 +8,11 @@ import { serveAll } from './cluster.js';
 import { type Config, ConfigError, FIELDS, loadConfig } from './config.js';
 import { parseDuration } from './durations.js';
 import { TokenNotFoundError } from './errors.js';
-import { Dispatcher } from './events/dispatcher.js';
 import { type Operator, TokenService } from './identity/token-service.js';
 import { isValidUser, tokenStatus } from './identity/tokens.js';
+import { Runtime } from './runtime.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from './schemas/token.js';
-import { openStore, sqlitePath } from './store/index.js';
-import type { Store } from './store/store.js';
+import { sqlitePath } from './store/index.js';
 import { UsageError } from './usage-error.js';
 
 const CONFIG_KEYS = Object.keys(FIELDS) as (keyof Config)[];
@@ -35,22 +34,12 @@ function configFrom(opts: Record<string, unknown>): Config {
   return loadConfig(process.env, flags);
 }
 
-async function withStore<T>(
-  opts: Record<string, unknown>,
-  fn: (store: Store) => Promise<T>,
-  migrateFirst = true,
-): Promise<T> {
-  const config = configFrom(opts);
-  const store = await openStore({
-    url: config.database,
-    durability: config.durability,
-    poolSize: config.poolSize,
-  });
+async function withStore<T>(opts: Record<string, unknown>, fn: (runtime: Runtime) => Promise<T>): Promise<T> {
+  const runtime = await Runtime.open(configFrom(opts), 'command');
   try {
-    if (migrateFirst) await store.migrate();
-    return await fn(store);
+    return await fn(runtime);
   } finally {
-    await store.close();
+    await runtime.close();
   }
 }
 
@@ -72,7 +61,7 @@ async function withTokens<T>(
   } catch {
     // No entry for this uid (a container): the audit line says unknown.
   }
-  return withStore(opts, (store) =>
+  return withStore(opts, ({ store }) =>
     fn(new TokenService(store, { audit: (entry) => log.info({ audit: entry }, `token ${entry.action}`) }), {
       kind: 'operator',
       account,
@@ -136,7 +125,7 @@ export function buildCli(): Command {
 
   withDatabase(program.command('migrate').description('bring the store schema up to date')).action(
     async (opts) => {
-      const applied = await withStore(opts, (store) => store.migrate(), false);
+      const applied = await withStore(opts, async (runtime) => runtime.applied);
       process.stderr.write(applied.length ? `applied ${applied.join(', ')}\n` : 'schema is up to date\n');
     },
   );
@@ -156,7 +145,7 @@ export function buildCli(): Command {
     }
     if (!existsSync(sqlitePath(database)))
       throw new UsageError(`there is no store at ${sqlitePath(database)}`);
-    await withStore(opts, async (store) => {
+    await withStore(opts, async ({ store }) => {
       await store.backup!(file);
     });
     process.stderr.write(`backed up to ${file}\n`);
@@ -271,19 +260,12 @@ async function deliverUntilStopped(config: Config): Promise<void> {
     { level: config.logLevel, base: { command: 'deliver' } },
     pino.destination({ fd: 2, sync: true }),
   );
-  const store = await openStore({ url: config.database, durability: config.durability, poolSize: 2 });
-  await store.migrate();
-  const dispatcher = new Dispatcher({
-    store,
-    timeoutMs: config.webhookTimeout,
-    schedule: config.webhookRetrySchedule,
-    allowPrivate: config.webhookAllowPrivate,
-    pollMs: DELIVER_POLL_MS,
+  const runtime = await Runtime.open(config, 'deliver', {
     warn: (obj, msg) => log.warn(obj, msg),
+    dispatcher: { pollMs: DELIVER_POLL_MS },
   });
   // A commit of this process's own (an attempt recorded, a retry due) may have made more work.
-  store.onDeliveriesQueued(() => dispatcher.nudge());
-  dispatcher.start();
+  runtime.deliver();
   log.info({}, 'delivering webhooks');
   // The dispatcher's timers do not hold a process open (a serving one is held by its listener).
   const alive = setInterval(() => {}, 3_600_000);
@@ -295,8 +277,7 @@ async function deliverUntilStopped(config: Config): Promise<void> {
   clearInterval(alive);
   // What is in flight is sent and recorded (each bounded by the timeout); what was claimed and not
   // sent is claimed again once its lease runs out.
-  await dispatcher.stop();
-  await store.close();
+  await runtime.close();
   log.info({}, 'stopped');
 }
 
