@@ -4,7 +4,8 @@ import pino, { type DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { DispatcherOptions } from './events/dispatcher.js';
 import type { Resolver } from './events/outbound.js';
-import { EventStreams, type StreamOptions } from './events/stream.js';
+import { EventService } from './events/service.js';
+import type { StreamOptions } from './events/stream.js';
 import { WebhookService } from './events/webhooks.js';
 import { GardenService } from './gardens/service.js';
 import { docsRoutes } from './http/docs.js';
@@ -19,6 +20,7 @@ import { JwtVerifier } from './identity/jwt.js';
 import { LastUsed } from './identity/last-used.js';
 import { TokenService } from './identity/token-service.js';
 import { TokenVerifier } from './identity/token-verifier.js';
+import { HealthService } from './ops/health.js';
 import { PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
@@ -149,10 +151,14 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     },
     revoked: (id) => builtin.forget(id),
   });
-  const streams = new EventStreams(store, { warn, maxPerUser: config.maxStreamsPerUser, ...deps.streams });
-  metrics?.watchStreams(() => streams.open);
   const gardens = new GardenService(store);
-  const service = new PlantService(store, gardens, undefined, () => streams.nudge());
+  const events = new EventService(store, gardens, {
+    warn,
+    maxPerUser: config.maxStreamsPerUser,
+    ...deps.streams,
+  });
+  metrics?.watchStreams(() => events.openCount);
+  const service = new PlantService(store, gardens, undefined, () => events.nudge());
   const webhooks = new WebhookService(store, {
     allowPrivate: config.webhookAllowPrivate,
     ...(deps.resolver ? { resolver: deps.resolver } : {}),
@@ -163,7 +169,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
 
   // Streams would hold the server open: end them before it closes (SIGTERM closes them cleanly).
   app.addHook('preClose', (done) => {
-    streams.closeAll();
+    events.closeAll();
     done();
   });
   app.addHook('onClose', async () => {
@@ -277,9 +283,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(meRoutes(auth));
   await app.register(tokenRoutes(tokens, auth));
   await app.register(webhookRoutes(webhooks, auth));
-  await app.register(eventRoutes(streams, store, gardens, auth));
+  await app.register(eventRoutes(events, auth));
   if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));
-  await app.register(opsRoutes(store, metrics));
+  await app.register(opsRoutes(new HealthService(store), metrics));
   if (config.console) {
     await app.register(
       consoleRoutes({
