@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
+import type { Metrics } from './http/metrics.js';
 import { IDEMPOTENCY_RETAIN_MS } from './plants/service.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
@@ -22,10 +23,10 @@ const POOL_SIZE: Record<Work, (config: Config) => number> = {
 export interface RuntimeOptions {
   /** A store to use instead of opening config.database; the caller closes it. */
   store?: Store;
-  /** Wraps the store in what watches it (metrics); the services and the dispatcher use the wrapper. */
-  instrument?: (store: Store) => Store;
+  /** Watches the store's pool and operations and the dispatcher's attempts. */
+  metrics?: Metrics | null;
   warn?: Warn;
-  /** Dispatcher settings beyond the configuration (a resolver, metrics, tests' poll and jitter). */
+  /** Dispatcher settings beyond the configuration (a resolver; tests' poll and jitter). */
   dispatcher?: Partial<Omit<DispatcherOptions, 'store' | 'warn'>>;
 }
 
@@ -64,7 +65,9 @@ export class Runtime {
       if (!opts.store) await raw.close();
       throw err;
     }
-    const store = opts.instrument ? opts.instrument(raw) : raw;
+    const { metrics } = opts;
+    metrics?.watchPool(raw);
+    const store = metrics ? metrics.instrument(raw) : raw;
     return new Runtime(config, store, applied, opts.store ? null : raw, opts);
   }
 
@@ -75,6 +78,7 @@ export class Runtime {
       timeoutMs: this.config.webhookTimeout,
       schedule: this.config.webhookRetrySchedule,
       allowPrivate: this.config.webhookAllowPrivate,
+      ...(this.opts.metrics ? { onAttempt: this.opts.metrics.deliveryAttempted } : {}),
       ...(this.opts.warn ? { warn: this.opts.warn } : {}),
       ...this.opts.dispatcher,
     });
