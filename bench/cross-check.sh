@@ -59,7 +59,7 @@ LUA
 
 PS=7461
 CEIL=7462
-taskset -c 0 node dist/cli.js serve --port $PS --database "sqlite:$TMP/store.db" --log-level warn \
+taskset -c 0 node dist/cli/main.js serve --port $PS --database "sqlite:$TMP/store.db" --log-level warn \
   --rate-limit 0 --auth-failure-limit 0 &
 PIDS+=($!)
 taskset -c 0 node "$TMP/ceiling.mjs" $CEIL &

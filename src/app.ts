@@ -1,41 +1,27 @@
-import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import pino, { type DestinationStream } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
-import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
+import type { DispatcherOptions } from './events/dispatcher.js';
 import type { Resolver } from './events/outbound.js';
-import { EventStreams, type StreamOptions } from './events/stream.js';
-import { WebhookService } from './events/webhooks.js';
+import { EventService } from './events/service.js';
+import type { StreamOptions } from './events/stream.js';
+import { consoleFeature } from './features/console.js';
+import { docsFeature } from './features/docs.js';
+import { EVENT_TAGS, eventsFeature } from './features/events.js';
+import { GARDEN_TAGS, gardensFeature } from './features/gardens.js';
+import { IDENTITY_TAGS, identity } from './features/identity.js';
+import { OPS_TAGS, opsFeature } from './features/ops.js';
+import { PLANT_TAGS, plantsFeature } from './features/plants.js';
+import { WEBHOOK_TAGS, webhooksFeature } from './features/webhooks.js';
 import { GardenService } from './gardens/service.js';
-import { docsRoutes } from './http/docs.js';
-import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
+import { registerErrorHandling } from './http/errors.js';
+import { fastifyInstance } from './http/instance.js';
 import { registerBodyParsers } from './http/json.js';
-import { logSerializers } from './http/log-serializers.js';
 import { Metrics } from './http/metrics.js';
-import { genReqId } from './http/request-id.js';
-import { requestLoggerFactory } from './http/request-logger.js';
 import { BODY_LIMIT } from './http/route-guards.js';
-import { BearerVerifier } from './identity/bearer.js';
-import { JwtVerifier } from './identity/jwt.js';
-import { LastUsed } from './identity/last-used.js';
-import { TokenService } from './identity/token-service.js';
-import { TokenVerifier } from './identity/token-verifier.js';
-import { IDEMPOTENCY_RETAIN_MS, PlantService } from './plants/service.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
-import { consoleRoutes } from './routes/console.js';
-import { eventRoutes } from './routes/events.js';
-import { gardenRoutes } from './routes/gardens.js';
-import { meRoutes } from './routes/me.js';
-import { opsRoutes } from './routes/ops.js';
-import { plantRoutes } from './routes/plants.js';
-import { protectedResourceRoutes, resourceMetadataUrl } from './routes/protected-resource.js';
-import { tokenRoutes } from './routes/tokens.js';
-import { webhookRoutes } from './routes/webhooks.js';
-import { documentRoute } from './schemas/document.js';
-import { ErrorBody } from './schemas/error.js';
-import { EventSchema, WEBHOOKS_DOC } from './schemas/webhook.js';
-import { openStore } from './store/index.js';
+import { Runtime } from './runtime.js';
 import type { Store } from './store/store.js';
 
 export interface AppDeps {
@@ -60,131 +46,24 @@ export interface AppDeps {
   streams?: StreamOptions;
 }
 
-const VERSION = '1.0.0';
-
-/** The one Fastify instance used by `serve` and by the tests. */
+/** The one Fastify instance used by `serve` and by the tests: cross-cutting plugins, then the features. */
 export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
-  const logger = pino(
-    {
-      level: config.logLevel,
-      serializers: logSerializers,
-      // Tokens never reach the logs, even if a serializer someday includes headers.
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', '*.authorization'],
-        censor: '[redacted]',
-      },
-    },
-    deps.logStream,
-  );
-  const app: FastifyInstance = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
-    genReqId,
-    childLoggerFactory: requestLoggerFactory,
-    logController: new LogController({ requestIdLogLabel: 'requestId' }),
-    bodyLimit: BODY_LIMIT,
-    trustProxy: config.trustProxy,
-    routerOptions: { maxParamLength: 2048 },
-    // Slow clients cannot hold a connection forever: Node checks these every checking interval.
-    http: {
-      headersTimeout: config.headersTimeout,
-      requestTimeout: config.requestTimeout,
-      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.headersTimeout / 4)),
-    },
-    keepAliveTimeout: config.keepAliveTimeout,
-    requestTimeout: config.requestTimeout,
-    connectionTimeout: Math.max(60_000, config.requestTimeout),
-    clientErrorHandler,
-    frameworkErrors: frameworkErrorHandler,
-    forceCloseConnections: 'idle',
-    ajv: {
-      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false },
-    },
-  });
-
-  const ownStore = !deps.store;
-  const rawStore =
-    deps.store ??
-    (await openStore({ url: config.database, durability: config.durability, poolSize: config.poolSize }));
-  await rawStore.migrate();
+  const app = fastifyInstance(config, BODY_LIMIT, deps.logStream);
+  const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
   const metrics = config.metrics ? new Metrics() : null;
-  metrics?.watchPool(rawStore);
-  const store = metrics ? metrics.instrument(rawStore) : rawStore;
+  const runtime = await Runtime.open(config, 'serve', {
+    ...(deps.store ? { store: deps.store } : {}),
+    metrics,
+    warn,
+    dispatcher: { ...(deps.resolver ? { resolver: deps.resolver } : {}), ...deps.dispatcher },
+  });
+  const { store } = runtime;
   const limiter =
     deps.limiter ?? (config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter());
-  const jwt = config.jwtIssuer
-    ? new JwtVerifier({
-        issuer: config.jwtIssuer,
-        audience: config.jwtAudience,
-        ...(config.jwtJwksUrl ? { jwksUrl: config.jwtJwksUrl } : {}),
-        algorithms: config.jwtAlgorithms,
-        userClaim: config.jwtUserClaim,
-        clockToleranceMs: config.jwtClockTolerance,
-        allowUntyped: config.jwtAllowUntyped,
-        ...(deps.clock ? { clock: deps.clock } : {}),
-        ...(metrics ? { observeKeyFetch: metrics.keyFetched } : {}),
-        warn: (message) => app.log.warn(message),
-      })
-    : null;
-  const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
-  const lastUsed = new LastUsed(store, {
-    warn,
-    ...(deps.lastUsedFlushMs ? { flushMs: deps.lastUsedFlushMs } : {}),
-  });
-  const builtin = new TokenVerifier(store, deps.tokenCacheMs ?? 2000, undefined, lastUsed);
-  const verifier = new BearerVerifier(builtin, jwt);
-  const tokens = new TokenService(store, {
-    audit: (entry) => {
-      metrics?.tokenChanged(entry.action);
-      app.log.info({ audit: entry }, `token ${entry.action}`);
-    },
-    revoked: (id) => builtin.forget(id),
-  });
-  const streams = new EventStreams(store, { warn, maxPerUser: config.maxStreamsPerUser, ...deps.streams });
-  const dispatcher = new Dispatcher({
-    store,
-    timeoutMs: config.webhookTimeout,
-    schedule: config.webhookRetrySchedule,
-    allowPrivate: config.webhookAllowPrivate,
-    ...(deps.resolver ? { resolver: deps.resolver } : {}),
-    ...(metrics ? { onAttempt: metrics.deliveryAttempted } : {}),
-    warn,
-    ...deps.dispatcher,
-  });
-  metrics?.watchStreams(() => streams.open);
-  // A change and its event committed here: this process's streams look at once, and its
-  // dispatcher when the commit queued deliveries (with no endpoint, a create costs it nothing).
-  if (config.webhookDelivery) store.onDeliveriesQueued(() => dispatcher.nudge());
-  const gardens = new GardenService(store);
-  const service = new PlantService(store, gardens, undefined, () => streams.nudge());
-  const webhooks = new WebhookService(store, {
-    allowPrivate: config.webhookAllowPrivate,
-    ...(deps.resolver ? { resolver: deps.resolver } : {}),
-  });
-
-  const purgeAll = () => {
-    const now = Date.now();
-    store.purgeIdempotencyKeys(new Date(now - IDEMPOTENCY_RETAIN_MS)).catch((err) => {
-      app.log.warn({ err }, 'could not purge old idempotency keys');
-    });
-    store.purgeEvents(new Date(now - config.eventRetention)).catch((err) => {
-      app.log.warn({ err }, 'could not purge old events');
-    });
-  };
-  const purge = setInterval(purgeAll, Math.min(3_600_000, Math.max(1_000, config.eventRetention / 10)));
-  purge.unref();
-  if (config.webhookDelivery) dispatcher.start();
-
-  // Streams would hold the server open: end them before it closes (SIGTERM closes them cleanly).
-  app.addHook('preClose', (done) => {
-    streams.closeAll();
-    done();
-  });
+  // Registered first, so it runs last: every feature has let go of the store by then.
   app.addHook('onClose', async () => {
-    clearInterval(purge);
-    await dispatcher.stop();
-    await lastUsed.flush();
     if (!deps.limiter) await limiter.close();
-    if (ownStore) await rawStore.close();
+    await runtime.close();
   });
   // Callback-style (not async): this runs on every request, and a promise per hook adds up.
   app.addHook('onRequest', (request, reply, done) => {
@@ -195,120 +74,24 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   registerErrorHandling(app);
   registerBodyParsers(app);
   metrics?.observe(app);
+  const tags = [...PLANT_TAGS, ...GARDEN_TAGS, ...WEBHOOK_TAGS, ...EVENT_TAGS, ...IDENTITY_TAGS, ...OPS_TAGS];
+  await app.register(docsFeature(config, tags));
 
-  app.addSchema(ErrorBody);
-  app.addSchema(EventSchema);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'plantstore',
-        version: VERSION,
-        description: 'A store of plants: create, list, read and delete, each with a bearer token.',
-        license: { name: 'MIT', identifier: 'MIT' },
-        contact: { name: 'plantstore maintainers' },
-      },
-      components: {
-        securitySchemes: {
-          bearerAuth: {
-            type: 'http',
-            scheme: 'bearer',
-            description:
-              'A built-in token: `pst_` and 43 base64url characters, from `plantstore token create`.',
-          },
-          ...(jwt
-            ? {
-                jwtAuth: {
-                  type: 'http',
-                  scheme: 'bearer',
-                  bearerFormat: 'JWT',
-                  description: `A JWT access token (RFC 9068) from ${config.jwtIssuer} for the audience ${config.jwtAudience}; scopes in \`scope\` or \`scp\`.`,
-                },
-              }
-            : {}),
-        },
-      },
-      tags: [
-        { name: 'plants', description: 'The plant API' },
-        {
-          name: 'gardens',
-          description: 'Gardens and their members: plants shared with viewers, editors and owners',
-        },
-        {
-          name: 'webhooks',
-          description: 'Webhook endpoints: signed deliveries (Standard Webhooks) of plant events',
-        },
-        { name: 'events', description: 'The live stream of plant events (Server-Sent Events)' },
-        {
-          name: 'identity',
-          description: 'Who the caller is, and built-in tokens made and revoked over HTTP',
-        },
-        { name: 'operations', description: 'Health, readiness, metrics and this description; no token' },
-      ],
-    },
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    transform: documentRoute,
-    // OpenAPI 3.1's `webhooks`: what a registered endpoint receives, for generators and /docs.
-    transformObject: (doc) =>
-      ({
-        ...('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
-        webhooks: WEBHOOKS_DOC,
-      }) as never,
-  });
-  // /docs as a self-hosted service's page: it reads this service's own /openapi.json (with
-  // `servers`, so its examples work when pasted), sends nothing off the machine (no agent, MCP,
-  // telemetry, request proxy or registry) and offers nothing that would (no toolbar with deploy
-  // and share, no developer tools, no button to Scalar's hosted client).
-  docsRoutes(app, {
-    url: '/openapi.json',
-    pageTitle: 'plantstore API reference',
-    title: 'plantstore API reference',
-    favicon: '/favicon.svg',
-    authentication: { preferredSecurityScheme: 'bearerAuth' },
-    hideClientButton: true,
-    withDefaultFonts: false,
-    agent: { disabled: true },
-    mcp: { disabled: true },
-    telemetry: false,
-    showDeveloperTools: 'never',
-    showToolbar: 'never',
-    externalUrls: { dashboardUrl: '', registryUrl: '', proxyUrl: '', apiBaseUrl: '' },
-  });
-
-  const auth = {
-    verifier,
-    limiter,
-    rateLimit: config.rateLimit,
-    authFailureLimit: config.authFailureLimit,
-    resourceMetadata: jwt ? resourceMetadataUrl : null,
-    onRefusal: metrics?.authRefused ?? null,
-    security: (jwt ? [{ bearerAuth: [] }, { jwtAuth: [] }] : [{ bearerAuth: [] }]) as Record<
-      string,
-      string[]
-    >[],
-  };
-  await app.register(plantRoutes(service, auth));
-  await app.register(gardenRoutes(gardens, auth));
-  await app.register(meRoutes(auth));
-  await app.register(tokenRoutes(tokens, auth));
-  await app.register(webhookRoutes(webhooks, auth));
-  await app.register(eventRoutes(streams, store, gardens, auth));
-  if (jwt) await app.register(protectedResourceRoutes(config.jwtIssuer));
-  await app.register(opsRoutes(store, metrics));
-  if (config.console) {
-    await app.register(
-      consoleRoutes({
-        oidc:
-          config.jwtIssuer && config.consoleClientId
-            ? {
-                issuer: config.jwtIssuer,
-                clientId: config.consoleClientId,
-                scope: config.consoleScope,
-                audience: config.jwtAudience,
-              }
-            : null,
-      }),
-    );
-  }
+  const { auth, feature: identityFeature } = identity(
+    config,
+    { store, limiter, metrics, log: app.log },
+    deps,
+  );
+  const gardens = new GardenService(store);
+  const streams = { warn, maxPerUser: config.maxStreamsPerUser, ...deps.streams };
+  const events = new EventService(store, gardens, streams);
+  await app.register(plantsFeature({ store, gardens, auth, onEvent: () => events.nudge() }));
+  await app.register(gardensFeature(gardens, auth));
+  await app.register(identityFeature);
+  const allowPrivate = config.webhookAllowPrivate;
+  await app.register(webhooksFeature({ store, auth, allowPrivate, resolver: deps.resolver }));
+  await app.register(eventsFeature({ events, auth, runtime, deliver: config.webhookDelivery, metrics }));
+  await app.register(opsFeature(store, metrics));
+  if (config.console) await app.register(consoleFeature(config));
   return app;
 }

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.js';
+import { Runtime } from './runtime.js';
 import { start } from './server.js';
-import { openStore } from './store/index.js';
 
 const SHUTDOWN_GRACE_MS = 15_000;
 
@@ -23,12 +23,7 @@ export async function serveAll(config: Config): Promise<void> {
     await start(config);
     return;
   }
-  const store = await openStore({ url: config.database, durability: config.durability, poolSize: 1 });
-  try {
-    await store.migrate();
-  } finally {
-    await store.close();
-  }
+  await (await Runtime.open(config, 'command')).close();
   let stopping = false;
   const fork = (): Worker => cluster.fork();
   for (let i = 0; i < config.workers; i++) fork();

@@ -1,12 +1,10 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
-import type { EventStreams } from '../events/stream.js';
-import type { GardenService } from '../gardens/service.js';
+import type { EventService } from '../events/service.js';
 import { type AuthDeps, authenticate, stillAuthorized } from '../http/auth.js';
 import { methodNotAllowed } from '../http/route-guards.js';
 import { errorResponses, SUCCESS_HEADERS } from '../schemas/error.js';
-import type { Store } from '../store/store.js';
 
 // Before authentication reads anything: a client that cannot take a stream is told so first.
 function requireEventStream(
@@ -26,8 +24,8 @@ function requireEventStream(
   );
 }
 
-/** The live stream (CONTRACT.md section 8): HTTP only; EventStreams reads the log and writes. */
-export function eventRoutes(streams: EventStreams, store: Store, gardens: GardenService, auth: AuthDeps) {
+/** The live stream (CONTRACT.md section 8): HTTP only; the event service reads the log and writes. */
+export function eventRoutes(events: EventService, auth: AuthDeps) {
   return async (app: FastifyInstance) => {
     app.get(
       '/events',
@@ -68,34 +66,11 @@ export function eventRoutes(streams: EventStreams, store: Store, gardens: Garden
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const caller = request.caller!;
         const last = request.headers['last-event-id'];
-        const resume = typeof last === 'string' && last !== '';
-        const slot = streams.reserve(caller.user);
-        if (slot === null) {
-          throw new AppError(
-            429,
-            'too_many_streams',
-            `a user may have at most ${streams.maxPerUser} open event streams at once; close one first`,
-            undefined,
-            { 'retry-after': '5' },
-          );
-        }
-        let position: string;
-        try {
-          const found = resume ? await store.eventPosition(last) : await store.headPosition();
-          if (found === null) {
-            throw new AppError(
-              410,
-              'events_expired',
-              'that event is no longer kept; start a new stream without Last-Event-ID',
-            );
-          }
-          position = found;
-        } catch (err) {
-          slot.release();
-          throw err;
-        }
+        const opened = await events.open(
+          request.caller!,
+          typeof last === 'string' && last !== '' ? last : null,
+        );
         reply.hijack();
         const res = reply.raw;
         res.writeHead(200, {
@@ -106,12 +81,7 @@ export function eventRoutes(streams: EventStreams, store: Store, gardens: Garden
           'x-request-id': request.id,
         });
         res.flushHeaders();
-        await streams.serve(res, {
-          visible: () => gardens.visible(caller),
-          authorized: stillAuthorized(auth, request, 'plants:read'),
-          position,
-          slot,
-        });
+        await events.serve(res, opened, stillAuthorized(auth, request, 'plants:read'));
       },
     );
     methodNotAllowed(app, '/events', ['GET']);

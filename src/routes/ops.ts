@@ -1,8 +1,8 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../http/metrics.js';
+import type { HealthService } from '../ops/health.js';
 import { errorResponses, REQUEST_ID } from '../schemas/error.js';
-import type { Store } from '../store/store.js';
 import { origin } from './protected-resource.js';
 
 // A leaf, drawn in a 16×16 box.
@@ -18,7 +18,7 @@ const Status = {
 } as const;
 
 /** Operations endpoints: no token, outside the plant API. */
-export function opsRoutes(store: Store, metrics: Metrics | null) {
+export function opsRoutes(health: HealthService, metrics: Metrics | null) {
   return async (app: FastifyInstance) => {
     app.get(
       '/healthz',
@@ -52,7 +52,7 @@ export function opsRoutes(store: Store, metrics: Metrics | null) {
         },
       },
       async () => {
-        await store.ping();
+        await health.ready();
         return { status: 'ready' };
       },
     );

@@ -23,7 +23,7 @@ describe('the npm package', () => {
     const files = new Set(pack!.files.map((f) => f.path));
     for (const f of [
       'bin/plantstore',
-      'dist/cli.js',
+      'dist/cli/main.js',
       'dist/client/index.js',
       'dist/client/index.d.ts',
       'dist/console/index.html',

@@ -1,0 +1,14 @@
+import type { Command } from 'commander';
+import { serveAll } from '../cluster.js';
+import { CONFIG_KEYS, configFrom, withConfig } from './options.js';
+
+/** `plantstore serve`: the HTTP service, with every configuration field as an option. */
+export function serveCommand(program: Command): void {
+  const serve = withConfig(
+    program.command('serve').description('run the HTTP service (migrates the store first)'),
+    CONFIG_KEYS,
+  );
+  serve.action(async (opts: Record<string, unknown>) => {
+    await serveAll(configFrom(opts));
+  });
+}

@@ -1,0 +1,15 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Metrics } from '../http/metrics.js';
+import { HealthService } from '../ops/health.js';
+import { opsRoutes } from '../routes/ops.js';
+import type { Store } from '../store/store.js';
+import type { Tag } from './docs.js';
+
+export const OPS_TAGS: Tag[] = [
+  { name: 'operations', description: 'Health, readiness, metrics and this description; no token' },
+];
+
+/** Operations endpoints, without a token: health, readiness, metrics and /openapi.json. */
+export function opsFeature(store: Store, metrics: Metrics | null): FastifyPluginAsync {
+  return opsRoutes(new HealthService(store), metrics);
+}

@@ -1,0 +1,23 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { GardenService } from '../gardens/service.js';
+import type { AuthDeps } from '../http/auth.js';
+import { PlantService } from '../plants/service.js';
+import { plantRoutes } from '../routes/plants.js';
+import type { Store } from '../store/store.js';
+import type { Tag } from './docs.js';
+
+export const PLANT_TAGS: Tag[] = [{ name: 'plants', description: 'The plant API' }];
+
+export interface PlantsOptions {
+  store: Store;
+  gardens: GardenService;
+  auth: AuthDeps;
+  /** Told after a change and its event have committed in this process. */
+  onEvent: () => void;
+}
+
+/** The plant API: /plants and /gardens/{gid}/plants. */
+export function plantsFeature(opts: PlantsOptions): FastifyPluginAsync {
+  const service = new PlantService(opts.store, opts.gardens, undefined, opts.onEvent);
+  return plantRoutes(service, opts.auth);
+}

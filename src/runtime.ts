@@ -1,0 +1,121 @@
+import type { Config } from './config.js';
+import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
+import type { Metrics } from './http/metrics.js';
+import { IDEMPOTENCY_RETAIN_MS } from './plants/service.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/store.js';
+
+type Warn = (obj: object, msg: string) => void;
+
+/** What a process opens the store for: serving HTTP, delivering webhooks, or one command. */
+export type Work = 'serve' | 'deliver' | 'command';
+
+// The most PostgreSQL connections each kind of process holds. Serving shares its pool between
+// requests, streams and the dispatcher, so the operator sizes it; a deliver process claims while
+// it records attempts; a command (migrate, token, backup, a cluster's primary) asks one thing at
+// a time.
+const POOL_SIZE: Record<Work, (config: Config) => number> = {
+  serve: (config) => config.poolSize,
+  deliver: () => 2,
+  command: () => 1,
+};
+
+export interface RuntimeOptions {
+  /** A store to use instead of opening config.database; the caller closes it. */
+  store?: Store;
+  /** Watches the store's pool and operations and the dispatcher's attempts. */
+  metrics?: Metrics | null;
+  warn?: Warn;
+  /** Dispatcher settings beyond the configuration (a resolver; tests' poll and jitter). */
+  dispatcher?: Partial<Omit<DispatcherOptions, 'store' | 'warn'>>;
+}
+
+/**
+ * What a process of plantstore runs on, built from the configuration once: the store (opened and
+ * migrated), the webhook dispatcher, and the timers that purge what is no longer kept. Nothing runs
+ * in the background until asked (deliver, purge); close stops it all and closes the store.
+ */
+export class Runtime {
+  private sender: Dispatcher | undefined;
+  private purger: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly config: Config,
+    /** The store the services use (instrumented when asked). */
+    readonly store: Store,
+    /** The migrations this open applied, by name, oldest first. */
+    readonly applied: string[],
+    private readonly owned: Store | null,
+    private readonly opts: RuntimeOptions,
+  ) {}
+
+  /** Opens (unless given) and migrates the store for this kind of work. */
+  static async open(config: Config, work: Work, opts: RuntimeOptions = {}): Promise<Runtime> {
+    const raw =
+      opts.store ??
+      (await openStore({
+        url: config.database,
+        durability: config.durability,
+        poolSize: POOL_SIZE[work](config),
+      }));
+    let applied: string[];
+    try {
+      applied = await raw.migrate();
+    } catch (err) {
+      if (!opts.store) await raw.close();
+      throw err;
+    }
+    const { metrics } = opts;
+    metrics?.watchPool(raw);
+    const store = metrics ? metrics.instrument(raw) : raw;
+    return new Runtime(config, store, applied, opts.store ? null : raw, opts);
+  }
+
+  /** The webhook dispatcher of this process, made on first use. */
+  get dispatcher(): Dispatcher {
+    this.sender ??= new Dispatcher({
+      store: this.store,
+      timeoutMs: this.config.webhookTimeout,
+      schedule: this.config.webhookRetrySchedule,
+      allowPrivate: this.config.webhookAllowPrivate,
+      ...(this.opts.metrics ? { onAttempt: this.opts.metrics.deliveryAttempted } : {}),
+      ...(this.opts.warn ? { warn: this.opts.warn } : {}),
+      ...this.opts.dispatcher,
+    });
+    return this.sender;
+  }
+
+  /**
+   * Sends webhook deliveries until closed. A commit of this process that queued deliveries wakes
+   * the dispatcher at once (with no endpoint, a create costs it nothing); other processes' commits
+   * are found by its poll.
+   */
+  deliver(): void {
+    const dispatcher = this.dispatcher;
+    this.store.onDeliveriesQueued(() => dispatcher.nudge());
+    dispatcher.start();
+  }
+
+  /** Purges, until closed, the idempotency keys and events older than they are kept. */
+  purge(): void {
+    const warn = this.opts.warn ?? (() => {});
+    const every = Math.min(3_600_000, Math.max(1_000, this.config.eventRetention / 10));
+    this.purger = setInterval(() => {
+      const now = Date.now();
+      this.store.purgeIdempotencyKeys(new Date(now - IDEMPOTENCY_RETAIN_MS)).catch((err) => {
+        warn({ err }, 'could not purge old idempotency keys');
+      });
+      this.store.purgeEvents(new Date(now - this.config.eventRetention)).catch((err) => {
+        warn({ err }, 'could not purge old events');
+      });
+    }, every);
+    this.purger.unref();
+  }
+
+  /** Stops purging and claiming, waits for the deliveries in flight, closes the store it opened. */
+  async close(): Promise<void> {
+    clearInterval(this.purger);
+    await this.sender?.stop();
+    await this.owned?.close();
+  }
+}
