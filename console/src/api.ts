@@ -20,6 +20,3 @@ export function useApi(): Api {
   if (!api) throw new Error('useApi outside a session');
   return api;
 }
-
-export const can = (me: Me, scope: Me['scopes'][number]) =>
-  me.scopes.includes(scope) || me.scopes.includes('plants:admin');

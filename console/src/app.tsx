@@ -1,3 +1,4 @@
+import { can } from 'plantstore/client';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { type Api, ApiContext } from './api.js';
 import {
@@ -112,7 +113,7 @@ export function App({ settings }: { settings: Settings }) {
     [session, signOut],
   );
 
-  const mayManageTokens = session?.me.scopes.includes('tokens:manage') ?? false;
+  const mayManageTokens = session ? can(session.me, 'tokens:manage') : false;
   const views = VIEWS.filter((v) => v.path !== 'tokens' || mayManageTokens);
   const current = views.find((v) => v.path === route) ?? views[0]!;
 

@@ -1,5 +1,6 @@
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, Ref } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useApi } from './api.js';
 
 /**
  * A modal dialog of the page (<dialog> with showModal: focus moves in, the rest is inert, Escape
@@ -47,6 +48,100 @@ export function Confirm(props: {
         </button>
       </div>
     </Dialog>
+  );
+}
+
+/**
+ * A view of the console: a section named by its heading, which the console focuses when the view
+ * opens (and a view may focus again through `heading`, after what it showed is gone).
+ */
+export function View(props: {
+  id: string;
+  title: string;
+  heading?: Ref<HTMLHeadingElement>;
+  children: ComponentChildren;
+}) {
+  return (
+    <section aria-labelledby={`${props.id}-h`}>
+      <h2 id={`${props.id}-h`} ref={props.heading} tabIndex={-1}>
+        {props.title}
+      </h2>
+      {props.children}
+    </section>
+  );
+}
+
+/** A confirmation to ask about one thing (a plant, a member), and its failure. */
+export interface Asking<T> {
+  /** What the confirmation asks about; null while none is asked. */
+  about: T | null;
+  error: string | null;
+  /** Asks about `about` (a failure shown before is forgotten). */
+  ask: (about: T) => void;
+  /** Closes it, keeping its failure, or showing `error`, beside what it was about. */
+  close: (error?: string) => void;
+  /** Closes it and forgets its failure: "Cancel". */
+  cancel: () => void;
+  /** Runs the confirmed action; its failure is shown in the confirmation (`explain` may add to it). */
+  run: (action: () => Promise<void>, explain?: (err: unknown, sentence: string) => string) => Promise<void>;
+}
+
+/** The state of a Confirm: what it asks about, and the failure of its action. */
+export function useAsking<T>(): Asking<T> {
+  const { fail } = useApi();
+  const [about, setAbout] = useState<T | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  return {
+    about,
+    error,
+    ask: (t) => {
+      setError(null);
+      setAbout(t);
+    },
+    close: (failure) => {
+      setAbout(null);
+      if (failure !== undefined) setError(failure);
+    },
+    cancel: () => {
+      setAbout(null);
+      setError(null);
+    },
+    run: async (action, explain) => {
+      try {
+        await action();
+      } catch (err) {
+        const sentence = fail(err);
+        setError(explain ? explain(err, sentence) : sentence);
+      }
+    },
+  };
+}
+
+/**
+ * A primary button that shows and hides the form it opens, just below it (`controls`: the form's
+ * id). `form(close)` makes the form, which calls `close` when it is done.
+ */
+export function Opener(props: {
+  label: string;
+  controls: string;
+  form: (close: () => void) => ComponentChildren;
+}) {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <div class="actions">
+        <button
+          type="button"
+          class="primary"
+          aria-expanded={open}
+          aria-controls={props.controls}
+          onClick={() => setOpen(!open)}
+        >
+          {props.label}
+        </button>
+      </div>
+      {open && props.form(() => setOpen(false))}
+    </>
   );
 }
 

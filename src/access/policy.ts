@@ -49,6 +49,12 @@ export const isAdmin = (scopes: Scopes): boolean => has(scopes, 'plants:admin');
 export const grantable = (scopes: Scopes): Scope[] => SCOPES.filter((s) => has(scopes, s));
 
 /**
+ * The scopes a token made by a holder of `scopes` may be given: any, by an administrator (who
+ * makes tokens for every user); by anyone else, those `grantable` names.
+ */
+export const grantableBy = (scopes: Scopes): Scope[] => (isAdmin(scopes) ? [...SCOPES] : grantable(scopes));
+
+/**
  * Who acts on a garden: a user, or null for an administrator. An administrator acts as an owner
  * in every garden, member or not.
  */

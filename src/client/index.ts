@@ -1,9 +1,21 @@
 /**
  * The plantstore client: `import { PlantStore } from 'plantstore/client'`. Types come from the
  * served OpenAPI document (./openapi.ts, generated at build time); the rest is a small layer on
- * `fetch`, with no dependencies, for Node 22+ and browsers.
+ * `fetch`, with no dependencies, for Node 22+ and browsers, and the service's own access rules
+ * (./access.ts), so that a caller is shown what the service would allow.
  */
 import type { components, operations } from './openapi.js';
+
+export {
+  type Capabilities,
+  can,
+  capabilities,
+  etagOf,
+  grantableScopes,
+  ROLES,
+  SCOPES,
+  type Scope,
+} from './access.js';
 
 type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 

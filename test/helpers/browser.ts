@@ -57,6 +57,8 @@ export interface ConsoleServer {
   env: Record<string, string>;
   /** A new user (unique name from `prefix`) with a built-in token of these scopes, made over POST /tokens. */
   user(prefix: string, scopes?: string[]): Promise<User>;
+  /** A built-in token of these scopes for exactly this user, named `name`, made over POST /tokens. */
+  token(user: string, scopes: string[], name: string): Promise<User>;
   /** fetch against the service with this bearer token (JSON content type unless the body is absent). */
   api(token: string, path: string, init?: RequestInit): Promise<Response>;
   /** POST /plants (or into a garden), 201 asserted; the new plant's id. */
@@ -99,6 +101,12 @@ export async function consoleServer(
         ...((init.headers as Record<string, string>) ?? {}),
       },
     });
+  const token = async (user: string, scopes: string[], name: string): Promise<User> => {
+    const res = await api(admin, '/tokens', { method: 'POST', body: JSON.stringify({ user, scopes, name }) });
+    assert.equal(res.status, 201, await res.clone().text());
+    const body = (await res.json()) as { id: string; token: string };
+    return { user, token: body.token, tokenId: body.id };
+  };
   return {
     get server() {
       return server;
@@ -106,16 +114,9 @@ export async function consoleServer(
     url,
     env: fullEnv,
     api,
-    async user(prefix, scopes = ['plants:read', 'plants:write']) {
-      const user = `${prefix}-${process.pid}-${++users}`;
-      const res = await api(admin, '/tokens', {
-        method: 'POST',
-        body: JSON.stringify({ user, scopes, name: `${prefix} console test` }),
-      });
-      assert.equal(res.status, 201, await res.clone().text());
-      const body = (await res.json()) as { id: string; token: string };
-      return { user, token: body.token, tokenId: body.id };
-    },
+    user: (prefix, scopes = ['plants:read', 'plants:write']) =>
+      token(`${prefix}-${process.pid}-${++users}`, scopes, `${prefix} console test`),
+    token,
     async plant(token, body, garden) {
       const res = await api(token, garden ? `/gardens/${garden}/plants` : '/plants', {
         method: 'POST',

@@ -2,7 +2,8 @@ import type { PlantEvent } from 'plantstore/client';
 import { useEffect, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
 import { describe, isStatus } from '../session.js';
-import { when } from '../ui.js';
+import { Table } from '../table.js';
+import { View, when } from '../ui.js';
 
 const KEEP = 200;
 const VERBS: Record<PlantEvent['type'], string> = {
@@ -77,10 +78,7 @@ export function LiveView() {
   }, [store, fail]);
 
   return (
-    <section aria-labelledby="live-h">
-      <h2 id="live-h" tabIndex={-1}>
-        Live
-      </h2>
+    <View id="live" title="Live">
       <p class="help">{state}</p>
       {error && <p class="error">{error}</p>}
       <p role="status" aria-live="polite" class="visually-hidden">
@@ -89,37 +87,24 @@ export function LiveView() {
       {events.length === 0 ? (
         <p>No events yet. Create, change or delete a plant to see one.</p>
       ) : (
-        <table>
-          <caption class="visually-hidden">Events, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Event</th>
-              <th scope="col">Plant</th>
-              <th scope="col">Tag</th>
-              <th scope="col">Id</th>
-              <th scope="col">Garden</th>
+        <Table caption="Events, newest first" columns={['Time', 'Event', 'Plant', 'Tag', 'Id', 'Garden']}>
+          {events.map((e) => (
+            <tr key={e.id}>
+              <td>{when(e.timestamp)}</td>
+              <td>{e.type}</td>
+              <td>
+                {e.data.name}
+                {e.type === 'plant.updated' && e.data.previous?.name !== undefined
+                  ? ` (was ${e.data.previous.name})`
+                  : ''}
+              </td>
+              <td>{e.data.tag ?? '—'}</td>
+              <td>{e.data.id}</td>
+              <td>{(e.data as { garden?: string }).garden ?? '—'}</td>
             </tr>
-          </thead>
-          <tbody>
-            {events.map((e) => (
-              <tr key={e.id}>
-                <td>{when(e.timestamp)}</td>
-                <td>{e.type}</td>
-                <td>
-                  {e.data.name}
-                  {e.type === 'plant.updated' && e.data.previous?.name !== undefined
-                    ? ` (was ${e.data.previous.name})`
-                    : ''}
-                </td>
-                <td>{e.data.tag ?? '—'}</td>
-                <td>{e.data.id}</td>
-                <td>{(e.data as { garden?: string }).garden ?? '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       )}
-    </section>
+    </View>
   );
 }

@@ -1,60 +1,49 @@
-import type { Garden, ListedPlant } from 'plantstore/client';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { can, useApi } from '../api.js';
+import { can, capabilities, etagOf, type Garden, type ListedPlant } from 'plantstore/client';
+import { useCallback, useRef, useState } from 'preact/hooks';
+import { useApi } from '../api.js';
+import { FormButtons, FormPanel, SelectField, TextField, useForm } from '../fields.js';
+import { useLoad } from '../load.js';
 import { isStatus, newKey } from '../session.js';
-import { Confirm, Dialog, ErrorText, Status } from '../ui.js';
+import { DeleteButton, RowButton, Table } from '../table.js';
+import { Confirm, Dialog, ErrorText, Opener, Status, useAsking, View } from '../ui.js';
 
 type Item = ListedPlant<'garden' | 'version'>;
 const PAGE = 20;
-const etagOf = (p: Item) => `"${p.version}"`;
 
 export function PlantsView() {
-  const { store, me, fail } = useApi();
-  const [gardens, setGardens] = useState<Garden[]>([]);
+  const { store, me } = useApi();
   const [filter, setFilter] = useState({ garden: '', tag: '' });
   const [draft, setDraft] = useState({ garden: '', tag: '' });
   // The `next` path that each page read so far starts at (null: the first); the last is shown.
   const [starts, setStarts] = useState<(string | null)[]>([null]);
-  const [page, setPage] = useState<{ plants: Item[]; next: string | null } | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState('');
-  const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<Item | null>(null);
-  const [deleting, setDeleting] = useState<Item | null>(null);
-  const [deleteError, setDeleteError] = useState<string | null>(null);
+  const deleting = useAsking<Item>();
   const heading = useRef<HTMLHeadingElement>(null);
 
-  const load = useCallback(async () => {
-    try {
-      const next = starts[starts.length - 1] ?? null;
-      setPage(
-        await store.page({
+  const page = useLoad(
+    useCallback(
+      () =>
+        store.page({
           limit: PAGE,
           include: ['garden', 'version'],
           ...(filter.garden ? { garden: filter.garden } : {}),
           ...(filter.tag ? { tag: filter.tag } : {}),
-          next,
+          next: starts[starts.length - 1] ?? null,
         }),
-      );
-      setError(null);
-    } catch (err) {
-      setError(fail(err));
-    }
-  }, [store, fail, filter, starts]);
-
-  useEffect(() => {
-    void load();
-  }, [load]);
-  useEffect(() => {
-    store.gardens.list().then(setGardens, (err) => setError(fail(err)));
-  }, [store, fail]);
+      [store, filter, starts],
+    ),
+  );
+  const gardenList = useLoad(useCallback(() => store.gardens.list(), [store]));
+  const gardens = gardenList.data ?? [];
 
   const gardenName = (id: string) => gardens.find((g) => g.id === id)?.name ?? id;
   const mayChange = (p: Item) =>
-    can(me, 'plants:write') &&
-    (me.scopes.includes('plants:admin') ||
-      ['editor', 'owner'].includes(gardens.find((g) => g.id === p.garden)?.role ?? ''));
-  const writable = gardens.filter((g) => g.role !== 'viewer');
+    capabilities(
+      me,
+      gardens.find((g) => g.id === p.garden),
+    ).write;
+  const writable = gardens.filter((g) => capabilities(me, g).write);
 
   const applyFilter = (e: Event) => {
     e.preventDefault();
@@ -62,141 +51,100 @@ export function PlantsView() {
     setStarts([null]);
   };
 
-  const remove = async () => {
-    if (!deleting) return;
-    try {
-      await store.delete(deleting.id, { ifMatch: etagOf(deleting) });
-      setStatus(`Deleted “${deleting.name}”.`);
-      setDeleting(null);
-      heading.current?.focus();
-    } catch (err) {
-      if (isStatus(err, 404)) {
-        setStatus(`“${deleting.name}” was already gone.`);
-        setDeleting(null);
-      } else if (isStatus(err, 412)) {
-        setDeleteError(
-          'This plant changed since the list was read. Look at it again, then delete it if you still want to.',
-        );
-        setDeleting(null);
-      } else {
-        setDeleteError(fail(err));
-        return;
+  const remove = (p: Item) =>
+    deleting.run(async () => {
+      try {
+        await store.delete(p.id, { ifMatch: etagOf(p) });
+        setStatus(`Deleted “${p.name}”.`);
+        deleting.close();
+        heading.current?.focus();
+      } catch (err) {
+        if (isStatus(err, 404)) {
+          setStatus(`“${p.name}” was already gone.`);
+          deleting.close();
+        } else if (isStatus(err, 412)) {
+          deleting.close(
+            'This plant changed since the list was read. Look at it again, then delete it if you still want to.',
+          );
+        } else {
+          throw err;
+        }
       }
+      await page.reload();
+    });
+  const done = async (message: string | null) => {
+    if (message) {
+      setStatus(message);
+      await page.reload();
     }
-    await load();
   };
 
   return (
-    <section aria-labelledby="plants-h">
-      <h2 id="plants-h" ref={heading} tabIndex={-1}>
-        Plants
-      </h2>
+    <View id="plants" title="Plants" heading={heading}>
       <form class="toolbar" onSubmit={applyFilter} aria-label="Filter plants">
-        <div class="field">
-          <label for="filter-garden">Filter by garden</label>
-          <select
-            id="filter-garden"
-            value={draft.garden}
-            onChange={(e) => setDraft({ ...draft, garden: e.currentTarget.value })}
-          >
-            <option value="">All my gardens</option>
-            {gardens.map((g) => (
-              <option key={g.id} value={g.id}>
-                {g.name}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="filter-tag">Filter by tag</label>
-          <input
-            id="filter-tag"
-            value={draft.tag}
-            onInput={(e) => setDraft({ ...draft, tag: e.currentTarget.value })}
-            maxLength={100}
-          />
-        </div>
+        <SelectField
+          id="filter-garden"
+          label="Filter by garden"
+          value={draft.garden}
+          onValue={(garden) => setDraft({ ...draft, garden })}
+        >
+          <option value="">All my gardens</option>
+          <GardenOptions gardens={gardens} marked={false} />
+        </SelectField>
+        <TextField
+          id="filter-tag"
+          label="Filter by tag"
+          value={draft.tag}
+          onValue={(tag) => setDraft({ ...draft, tag })}
+          maxLength={100}
+        />
         <button type="submit">Show</button>
       </form>
 
       {can(me, 'plants:write') && (
-        <div class="actions">
-          <button
-            type="button"
-            class="primary"
-            aria-expanded={creating}
-            aria-controls="new-plant"
-            onClick={() => setCreating(!creating)}
-          >
-            New plant
-          </button>
-        </div>
-      )}
-      {creating && (
-        <NewPlant
-          gardens={writable}
-          onDone={async (message) => {
-            setCreating(false);
-            if (message) {
-              setStatus(message);
-              await load();
-            }
-          }}
+        <Opener
+          label="New plant"
+          controls="new-plant"
+          form={(close) => (
+            <NewPlant
+              gardens={writable}
+              onDone={async (message) => {
+                close();
+                await done(message);
+              }}
+            />
+          )}
         />
       )}
 
       <Status message={status} />
-      <ErrorText error={error} />
-      {deleteError && !deleting && <ErrorText error={deleteError} />}
+      <ErrorText error={page.error ?? gardenList.error} />
+      {deleting.error && !deleting.about && <ErrorText error={deleting.error} />}
 
-      {page && page.plants.length === 0 && (
+      {page.data && page.data.plants.length === 0 && (
         <p>No plants here{filter.tag || filter.garden ? ' with this filter' : ' yet'}.</p>
       )}
-      {page && page.plants.length > 0 && (
-        <table>
-          <caption class="visually-hidden">Plants, page {starts.length}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Tag</th>
-              <th scope="col">Garden</th>
-              <th scope="col">Id</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+      {page.data && page.data.plants.length > 0 && (
+        <Table caption={`Plants, page ${starts.length}`} columns={['Name', 'Tag', 'Garden', 'Id']} actions>
+          {page.data.plants.map((p) => (
+            <tr key={p.id}>
+              <td>{p.name}</td>
+              <td>{p.tag ?? '—'}</td>
+              <td>{gardenName(p.garden)}</td>
+              <td>{p.id}</td>
+              <td class="row-actions">
+                {mayChange(p) && (
+                  <>
+                    <RowButton name={`Change ${p.name}`} onClick={() => setEditing(p)}>
+                      Change
+                    </RowButton>
+                    <DeleteButton of={p.name} onClick={() => deleting.ask(p)} />
+                  </>
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {page.plants.map((p) => (
-              <tr key={p.id}>
-                <td>{p.name}</td>
-                <td>{p.tag ?? '—'}</td>
-                <td>{gardenName(p.garden)}</td>
-                <td>{p.id}</td>
-                <td class="row-actions">
-                  {mayChange(p) && (
-                    <>
-                      <button type="button" aria-label={`Change ${p.name}`} onClick={() => setEditing(p)}>
-                        Change
-                      </button>
-                      <button
-                        type="button"
-                        class="danger"
-                        aria-label={`Delete ${p.name}`}
-                        onClick={() => {
-                          setDeleteError(null);
-                          setDeleting(p);
-                        }}
-                      >
-                        Delete
-                      </button>
-                    </>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       )}
       <div class="actions pager">
         {starts.length > 1 && (
@@ -204,8 +152,8 @@ export function PlantsView() {
             Previous
           </button>
         )}
-        {page?.next && (
-          <button type="button" onClick={() => setStarts([...starts, page.next])}>
+        {page.data?.next && (
+          <button type="button" onClick={() => setStarts([...starts, page.data!.next])}>
             Next page
           </button>
         )}
@@ -216,108 +164,76 @@ export function PlantsView() {
           plant={editing}
           onDone={async (message) => {
             setEditing(null);
-            if (message) {
-              setStatus(message);
-              await load();
-            }
+            await done(message);
           }}
         />
       )}
-      {deleting && (
+      {deleting.about && (
         <Confirm
           title="Delete plant"
-          question={`Delete “${deleting.name}”? This cannot be undone.`}
-          error={deleteError}
-          onConfirm={remove}
-          onCancel={() => {
-            setDeleting(null);
-            setDeleteError(null);
-          }}
+          question={`Delete “${deleting.about.name}”? This cannot be undone.`}
+          error={deleting.error}
+          onConfirm={() => remove(deleting.about!)}
+          onCancel={deleting.cancel}
         />
       )}
-    </section>
+    </View>
   );
 }
 
+/** The gardens as the options of a choice, by name; `marked`: the home garden says so. */
+const GardenOptions = (props: { gardens: Garden[]; marked: boolean }) =>
+  props.gardens.map((g) => (
+    <option key={g.id} value={g.id}>
+      {g.name}
+      {props.marked && g.home ? ' (home)' : ''}
+    </option>
+  ));
+
 function NewPlant(props: { gardens: Garden[]; onDone: (message: string | null) => void }) {
-  const { store, fail } = useApi();
-  const [error, setError] = useState<string | null>(null);
-  const busy = useRef(false);
-  const name = useRef<HTMLInputElement>(null);
-  useEffect(() => name.current?.focus(), []);
+  const { store } = useApi();
   const home = props.gardens.find((g) => g.home) ?? props.gardens[0];
   const [fields, setFields] = useState({ name: '', tag: '', garden: '' });
   const garden = fields.garden || home?.id || '';
 
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    if (busy.current) return;
+  const form = useForm(async () => {
     const plant = { name: fields.name, tag: fields.tag || null };
-    busy.current = true;
-    try {
-      const made = await store.create(plant, { idempotencyKey: newKey(), ...(garden ? { garden } : {}) });
-      props.onDone(`Created “${made.name}” (id ${made.id}).`);
-    } catch (err) {
-      setError(fail(err));
-    } finally {
-      busy.current = false;
-    }
-  };
+    const made = await store.create(plant, { idempotencyKey: newKey(), ...(garden ? { garden } : {}) });
+    props.onDone(`Created “${made.name}” (id ${made.id}).`);
+  });
 
   return (
-    <form id="new-plant" class="panel stack" onSubmit={submit} aria-labelledby="new-plant-h">
-      <h3 id="new-plant-h">New plant</h3>
-      <div class="field">
-        <label for="new-plant-name">Name</label>
-        <input
-          id="new-plant-name"
-          ref={name}
-          value={fields.name}
-          onInput={(e) => setFields({ ...fields, name: e.currentTarget.value })}
-          required
-          maxLength={200}
-          autocomplete="off"
-        />
-      </div>
-      <div class="field">
-        <label for="new-plant-tag">Tag</label>
-        <input
-          id="new-plant-tag"
-          value={fields.tag}
-          onInput={(e) => setFields({ ...fields, tag: e.currentTarget.value })}
-          maxLength={100}
-          autocomplete="off"
-          aria-describedby="new-plant-tag-help"
-        />
-        <p id="new-plant-tag-help" class="help">
-          Optional.
-        </p>
-      </div>
-      <div class="field">
-        <label for="new-plant-garden">Garden</label>
-        <select
-          id="new-plant-garden"
-          value={garden}
-          onChange={(e) => setFields({ ...fields, garden: e.currentTarget.value })}
-        >
-          {props.gardens.map((g) => (
-            <option key={g.id} value={g.id}>
-              {g.name}
-              {g.home ? ' (home)' : ''}
-            </option>
-          ))}
-        </select>
-      </div>
-      <ErrorText error={error} />
-      <div class="actions">
-        <button type="submit" class="primary">
-          Create
-        </button>
-        <button type="button" onClick={() => props.onDone(null)}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    <FormPanel id="new-plant" title="New plant" onSubmit={form.submit}>
+      <TextField
+        id="new-plant-name"
+        label="Name"
+        focus
+        value={fields.name}
+        onValue={(name) => setFields({ ...fields, name })}
+        required
+        maxLength={200}
+        autocomplete="off"
+      />
+      <TextField
+        id="new-plant-tag"
+        label="Tag"
+        value={fields.tag}
+        onValue={(tag) => setFields({ ...fields, tag })}
+        maxLength={100}
+        autocomplete="off"
+        help="Optional."
+      />
+      <SelectField
+        id="new-plant-garden"
+        label="Garden"
+        value={garden}
+        onValue={(g) => setFields({ ...fields, garden: g })}
+      >
+        <GardenOptions gardens={props.gardens} marked />
+      </SelectField>
+      <ErrorText error={form.error} />
+      <FormButtons submit="Create" onCancel={() => props.onDone(null)} />
+    </FormPanel>
   );
 }
 
@@ -333,17 +249,12 @@ function ChangePlant(props: { plant: Item; onDone: (message: string | null) => v
   const [etag, setEtag] = useState(etagOf(plant));
   const [base, setBase] = useState<{ name: string; tag: string }>({ name: plant.name, tag: plant.tag ?? '' });
   const [conflict, setConflict] = useState<{ name: string; tag: string | undefined } | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const busy = useRef(false);
 
-  const save = async (e?: Event) => {
-    e?.preventDefault();
-    if (busy.current) return;
+  const { submit, error, setError } = useForm(async () => {
     const patch: { name?: string; tag?: string | null } = {};
     if (name !== base.name) patch.name = name;
     if (tag !== base.tag) patch.tag = tag === '' ? null : tag;
     if (Object.keys(patch).length === 0) return props.onDone('Nothing to change.');
-    busy.current = true;
     try {
       const saved = await store.update(plant.id, patch, { ifMatch: etag, idempotencyKey: newKey() });
       props.onDone(`Saved “${saved.name}”.`);
@@ -359,16 +270,14 @@ function ChangePlant(props: { plant: Item; onDone: (message: string | null) => v
           setError(isStatus(again, 404) ? 'This plant was deleted meanwhile.' : fail(again));
         }
       } else {
-        setError(fail(err));
+        throw err;
       }
-    } finally {
-      busy.current = false;
     }
-  };
+  });
 
   return (
     <Dialog title={`Change ${plant.name}`} onClose={() => props.onDone(null)}>
-      <form class="stack" onSubmit={save}>
+      <form class="stack" onSubmit={submit}>
         {conflict && (
           <div role="alert" class="notice">
             <p>Someone changed this plant after you opened it. It is now:</p>
@@ -381,38 +290,20 @@ function ChangePlant(props: { plant: Item; onDone: (message: string | null) => v
             <p>Your change is still in the fields below. Apply it again to this version, or cancel.</p>
           </div>
         )}
-        <div class="field">
-          <label for="change-name">Name</label>
-          <input
-            id="change-name"
-            value={name}
-            onInput={(e) => setName(e.currentTarget.value)}
-            required
-            maxLength={200}
-          />
-        </div>
-        <div class="field">
-          <label for="change-tag">Tag</label>
-          <input
-            id="change-tag"
-            value={tag}
-            onInput={(e) => setTag(e.currentTarget.value)}
-            maxLength={100}
-            aria-describedby="change-tag-help"
-          />
-          <p id="change-tag-help" class="help">
-            Empty removes the tag.
-          </p>
-        </div>
+        <TextField id="change-name" label="Name" value={name} onValue={setName} required maxLength={200} />
+        <TextField
+          id="change-tag"
+          label="Tag"
+          value={tag}
+          onValue={setTag}
+          maxLength={100}
+          help="Empty removes the tag."
+        />
         <ErrorText error={error} />
-        <div class="actions">
-          <button type="submit" class="primary">
-            {conflict ? 'Apply my change again' : 'Save'}
-          </button>
-          <button type="button" onClick={() => props.onDone(null)}>
-            Cancel
-          </button>
-        </div>
+        <FormButtons
+          submit={conflict ? 'Apply my change again' : 'Save'}
+          onCancel={() => props.onDone(null)}
+        />
       </form>
     </Dialog>
   );
