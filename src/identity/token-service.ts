@@ -1,4 +1,4 @@
-import { grantable } from '../access/policy.js';
+import { grantableBy } from '../access/policy.js';
 import { ScopeNotHeldError, TokenNotFoundError } from '../errors.js';
 import { cursorCodec, type Page, pageOf } from '../paging.js';
 import { DEFAULT_SCOPES, type Scope } from '../schemas/token.js';
@@ -101,8 +101,8 @@ export class TokenService {
       );
     }
     const scopes = [...new Set(req.scopes ?? DEFAULT_SCOPES)];
-    if (!all) {
-      const held = grantable((maker as Caller).scopes);
+    if (!isOperator(maker)) {
+      const held = grantableBy(maker.scopes);
       const missing = scopes.filter((s) => !held.includes(s));
       if (missing.length > 0) {
         throw new ScopeNotHeldError(

@@ -7,6 +7,7 @@ import {
   endpointReach,
   endpointSees,
   grantable,
+  grantableBy,
   holds,
   leastRole,
   MAX_MEMBERS_PER_GARDEN,
@@ -40,6 +41,13 @@ test('scopes: plants:admin implies the plant scopes and nothing else; a token gr
   assert.equal(holds(['plants:admin'], 'tokens:manage'), false);
   assert.equal(holds(['plants:read'], 'plants:write'), false);
   assert.deepEqual(grantable(['plants:admin', 'plants:read']), ['plants:read', 'plants:admin']);
+  assert.deepEqual(grantableBy(['plants:admin']), [
+    'plants:read',
+    'plants:write',
+    'plants:admin',
+    'tokens:manage',
+  ]);
+  assert.deepEqual(grantableBy(['plants:read', 'tokens:manage']), ['plants:read', 'tokens:manage']);
 });
 
 test('garden writes: missing hides a garden from non-members; owners manage; home gardens and last owners are kept', () => {
