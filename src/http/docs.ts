@@ -7,7 +7,7 @@ const PATHS = [PREFIX, `${PREFIX}/`, `${PREFIX}/js/scalar.js`];
 /**
  * /docs: Scalar's API reference page, loaded on its first request. Scalar's plugin holds its
  * browser bundle as a string in its own source, ~17 MB of heap between the two, which a server
- * that nobody reads the reference of should not carry (issue 16's memory target). Until someone
+ * that nobody reads the reference of should not carry (docs/benchmarks.md's memory figures). Until someone
  * asks, the page's three routes exist and nothing else is loaded; then a small Fastify instance
  * with the plugin answers them, through inject, with the configuration given here.
  */

@@ -9,8 +9,8 @@ export { MAX_PLANT_ID };
 // formatter looks at the value to say which half failed. It runs on request input, also on text
 // already too long (Ajv's allErrors), so it must not backtrack: the leading run takes only
 // whitespace and the character after it must not be whitespace, so where one part ends and the
-// next begins is never in doubt and the time is linear in the text's length (issue 41;
-// test/unit/redos.test.ts checks every pattern in src/). [^\S…] is "whitespace that is not a
+// next begins is never in doubt and the time is linear in the text's length
+// (test/unit/redos.test.ts checks every pattern in src/). [^\S…] is "whitespace that is not a
 // control character": tab and newline are refused as before.
 const TEXT_PATTERN = '^[^\\S\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
 

@@ -82,7 +82,7 @@ for (const engine of ENGINES) {
       ['tag blank', { name: 'a', tag: '\u3000 ' }, '/tag', 'tag must not be blank'],
       ['tag too long', { name: 'a', tag: 'y'.repeat(101) }, '/tag', 'tag must be at most 100 characters'],
       ['tag a number', { name: 'a', tag: 5 }, '/tag', 'tag must be a string or null'],
-      // Issue 41: over-long text ending in a control character once cost its pattern quadratic time.
+      // Over-long text ending in a control character once cost its pattern quadratic time.
       [
         'name 16,300 long, ending in NUL',
         { name: `${'a'.repeat(16_299)}\u0000` },

@@ -228,7 +228,7 @@ for (const engine of ENGINES) {
         T,
         async () => {
           // Both ask for the same page, which the list cache keeps once: the Link must still be the
-          // one of the path asked (finding 9 of issue 41: /plants?garden=G answered the nested one).
+          // one of the path asked (/plants?garden=G once answered the nested one's).
           const o = await h.user();
           for (const order of [
             ['query', 'nested'],

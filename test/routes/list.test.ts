@@ -244,7 +244,7 @@ for (const engine of ENGINES) {
       });
     }
 
-    // Issue 41: these once took the tag's pattern time quadratic in their length. The recheck test
+    // These once took the tag's pattern time quadratic in their length. The recheck test
     // (test/unit/redos.test.ts) keeps the patterns linear; this one keeps the answers right.
     for (const [what, tag, message] of [
       ['15,500 characters ending in a control character', `${'a'.repeat(15_500)}%01`, 'must be at most 100'],
