@@ -223,7 +223,7 @@ describe('list pages and writes from another process (SQLite file)', () => {
     assert.deepEqual(names(await first()), ['n0', 'n1']);
     assert.deepEqual(names(await first()), ['n0', 'n1']);
     const other = new SqliteStore({ path, durability: 'full' });
-    assert.equal(await other.deletePlant(ids[0]!, null), true);
+    assert.deepEqual(await other.deletePlant(ids[0]!, null), { ok: true });
     assert.deepEqual(names(await first()), ['n1', 'n2']);
     const garden = await homeOf(other, c.user);
     await other.createPlant({ id: ids[1]! + 0, owner: c.user, garden, name: 'dup', tag: null }); // taken: nothing changes
@@ -238,7 +238,7 @@ describe('list pages and writes from another process (SQLite file)', () => {
     assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 200);
     assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 200);
     const other = new SqliteStore({ path, durability: 'full' });
-    assert.equal(await other.deletePlant(id, null), true);
+    assert.deepEqual(await other.deletePlant(id, null), { ok: true });
     await other.close();
     assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 404);
   });
@@ -277,7 +277,7 @@ describe('list pages and writes from another instance (PostgreSQL)', { skip: ENG
       await other.createPlant({ id: null, owner: c.user, garden, name: 'm3', tag: 'k' });
       assert.deepEqual(names(await all()), ['m0', 'm1', 'm2', 'm3'], 'the last page shows it');
       assert.deepEqual(names(await first()), ['m0', 'm1']);
-      assert.equal(await other.deletePlant(ids[0]!, null), true);
+      assert.deepEqual(await other.deletePlant(ids[0]!, null), { ok: true });
       assert.deepEqual(names(await first()), ['m1', 'm2'], 'a delete elsewhere renews the kept page');
     } finally {
       await other.close();

@@ -90,7 +90,7 @@ describe('postgres migration 0005_gardens', { skip }, () => {
         name: 'New',
         tag: null,
       });
-      assert.ok('created' in next && next.created.id === 4);
+      assert.ok('ok' in next && next.ok.id === 4);
     } finally {
       await store?.close();
       await c.end();

@@ -7,7 +7,9 @@ import { pendingMigrations } from '../migrate.js';
 import type {
   Actor,
   AttemptRecord,
+  Change,
   CreateResult,
+  DeleteResult,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
@@ -29,6 +31,7 @@ import type {
   Store,
   TokenPageQuery,
   TokenRecord,
+  TokenRefusal,
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
@@ -427,7 +430,7 @@ export class SqliteStore implements Store {
   // The marks move before the write is answered, so no page kept afterwards misses it.
   async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     const r = await this.writer.write('createPlant', plant, idem, event);
-    if ('created' in r) this.marks.created(plant.garden, plant.tag, r.created.id, plant.id === null);
+    if ('ok' in r) this.marks.created(plant.garden, plant.tag, r.ok.id, plant.id === null);
     return r;
   }
 
@@ -661,7 +664,7 @@ export class SqliteStore implements Store {
   ): Promise<UpdateResult> {
     const r = await this.writer.write('updatePlant', id, actor, patch, ifVersions, idem, event);
     // A change may move a plant between tag filters or change what any page of its garden shows.
-    if ('changed' in r && r.changed) this.marks.deleted(r.updated.garden);
+    if ('ok' in r && r.ok.changed) this.marks.deleted(r.ok.plant.garden);
     return r;
   }
 
@@ -670,14 +673,14 @@ export class SqliteStore implements Store {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch' | 'forbidden'> {
-    const gone = await this.writer.write('deletePlant', id, actor, event, ifVersions);
-    if (gone === 'mismatch' || gone === 'forbidden') return gone;
-    if (gone !== null) this.marks.deleted(gone);
-    return gone !== null;
+  ): Promise<DeleteResult> {
+    const r = await this.writer.write('deletePlant', id, actor, event, ifVersions);
+    if ('refused' in r) return r;
+    this.marks.deleted(r.ok);
+    return { ok: true };
   }
 
-  insertEndpoint(endpoint: EndpointRecord): Promise<boolean> {
+  insertEndpoint(endpoint: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>> {
     return this.writer.write('insertEndpoint', endpoint);
   }
 
@@ -689,11 +692,11 @@ export class SqliteStore implements Store {
     return this.run(() => this.e.getEndpoint(id));
   }
 
-  updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
+  updateEndpoint(id: string, patch: EndpointPatch): Promise<Change<EndpointRecord, 'missing'>> {
     return this.writer.write('updateEndpoint', id, patch);
   }
 
-  deleteEndpoint(id: string): Promise<boolean> {
+  deleteEndpoint(id: string): Promise<Change<true, 'missing'>> {
     return this.writer.write('deleteEndpoint', id);
   }
 
@@ -781,7 +784,7 @@ export class SqliteStore implements Store {
     );
   }
 
-  revokeToken(id: string, at: Date): Promise<boolean> {
+  revokeToken(id: string, at: Date): Promise<Change<true, TokenRefusal>> {
     return this.writer.write('revokeToken', id, at.getTime());
   }
 

@@ -6,22 +6,26 @@ import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
 import { applyPatch } from '../../plant-patch.js';
 import { eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
-import type {
-  Actor,
-  CreateResult,
-  DeliveryJob,
-  EndpointPatch,
-  EndpointRecord,
-  FinishedAttempt,
-  IdempotencyClaim,
-  IdempotencyRef,
-  NewEvent,
-  NewPlant,
-  PlantPatch,
-  Role,
-  TokenRecord,
-  UpdateResult,
-  VersionedPlant,
+import {
+  type Actor,
+  type Change,
+  type CreateResult,
+  type DeleteResult,
+  type DeliveryJob,
+  type EndpointPatch,
+  type EndpointRecord,
+  type FinishedAttempt,
+  type IdempotencyClaim,
+  type IdempotencyRef,
+  type NewEvent,
+  type NewPlant,
+  type PlantPatch,
+  type Role,
+  refused,
+  type TokenRecord,
+  type TokenRefusal,
+  type UpdateResult,
+  type VersionedPlant,
 } from '../store.js';
 import { SqliteEvents } from './events.js';
 import { SqliteGardenWrites } from './garden-writes.js';
@@ -152,6 +156,7 @@ export class SqliteWrites {
       revokeToken: db.prepare<[number, string]>(
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
+      tokenExists: db.prepare<[string], number>('SELECT 1 FROM tokens WHERE id = ?').pluck(),
       touchToken: db.prepare<[number, string, number]>(
         'UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
       ),
@@ -250,12 +255,12 @@ export class SqliteWrites {
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
     if (plant.admin) {
       // Read under the write lock: a garden deleted a moment ago takes no plant.
-      if (this.s.gardenExists.get(plant.garden) === undefined) return { missing: true };
+      if (this.s.gardenExists.get(plant.garden) === undefined) return refused('no_garden');
     } else {
       // Likewise, a member removed a moment ago creates nothing.
       const role = this.s.role.get(plant.garden, plant.owner);
-      if (role === undefined) return { missing: true };
-      if (!allows(role, 'write')) return { forbidden: true };
+      if (role === undefined) return refused('no_garden');
+      if (!allows(role, 'write')) return refused('forbidden');
     }
     const version = this.nextVersion();
     const row = this.s.insertPlant.get(plant.id, plant.owner, plant.garden, plant.name, plant.tag, version);
@@ -264,7 +269,7 @@ export class SqliteWrites {
       const shown = row ? shownPlant({ ...plant, version }) : null;
       this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, shown, idem.user, idem.key);
     }
-    if (!row) return { exists: true };
+    if (!row) return refused('exists');
     if (event) {
       const data = eventData(row.id, plant.name, plant.tag, plant.garden);
       this.e.record(event, 'plant.created', plant.owner, plant.garden, data);
@@ -276,7 +281,7 @@ export class SqliteWrites {
       name: plant.name,
       tag: plant.tag,
     };
-    return { created: { ...created, version } };
+    return { ok: { ...created, version } };
   }
 
   // The plant, if it exists and the actor (null: admin) may see it, and whether the actor may change it.
@@ -299,10 +304,11 @@ export class SqliteWrites {
     event?: NewEvent,
   ): UpdateResult {
     const found = this.plantOf(id, actor);
-    if (found === null) return { missing: true };
-    if (!found.writable) return { forbidden: true };
+    if (found === null) return refused('missing');
+    if (!found.writable) return refused('forbidden');
     const was = found.plant;
-    if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
+    if (ifVersions !== null && !ifVersions.includes(was.version))
+      return refused('mismatch', { current: was });
     const { name, tag, changed, previous } = applyPatch(was, patch);
     const now = changed ? { ...was, name, tag, version: this.nextVersion() } : was;
     if (changed) {
@@ -316,31 +322,30 @@ export class SqliteWrites {
       const shown = shownPlant(now);
       this.s.finishIdem.run(200, id, shown, idem.user, idem.key);
     }
-    return { updated: now, changed };
+    return { ok: { plant: now, changed } };
   }
 
   /**
-   * Deletes the plant (one the actor may change, any with null; in one of `ifVersions` when
-   * given); returns its garden, null if there was none the actor may see, 'forbidden' if the actor
-   * is a viewer, or 'mismatch' if it is in another version.
+   * Deletes the plant per Store.deletePlant, under the write lock; answers its garden (whose list
+   * marks move) in place of `true`.
    */
   deletePlant(
     id: number,
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): string | null | 'mismatch' | 'forbidden' {
+  ): Change<string, Extract<DeleteResult, { refused: unknown }>['refused']> {
     const found = this.plantOf(id, actor);
-    if (found === null) return null;
-    if (!found.writable) return 'forbidden';
+    if (found === null) return refused('missing');
+    if (!found.writable) return refused('forbidden');
     const gone = found.plant;
-    if (ifVersions && !ifVersions.includes(gone.version)) return 'mismatch';
+    if (ifVersions && !ifVersions.includes(gone.version)) return refused('mismatch');
     this.s.deletePlant.run(id);
     if (event) {
       const data = eventData(gone.id, gone.name, gone.tag, gone.garden);
       this.e.record(event, 'plant.deleted', gone.owner, gone.garden, data);
     }
-    return gone.garden;
+    return { ok: gone.garden };
   }
 
   homeGarden(...a: Parameters<SqliteGardenWrites['home']>) {
@@ -367,15 +372,15 @@ export class SqliteWrites {
     return this.g.removeMember(...a);
   }
 
-  insertEndpoint(endpoint: EndpointRecord): boolean {
+  insertEndpoint(endpoint: EndpointRecord): Change<true, 'too_many_endpoints'> {
     return this.e.insertEndpoint(endpoint);
   }
 
-  updateEndpoint(id: string, patch: EndpointPatch): EndpointRecord | null {
+  updateEndpoint(id: string, patch: EndpointPatch): Change<EndpointRecord, 'missing'> {
     return this.e.updateEndpoint(id, patch);
   }
 
-  deleteEndpoint(id: string): boolean {
+  deleteEndpoint(id: string): Change<true, 'missing'> {
     return this.e.deleteEndpoint(id);
   }
 
@@ -405,15 +410,15 @@ export class SqliteWrites {
     const row = this.s.getIdem.get(ref.user, ref.key);
     if (!row || row.created_at < now - retainMs) {
       this.s.putIdem.run(ref.user, ref.key, requestHash, now, now);
-      return { state: 'claimed' };
+      return { ok: true };
     }
-    if (row.request_hash !== requestHash) return { state: 'mismatch' };
+    if (row.request_hash !== requestHash) return refused('mismatch');
     if (row.state === 'pending') {
-      if (row.locked_at >= now - staleAfterMs) return { state: 'in_flight' };
+      if (row.locked_at >= now - staleAfterMs) return refused('in_flight');
       this.s.relockIdem.run(now, ref.user, ref.key);
-      return { state: 'claimed' };
+      return { ok: true };
     }
-    return { state: 'done', outcome: recordedOutcome(row.status, row.plant_id, row.response) };
+    return refused('done', { outcome: recordedOutcome(row.status, row.plant_id, row.response) });
   }
 
   releaseIdempotencyKey(ref: IdempotencyRef): void {
@@ -436,8 +441,9 @@ export class SqliteWrites {
     );
   }
 
-  revokeToken(id: string, at: number): boolean {
-    return this.s.revokeToken.run(at, id).changes > 0;
+  revokeToken(id: string, at: number): Change<true, TokenRefusal> {
+    if (this.s.revokeToken.run(at, id).changes > 0) return { ok: true };
+    return refused(this.s.tokenExists.get(id) === undefined ? 'missing' : 'revoked');
   }
 
   touchTokens(ids: string[], minute: number): number {
@@ -453,10 +459,12 @@ function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
   batch.forEach(({ op }, i) => {
     const o = outcomes[i]!;
     if (!o.ok) return;
-    if (op === 'createPlant' && 'created' in (o.value as CreateResult)) n++;
-    else if (op === 'deletePlant' && o.value !== null && o.value !== 'mismatch' && o.value !== 'forbidden')
-      n++;
-    else if (op === 'updatePlant' && (o.value as UpdateResult as { changed?: boolean }).changed) n++;
+    if (op === 'createPlant' || op === 'deletePlant') {
+      if ('ok' in (o.value as CreateResult)) n++;
+    } else if (op === 'updatePlant') {
+      const r = o.value as UpdateResult;
+      if ('ok' in r && r.ok.changed) n++;
+    }
   });
   return n;
 }
