@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { gardenId } from '../../src/gardens/id.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { PgStore } from '../../src/store/postgres/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
 

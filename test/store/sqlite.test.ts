@@ -8,7 +8,7 @@ import { IdSpaceExhaustedError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import { sqlitePath } from '../../src/store/index.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 
 // The gardens these tests put plants into as plants:admin (an admin create needs its garden to exist).

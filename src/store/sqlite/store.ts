@@ -39,7 +39,7 @@ import { type Pending, TurnBatch } from '../turn-batch.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteEvents } from './events.js';
 import { GardenIdLists } from './garden-ids.js';
-import { type GardenRow, toGarden } from './garden-writes.js';
+import { type GardenRow, toGarden } from './gardens.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
