@@ -3,7 +3,14 @@ import { endpointReach } from '../access/policy.js';
 import { AppError, BadRequestError, ConflictError } from '../errors.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import { idCursor, type Page, pageOf } from '../paging.js';
-import type { AttemptRecord, EndpointRecord, EventType, Store } from '../store/store.js';
+import type {
+  AttemptRecord,
+  Change,
+  EndpointRecord,
+  EndpointRefusal,
+  EventType,
+  Store,
+} from '../store/store.js';
 import { EVENT_TYPES, MAX_ENDPOINTS_PER_USER } from '../store/store.js';
 import { checkWebhookTarget, type Resolver } from './outbound.js';
 import { newWebhookSecret } from './signing.js';
@@ -12,6 +19,24 @@ import { newWebhookSecret } from './signing.js';
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 const notFound = () => new AppError(404, 'not_found', 'webhook endpoint not found');
+
+/** What each refusal of an endpoint write answers. */
+function refusal(why: EndpointRefusal): AppError {
+  switch (why) {
+    case 'missing':
+      return notFound();
+    case 'too_many_endpoints':
+      return new ConflictError(
+        'too_many_webhooks',
+        `a user may have at most ${MAX_ENDPOINTS_PER_USER} webhook endpoints: delete one first`,
+      );
+  }
+}
+
+const ok = <T>(r: Change<T, EndpointRefusal>): T => {
+  if ('refused' in r) throw refusal(r.refused);
+  return r.ok;
+};
 
 export interface NewEndpoint {
   url: string;
@@ -73,11 +98,7 @@ export class WebhookService {
       lastSuccessAt: null,
       failingSince: null,
     };
-    if (!(await this.store.insertEndpoint(endpoint)))
-      throw new ConflictError(
-        'too_many_webhooks',
-        `a user may have at most ${MAX_ENDPOINTS_PER_USER} webhook endpoints: delete one first`,
-      );
+    ok(await this.store.insertEndpoint(endpoint));
     return endpoint;
   }
 
@@ -95,20 +116,20 @@ export class WebhookService {
 
   async remove(caller: Caller, id: string): Promise<void> {
     await this.get(caller, id);
-    if (!(await this.store.deleteEndpoint(id))) throw notFound();
+    ok(await this.store.deleteEndpoint(id));
   }
 
   /** A new secret; the old one keeps signing beside it for 24 h. */
   async rotate(caller: Caller, id: string): Promise<EndpointRecord> {
     const e = await this.get(caller, id);
     const now = this.now();
-    const updated = await this.store.updateEndpoint(id, {
-      secret: newWebhookSecret(),
-      previousSecret: e.secret,
-      previousSecretUntil: new Date(now.getTime() + SECRET_OVERLAP_MS),
-    });
-    if (!updated) throw notFound();
-    return updated;
+    return ok(
+      await this.store.updateEndpoint(id, {
+        secret: newWebhookSecret(),
+        previousSecret: e.secret,
+        previousSecretUntil: new Date(now.getTime() + SECRET_OVERLAP_MS),
+      }),
+    );
   }
 
   async attempts(

@@ -2,9 +2,16 @@ import { grantableBy } from '../access/policy.js';
 import { ScopeNotHeldError, TokenNotFoundError } from '../errors.js';
 import { cursorCodec, type Page, pageOf } from '../paging.js';
 import { DEFAULT_SCOPES, type Scope } from '../schemas/token.js';
-import type { Store, TokenRecord } from '../store/store.js';
+import type { Change, Store, TokenRecord, TokenRefusal } from '../store/store.js';
 import { type Caller, isAdmin } from './caller.js';
 import { createToken, isTokenId } from './tokens.js';
+
+/** Whether a revocation revoked the token now: false when it was revoked already; never one not found. */
+function revokedNow(r: Change<true, TokenRefusal>): boolean {
+  if (!('refused' in r)) return true;
+  if (r.refused === 'missing') throw new TokenNotFoundError();
+  return false;
+}
 
 /** Someone with the database's credentials, at `bin/plantstore token …`: may make any token. */
 export interface Operator {
@@ -192,8 +199,9 @@ export class TokenService {
   /** Revokes a token the maker may see; false when it was revoked already (still 204 over HTTP). */
   async revoke(maker: Maker, id: string, requestId?: string): Promise<boolean> {
     const t = await this.get(maker, id);
-    const revoked = await this.store.revokeToken(t.id, new Date(this.clock()));
+    const r = await this.store.revokeToken(t.id, new Date(this.clock()));
     this.opts.revoked?.(t.id);
+    const revoked = revokedNow(r);
     if (revoked) {
       this.opts.audit({
         action: 'revoked',

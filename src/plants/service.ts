@@ -12,10 +12,12 @@ import { type Caller, isAdmin } from '../identity/caller.js';
 import { type Page, pageOf } from '../paging.js';
 import type { PlantCreate, PlantPatch } from '../schemas/plant.js';
 import type {
+  Change,
   IdempotencyClaim,
   ListMarks,
   NewEvent,
   PagePlant,
+  PlantRefusal,
   Store,
   VersionedPlant,
 } from '../store/store.js';
@@ -56,6 +58,28 @@ function canonical(value: unknown): string {
   }
   return JSON.stringify(value);
 }
+
+/** What each refusal of a plant write answers (`id`: the plant's, as asked for). */
+function refusal(why: PlantRefusal, id: number | null): AppError {
+  switch (why) {
+    case 'missing':
+      return new NotFoundError();
+    case 'no_garden':
+      return new GardenNotFoundError();
+    case 'forbidden':
+      // The caller lost its role in the garden between the check and the write, or is a viewer.
+      return forbidden('write');
+    case 'exists':
+      return new ConflictError('plant_exists', `a plant with id ${id} already exists`);
+    case 'mismatch':
+      return new PreconditionFailedError();
+  }
+}
+
+const ok = <T>(r: Change<T, PlantRefusal>, id: number | null): T => {
+  if ('refused' in r) throw refusal(r.refused, id);
+  return r.ok;
+};
 
 /** What a list reads: the gardens in it (null: every one, for an admin), for the tag and cursor binding. */
 export interface ListScope {
@@ -101,7 +125,7 @@ export class PlantService {
       tag: body.tag ?? null,
     };
     if (idempotencyKey === undefined) {
-      const made = this.created(await this.store.createPlant(plant, undefined, this.event()), plant.id);
+      const made = ok(await this.store.createPlant(plant, undefined, this.event()), plant.id);
       this.onEvent();
       return { plant: made, replayed: false };
     }
@@ -109,34 +133,26 @@ export class PlantService {
     // A create into a named garden hashes its target too (a key used for /plants is 422 there);
     // one into the home garden hashes the body alone, as version 2 did, so its keys still replay.
     const claim = await this.claim(ref, garden === undefined ? body : { method: 'POST', garden, body });
-    switch (claim.state) {
-      case 'done':
-        if (claim.outcome.status === 201 && claim.outcome.plantId !== null) {
-          // The first answer's version (a key recorded before versions existed: version 1's).
-          const version = claim.outcome.plant?.version ?? 1;
-          return { plant: { ...plant, id: claim.outcome.plantId, version }, replayed: true };
-        }
-        throw this.exists(plant.id);
+    if ('refused' in claim) {
+      if (claim.outcome.status === 201 && claim.outcome.plantId !== null) {
+        // The first answer's version (a key recorded before versions existed: version 1's).
+        const version = claim.outcome.plant?.version ?? 1;
+        return { plant: { ...plant, id: claim.outcome.plantId, version }, replayed: true };
+      }
+      throw refusal('exists', plant.id);
     }
     let result: Awaited<ReturnType<Store['createPlant']>>;
     try {
       result = await this.store.createPlant(plant, ref, this.event());
-      if (!('created' in result) && !('exists' in result)) await this.store.releaseIdempotencyKey(ref);
+      // A refusal by the garden recorded nothing against the key; an existing id recorded its 409.
+      if ('refused' in result && result.refused !== 'exists') await this.store.releaseIdempotencyKey(ref);
     } catch (err) {
       await this.store.releaseIdempotencyKey(ref).catch(() => {});
       throw err;
     }
-    const made = this.created(result, plant.id);
+    const made = ok(result, plant.id);
     this.onEvent();
     return { plant: made, replayed: false };
-  }
-
-  private created(r: Awaited<ReturnType<Store['createPlant']>>, id: number | null): VersionedPlant {
-    if ('created' in r) return r.created;
-    if ('exists' in r) throw this.exists(id);
-    // The caller lost its role in the garden between the check and the create.
-    if ('forbidden' in r) throw forbidden('write');
-    throw new GardenNotFoundError();
   }
 
   /** The gardens a list reads: `garden` alone (404 unless the caller may see it), or all the caller's. */
@@ -207,6 +223,7 @@ export class PlantService {
       return {
         plant: this.updated(
           await this.store.updatePlant(id, actor, patch, versions, undefined, this.event()),
+          id,
         ),
         replayed: false,
       };
@@ -217,7 +234,7 @@ export class PlantService {
     const ref = { user: caller.user, key: idempotencyKey };
     // The change's hash covers its target, so a key of a create or of another plant's change is 422.
     const claim = await this.claim(ref, { method: 'PATCH', id, patch });
-    if (claim.state === 'done') {
+    if ('refused' in claim) {
       const shown = claim.outcome.plant;
       if (claim.outcome.status !== 200 || shown === undefined || claim.outcome.plantId !== id) {
         throw this.keyReused();
@@ -226,7 +243,7 @@ export class PlantService {
     }
     try {
       return {
-        plant: this.updated(await this.store.updatePlant(id, actor, patch, versions, ref, this.event())),
+        plant: this.updated(await this.store.updatePlant(id, actor, patch, versions, ref, this.event()), id),
         replayed: false,
       };
     } catch (err) {
@@ -236,42 +253,35 @@ export class PlantService {
     }
   }
 
-  private updated(r: Awaited<ReturnType<Store['updatePlant']>>): VersionedPlant {
-    if ('missing' in r) throw new NotFoundError();
-    if ('forbidden' in r) throw forbidden('write');
-    if ('mismatch' in r) throw new PreconditionFailedError();
-    if (r.changed) this.onEvent();
-    return r.updated;
+  private updated(r: Awaited<ReturnType<Store['updatePlant']>>, id: number): VersionedPlant {
+    const { plant, changed } = ok<{ plant: VersionedPlant; changed: boolean }>(r, id);
+    if (changed) this.onEvent();
+    return plant;
   }
 
   /** Deletes the plant if the caller may see it (404 otherwise) and, with `ifMatch`, it is in such a version (412). */
   async remove(caller: Caller, id: number, ifMatch?: Precondition): Promise<void> {
     const versions = ifMatch === undefined || ifMatch === '*' ? null : ifMatch;
-    const deleted = await this.store.deletePlant(id, actorOf(caller), this.event(), versions);
-    if (deleted === 'mismatch') throw new PreconditionFailedError();
-    if (deleted === 'forbidden') throw forbidden('write');
-    if (!deleted) throw new NotFoundError();
+    ok(await this.store.deletePlant(id, actorOf(caller), this.event(), versions), id);
     this.onEvent();
   }
 
-  // Claims the key, answering 422 and 409 for a reused or in-flight one; 'claimed' or 'done' are the caller's.
+  // Claims the key, answering 422 and 409 for a reused or in-flight one; claimed or done are the caller's.
   private async claim(
     ref: { user: string; key: string },
     request: unknown,
-  ): Promise<Extract<IdempotencyClaim, { state: 'claimed' | 'done' }>> {
+  ): Promise<Exclude<IdempotencyClaim, { refused: 'mismatch' | 'in_flight' }>> {
     const claim = await this.store.claimIdempotencyKey(ref, requestHash(request), {
       now: this.now(),
       staleAfterMs: IDEMPOTENCY_STALE_MS,
       retainMs: IDEMPOTENCY_RETAIN_MS,
     });
-    if (claim.state === 'mismatch') throw this.keyReused();
-    if (claim.state === 'in_flight') {
-      throw new ConflictError(
-        'idempotency_key_in_flight',
-        'a request with this Idempotency-Key is still in progress; retry later',
-      );
-    }
-    return claim;
+    if (!('refused' in claim) || claim.refused === 'done') return claim;
+    if (claim.refused === 'mismatch') throw this.keyReused();
+    throw new ConflictError(
+      'idempotency_key_in_flight',
+      'a request with this Idempotency-Key is still in progress; retry later',
+    );
   }
 
   private keyReused(): AppError {
@@ -280,9 +290,5 @@ export class PlantService {
       'idempotency_key_reused',
       'this Idempotency-Key was already used with a different request',
     );
-  }
-
-  private exists(id: number | null): AppError {
-    return new ConflictError('plant_exists', `a plant with id ${id} already exists`);
   }
 }

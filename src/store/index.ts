@@ -1,5 +1,5 @@
-import { PgStore } from './postgres/pg-store.js';
-import { SqliteStore } from './sqlite/sqlite-store.js';
+import { PgStore } from './postgres/store.js';
+import { SqliteStore } from './sqlite/store.js';
 import type { Store } from './store.js';
 
 export interface StoreOptions {

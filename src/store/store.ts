@@ -14,6 +14,7 @@ export {
   MAX_MEMBERSHIPS_PER_USER,
   type Role,
 } from '../access/policy.js';
+export * from './ports/change.js';
 export * from './ports/events.js';
 export * from './ports/gardens.js';
 export * from './ports/idempotency.js';

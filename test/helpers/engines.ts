@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { PgStore } from '../../src/store/postgres/store.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { PG_ADMIN_URL, postgresUnreachable, REDIS_URL, redisUnreachable } from './services.js';
 

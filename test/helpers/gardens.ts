@@ -229,8 +229,8 @@ export async function plant(
     undefined,
     fields.at ? { at: fields.at } : undefined,
   );
-  assert.ok('created' in r, `createPlant: ${JSON.stringify(r)}`);
-  return r.created;
+  assert.ok('ok' in r, `createPlant: ${JSON.stringify(r)}`);
+  return r.ok;
 }
 
 /**
@@ -267,7 +267,7 @@ export async function endpoint(
     lastSuccessAt: null,
     failingSince: null,
   };
-  assert.equal(await store.insertEndpoint(e), true);
+  assert.deepEqual(await store.insertEndpoint(e), { ok: true });
   return e;
 }
 

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gardenId } from '../../src/gardens/id.js';
 import type { Scope } from '../../src/schemas/token.js';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { PgStore } from '../../src/store/postgres/store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
+import type { Store } from '../../src/store/store.js';
 import { type Client, clientAs, type Harness, harness, locationId } from '../helpers/app.js';
 import { createPgDatabase, ENGINES, type Engine } from '../helpers/engines.js';
 import { home as homeOf } from '../helpers/gardens.js';
@@ -218,7 +219,7 @@ describe('list pages and writes from another process (SQLite file)', () => {
     assert.deepEqual(names(await first()), ['n0', 'n1']);
     assert.deepEqual(names(await first()), ['n0', 'n1']);
     const other = new SqliteStore({ path, durability: 'full' });
-    assert.equal(await other.deletePlant(ids[0]!, null), true);
+    assert.deepEqual(await other.deletePlant(ids[0]!, null), { ok: true });
     assert.deepEqual(names(await first()), ['n1', 'n2']);
     const garden = await homeOf(other, c.user);
     await other.createPlant({ id: ids[1]! + 0, owner: c.user, garden, name: 'dup', tag: null }); // taken: nothing changes
@@ -233,7 +234,7 @@ describe('list pages and writes from another process (SQLite file)', () => {
     assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 200);
     assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 200);
     const other = new SqliteStore({ path, durability: 'full' });
-    assert.equal(await other.deletePlant(id, null), true);
+    assert.deepEqual(await other.deletePlant(id, null), { ok: true });
     await other.close();
     assert.equal((await c.request({ method: 'GET', url: `/plants/${id}` })).statusCode, 404);
   });
@@ -272,7 +273,7 @@ describe('list pages and writes from another instance (PostgreSQL)', { skip: ENG
       await other.createPlant({ id: null, owner: c.user, garden, name: 'm3', tag: 'k' });
       assert.deepEqual(names(await all()), ['m0', 'm1', 'm2', 'm3'], 'the last page shows it');
       assert.deepEqual(names(await first()), ['m0', 'm1']);
-      assert.equal(await other.deletePlant(ids[0]!, null), true);
+      assert.deepEqual(await other.deletePlant(ids[0]!, null), { ok: true });
       assert.deepEqual(names(await first()), ['m1', 'm2'], 'a delete elsewhere renews the kept page');
     } finally {
       await other.close();

@@ -294,7 +294,7 @@ for (const engine of ENGINES) {
       const e = await register(admin, { url: r.url });
       await c.create({ name: 'Seen while valid' });
       await acknowledged(ordinary, e.id, [eventId(await delivered(r, 'plant.created', 'Seen while valid'))]);
-      assert.equal(await h.store.revokeToken(admin.tokenId, new Date()), true);
+      assert.deepEqual(await h.store.revokeToken(admin.tokenId, new Date()), { ok: true });
       await c.create({ name: 'After revocation' });
       await ordinary.create({ name: 'Own' });
       // Deliveries to the endpoint go one at a time, in the order they fell due: 'After revocation'

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { PgStore } from '../../src/store/postgres/store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion, sqliteAtVersion } from '../helpers/engines.js';
 
 // SQLite migration 13 and PostgreSQL migration 10: an endpoint made with plants:admin before them

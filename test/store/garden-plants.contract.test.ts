@@ -44,28 +44,30 @@ for (const engine of ENGINES) {
           tag: null,
           ...(fields.admin ? { admin: true } : {}),
         });
-      assert.ok('created' in (await made(o)));
+      assert.ok('ok' in (await made(o)));
       const byEditor = await made(e);
-      assert.ok('created' in byEditor);
-      assert.deepEqual(await store.getPlant(byEditor.created.id), byEditor.created);
-      assert.equal(byEditor.created.owner, e);
-      assert.equal(byEditor.created.garden, g);
-      assert.deepEqual(await made(v), { forbidden: true });
-      assert.deepEqual(await made(user()), { missing: true });
-      assert.deepEqual(await made(o, { garden: NO_GARDEN }), { missing: true });
+      assert.ok('ok' in byEditor);
+      assert.deepEqual(await store.getPlant(byEditor.ok.id), byEditor.ok);
+      assert.equal(byEditor.ok.owner, e);
+      assert.equal(byEditor.ok.garden, g);
+      assert.deepEqual(await made(v), { refused: 'forbidden' });
+      assert.deepEqual(await made(user()), { refused: 'no_garden' });
+      assert.deepEqual(await made(o, { garden: NO_GARDEN }), { refused: 'no_garden' });
       // plants:admin needs no role, but a garden that exists.
       const byAdmin = await made(user('admin'), { admin: true });
-      assert.ok('created' in byAdmin);
-      assert.deepEqual(await made(user('admin'), { admin: true, garden: NO_GARDEN }), { missing: true });
+      assert.ok('ok' in byAdmin);
+      assert.deepEqual(await made(user('admin'), { admin: true, garden: NO_GARDEN }), {
+        refused: 'no_garden',
+      });
       // With a client-chosen id too, and the garden's refusals come before an id that exists.
       const id = 8_000_000_000 + Math.floor(Math.random() * 1e9);
-      assert.deepEqual(await made(v, { id }), { forbidden: true });
-      assert.deepEqual(await made(user(), { id }), { missing: true });
-      assert.ok('created' in (await made(e, { id })));
-      assert.deepEqual(await made(v, { id }), { forbidden: true });
-      assert.deepEqual(await made(user(), { id }), { missing: true });
-      assert.deepEqual(await made(o, { id }), { exists: true });
-      assert.deepEqual(await made(o, { id: byAdmin.created.id, garden: NO_GARDEN }), { missing: true });
+      assert.deepEqual(await made(v, { id }), { refused: 'forbidden' });
+      assert.deepEqual(await made(user(), { id }), { refused: 'no_garden' });
+      assert.ok('ok' in (await made(e, { id })));
+      assert.deepEqual(await made(v, { id }), { refused: 'forbidden' });
+      assert.deepEqual(await made(user(), { id }), { refused: 'no_garden' });
+      assert.deepEqual(await made(o, { id }), { refused: 'exists' });
+      assert.deepEqual(await made(o, { id: byAdmin.ok.id, garden: NO_GARDEN }), { refused: 'no_garden' });
     });
 
     it('a refused create with an Idempotency-Key records nothing against the key', async () => {
@@ -75,15 +77,15 @@ for (const engine of ENGINES) {
       const opts = { now: new Date(), staleAfterMs: 60_000, retainMs: 86_400_000 };
       for (const [who, id, want] of [
         [v, null, 'forbidden'],
-        [user(), null, 'missing'],
+        [user(), null, 'no_garden'],
         [v, 9_000_000_001, 'forbidden'],
       ] as const) {
         const ref = { user: who, key: `k-${Math.random()}` };
-        assert.deepEqual(await store.claimIdempotencyKey(ref, 'h', opts), { state: 'claimed' });
+        assert.deepEqual(await store.claimIdempotencyKey(ref, 'h', opts), { ok: true });
         assert.deepEqual(await store.createPlant({ id, owner: who, garden: g, name: 'x', tag: null }, ref), {
-          [want]: true,
+          refused: want,
         });
-        assert.deepEqual(await store.claimIdempotencyKey(ref, 'h', opts), { state: 'in_flight' });
+        assert.deepEqual(await store.claimIdempotencyKey(ref, 'h', opts), { refused: 'in_flight' });
         await store.releaseIdempotencyKey(ref);
       }
     });
@@ -95,35 +97,44 @@ for (const engine of ENGINES) {
       const stale = [p.version + 1_000_000];
       // A stranger: missing, whatever the version; a viewer: forbidden, whatever the version.
       for (const versions of [null, stale, [p.version]]) {
-        assert.deepEqual(await store.updatePlant(p.id, stranger, { name: 'x' }, versions), { missing: true });
-        assert.equal(await store.deletePlant(p.id, stranger, undefined, versions), false);
-        assert.deepEqual(await store.updatePlant(p.id, v, { name: 'x' }, versions), { forbidden: true });
-        assert.equal(await store.deletePlant(p.id, v, undefined, versions), 'forbidden');
+        assert.deepEqual(await store.updatePlant(p.id, stranger, { name: 'x' }, versions), {
+          refused: 'missing',
+        });
+        assert.deepEqual(await store.deletePlant(p.id, stranger, undefined, versions), {
+          refused: 'missing',
+        });
+        assert.deepEqual(await store.updatePlant(p.id, v, { name: 'x' }, versions), { refused: 'forbidden' });
+        assert.deepEqual(await store.deletePlant(p.id, v, undefined, versions), { refused: 'forbidden' });
       }
       assert.deepEqual(await store.getPlant(p.id), p, 'nothing changed');
       // An editor: a mismatch, then the change.
-      assert.deepEqual(await store.updatePlant(p.id, e, { name: 'x' }, stale), { mismatch: p });
-      assert.equal(await store.deletePlant(p.id, e, undefined, stale), 'mismatch');
+      assert.deepEqual(await store.updatePlant(p.id, e, { name: 'x' }, stale), {
+        refused: 'mismatch',
+        current: p,
+      });
+      assert.deepEqual(await store.deletePlant(p.id, e, undefined, stale), { refused: 'mismatch' });
       const r = await store.updatePlant(p.id, e, { name: 'Edited' }, [p.version]);
-      assert.ok('updated' in r && r.changed);
+      assert.ok('ok' in r && r.ok.changed);
       assert.deepEqual(
-        r.updated,
-        { ...p, name: 'Edited', version: r.updated.version },
+        r.ok.plant,
+        { ...p, name: 'Edited', version: r.ok.plant.version },
         'its owner and garden stay',
       );
       // Admin: any garden.
       const r2 = await store.updatePlant(p.id, null, { tag: null }, null);
-      assert.ok('updated' in r2 && r2.updated.tag === null);
+      assert.ok('ok' in r2 && r2.ok.plant.tag === null);
       // Roles change at once: a viewer made editor may change it; an editor removed may not.
       assert.ok('ok' in (await store.putMember(g, o, v, 'editor', new Date())));
-      assert.ok('updated' in (await store.updatePlant(p.id, v, { name: 'By v' }, null)));
+      assert.ok('ok' in (await store.updatePlant(p.id, v, { name: 'By v' }, null)));
       assert.ok('ok' in (await store.removeMember(g, o, e)));
-      assert.deepEqual(await store.updatePlant(p.id, e, { name: 'x' }, null), { missing: true });
-      assert.equal(await store.deletePlant(p.id, e), false);
-      assert.equal(await store.deletePlant(p.id, v, undefined, [r2.updated.version]), 'mismatch');
-      assert.equal(await store.deletePlant(p.id, v), true);
-      assert.deepEqual(await store.updatePlant(p.id, v, { name: 'x' }, null), { missing: true });
-      assert.equal(await store.deletePlant(p.id, null), false);
+      assert.deepEqual(await store.updatePlant(p.id, e, { name: 'x' }, null), { refused: 'missing' });
+      assert.deepEqual(await store.deletePlant(p.id, e), { refused: 'missing' });
+      assert.deepEqual(await store.deletePlant(p.id, v, undefined, [r2.ok.plant.version]), {
+        refused: 'mismatch',
+      });
+      assert.deepEqual(await store.deletePlant(p.id, v), { ok: true });
+      assert.deepEqual(await store.updatePlant(p.id, v, { name: 'x' }, null), { refused: 'missing' });
+      assert.deepEqual(await store.deletePlant(p.id, null), { refused: 'missing' });
     });
 
     it("an editor's change and delete record events as the plant's: its owner and its garden", async () => {
@@ -133,8 +144,8 @@ for (const engine of ENGINES) {
       const head = await store.headPosition();
       const p = await plant(store, o, g, { name: 'Aloe', tag: 't', at: new Date() });
       const r = await store.updatePlant(p.id, e, { tag: null }, null, undefined, { at: new Date() });
-      assert.ok('updated' in r);
-      assert.equal(await store.deletePlant(p.id, e, { at: new Date() }), true);
+      assert.ok('ok' in r);
+      assert.deepEqual(await store.deletePlant(p.id, e, { at: new Date() }), { ok: true });
       const events = await until('three events', async () => {
         const got = (await store.readEvents({ after: head, gardens: [g], limit: 10 })).events;
         return got.length >= 3 && got;
@@ -197,7 +208,7 @@ for (const engine of ENGINES) {
       // Some deleted.
       for (let i = 0; i < 20; i++) {
         const k = Math.floor(rnd() * model.length);
-        assert.equal(await store.deletePlant(model[k]!.id, o), true);
+        assert.deepEqual(await store.deletePlant(model[k]!.id, o), { ok: true });
         model.splice(k, 1);
       }
       model.sort((a, b) => a.id - b.id);

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { gardenId } from '../../src/gardens/id.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { PgStore } from '../../src/store/postgres/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
 
@@ -90,7 +90,7 @@ describe('postgres migration 0005_gardens', { skip }, () => {
         name: 'New',
         tag: null,
       });
-      assert.ok('created' in next && next.created.id === 4);
+      assert.ok('ok' in next && next.ok.id === 4);
     } finally {
       await store?.close();
       await c.end();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { PgStore } from '../../src/store/postgres/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
 
 // PostgreSQL's list marks (migration 7) as any writer moves them: a transaction that took a

@@ -8,7 +8,7 @@ import { IdSpaceExhaustedError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import { sqlitePath } from '../../src/store/index.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 
 // The gardens these tests put plants into as plants:admin (an admin create needs its garden to exist).
@@ -63,8 +63,8 @@ describe('SQLite store specifics', () => {
       name: 'kept',
       tag: 't',
     });
-    assert.ok('created' in r);
-    await s1.deletePlant(r.created.id, 'o');
+    assert.ok('ok' in r);
+    await s1.deletePlant(r.ok.id, 'o');
     await s1.close();
     const s2 = new SqliteStore({ path, durability: 'normal' });
     assert.deepEqual(await s2.migrate(), []);
@@ -76,7 +76,7 @@ describe('SQLite store specifics', () => {
       name: 'after',
       tag: null,
     });
-    assert.ok('created' in r2 && r2.created.id > r.created.id);
+    assert.ok('ok' in r2 && r2.ok.id > r.ok.id);
     await s2.close();
   });
 
@@ -153,18 +153,18 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(
       outcomes.map((o) => {
         if (o.status === 'rejected') return (o.reason as Error).constructor.name;
-        if (typeof o.value !== 'object' || !('created' in o.value)) return o.value;
-        const { version, ...plant } = o.value.created;
+        if (!('ok' in o.value) || o.value.ok === true) return o.value;
+        const { version, ...plant } = o.value.ok;
         versions.push(version);
-        return { created: plant };
+        return { ok: plant };
       }),
       [
         'IdSpaceExhaustedError',
-        { created: { id: 5, owner: 'o', garden: 'gdn_o', name: 'five', tag: null } },
+        { ok: { id: 5, owner: 'o', garden: 'gdn_o', name: 'five', tag: null } },
         'IdSpaceExhaustedError',
-        { exists: true },
-        true,
-        { created: { id: 6, owner: 'p', garden: 'gdn_p', name: 'six', tag: 't' } },
+        { refused: 'exists' },
+        { ok: true },
+        { ok: { id: 6, owner: 'p', garden: 'gdn_p', name: 'six', tag: 't' } },
         'IdSpaceExhaustedError',
       ],
     );
@@ -221,9 +221,9 @@ describe('SQLite store specifics', () => {
         name: `p${i}`,
         tag: i % 2 ? 't' : null,
       });
-      assert.ok('created' in r);
-      ids.push(r.created.id);
-      versions.push(r.created.version);
+      assert.ok('ok' in r);
+      ids.push(r.ok.id);
+      versions.push(r.ok.version);
     }
     // Another connection (another process, as far as SQLite is concerned) deletes one and adds one
     // before the batch is issued: every read of the batch sees both.
@@ -414,13 +414,13 @@ describe('SQLite store specifics', () => {
     });
     assert.deepEqual(
       claim,
-      { state: 'done', outcome: { status: 201, plantId: 3 } },
+      { refused: 'done', outcome: { status: 201, plantId: 3 } },
       'an old key replays as before',
     );
     const made = await store.createPlant({ id: null, owner: 'a', garden: homeA, name: 'z', tag: null });
-    assert.ok('created' in made && made.created.version > 1, 'versions go on after the old plants’');
+    assert.ok('ok' in made && made.ok.version > 1, 'versions go on after the old plants’');
     const r = await store.updatePlant(5, 'a', { tag: 'red' }, [1], undefined, { at: new Date(7000) });
-    assert.ok('updated' in r && r.changed && r.updated.version > made.created.version);
+    assert.ok('ok' in r && r.ok.changed && r.ok.plant.version > made.ok.version);
     const [ev] = (await store.readEvents({ after: '0', gardens: [homeA], limit: 10 })).events;
     assert.deepEqual(
       [ev!.type, ev!.data],
@@ -475,7 +475,7 @@ describe('SQLite store specifics', () => {
     assert.notEqual(a1.reorder, start.reorder);
     assert.deepEqual(await marks(homeB, null), b);
     const all1 = await marks(null, null);
-    assert.equal(await store.deletePlant(9, 'b'), true);
+    assert.deepEqual(await store.deletePlant(9, 'b'), { ok: true });
     assert.notEqual((await marks(homeB, 'green')).reorder, b.reorder);
     assert.notEqual((await marks(null, null)).reorder, all1.reorder);
     assert.deepEqual(await marks(homeA, null), a1);
@@ -560,8 +560,8 @@ describe('SQLite store specifics', () => {
     const mine = ['gdn_o', 'gdn_p'];
     const make = async (s: Store, id: number | null, garden: string) => {
       const r = await s.createPlant({ id, owner: 'o', garden, admin: true, name: `n${id}`, tag: null });
-      assert.ok('created' in r);
-      return r.created.id;
+      assert.ok('ok' in r);
+      return r.ok.id;
     };
     const page = async () =>
       (await store.listPlants({ gardens: mine, tag: null, afterId: 0, limit: 100 })).map((p) => p.id);
@@ -570,11 +570,11 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(await page(), [1, 2, 3, 4, 5, 6]);
     const top = await make(store, null, 'gdn_o');
     assert.deepEqual(await page(), [1, 2, 3, 4, 5, 6, top], 'a create after every other is added');
-    assert.equal(await store.deletePlant(3, null), true);
+    assert.deepEqual(await store.deletePlant(3, null), { ok: true });
     assert.deepEqual(await page(), [1, 2, 4, 5, 6, top], 'a delete is seen');
     const other = new SqliteStore({ path, durability: 'full' });
     await make(other, 3, 'gdn_p');
-    assert.equal(await other.deletePlant(1, null), true);
+    assert.deepEqual(await other.deletePlant(1, null), { ok: true });
     await other.close();
     assert.deepEqual(
       await page(),
@@ -602,7 +602,7 @@ describe('SQLite store specifics', () => {
         name: 'mine',
         tag: null,
       });
-      return 'created' in r ? r.created.id : 0;
+      return 'ok' in r ? r.ok.id : 0;
     };
     await mine();
     const b0 = await store.listMarks(['gdn_b'], null);
@@ -655,8 +655,8 @@ describe('SQLite store specifics', () => {
       name: 'first',
       tag: null,
     });
-    const id = 'created' in r ? r.created.id : 0;
-    const first = 'created' in r ? r.created.version : 0;
+    const id = 'ok' in r ? r.ok.id : 0;
+    const first = 'ok' in r ? r.ok.version : 0;
     // Another connection takes the write lock; the store's next write waits for it (busy_timeout).
     const other = new Database(path);
     other.exec('BEGIN IMMEDIATE');
@@ -685,8 +685,8 @@ describe('SQLite store specifics', () => {
     other.exec('COMMIT');
     other.close();
     const second = await write;
-    assert.ok('created' in second);
-    assert.deepEqual(await store.getPlant(second.created.id), { ...second.created });
+    assert.ok('ok' in second);
+    assert.deepEqual(await store.getPlant(second.ok.id), { ...second.ok });
     await store.close();
     await assert.rejects(
       store.createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'late', tag: null }),

@@ -25,8 +25,8 @@ for (const engine of ENGINES) {
     // A plant of o's, in o's home garden.
     const create = async (o: string, id: number | null = null, tag: string | null = null, name = 'Fern') => {
       const r = await store.createPlant({ id, owner: o, garden: await home(store, o), name, tag });
-      assert.ok('created' in r, 'expected a created plant');
-      return r.created;
+      assert.ok('ok' in r, 'expected a created plant');
+      return r.ok;
     };
 
     it('migrate is idempotent', async () => {
@@ -65,7 +65,7 @@ for (const engine of ENGINES) {
       const before = await marks(mine, null);
       const otherBefore = await marks(theirs, null);
       const allBefore = await everyone?.(null, null);
-      assert.equal(await store.deletePlant(a.id, o), true);
+      assert.deepEqual(await store.deletePlant(a.id, o), { ok: true });
       const afterDelete = await marks(mine, null);
       assert.notEqual(afterDelete.reorder, before.reorder, 'a delete moves reorder');
       assert.equal(afterDelete.top, b.id);
@@ -94,17 +94,20 @@ for (const engine of ENGINES) {
       const head = await store.headPosition();
       const at = { at: new Date() };
       const r1 = await store.updatePlant(a.id, o, { name: 'Boston fern' }, [a.version], undefined, at);
-      assert.ok('updated' in r1 && r1.changed);
-      assert.deepEqual({ ...r1.updated, version: 0 }, { ...a, name: 'Boston fern', version: 0 });
-      assert.ok(r1.updated.version > a.version);
-      assert.deepEqual(await store.getPlant(a.id), r1.updated);
+      assert.ok('ok' in r1 && r1.ok.changed);
+      assert.deepEqual({ ...r1.ok.plant, version: 0 }, { ...a, name: 'Boston fern', version: 0 });
+      assert.ok(r1.ok.plant.version > a.version);
+      assert.deepEqual(await store.getPlant(a.id), r1.ok.plant);
       // The old version no longer matches: nothing changes.
       assert.deepEqual(await store.updatePlant(a.id, o, { name: 'x' }, [a.version], undefined, at), {
-        mismatch: r1.updated,
+        refused: 'mismatch',
+        current: r1.ok.plant,
       });
       // Not a member of its garden, or no such plant: missing, whatever the version.
-      assert.deepEqual(await store.updatePlant(a.id, owner(), { name: 'x' }, null), { missing: true });
-      assert.deepEqual(await store.updatePlant(MAX_PLANT_ID, o, { name: 'x' }, null), { missing: true });
+      assert.deepEqual(await store.updatePlant(a.id, owner(), { name: 'x' }, null), { refused: 'missing' });
+      assert.deepEqual(await store.updatePlant(MAX_PLANT_ID, o, { name: 'x' }, null), {
+        refused: 'missing',
+      });
       // A no-op keeps the version and records nothing.
       const same = await store.updatePlant(
         a.id,
@@ -114,21 +117,21 @@ for (const engine of ENGINES) {
         undefined,
         at,
       );
-      assert.deepEqual(same, { updated: r1.updated, changed: false });
+      assert.deepEqual(same, { ok: { plant: r1.ok.plant, changed: false } });
       // Admin (null) and any version (null): a tag removed.
       const r2 = await store.updatePlant(a.id, null, { tag: null }, null, undefined, at);
       assert.ok(
-        'updated' in r2 && r2.changed && r2.updated.tag === null && r2.updated.version > r1.updated.version,
+        'ok' in r2 && r2.ok.changed && r2.ok.plant.tag === null && r2.ok.plant.version > r1.ok.plant.version,
       );
       const r3 = await store.updatePlant(
         a.id,
         o,
         { tag: 'blue', name: 'B' },
-        [1, r2.updated.version],
+        [1, r2.ok.plant.version],
         undefined,
         at,
       );
-      assert.ok('updated' in r3 && r3.changed);
+      assert.ok('ok' in r3 && r3.ok.changed);
       const events = await until(
         'three plant.updated events',
         async () => {
@@ -163,19 +166,21 @@ for (const engine of ENGINES) {
       const o = owner();
       const a = await create(o);
       const r = await store.updatePlant(a.id, o, { name: 'Changed' }, null);
-      assert.ok('updated' in r);
-      assert.equal(await store.deletePlant(a.id, o, undefined, [a.version]), 'mismatch');
+      assert.ok('ok' in r);
+      assert.deepEqual(await store.deletePlant(a.id, o, undefined, [a.version]), { refused: 'mismatch' });
       assert.ok(await store.getPlant(a.id));
-      assert.equal(
+      assert.deepEqual(
         await store.deletePlant(a.id, owner(), undefined, [a.version]),
-        false,
+        { refused: 'missing' },
         'not visible: missing',
       );
-      assert.equal(
-        await store.deletePlant(a.id, o, { at: new Date() }, [a.version, r.updated.version]),
-        true,
+      assert.deepEqual(
+        await store.deletePlant(a.id, o, { at: new Date() }, [a.version, r.ok.plant.version]),
+        { ok: true },
       );
-      assert.equal(await store.deletePlant(a.id, o, undefined, [r.updated.version]), false);
+      assert.deepEqual(await store.deletePlant(a.id, o, undefined, [r.ok.plant.version]), {
+        refused: 'missing',
+      });
     });
 
     it('versions are never given twice, across changes and a re-created id', async () => {
@@ -185,12 +190,12 @@ for (const engine of ENGINES) {
       for (let round = 0; round < 3; round++) {
         const p = await create(o, id);
         const r = await store.updatePlant(id, o, { tag: `t${round}` }, null);
-        assert.ok('updated' in r);
-        for (const v of [p.version, r.updated.version]) {
+        assert.ok('ok' in r);
+        for (const v of [p.version, r.ok.plant.version]) {
           assert.ok(Number.isSafeInteger(v) && v > 0 && !seen.has(v), `version ${v}`);
           seen.add(v);
         }
-        assert.equal(await store.deletePlant(id, o), true);
+        assert.deepEqual(await store.deletePlant(id, o), { ok: true });
       }
     });
 
@@ -198,15 +203,15 @@ for (const engine of ENGINES) {
       const o = owner();
       const a = await create(o);
       const ref = { user: o, key: `k-${randomUUID()}` };
-      assert.deepEqual(await store.claimIdempotencyKey(ref, 'patch-hash', idemOpts()), { state: 'claimed' });
+      assert.deepEqual(await store.claimIdempotencyKey(ref, 'patch-hash', idemOpts()), { ok: true });
       const r = await store.updatePlant(a.id, o, { tag: 'x' }, null, ref);
-      assert.ok('updated' in r);
+      assert.ok('ok' in r);
       assert.deepEqual(await store.claimIdempotencyKey(ref, 'patch-hash', idemOpts()), {
-        state: 'done',
+        refused: 'done',
         outcome: {
           status: 200,
           plantId: a.id,
-          plant: { name: 'Fern', tag: 'x', version: r.updated.version },
+          plant: { name: 'Fern', tag: 'x', version: r.ok.plant.version },
         },
       });
     });
@@ -217,8 +222,8 @@ for (const engine of ENGINES) {
       const results = await Promise.all(
         Array.from({ length: 12 }, (_, i) => store.updatePlant(a.id, o, { name: `n${i}` }, [a.version])),
       );
-      assert.equal(results.filter((r) => 'updated' in r).length, 1);
-      assert.equal(results.filter((r) => 'mismatch' in r).length, 11);
+      assert.equal(results.filter((r) => 'ok' in r).length, 1);
+      assert.equal(results.filter((r) => 'refused' in r && r.refused === 'mismatch').length, 11);
     });
 
     it('server-assigned ids increase and are not reused after a delete', async () => {
@@ -226,7 +231,7 @@ for (const engine of ENGINES) {
       const a = await create(o);
       const b = await create(o);
       assert.ok(b.id > a.id);
-      assert.equal(await store.deletePlant(b.id, o), true);
+      assert.deepEqual(await store.deletePlant(b.id, o), { ok: true });
       const c = await create(o);
       assert.ok(c.id > b.id, 'a deleted id is never handed out again');
     });
@@ -252,9 +257,9 @@ for (const engine of ENGINES) {
           name: 'Other',
           tag: null,
         }),
-        { exists: true },
+        { refused: 'exists' },
       );
-      assert.equal(await store.deletePlant(p.id, o), true);
+      assert.deepEqual(await store.deletePlant(p.id, o), { ok: true });
       const again = await create(owner(), p.id);
       assert.equal(again.id, p.id);
     });
@@ -306,55 +311,55 @@ for (const engine of ENGINES) {
     it('deletes only in a garden the actor is a member of, unless the actor is admin (null)', async () => {
       const o = owner();
       const p = await create(o);
-      assert.equal(await store.deletePlant(p.id, owner()), false);
+      assert.deepEqual(await store.deletePlant(p.id, owner()), { refused: 'missing' });
       assert.ok(await store.getPlant(p.id));
-      assert.equal(await store.deletePlant(p.id, null), true);
-      assert.equal(await store.deletePlant(p.id, null), false);
+      assert.deepEqual(await store.deletePlant(p.id, null), { ok: true });
+      assert.deepEqual(await store.deletePlant(p.id, null), { refused: 'missing' });
       assert.equal(await store.getPlant(p.id), null);
     });
 
     it('idempotency keys: claim, in flight, mismatch, done, release, stale takeover, expiry', async () => {
       const ref = { user: owner(), key: 'k-1' };
-      assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), { state: 'claimed' });
-      assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), { state: 'in_flight' });
-      assert.deepEqual(await store.claimIdempotencyKey(ref, 'h2', idemOpts()), { state: 'mismatch' });
+      assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), { ok: true });
+      assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), { refused: 'in_flight' });
+      assert.deepEqual(await store.claimIdempotencyKey(ref, 'h2', idemOpts()), { refused: 'mismatch' });
       const g = await home(store, ref.user);
       const r = await store.createPlant(
         { id: null, owner: ref.user, garden: g, name: 'Idem', tag: null },
         ref,
       );
-      assert.ok('created' in r);
+      assert.ok('ok' in r);
       assert.deepEqual(await store.claimIdempotencyKey(ref, 'h1', idemOpts()), {
-        state: 'done',
+        refused: 'done',
         outcome: {
           status: 201,
-          plantId: r.created.id,
-          plant: { name: 'Idem', tag: null, version: r.created.version },
+          plantId: r.ok.id,
+          plant: { name: 'Idem', tag: null, version: r.ok.version },
         },
       });
       // The same key for another user is another key.
       assert.deepEqual(await store.claimIdempotencyKey({ ...ref, user: owner() }, 'h9', idemOpts()), {
-        state: 'claimed',
+        ok: true,
       });
 
       const ref2 = { user: ref.user, key: 'k-2' };
       await store.claimIdempotencyKey(ref2, 'h', idemOpts());
       await store.releaseIdempotencyKey(ref2);
-      assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts()), { state: 'claimed' });
+      assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts()), { ok: true });
       const later = new Date(Date.now() + 61_000);
-      assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts(later)), { state: 'claimed' });
+      assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts(later)), { ok: true });
 
       const conflict = await store.createPlant(
-        { id: r.created.id, owner: ref.user, garden: g, name: 'x', tag: null },
+        { id: r.ok.id, owner: ref.user, garden: g, name: 'x', tag: null },
         ref2,
       );
-      assert.deepEqual(conflict, { exists: true });
+      assert.deepEqual(conflict, { refused: 'exists' });
       assert.deepEqual(await store.claimIdempotencyKey(ref2, 'other', idemOpts()), {
-        state: 'done',
+        refused: 'done',
         outcome: { status: 409, plantId: null },
       });
       const dayLater = new Date(Date.now() + 86_400_001);
-      assert.deepEqual(await store.claimIdempotencyKey(ref, 'new', idemOpts(dayLater)), { state: 'claimed' });
+      assert.deepEqual(await store.claimIdempotencyKey(ref, 'new', idemOpts(dayLater)), { ok: true });
       assert.ok((await store.purgeIdempotencyKeys(dayLater)) >= 1);
     });
 
@@ -380,9 +385,9 @@ for (const engine of ENGINES) {
       const everyone = await store.pageTokens({ user: null, before: null, limit: 1000 });
       assert.ok(everyone.some((x) => x.id === t.id));
       const at = new Date(1_750_000_000_000);
-      assert.equal(await store.revokeToken(t.id, at), true);
-      assert.equal(await store.revokeToken(t.id, new Date()), false);
-      assert.equal(await store.revokeToken('tok_missing', new Date()), false);
+      assert.deepEqual(await store.revokeToken(t.id, at), { ok: true });
+      assert.deepEqual(await store.revokeToken(t.id, new Date()), { refused: 'revoked' });
+      assert.deepEqual(await store.revokeToken('tok_missing', new Date()), { refused: 'missing' });
       assert.deepEqual((await store.findTokenByHash(t.hash))?.revokedAt, at);
     });
 
@@ -498,11 +503,11 @@ for (const engine of ENGINES) {
           name: `p${i}`,
           tag: tags[i % tags.length]!,
         });
-        assert.ok('created' in r);
-        ids.push(r.created.id);
+        assert.ok('ok' in r);
+        ids.push(r.ok.id);
       }
       deleted = ids[7]!;
-      assert.equal(await store.deletePlant(deleted, null), true);
+      assert.deepEqual(await store.deletePlant(deleted, null), { ok: true });
     });
     after(async () => {
       await store?.close();
@@ -588,17 +593,17 @@ for (const engine of ENGINES) {
             name: `w${i}`,
             tag: i % 2 ? 'odd' : null,
           });
-          assert.ok('created' in r);
-          const id = r.created.id;
+          assert.ok('ok' in r);
+          const id = r.ok.id;
           // Both queued in the turn the create was acknowledged in.
           const [got, mine, everyone] = await Promise.all([
             store.getPlant(id),
-            store.listPlants({ gardens: [g, shared], tag: r.created.tag, afterId: 0, limit: 1000 }),
+            store.listPlants({ gardens: [g, shared], tag: r.ok.tag, afterId: 0, limit: 1000 }),
             store.listPlants({ gardens: null, tag: null, afterId: id - 1, limit: 1 }),
           ]);
-          assert.deepEqual(got, r.created);
+          assert.deepEqual(got, r.ok);
           assert.ok(mine.some((p) => p.id === id));
-          const { version: _version, owner: _owner, ...listed } = r.created;
+          const { version: _version, owner: _owner, ...listed } = r.ok;
           assert.deepEqual(everyone, [listed]);
           return id;
         }),
@@ -741,8 +746,8 @@ for (const engine of ENGINES) {
       );
     const created = (r: PromiseSettledResult<CreateResult>) => {
       assert.equal(r.status, 'fulfilled', r.status === 'rejected' ? String(r.reason) : '');
-      assert.ok(r.status === 'fulfilled' && 'created' in r.value);
-      return r.value.created;
+      assert.ok(r.status === 'fulfilled' && 'ok' in r.value);
+      return r.value.ok;
     };
 
     it('creates issued in one turn each get their own id, plant, event and deliveries', async () => {
@@ -799,14 +804,14 @@ for (const engine of ENGINES) {
       const shared = await garden(store, o, [[viewer, 'viewer']]);
       const stranger = owner();
       const cases = [
-        { plant: plant(0), want: 'created' },
+        { plant: plant(0), want: 'ok' },
         { plant: { ...plant(1), owner: viewer, garden: shared }, want: 'forbidden' },
-        { plant: { ...plant(2), owner: stranger, garden: shared }, want: 'missing' },
-        { plant: { ...plant(3), garden: 'gdn_000000000000000000000000' }, want: 'missing' },
-        { plant: { ...plant(4), garden: 'gdn_000000000000000000000000', admin: true }, want: 'missing' },
-        { plant: { ...plant(5), owner: stranger, garden: shared, admin: true }, want: 'created' },
+        { plant: { ...plant(2), owner: stranger, garden: shared }, want: 'no_garden' },
+        { plant: { ...plant(3), garden: 'gdn_000000000000000000000000' }, want: 'no_garden' },
+        { plant: { ...plant(4), garden: 'gdn_000000000000000000000000', admin: true }, want: 'no_garden' },
+        { plant: { ...plant(5), owner: stranger, garden: shared, admin: true }, want: 'ok' },
         { plant: { ...plant(6), owner: viewer, garden: shared }, want: 'forbidden' },
-        { plant: { ...plant(7), garden: shared }, want: 'created' },
+        { plant: { ...plant(7), garden: shared }, want: 'ok' },
       ];
       const counter = engine.name === 'postgres' ? countQueries(store) : null;
       let results: CreateResult[];
@@ -819,14 +824,14 @@ for (const engine of ENGINES) {
         counter?.restore();
       }
       assert.deepEqual(
-        results.map((r) => Object.keys(r)[0]),
+        results.map((r) => ('ok' in r ? 'ok' : r.refused)),
         cases.map((c) => c.want),
       );
       for (const [i, r] of results.entries()) {
-        if (!('created' in r)) continue;
+        if (!('ok' in r)) continue;
         const { admin: _, ...p } = cases[i]!.plant as { admin?: boolean };
-        assert.deepEqual(r.created, { ...p, id: r.created.id, version: r.created.version });
-        assert.deepEqual(await store.getPlant(r.created.id), r.created);
+        assert.deepEqual(r.ok, { ...p, id: r.ok.id, version: r.ok.version });
+        assert.deepEqual(await store.getPlant(r.ok.id), r.ok);
       }
       const inShared = await store.listPlants({ gardens: [shared], tag: null, afterId: 0, limit: 100 });
       assert.deepEqual(inShared.map((p) => p.name).sort(), ['c5', 'c7'], 'nothing refused was written');

@@ -1,3 +1,5 @@
+import type { Change } from './change.js';
+
 // The event log, webhook endpoints and their deliveries.
 
 /** Why a delivery was ended unsent (an attempt's error), followed by the event's garden. */
@@ -90,6 +92,12 @@ export type EndpointPatch = Partial<
   >
 >;
 
+/**
+ * Why an endpoint write wrote nothing: `missing` no such endpoint; `too_many_endpoints` its owner
+ * has MAX_ENDPOINTS_PER_USER already.
+ */
+export type EndpointRefusal = 'missing' | 'too_many_endpoints';
+
 /** One event to one endpoint, leased to one dispatcher until it reports back or the lease runs out. */
 export interface DeliveryJob {
   id: string;
@@ -130,17 +138,17 @@ export interface FinishedAttempt {
 /** The event log of a store, and the webhook endpoints and deliveries that fan it out. */
 export interface EventPort {
   /**
-   * Stores a new endpoint, unless its owner has MAX_ENDPOINTS_PER_USER already (false), counted so
-   * that racing inserts, on any number of instances, never pass the limit together.
+   * Stores a new endpoint, unless its owner has MAX_ENDPOINTS_PER_USER already, counted so that
+   * racing inserts, on any number of instances, never pass the limit together.
    */
-  insertEndpoint(endpoint: EndpointRecord): Promise<boolean>;
+  insertEndpoint(endpoint: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>>;
   /** Every endpoint of `owner`, oldest first; null: everyone's. */
   listEndpoints(owner: string | null): Promise<EndpointRecord[]>;
   getEndpoint(id: string): Promise<EndpointRecord | null>;
-  /** Changes an endpoint; null when there is no such endpoint. */
-  updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null>;
+  /** Changes an endpoint; answers it as changed. */
+  updateEndpoint(id: string, patch: EndpointPatch): Promise<Change<EndpointRecord, 'missing'>>;
   /** Deletes an endpoint with its deliveries and their log. */
-  deleteEndpoint(id: string): Promise<boolean>;
+  deleteEndpoint(id: string): Promise<Change<true, 'missing'>>;
   /**
    * Leases up to `limit` deliveries that are due (or whose lease ran out) to `leaseOwner` for
    * `leaseMs`, skipping disabled endpoints and those in `skipEndpoints`. Any number of processes

@@ -1,4 +1,5 @@
 import type { Actor, GardenRefusal, Role } from '../../access/policy.js';
+import type { Change } from './change.js';
 
 // Gardens and their members.
 
@@ -23,10 +24,8 @@ export interface Membership {
   role: Role;
 }
 
-export type GardenChange<T> = { ok: T } | { refused: GardenRefusal };
-
-/** A garden write's refusal, as every engine answers it. */
-export const refused = <R extends GardenRefusal>(why: R): { refused: R } => ({ refused: why });
+/** A garden write's answer: what it wrote, or why the access policy refused it. */
+export type GardenChange<T> = Change<T, GardenRefusal>;
 
 /** The gardens of a store and their members: each write decides by the access policy in its own transaction. */
 export interface GardenPort {

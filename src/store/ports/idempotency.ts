@@ -1,3 +1,5 @@
+import type { Change } from './change.js';
+
 // Idempotency-Key records.
 
 export interface IdempotencyRef {
@@ -13,11 +15,15 @@ export interface IdempotencyOutcome {
   plant?: { name: string; tag: string | null; version: number };
 }
 
+/**
+ * Why a key was not claimed: `mismatch` it was used for another request; `in_flight` its request
+ * is still under way; `done` its request has finished, with what it produced.
+ */
+export type IdempotencyRefusal = 'mismatch' | 'in_flight' | 'done';
+
 export type IdempotencyClaim =
-  | { state: 'claimed' }
-  | { state: 'in_flight' }
-  | { state: 'mismatch' }
-  | { state: 'done'; outcome: IdempotencyOutcome };
+  | Change<true, 'mismatch' | 'in_flight'>
+  | { refused: 'done'; outcome: IdempotencyOutcome };
 
 /** The Idempotency-Key records of a store. */
 export interface IdempotencyPort {

@@ -1,4 +1,5 @@
 import type { Actor, Role } from '../../access/policy.js';
+import type { Change } from './change.js';
 import type { NewEvent } from './events.js';
 import type { Membership } from './gardens.js';
 import type { IdempotencyRef } from './idempotency.js';
@@ -39,15 +40,24 @@ export interface PlantPatch {
   tag?: string | null;
 }
 
+/**
+ * Why a plant write wrote nothing: `missing` no such plant, or one the actor may not see;
+ * `no_garden` the garden to create in does not exist or the creator is no member of it;
+ * `forbidden` the actor is only a viewer of the garden; `exists` a plant has the id asked for;
+ * `mismatch` the plant is in none of the versions asked for. Each is checked in the write's own
+ * transaction.
+ */
+export type PlantRefusal = 'missing' | 'no_garden' | 'forbidden' | 'exists' | 'mismatch';
+
+export type CreateResult = Change<VersionedPlant, 'exists' | 'no_garden' | 'forbidden'>;
+
 export type UpdateResult =
   /** Applied; `changed` is false for a patch that changed nothing (no new version, no event). */
-  | { updated: VersionedPlant; changed: boolean }
-  /** No such plant, or one the actor may not see. */
-  | { missing: true }
-  /** The actor sees the plant but is only a viewer of its garden: nothing changed. */
-  | { forbidden: true }
-  /** The plant's version is none of `ifVersions`: nothing changed. */
-  | { mismatch: VersionedPlant };
+  | Change<{ plant: VersionedPlant; changed: boolean }, 'missing' | 'forbidden'>
+  /** The plant's version is none of `ifVersions`: nothing changed; the plant as it is. */
+  | { refused: 'mismatch'; current: VersionedPlant };
+
+export type DeleteResult = Change<true, 'missing' | 'forbidden' | 'mismatch'>;
 
 export interface NewPlant {
   /** null: the store assigns the next id. */
@@ -75,14 +85,6 @@ export interface PageQuery {
   withVersion?: boolean;
 }
 
-export type CreateResult =
-  | { created: VersionedPlant }
-  | { exists: true }
-  /** The garden does not exist or the owner is no member of it (checked in the create's transaction). */
-  | { missing: true }
-  /** The owner is only a viewer of the garden. */
-  | { forbidden: true };
-
 /**
  * A page of a list stays exact while `reorder` is unchanged, and a last page also while `top` is:
  * `reorder` moves when a plant in the scope is deleted or changed, or created with an id that may
@@ -100,8 +102,9 @@ export interface ListMarks {
 /** The plants of a store: each write checks the actor's role in the plant's garden in its own transaction. */
 export interface PlantPort {
   /**
-   * Inserts a plant; with `idem`, records the outcome against the claimed key, and with `event`, a
-   * plant.created event and its deliveries to every matching enabled endpoint — all in one transaction.
+   * Inserts a plant; with `idem`, records the outcome against the claimed key (a plant that exists
+   * too; a refusal by the garden records nothing), and with `event`, a plant.created event and its
+   * deliveries to every matching enabled endpoint — all in one transaction.
    */
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult>;
   /** The plant with this id, whoever's garden it is in. */
@@ -130,16 +133,15 @@ export interface PlantPort {
   ): Promise<UpdateResult>;
   /**
    * Deletes the plant if it exists, the actor (non-null) is an editor or owner of its garden and
-   * (ifVersions non-null) it has one of those versions; with `event`, as createPlant. false: no
-   * such plant or not visible to the actor; 'forbidden': the actor is a viewer; 'mismatch' (only
-   * with ifVersions): in another version. Only `true` deleted anything.
+   * (ifVersions non-null) it has one of those versions, checked as updatePlant checks them; with
+   * `event`, as createPlant.
    */
   deletePlant(
     id: number,
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch' | 'forbidden'>;
+  ): Promise<DeleteResult>;
   /**
    * What a cached list page of the plants of `gardens` (null: everyone's) with `tag` (null: any)
    * depends on, as of the moment it is read, whichever process wrote; null when the engine keeps

@@ -1,4 +1,5 @@
 import type { Scope } from '../../access/policy.js';
+import type { Change } from './change.js';
 
 // Built-in tokens.
 
@@ -25,6 +26,9 @@ export interface TokenPageQuery {
   limit: number;
 }
 
+/** Why a token write wrote nothing: `missing` no such token; `revoked` it is revoked already. */
+export type TokenRefusal = 'missing' | 'revoked';
+
 /** The built-in tokens of a store (their secrets never: only hashes). */
 export interface TokenPort {
   insertToken(token: TokenRecord): Promise<void>;
@@ -32,8 +36,8 @@ export interface TokenPort {
   findToken(id: string): Promise<TokenRecord | null>;
   /** Tokens newest first (in the order they were made, not by createdAt alone), a keyset page at a time. */
   pageTokens(q: TokenPageQuery): Promise<TokenRecord[]>;
-  /** Marks a token revoked; false when no such token or already revoked. */
-  revokeToken(id: string, at: Date): Promise<boolean>;
+  /** Marks a token revoked. */
+  revokeToken(id: string, at: Date): Promise<Change<true, TokenRefusal>>;
   /**
    * Sets lastUsedAt to `minute` on those of `ids` whose lastUsedAt is earlier or unset, in one
    * statement; returns how many rows changed. However many processes call it, a token's row is

@@ -20,7 +20,7 @@ import {
 } from '../store.js';
 import type { PgDb } from './db.js';
 
-// Gardens and their members on PostgreSQL (contract 3.2; mirrors sqlite/garden-writes.ts): each
+// Gardens and their members on PostgreSQL (contract 3.2; mirrors sqlite/gardens.ts): each
 // write reads the facts the access policy's garden rules need, under its locks, and lets the policy
 // decide.
 //

@@ -213,7 +213,7 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
     // the largest id created in the garden, `reorder` moves when a plant in it is deleted or
     // changed, or created at or below `top` (a client's id, or a server id whose transaction
     // committed after one holding a larger id: the row's lock orders the garden's writers as they
-    // commit). A list page read after the marks is exact while they stand (pg-store.ts). The rows of
+    // commit). A list page read after the marks is exact while they stand (store.ts). The rows of
     // a batch are written in garden order, so two batches never wait on each other in a cycle.
     sql: `
       CREATE TABLE list_marks (

@@ -3,15 +3,17 @@ import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import { applyPatch } from '../../plant-patch.js';
 import { eventData, shownPlant } from '../plant-changes.js';
-import type {
-  Actor,
-  CreateResult,
-  IdempotencyRef,
-  NewEvent,
-  NewPlant,
-  PlantPatch,
-  Role,
-  UpdateResult,
+import {
+  type Actor,
+  type CreateResult,
+  type DeleteResult,
+  type IdempotencyRef,
+  type NewEvent,
+  type NewPlant,
+  type PlantPatch,
+  type Role,
+  refused,
+  type UpdateResult,
 } from '../store.js';
 import { CallBatch } from './call-batch.js';
 import type { PgDb } from './db.js';
@@ -31,7 +33,7 @@ interface ServerIdCreate {
 }
 
 /** A plant a create wrote (its id and version), or why its garden refused it. */
-type Made = { id: number; version: number } | 'missing' | 'forbidden';
+type Made = { id: number; version: number } | 'no_garden' | 'forbidden';
 
 /** A row of createPlants: the plant written, or (id null) whether its garden was found and the creator's role. */
 interface CreateRow {
@@ -48,17 +50,16 @@ function madeOf(plant: NewPlant, r: CreateRow | undefined): Made | null {
   if (r === undefined) return null;
   if (r.id !== null && r.version !== null) return { id: r.id, version: r.version };
   const role = roleOf(plant.admin ? null : plant.owner, r.role);
-  if (!r.found || role === null) return 'missing';
+  if (!r.found || role === null) return 'no_garden';
   return allows(role, 'write') ? null : 'forbidden';
 }
 
 // What createPlant answers for what it made; null: the id exists.
 function createResult(plant: NewPlant, made: Made | null): CreateResult {
-  if (made === null) return { exists: true };
-  if (made === 'missing') return { missing: true };
-  if (made === 'forbidden') return { forbidden: true };
+  if (made === null) return refused('exists');
+  if (typeof made === 'string') return refused(made);
   const { owner, garden, name, tag } = plant;
-  return { created: { id: made.id, owner, garden, name, tag, version: made.version } };
+  return { ok: { id: made.id, owner, garden, name, tag, version: made.version } };
 }
 
 /** Creates, changes and deletes plants. */
@@ -90,7 +91,7 @@ export class PgPlantWrites {
         });
       }
       // A refusal by the garden records nothing against the key: the caller releases it.
-      if (made === 'missing' || made === 'forbidden') return createResult(plant, made);
+      if (typeof made === 'string') return createResult(plant, made);
       if (idem) {
         const shown = made && shownPlant({ ...plant, version: made.version });
         await this.db.q(
@@ -121,7 +122,7 @@ export class PgPlantWrites {
       )
     ).rows[0]!;
     const made = madeOf(plant, { ...row, n: 1, queued: 0 });
-    if (made === 'missing' || made === 'forbidden') return made;
+    if (typeof made === 'string') return made;
     if (made === null) return null;
     // Serialized so two concurrent client ids cannot lower the sequence below either of them.
     await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
@@ -147,15 +148,16 @@ export class PgPlantWrites {
     event?: NewEvent,
   ): Promise<UpdateResult> {
     // An id the bigint parameter would refuse is no plant.
-    if (!Number.isSafeInteger(id)) return { missing: true };
+    if (!Number.isSafeInteger(id)) return refused('missing');
     let queued = 0;
     const result = await this.db.tx(async (c): Promise<UpdateResult> => {
       const row = (await this.db.q<PlantRow>('plantForUpdate', [id, actor], c)).rows[0];
       const role = row && roleOf(actor, row.role);
-      if (row === undefined || role === null) return { missing: true };
-      if (!allows(role, 'write')) return { forbidden: true };
+      if (row === undefined || role === null) return refused('missing');
+      if (!allows(role, 'write')) return refused('forbidden');
       const was = toPlant(row);
-      if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
+      if (ifVersions !== null && !ifVersions.includes(was.version))
+        return refused('mismatch', { current: was });
       const { name, tag, changed, previous } = applyPatch(was, patch);
       let now = was;
       if (changed) {
@@ -175,7 +177,7 @@ export class PgPlantWrites {
         const shown = shownPlant(now);
         await this.db.q('finishIdem', [200, id, idem.user, idem.key, shown], c);
       }
-      return { updated: now, changed };
+      return { ok: { plant: now, changed } };
     });
     this.db.queued(queued);
     return result;
@@ -243,21 +245,21 @@ export class PgPlantWrites {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch' | 'forbidden'> {
+  ): Promise<DeleteResult> {
     // An id the bigint parameter would refuse is no plant.
-    if (!Number.isSafeInteger(id)) return false;
+    if (!Number.isSafeInteger(id)) return refused('missing');
     const versions = ifVersions ?? null;
     const r = await this.db.q<{ queued: number }>('deletePlant', [id, actor, versions, event?.at ?? null]);
     if ((r.rowCount ?? 0) > 0) {
       this.db.queued(r.rows[0]?.queued ?? 0);
-      return true;
+      return { ok: true };
     }
-    if (actor === null && versions === null) return false;
+    if (actor === null && versions === null) return refused('missing');
     // Not deleted: why, as things stand now (missing before forbidden before mismatch).
     const now = (await this.db.q<{ version: number; role: Role | null }>('plantFor', [id, actor])).rows[0];
     const role = now && roleOf(actor, now.role);
-    if (now === undefined || role === null) return false;
-    if (!allows(role, 'write')) return 'forbidden';
-    return versions !== null && !versions.includes(now.version) ? 'mismatch' : false;
+    if (now === undefined || role === null) return refused('missing');
+    if (!allows(role, 'write')) return refused('forbidden');
+    return refused(versions !== null && !versions.includes(now.version) ? 'mismatch' : 'missing');
   }
 }

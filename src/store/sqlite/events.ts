@@ -4,6 +4,7 @@ import { maskOf, typeBit, typeOfBit, typesOf } from '../event-mask.js';
 import { eventData } from '../plant-changes.js';
 import type {
   AttemptRecord,
+  Change,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
@@ -13,7 +14,7 @@ import type {
   FinishedAttempt,
   NewEvent,
 } from '../store.js';
-import { MAX_ENDPOINTS_PER_USER, NOT_SENT_ADMIN, NOT_SENT_MEMBER } from '../store.js';
+import { MAX_ENDPOINTS_PER_USER, NOT_SENT_ADMIN, NOT_SENT_MEMBER, refused } from '../store.js';
 
 // The log stores an event's type as its bit in endpoint masks (event-mask.ts), so that matching
 // an endpoint is one AND in SQL.
@@ -386,9 +387,9 @@ export class SqliteEvents {
     };
   }
 
-  /** Stores the endpoint unless its owner has MAX_ENDPOINTS_PER_USER already (false). */
-  insertEndpoint(e: EndpointRecord): boolean {
-    if (this.s.endpointCount.get(e.owner)! >= MAX_ENDPOINTS_PER_USER) return false;
+  /** Stores the endpoint unless its owner has MAX_ENDPOINTS_PER_USER already. */
+  insertEndpoint(e: EndpointRecord): Change<true, 'too_many_endpoints'> {
+    if (this.s.endpointCount.get(e.owner)! >= MAX_ENDPOINTS_PER_USER) return refused('too_many_endpoints');
     this.s.insertEndpoint.run({
       id: e.id,
       owner: e.owner,
@@ -406,7 +407,7 @@ export class SqliteEvents {
       admin_token: e.adminTokenId,
       admin_until: e.adminUntil?.getTime() ?? null,
     });
-    return true;
+    return { ok: true };
   }
 
   listEndpoints(owner: string | null): EndpointRecord[] {
@@ -418,9 +419,9 @@ export class SqliteEvents {
     return row ? toEndpoint(row) : null;
   }
 
-  updateEndpoint(id: string, patch: EndpointPatch): EndpointRecord | null {
+  updateEndpoint(id: string, patch: EndpointPatch): Change<EndpointRecord, 'missing'> {
     const current = this.getEndpoint(id);
-    if (!current) return null;
+    if (!current) return refused('missing');
     const next = { ...current, ...patch };
     this.s.updateEndpoint.run({
       id,
@@ -431,13 +432,13 @@ export class SqliteEvents {
       disabled_reason: next.disabledReason,
       failing_since: next.failingSince?.getTime() ?? null,
     });
-    return next;
+    return { ok: next };
   }
 
-  deleteEndpoint(id: string): boolean {
+  deleteEndpoint(id: string): Change<true, 'missing'> {
     this.s.deleteAttemptsOf.run(id);
     this.s.deleteDeliveriesOf.run(id);
-    return this.s.deleteEndpoint.run(id).changes > 0;
+    return this.s.deleteEndpoint.run(id).changes > 0 ? { ok: true } : refused('missing');
   }
 
   claim(q: {

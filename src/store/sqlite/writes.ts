@@ -1,30 +1,25 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError } from '../../errors.js';
-import { MAX_PLANT_ID } from '../../plant-id.js';
-import { applyPatch } from '../../plant-patch.js';
-import { eventData, recordedOutcome, shownPlant } from '../plant-changes.js';
-import type {
-  Actor,
-  CreateResult,
-  DeliveryJob,
-  EndpointPatch,
-  EndpointRecord,
-  FinishedAttempt,
-  IdempotencyClaim,
-  IdempotencyRef,
-  NewEvent,
-  NewPlant,
-  PlantPatch,
-  Role,
-  TokenRecord,
-  UpdateResult,
-  VersionedPlant,
+import { recordedOutcome } from '../plant-changes.js';
+import {
+  type Change,
+  type CreateResult,
+  type DeliveryJob,
+  type EndpointPatch,
+  type EndpointRecord,
+  type FinishedAttempt,
+  type IdempotencyClaim,
+  type IdempotencyRef,
+  refused,
+  type TokenRecord,
+  type TokenRefusal,
+  type UpdateResult,
 } from '../store.js';
 import { SqliteEvents } from './events.js';
-import { SqliteGardenWrites } from './garden-writes.js';
+import { SqliteGardenWrites } from './gardens.js';
+import { SqlitePlantWrites } from './plant-writes.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
 export function openConnection(path: string, durability: 'full' | 'normal'): Database.Database {
@@ -55,9 +50,6 @@ interface IdemRow {
   response: string | null;
 }
 
-// id, owner, garden, name, tag, version
-type Row = [number, string, string, string, string | null, number];
-
 /** One write's outcome: its value, or what it threw. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
@@ -75,17 +67,17 @@ export interface BatchResult {
 }
 
 /**
- * Every write plantstore makes to SQLite, and group commit: the writes of a batch run in one
- * transaction (one fsync); a failing write fails alone. Runs wherever the store's writer is: in a
- * thread of its own for a file (so that no commit, and no fsync, holds the event loop), inline for
- * ':memory:'. Everything a write needs is in its arguments, so a write can be sent to a thread.
+ * Every write plantstore makes to SQLite (plants', gardens' and events' by their own modules), and
+ * group commit: the writes of a batch run in one transaction (one fsync); a failing write fails
+ * alone. Runs wherever the store's writer is: in a thread of its own for a file (so that no
+ * commit, and no fsync, holds the event loop), inline for ':memory:'. Everything a write needs is
+ * in its arguments, so a write can be sent to a thread.
  */
 export class SqliteWrites {
   private stmts: ReturnType<SqliteWrites['prepare']> | undefined;
   private eventsSql: SqliteEvents | undefined;
   private gardensSql: SqliteGardenWrites | undefined;
-  /** The last plant version given, in the open transaction (undefined: not read yet). */
-  private rev: number | undefined;
+  private plantsSql: SqlitePlantWrites | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -109,25 +101,14 @@ export class SqliteWrites {
     return this.gardensSql;
   }
 
+  private get p(): SqlitePlantWrites {
+    this.plantsSql ??= new SqlitePlantWrites(this.db, () => this.e);
+    return this.plantsSql;
+  }
+
   private prepare() {
     const db = this.db;
     return {
-      insertPlant: db.prepare<[number | null, string, string, string, string | null, number], { id: number }>(
-        'INSERT INTO plants (id, owner, garden, name, tag, version) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
-      ),
-      plantForWrite: db
-        .prepare<[number], Row>('SELECT id, owner, garden, name, tag, version FROM plants WHERE id = ?')
-        .raw(),
-      role: db
-        .prepare<[string, string], Role>(
-          'SELECT role FROM garden_members WHERE garden_id = ? AND user_id = ?',
-        )
-        .pluck(),
-      gardenExists: db.prepare<[string], number>('SELECT 1 FROM gardens WHERE id = ?').pluck(),
-      updatePlant: db.prepare<[string, string | null, number, number]>(
-        'UPDATE plants SET name = ?, tag = ?, version = ? WHERE id = ?',
-      ),
-      deletePlant: db.prepare<[number]>('DELETE FROM plants WHERE id = ?'),
       getIdem: db.prepare<[string, string], IdemRow>(
         'SELECT request_hash, state, status, plant_id, created_at, locked_at, response FROM idempotency_keys WHERE user_id = ? AND key = ?',
       ),
@@ -137,9 +118,6 @@ export class SqliteWrites {
       ),
       relockIdem: db.prepare<[number, string, string]>(
         'UPDATE idempotency_keys SET locked_at = ? WHERE user_id = ? AND key = ?',
-      ),
-      finishIdem: db.prepare<[number, number | null, string | null, string, string]>(
-        `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ?, response = ? WHERE user_id = ? AND key = ?`,
       ),
       dropIdem: db.prepare<[string, string]>(
         `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND state = 'pending'`,
@@ -152,6 +130,7 @@ export class SqliteWrites {
       revokeToken: db.prepare<[number, string]>(
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
+      tokenExists: db.prepare<[string], number>('SELECT 1 FROM tokens WHERE id = ?').pluck(),
       touchToken: db.prepare<[number, string, number]>(
         'UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
       ),
@@ -162,7 +141,6 @@ export class SqliteWrites {
         `UPDATE write_clock SET n = n + 1, run_start = CASE WHEN writer = @writer THEN run_start ELSE n + 1 END,
            writer = @writer, clocked = clocked + @changed, rev = max(rev, @rev)`,
       ),
-      rev: db.prepare<[], number>('SELECT rev FROM write_clock').pluck(),
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
@@ -183,9 +161,7 @@ export class SqliteWrites {
       // Inside the try: preparing the statements fails on a closed database.
       const s = this.s;
       s.begin.run();
-      // The versions this batch gives follow the last one given, by any writer (the write lock is
-      // held from BEGIN IMMEDIATE, so no other writer gives one meanwhile); read lazily, once.
-      this.rev = undefined;
+      this.plantsSql?.begin();
       // Writes rarely fail, so the batch first runs without a savepoint per write; if one throws,
       // the whole transaction is rolled back and the batch runs again with a savepoint around each
       // write. (A write only runs statements, so running it twice is harmless.)
@@ -193,14 +169,14 @@ export class SqliteWrites {
       if (outcomes === null) {
         s.rollback.run();
         this.eventsSql?.forget();
-        this.rev = undefined;
+        this.plantsSql?.begin();
         s.begin.run();
         outcomes = this.run(batch, true) as Outcome[];
       }
       // The batch's events are written, and their deliveries queued, in its transaction.
       queued = this.eventsSql?.queueDeliveries() ?? 0;
       const changed = plantsChanged(batch, outcomes);
-      if (changed > 0) s.tick.run({ writer: this.writer, changed, rev: this.rev ?? 0 });
+      if (changed > 0) s.tick.run({ writer: this.writer, changed, rev: this.plantsSql?.lastVersion ?? 0 });
       s.commit.run();
       return { outcomes, queued };
     } catch (err) {
@@ -241,106 +217,16 @@ export class SqliteWrites {
 
   // The writes. Each runs inside commit()'s transaction.
 
-  // The next plant version: one more than the last given by any writer.
-  private nextVersion(): number {
-    this.rev = (this.rev ?? this.s.rev.get()!) + 1;
-    return this.rev;
+  createPlant(...a: Parameters<SqlitePlantWrites['create']>) {
+    return this.p.create(...a);
   }
 
-  createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
-    if (plant.admin) {
-      // Read under the write lock: a garden deleted a moment ago takes no plant.
-      if (this.s.gardenExists.get(plant.garden) === undefined) return { missing: true };
-    } else {
-      // Likewise, a member removed a moment ago creates nothing.
-      const role = this.s.role.get(plant.garden, plant.owner);
-      if (role === undefined) return { missing: true };
-      if (!allows(role, 'write')) return { forbidden: true };
-    }
-    const version = this.nextVersion();
-    const row = this.s.insertPlant.get(plant.id, plant.owner, plant.garden, plant.name, plant.tag, version);
-    if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
-    if (idem) {
-      const shown = row ? shownPlant({ ...plant, version }) : null;
-      this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, shown, idem.user, idem.key);
-    }
-    if (!row) return { exists: true };
-    if (event) {
-      const data = eventData(row.id, plant.name, plant.tag, plant.garden);
-      this.e.record(event, 'plant.created', plant.owner, plant.garden, data);
-    }
-    const created = {
-      id: row.id,
-      owner: plant.owner,
-      garden: plant.garden,
-      name: plant.name,
-      tag: plant.tag,
-    };
-    return { created: { ...created, version } };
+  updatePlant(...a: Parameters<SqlitePlantWrites['update']>) {
+    return this.p.update(...a);
   }
 
-  // The plant, if it exists and the actor (null: admin) may see it, and whether the actor may change it.
-  private plantOf(id: number, actor: Actor): { plant: VersionedPlant; writable: boolean } | null {
-    const r = this.s.plantForWrite.get(id);
-    if (r === undefined) return null;
-    const role = roleOf(actor, actor === null ? null : this.s.role.get(r[2], actor));
-    if (role === null) return null;
-    const plant = { id: r[0], owner: r[1], garden: r[2], name: r[3], tag: r[4], version: r[5] };
-    return { plant, writable: allows(role, 'write') };
-  }
-
-  /** Changes the plant per Store.updatePlant: read, checked and written under the write lock. */
-  updatePlant(
-    id: number,
-    actor: Actor,
-    patch: PlantPatch,
-    ifVersions: number[] | null,
-    idem?: IdempotencyRef,
-    event?: NewEvent,
-  ): UpdateResult {
-    const found = this.plantOf(id, actor);
-    if (found === null) return { missing: true };
-    if (!found.writable) return { forbidden: true };
-    const was = found.plant;
-    if (ifVersions !== null && !ifVersions.includes(was.version)) return { mismatch: was };
-    const { name, tag, changed, previous } = applyPatch(was, patch);
-    const now = changed ? { ...was, name, tag, version: this.nextVersion() } : was;
-    if (changed) {
-      this.s.updatePlant.run(name, tag, now.version, id);
-      if (event) {
-        const data = eventData(id, name, tag, was.garden, previous);
-        this.e.record(event, 'plant.updated', was.owner, was.garden, data);
-      }
-    }
-    if (idem) {
-      const shown = shownPlant(now);
-      this.s.finishIdem.run(200, id, shown, idem.user, idem.key);
-    }
-    return { updated: now, changed };
-  }
-
-  /**
-   * Deletes the plant (one the actor may change, any with null; in one of `ifVersions` when
-   * given); returns its garden, null if there was none the actor may see, 'forbidden' if the actor
-   * is a viewer, or 'mismatch' if it is in another version.
-   */
-  deletePlant(
-    id: number,
-    actor: Actor,
-    event?: NewEvent,
-    ifVersions?: number[] | null,
-  ): string | null | 'mismatch' | 'forbidden' {
-    const found = this.plantOf(id, actor);
-    if (found === null) return null;
-    if (!found.writable) return 'forbidden';
-    const gone = found.plant;
-    if (ifVersions && !ifVersions.includes(gone.version)) return 'mismatch';
-    this.s.deletePlant.run(id);
-    if (event) {
-      const data = eventData(gone.id, gone.name, gone.tag, gone.garden);
-      this.e.record(event, 'plant.deleted', gone.owner, gone.garden, data);
-    }
-    return gone.garden;
+  deletePlant(...a: Parameters<SqlitePlantWrites['delete']>) {
+    return this.p.delete(...a);
   }
 
   homeGarden(...a: Parameters<SqliteGardenWrites['home']>) {
@@ -367,15 +253,15 @@ export class SqliteWrites {
     return this.g.removeMember(...a);
   }
 
-  insertEndpoint(endpoint: EndpointRecord): boolean {
+  insertEndpoint(endpoint: EndpointRecord): Change<true, 'too_many_endpoints'> {
     return this.e.insertEndpoint(endpoint);
   }
 
-  updateEndpoint(id: string, patch: EndpointPatch): EndpointRecord | null {
+  updateEndpoint(id: string, patch: EndpointPatch): Change<EndpointRecord, 'missing'> {
     return this.e.updateEndpoint(id, patch);
   }
 
-  deleteEndpoint(id: string): boolean {
+  deleteEndpoint(id: string): Change<true, 'missing'> {
     return this.e.deleteEndpoint(id);
   }
 
@@ -405,15 +291,15 @@ export class SqliteWrites {
     const row = this.s.getIdem.get(ref.user, ref.key);
     if (!row || row.created_at < now - retainMs) {
       this.s.putIdem.run(ref.user, ref.key, requestHash, now, now);
-      return { state: 'claimed' };
+      return { ok: true };
     }
-    if (row.request_hash !== requestHash) return { state: 'mismatch' };
+    if (row.request_hash !== requestHash) return refused('mismatch');
     if (row.state === 'pending') {
-      if (row.locked_at >= now - staleAfterMs) return { state: 'in_flight' };
+      if (row.locked_at >= now - staleAfterMs) return refused('in_flight');
       this.s.relockIdem.run(now, ref.user, ref.key);
-      return { state: 'claimed' };
+      return { ok: true };
     }
-    return { state: 'done', outcome: recordedOutcome(row.status, row.plant_id, row.response) };
+    return refused('done', { outcome: recordedOutcome(row.status, row.plant_id, row.response) });
   }
 
   releaseIdempotencyKey(ref: IdempotencyRef): void {
@@ -436,8 +322,9 @@ export class SqliteWrites {
     );
   }
 
-  revokeToken(id: string, at: number): boolean {
-    return this.s.revokeToken.run(at, id).changes > 0;
+  revokeToken(id: string, at: number): Change<true, TokenRefusal> {
+    if (this.s.revokeToken.run(at, id).changes > 0) return { ok: true };
+    return refused(this.s.tokenExists.get(id) === undefined ? 'missing' : 'revoked');
   }
 
   touchTokens(ids: string[], minute: number): number {
@@ -453,10 +340,12 @@ function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
   batch.forEach(({ op }, i) => {
     const o = outcomes[i]!;
     if (!o.ok) return;
-    if (op === 'createPlant' && 'created' in (o.value as CreateResult)) n++;
-    else if (op === 'deletePlant' && o.value !== null && o.value !== 'mismatch' && o.value !== 'forbidden')
-      n++;
-    else if (op === 'updatePlant' && (o.value as UpdateResult as { changed?: boolean }).changed) n++;
+    if (op === 'createPlant' || op === 'deletePlant') {
+      if ('ok' in (o.value as CreateResult)) n++;
+    } else if (op === 'updatePlant') {
+      const r = o.value as UpdateResult;
+      if ('ok' in r && r.ok.changed) n++;
+    }
   });
   return n;
 }

@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { roleOf, type Scope } from '../../access/policy.js';
 import { StoreUnavailableError } from '../../errors.js';
-import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
   Actor,
   AttemptRecord,
+  Change,
   CreateResult,
+  DeleteResult,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
@@ -29,6 +30,7 @@ import type {
   Store,
   TokenPageQuery,
   TokenRecord,
+  TokenRefusal,
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
@@ -36,9 +38,10 @@ import { type Pending, TurnBatch } from '../turn-batch.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteEvents } from './events.js';
 import { GardenIdLists } from './garden-ids.js';
-import { type GardenRow, toGarden } from './garden-writes.js';
+import { type GardenRow, toGarden } from './gardens.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { SqlitePlantReads } from './plant-reads.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
 
 export interface SqliteOptions {
@@ -70,36 +73,6 @@ interface TokenRow {
   last_used_at: number | null;
 }
 
-// A page's row: id, garden, name, tag (and version, when asked).
-type Row = [number, string, string, string | null];
-type VersionedPageRow = [number, string, string, string | null, number];
-// One plant: id, owner, garden, name, tag, version.
-type VersionedRow = [number, string, string, string, string | null, number];
-const toPlant = (r: VersionedRow): VersionedPlant => ({
-  id: r[0],
-  owner: r[1],
-  garden: r[2],
-  name: r[3],
-  tag: r[4],
-  version: r[5],
-});
-/**
- * The same mapping for the rows of a list page, written out a second time on purpose. V8 decides
- * per object literal in the source whether the objects it makes go straight to the old generation
- * (allocation-site pretenuring), and a page's records all outlive the young-generation GCs that
- * run while it is built, so V8 pretenures the literal that makes them. Shared with the one-plant
- * read, every read's record then became old-generation garbage: a major GC every ~1.2 s and read
- * one's p99 at 6-10 ms instead of ~2 ms (docs/benchmarks.md, item 14).
- */
-const toPagePlant = (r: Row): PagePlant => ({ id: r[0], garden: r[1], name: r[2], tag: r[3] });
-const toVersionedPagePlant = (r: VersionedPageRow): PagePlant => ({
-  id: r[0],
-  garden: r[1],
-  name: r[2],
-  tag: r[3],
-  version: r[4],
-});
-
 // Errors that mean "the store cannot serve now", as opposed to a bug in a query.
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOTADB|PROTOCOL|NOMEM)/;
 
@@ -125,6 +98,7 @@ export class SqliteStore implements Store {
   private checkpointer: Checkpointer | undefined;
   private readonly writer: Writer;
   private readonly marks: LocalMarks;
+  private readonly plants: SqlitePlantReads;
   // Prepared on first use: the tables exist only once migrate() has run.
   private stmts: ReturnType<SqliteStore['prepare']> | undefined;
 
@@ -142,7 +116,12 @@ export class SqliteStore implements Store {
     // Names this store's writer in the write clock, so that its marks can tell its commits from others'.
     const me = randomBytes(8).toString('hex');
     this.marks = new LocalMarks(me);
-    this.idLists = new GardenIdLists(opts.keptIdsPerList);
+    this.plants = new SqlitePlantReads(
+      this.db,
+      new GardenIdLists(opts.keptIdsPerList),
+      this.marks,
+      (g, tag) => this.marksNow(g, tag),
+    );
     // ':memory:' is private to its connection, so its writes stay on it.
     this.writer =
       opts.path === ':memory:' || opts.writer === 'inline'
@@ -164,129 +143,10 @@ export class SqliteStore implements Store {
   private prepare() {
     const db = this.db;
     return {
-      // Rows come back as arrays: far cheaper for the driver to build than objects.
-      getPlant: db
-        .prepare<[number], VersionedRow>(
-          'SELECT id, owner, garden, name, tag, version FROM plants WHERE id = ?',
-        )
-        .raw(),
-      // The plant and the reader's role in its garden: two primary-key lookups in one statement,
-      // the same work whether the plant is missing, someone else's, or the reader's.
-      plantFor: db
-        .prepare<[string, number], [...VersionedRow, Role | null]>(
-          `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p
-           LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = ? WHERE p.id = ?`,
-        )
-        .raw(),
-      // The page paths read only their index (plants_garden_page, plants_garden_tag_page,
-      // plants_tag_page), each carrying the columns a page shows.
-      listAll: db
-        .prepare<[number, number], Row>(
-          'SELECT id, garden, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
-      listAllTag: db
-        .prepare<[string, number, number], Row>(
-          'SELECT id, garden, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
-      listGarden: db
-        .prepare<[string, number, number], Row>(
-          'SELECT id, garden, name, tag FROM plants WHERE garden = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
-      listGardenTag: db
-        .prepare<[string, string, number, number], Row>(
-          'SELECT id, garden, name, tag FROM plants WHERE garden = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
-      // The same pages with each plant's version (include=version): not in the list indexes, so
-      // each row is looked up in the table; only lists that ask for versions pay for it.
-      listAllV: db
-        .prepare<[number, number], VersionedPageRow>(
-          'SELECT id, garden, name, tag, version FROM plants WHERE id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
-      listAllTagV: db
-        .prepare<[string, number, number], VersionedPageRow>(
-          'SELECT id, garden, name, tag, version FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
-      listGardenV: db
-        .prepare<[string, number, number], VersionedPageRow>(
-          'SELECT id, garden, name, tag, version FROM plants WHERE garden = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
-      listGardenTagV: db
-        .prepare<[string, string, number, number], VersionedPageRow>(
-          'SELECT id, garden, name, tag, version FROM plants WHERE garden = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .raw(),
       memberships: db
         .prepare<[string], [string, Role]>('SELECT garden_id, role FROM garden_members WHERE user_id = ?')
         .raw(),
       membersClock: db.prepare<[], number>('SELECT members FROM write_clock').pluck(),
-      // A garden's plant ids after one, along its page index (GardenIdLists), and a page's rows by id.
-      gardenIds: db
-        .prepare<[string, number, number], number>(
-          'SELECT id FROM plants WHERE garden = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .pluck(),
-      gardenTagIds: db
-        .prepare<[string, string, number, number], number>(
-          'SELECT id FROM plants WHERE garden = ? AND tag = ? AND id > ? ORDER BY id LIMIT ?',
-        )
-        .pluck(),
-      byIds: db
-        .prepare<[string], Row>(
-          'SELECT id, garden, name, tag FROM plants WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
-        )
-        .raw(),
-      byIdsV: db
-        .prepare<[string], VersionedPageRow>(
-          'SELECT id, garden, name, tag, version FROM plants WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
-        )
-        .raw(),
-      // The next `window` plants in id order (with the tag: along its index), the gardens' ones kept.
-      window: db
-        .prepare<[number, number, string, number], Row>(
-          `SELECT id, garden, name, tag FROM (SELECT id, garden, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?)
-           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
-        )
-        .raw(),
-      windowTag: db
-        .prepare<[string, number, number, string, number], Row>(
-          `SELECT id, garden, name, tag FROM (SELECT id, garden, name, tag FROM plants INDEXED BY plants_tag_page
-             WHERE tag = ? AND id > ? ORDER BY id LIMIT ?)
-           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
-        )
-        .raw(),
-      windowV: db
-        .prepare<[number, number, string, number], VersionedPageRow>(
-          `SELECT id, garden, name, tag, version FROM (SELECT id, garden, name, tag, version FROM plants
-             WHERE id > ? ORDER BY id LIMIT ?)
-           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
-        )
-        .raw(),
-      windowTagV: db
-        .prepare<[string, number, number, string, number], VersionedPageRow>(
-          `SELECT id, garden, name, tag, version FROM (SELECT id, garden, name, tag, version FROM plants
-             INDEXED BY plants_tag_page WHERE tag = ? AND id > ? ORDER BY id LIMIT ?)
-           WHERE garden IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
-        )
-        .raw(),
-      // How far such a walk went: how many plants, and the last id.
-      windowEnd: db
-        .prepare<[number, number], [number, number | null]>(
-          'SELECT count(*), max(id) FROM (SELECT id FROM plants WHERE id > ? ORDER BY id LIMIT ?)',
-        )
-        .raw(),
-      windowEndTag: db
-        .prepare<[string, number, number], [number, number | null]>(
-          `SELECT count(*), max(id) FROM (SELECT id FROM plants INDEXED BY plants_tag_page
-             WHERE tag = ? AND id > ? ORDER BY id LIMIT ?)`,
-        )
-        .raw(),
       gardensOf: db.prepare<[string], GardenRow & { role: Role }>(
         `SELECT g.*, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id WHERE m.user_id = ?
          ORDER BY g.home_user IS NOT m.user_id, g.seq`,
@@ -427,145 +287,20 @@ export class SqliteStore implements Store {
   // The marks move before the write is answered, so no page kept afterwards misses it.
   async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     const r = await this.writer.write('createPlant', plant, idem, event);
-    if ('created' in r) this.marks.created(plant.garden, plant.tag, r.created.id, plant.id === null);
+    if ('ok' in r) this.marks.created(plant.garden, plant.tag, r.ok.id, plant.id === null);
     return r;
   }
 
   getPlant(id: number): Promise<VersionedPlant | null> {
-    return this.read(() => {
-      const row = this.s.getPlant.get(id) as VersionedRow | undefined;
-      return row === undefined ? null : toPlant(row);
-    });
+    return this.read(() => this.plants.get(id));
   }
 
   plantFor(id: number, user: string | null): Promise<{ plant: VersionedPlant; role: Role } | null> {
-    return this.read(() => {
-      // An administrator's read needs no membership (roleOf: an owner everywhere).
-      const row = (user === null ? this.s.getPlant.get(id) : this.s.plantFor.get(user, id)) as
-        | [...VersionedRow, (Role | null)?]
-        | undefined;
-      if (row === undefined) return null;
-      const role = roleOf(user, row[6]);
-      return role === null ? null : { plant: toPlant(row as unknown as VersionedRow), role };
-    });
+    return this.read(() => this.plants.plantFor(id, user));
   }
 
   listPlants(q: PageQuery): Promise<PagePlant[]> {
-    return this.read(() => {
-      const gardens = q.gardens;
-      if (gardens === null) {
-        if (q.withVersion) {
-          const rows =
-            q.tag === null
-              ? this.s.listAllV.all(q.afterId, q.limit)
-              : this.s.listAllTagV.all(q.tag, q.afterId, q.limit);
-          return rows.map(toVersionedPagePlant);
-        }
-        const rows =
-          q.tag === null
-            ? this.s.listAll.all(q.afterId, q.limit)
-            : this.s.listAllTag.all(q.tag, q.afterId, q.limit);
-        return (rows as Row[]).map(toPagePlant);
-      }
-      if (gardens.length === 0) return [];
-      const tag = q.tag;
-      const read = q.withVersion
-        ? (g: string, after: number, n: number) =>
-            (tag === null
-              ? this.s.listGardenV.all(g, after, n)
-              : this.s.listGardenTagV.all(g, tag, after, n)
-            ).map(toVersionedPagePlant)
-        : (g: string, after: number, n: number) =>
-            (
-              (tag === null
-                ? this.s.listGarden.all(g, after, n)
-                : this.s.listGardenTag.all(g, tag, after, n)) as Row[]
-            ).map(toPagePlant);
-      if (gardens.length === 1) return read(gardens[0]!, q.afterId, q.limit);
-      // Several reads make one page: they share one snapshot.
-      return this.snapshot(() => this.fromIdList(gardens, q) ?? this.acrossGardens(gardens, q, read));
-    });
-  }
-
-  /**
-   * A page across several gardens. First one statement walks the next plants in id order (along
-   * the tag's index with a tag), at most WINDOW of them, keeping the gardens' ones: where the
-   * caller's plants are not rare, that fills the page at about the cost of one garden's read, which
-   * twenty index reads merged are not (docs/benchmarks.md). Where it does not fill the page, the
-   * rest comes from the per-garden reads merged (mergeGardens), from the end of the walk on. Either
-   * way the rows read are bounded by the page and the gardens, never by how many plants there are.
-   */
-  private acrossGardens(gardens: readonly string[], q: PageQuery, read: GardenRead<PagePlant>): PagePlant[] {
-    const window = Math.min(4096, Math.max(256, 16 * q.limit));
-    const set = this.gardenSet(gardens);
-    const s = this.s;
-    const rows: PagePlant[] =
-      q.tag === null
-        ? q.withVersion
-          ? s.windowV.all(q.afterId, window, set, q.limit).map(toVersionedPagePlant)
-          : (s.window.all(q.afterId, window, set, q.limit) as Row[]).map(toPagePlant)
-        : q.withVersion
-          ? s.windowTagV.all(q.tag, q.afterId, window, set, q.limit).map(toVersionedPagePlant)
-          : (s.windowTag.all(q.tag, q.afterId, window, set, q.limit) as Row[]).map(toPagePlant);
-    if (rows.length === q.limit) return rows;
-    const [walked, end] = (
-      q.tag === null ? s.windowEnd.get(q.afterId, window) : s.windowEndTag.get(q.tag, q.afterId, window)
-    ) as [number, number | null];
-    // The walk reached the last plant: the page is all there is.
-    if (walked < window || end === null) return rows;
-    return rows.concat(mergeGardens(gardens, end, q.limit - rows.length, read));
-  }
-
-  /**
-   * A page across several gardens from their ids kept in memory (GardenIdLists): one read of the
-   * page's rows by id. Undefined when the gardens hold too many plants to keep their ids.
-   */
-  private fromIdList(gardens: readonly string[], q: PageQuery): PagePlant[] | undefined {
-    const set = this.gardenSet(gardens);
-    const key = q.tag === null ? set : `${set}\0${q.tag}`;
-    const tag = q.tag;
-    const s = this.s;
-    const ids = this.idLists.page(key, this.marksNow(gardens, tag), q.afterId, q.limit, (after, cap) => {
-      const all: number[] = [];
-      for (const g of new Set(gardens)) {
-        // Adding to a kept list (only creates after every other since): only gardens that had one.
-        if (after > 0 && this.marks.topOf(g, tag) <= after) continue;
-        const some = tag === null ? s.gardenIds.all(g, after, cap) : s.gardenTagIds.all(g, tag, after, cap);
-        for (const id of some) all.push(id);
-        if (all.length >= cap) break;
-      }
-      return all.sort((a, b) => a - b);
-    });
-    if (ids === undefined) return undefined;
-    if (ids.length === 0) return [];
-    const list = JSON.stringify(ids);
-    return q.withVersion
-      ? s.byIdsV.all(list).map(toVersionedPagePlant)
-      : (s.byIds.all(list) as Row[]).map(toPagePlant);
-  }
-
-  private readonly idLists: GardenIdLists;
-
-  // The gardens as the JSON array the window statements take; the same array is encoded once.
-  private readonly gardenSets = new WeakMap<readonly string[], string>();
-  private gardenSet(gardens: readonly string[]): string {
-    let set = this.gardenSets.get(gardens);
-    if (set === undefined) {
-      set = JSON.stringify(gardens);
-      this.gardenSets.set(gardens, set);
-    }
-    return set;
-  }
-
-  // Runs `fn` in a read transaction of its own, unless the read batch already holds one.
-  private snapshot<T>(fn: () => T): T {
-    if (this.db.inTransaction) return fn();
-    this.s.beginRead.run();
-    try {
-      return fn();
-    } finally {
-      if (this.db.inTransaction) this.s.commit.run();
-    }
+    return this.read(() => this.plants.list(q));
   }
 
   // Users' memberships as last read, while write_clock.members (moved by triggers on every
@@ -661,7 +396,7 @@ export class SqliteStore implements Store {
   ): Promise<UpdateResult> {
     const r = await this.writer.write('updatePlant', id, actor, patch, ifVersions, idem, event);
     // A change may move a plant between tag filters or change what any page of its garden shows.
-    if ('changed' in r && r.changed) this.marks.deleted(r.updated.garden);
+    if ('ok' in r && r.ok.changed) this.marks.deleted(r.ok.plant.garden);
     return r;
   }
 
@@ -670,14 +405,14 @@ export class SqliteStore implements Store {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch' | 'forbidden'> {
-    const gone = await this.writer.write('deletePlant', id, actor, event, ifVersions);
-    if (gone === 'mismatch' || gone === 'forbidden') return gone;
-    if (gone !== null) this.marks.deleted(gone);
-    return gone !== null;
+  ): Promise<DeleteResult> {
+    const r = await this.writer.write('deletePlant', id, actor, event, ifVersions);
+    if ('refused' in r) return r;
+    this.marks.deleted(r.ok);
+    return { ok: true };
   }
 
-  insertEndpoint(endpoint: EndpointRecord): Promise<boolean> {
+  insertEndpoint(endpoint: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>> {
     return this.writer.write('insertEndpoint', endpoint);
   }
 
@@ -689,11 +424,11 @@ export class SqliteStore implements Store {
     return this.run(() => this.e.getEndpoint(id));
   }
 
-  updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
+  updateEndpoint(id: string, patch: EndpointPatch): Promise<Change<EndpointRecord, 'missing'>> {
     return this.writer.write('updateEndpoint', id, patch);
   }
 
-  deleteEndpoint(id: string): Promise<boolean> {
+  deleteEndpoint(id: string): Promise<Change<true, 'missing'>> {
     return this.writer.write('deleteEndpoint', id);
   }
 
@@ -781,7 +516,7 @@ export class SqliteStore implements Store {
     );
   }
 
-  revokeToken(id: string, at: Date): Promise<boolean> {
+  revokeToken(id: string, at: Date): Promise<Change<true, TokenRefusal>> {
     return this.writer.write('revokeToken', id, at.getTime());
   }
 

@@ -7,7 +7,9 @@ import { recordedOutcome } from '../plant-changes.js';
 import type {
   Actor,
   AttemptRecord,
+  Change,
   CreateResult,
+  DeleteResult,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
@@ -30,10 +32,11 @@ import type {
   Store,
   TokenPageQuery,
   TokenRecord,
+  TokenRefusal,
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
-import { MAX_ENDPOINTS_PER_USER } from '../store.js';
+import { MAX_ENDPOINTS_PER_USER, refused } from '../store.js';
 import {
   type AttemptRow,
   type EndpointRow,
@@ -289,7 +292,7 @@ export class PgStore implements Store {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
-  ): Promise<boolean | 'mismatch' | 'forbidden'> {
+  ): Promise<DeleteResult> {
     return this.writes.delete(id, actor, event, ifVersions);
   }
 
@@ -355,7 +358,7 @@ export class PgStore implements Store {
     return this.gardens.removeMember(id, actor, user);
   }
 
-  async insertEndpoint(e: EndpointRecord): Promise<boolean> {
+  async insertEndpoint(e: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>> {
     return this.tx(async (c) => {
       await this.q('lockOwner', [e.owner], c);
       const inserted = await this.q(
@@ -380,7 +383,7 @@ export class PgStore implements Store {
         ],
         c,
       );
-      return (inserted.rowCount ?? 0) > 0;
+      return (inserted.rowCount ?? 0) > 0 ? { ok: true } : refused('too_many_endpoints');
     });
   }
 
@@ -397,9 +400,9 @@ export class PgStore implements Store {
     return row ? toEndpoint(row) : null;
   }
 
-  async updateEndpoint(id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
+  async updateEndpoint(id: string, patch: EndpointPatch): Promise<Change<EndpointRecord, 'missing'>> {
     const current = await this.getEndpoint(id);
-    if (!current) return null;
+    if (!current) return refused('missing');
     const n = { ...current, ...patch };
     const row = (
       await this.q<EndpointRow>('updateEndpoint', [
@@ -413,11 +416,11 @@ export class PgStore implements Store {
         'failingSince' in patch,
       ])
     ).rows[0];
-    return row ? toEndpoint(row) : null;
+    return row ? { ok: toEndpoint(row) } : refused('missing');
   }
 
-  async deleteEndpoint(id: string): Promise<boolean> {
-    return ((await this.q('deleteEndpoint', [id])).rowCount ?? 0) > 0;
+  async deleteEndpoint(id: string): Promise<Change<true, 'missing'>> {
+    return ((await this.q('deleteEndpoint', [id])).rowCount ?? 0) > 0 ? { ok: true } : refused('missing');
   }
 
   async claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
@@ -525,7 +528,7 @@ export class PgStore implements Store {
         new Date(now - opts.retainMs),
         new Date(now - opts.staleAfterMs),
       ]);
-      if ((claimed.rowCount ?? 0) > 0) return { state: 'claimed' };
+      if ((claimed.rowCount ?? 0) > 0) return { ok: true };
       const row = (
         await this.q<{
           request_hash: string;
@@ -537,9 +540,9 @@ export class PgStore implements Store {
       ).rows[0];
       if (!row && attempt < 5) continue; // released between the two statements: claim again
       if (!row) throw new StoreUnavailableError('idempotency key is contended; retry later');
-      if (row.request_hash !== requestHash) return { state: 'mismatch' };
-      if (row.state === 'pending') return { state: 'in_flight' };
-      return { state: 'done', outcome: recordedOutcome(row.status, row.plant_id, row.response) };
+      if (row.request_hash !== requestHash) return refused('mismatch');
+      if (row.state === 'pending') return refused('in_flight');
+      return refused('done', { outcome: recordedOutcome(row.status, row.plant_id, row.response) });
     }
   }
 
@@ -574,8 +577,10 @@ export class PgStore implements Store {
     return r.rows.map(toToken);
   }
 
-  async revokeToken(id: string, at: Date): Promise<boolean> {
-    return ((await this.q('revokeToken', [at, id])).rowCount ?? 0) > 0;
+  async revokeToken(id: string, at: Date): Promise<Change<true, TokenRefusal>> {
+    if (((await this.q('revokeToken', [at, id])).rowCount ?? 0) > 0) return { ok: true };
+    // Tokens are never deleted, and a revocation never undone: one found now was revoked already.
+    return refused((await this.findToken(id)) === null ? 'missing' : 'revoked');
   }
 
   async touchTokens(ids: string[], minute: Date): Promise<number> {
