@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { StoreUnavailableError } from '../../src/errors.js';
-import { gardenId } from '../../src/gardens/id.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';

@@ -27,6 +27,9 @@ export interface Membership {
 /** A garden write's answer: what it wrote, or why the access policy refused it. */
 export type GardenChange<T> = Change<T, GardenRefusal>;
 
+/** What putMember answers: the member, and whether it was added (not only given a new role). */
+export type MemberPut = GardenChange<{ member: MemberRecord; created: boolean }>;
+
 /** The gardens of a store and their members: each write decides by the access policy in its own transaction. */
 export interface GardenPort {
   /**
@@ -52,13 +55,7 @@ export interface GardenPort {
    * Adds `user` to a garden the actor owns, or changes its role: atomic with the checks (limits,
    * the last owner, a home garden's own user), whatever else races it. `created`: it was added.
    */
-  putMember(
-    id: string,
-    actor: Actor,
-    user: string,
-    role: Role,
-    at: Date,
-  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>>;
+  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut>;
   /** Removes `user` from the garden: by an owner, or by the user itself (leaving); never the last owner. */
   removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>>;
 }

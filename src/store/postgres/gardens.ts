@@ -13,6 +13,7 @@ import {
   type Actor,
   type GardenChange,
   type GardenRecord,
+  type MemberPut,
   type MemberRecord,
   type Membership,
   type Role,
@@ -199,13 +200,7 @@ export class PgGardens {
   }
 
   /** Adds a member or changes its role, with the limits, the last owner and a home garden's user checked. */
-  putMember(
-    id: string,
-    actor: Actor,
-    user: string,
-    role: Role,
-    at: Date,
-  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>> {
+  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut> {
     return this.db.tx(async (c) => {
       const g = await this.locked(c, id, actor, { user });
       const was = await this.memberState(c, id, user);

@@ -20,13 +20,13 @@ import type {
   IdempotencyClaim,
   IdempotencyRef,
   ListMarks,
+  MemberPut,
   MemberRecord,
   Membership,
   NewEvent,
   NewPlant,
   PagePlant,
   PageQuery,
-  PlantPatch,
   PoolStats,
   Role,
   Store,
@@ -276,15 +276,8 @@ export class PgStore implements Store {
     return this.reads.scopeMarks(user, tag);
   }
 
-  updatePlant(
-    id: number,
-    actor: Actor,
-    patch: PlantPatch,
-    ifVersions: number[] | null,
-    idem?: IdempotencyRef,
-    event?: NewEvent,
-  ): Promise<UpdateResult> {
-    return this.writes.update(id, actor, patch, ifVersions, idem, event);
+  updatePlant(...change: Parameters<Store['updatePlant']>): Promise<UpdateResult> {
+    return this.writes.update(...change);
   }
 
   deletePlant(
@@ -344,13 +337,7 @@ export class PgStore implements Store {
     return this.gardens.listMembers(id);
   }
 
-  putMember(
-    id: string,
-    actor: Actor,
-    user: string,
-    role: Role,
-    at: Date,
-  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>> {
+  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut> {
     return this.gardens.putMember(id, actor, user, role, at);
   }
 

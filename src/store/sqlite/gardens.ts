@@ -14,7 +14,7 @@ import {
   type Actor,
   type GardenChange,
   type GardenRecord,
-  type MemberRecord,
+  type MemberPut,
   type Role,
   refused,
 } from '../store.js';
@@ -147,13 +147,7 @@ export class SqliteGardenWrites {
     return { ok: true };
   }
 
-  putMember(
-    id: string,
-    actor: Actor,
-    user: string,
-    role: Role,
-    at: Date,
-  ): GardenChange<{ member: MemberRecord; created: boolean }> {
+  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): MemberPut {
     const g = this.found(id, actor);
     const was = this.s.member.get(id, user);
     const refusal = mayPutMember(g, user, role, this.memberFacts(id, user, was?.role ?? null));

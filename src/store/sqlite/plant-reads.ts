@@ -24,7 +24,7 @@ const toPlant = (r: VersionedRow): VersionedPlant => ({
  * (allocation-site pretenuring), and a page's records all outlive the young-generation GCs that
  * run while it is built, so V8 pretenures the literal that makes them. Shared with the one-plant
  * read, every read's record then became old-generation garbage: a major GC every ~1.2 s and read
- * one's p99 at 6-10 ms instead of ~2 ms (docs/benchmarks.md, item 14).
+ * one's p99 at 6-10 ms instead of ~2 ms (docs/benchmarks.md).
  */
 const toPagePlant = (r: Row): PagePlant => ({ id: r[0], garden: r[1], name: r[2], tag: r[3] });
 const toVersionedPagePlant = (r: VersionedPageRow): PagePlant => ({

@@ -19,13 +19,13 @@ import type {
   IdempotencyClaim,
   IdempotencyRef,
   ListMarks,
+  MemberPut,
   MemberRecord,
   Membership,
   NewEvent,
   NewPlant,
   PagePlant,
   PageQuery,
-  PlantPatch,
   Role,
   Store,
   TokenPageQuery,
@@ -372,13 +372,7 @@ export class SqliteStore implements Store {
     return this.writer.write('deleteGarden', id, actor);
   }
 
-  putMember(
-    id: string,
-    actor: Actor,
-    user: string,
-    role: Role,
-    at: Date,
-  ): Promise<GardenChange<{ member: MemberRecord; created: boolean }>> {
+  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut> {
     return this.writer.write('putMember', id, actor, user, role, at);
   }
 
@@ -386,15 +380,8 @@ export class SqliteStore implements Store {
     return this.writer.write('removeMember', id, actor, user);
   }
 
-  async updatePlant(
-    id: number,
-    actor: Actor,
-    patch: PlantPatch,
-    ifVersions: number[] | null,
-    idem?: IdempotencyRef,
-    event?: NewEvent,
-  ): Promise<UpdateResult> {
-    const r = await this.writer.write('updatePlant', id, actor, patch, ifVersions, idem, event);
+  async updatePlant(...change: Parameters<Store['updatePlant']>): Promise<UpdateResult> {
+    const r = await this.writer.write('updatePlant', ...change);
     // A change may move a plant between tag filters or change what any page of its garden shows.
     if ('ok' in r && r.ok.changed) this.marks.deleted(r.ok.plant.garden);
     return r;
