@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Garden, Role } from '../client/index.js';
+import { type Garden, ROLES, type Role } from '../client/index.js';
 import { isValidUser } from '../identity/tokens.js';
 import { UsageError } from '../usage-error.js';
 import { type ClientOpts, connect, gardenId, out, withClient } from './client.js';
@@ -13,7 +13,6 @@ function userName(text: string): string {
   return text;
 }
 
-const ROLES: readonly Role[] = ['viewer', 'editor', 'owner'];
 function role(text: string): Role {
   if (!(ROLES as readonly string[]).includes(text)) {
     throw new UsageError(`--role must be ${ROLES.join(', ')}; got ${JSON.stringify(text)}`);
