@@ -75,9 +75,8 @@ for (const engine of ENGINES) {
         const r = await store.readEvents({ after: start, gardens: [quiet], limit: 10 });
         assert.deepEqual(r.events, []);
         const busyRead = await store.readEvents({ after: r.position, gardens: [busy], limit: 100 });
-        return busyRead.events.length === 0 && r;
+        return r.position !== start && busyRead.events.length === 0 && r;
       });
-      assert.notEqual(idle.position, start);
       // Interleaved: a full page stops at its last event, a short one at the head, and following the
       // positions gives every event of the garden once, in order.
       const mine: string[] = [];
@@ -85,15 +84,17 @@ for (const engine of ENGINES) {
         await plant(store, b, busy, { name: `noise${i}`, at: new Date() });
         mine.push((await plant(store, o, quiet, { name: `mine${i}`, at: new Date() })).name);
       }
+      // Followed until all seven are read: a transaction open elsewhere on the server holds the
+      // readable end back (the reader then gets a short page and waits), never past an event.
       const seen: string[] = [];
       let at = idle.position;
-      for (let reads = 0; seen.length < mine.length; reads++) {
-        assert.ok(reads < 50, `read ${seen.length} of ${mine.length}`);
+      await until(`the quiet garden's ${mine.length} events read`, async () => {
         const r = await store.readEvents({ after: at, gardens: [quiet], limit: 3 });
         if (r.events.length === 3) assert.equal(r.position, r.events.at(-1)!.position);
         seen.push(...r.events.map((e) => e.data.name));
         at = r.position;
-      }
+        return seen.length >= mine.length;
+      });
       assert.deepEqual(seen, mine);
       const rest = await store.readEvents({ after: at, gardens: [quiet], limit: 3 });
       assert.deepEqual(rest.events, []);
