@@ -27,6 +27,14 @@ export interface Membership {
 /** A garden write's answer: what it wrote, or why the access policy refused it. */
 export type GardenChange<T> = Change<T, GardenRefusal>;
 
+/** A garden to make, with `owner` its maker and first owner. */
+export interface NewGarden {
+  id: string;
+  name: string;
+  owner: string;
+  at: Date;
+}
+
 /** What putMember answers: the member, and whether it was added (not only given a new role). */
 export type MemberPut = GardenChange<{ member: MemberRecord; created: boolean }>;
 
@@ -44,7 +52,7 @@ export interface GardenPort {
   /** The garden and the role `user` has in it (null user: admin, `owner`); null when missing or no member. */
   gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null>;
   /** Makes a garden with `owner` as its owner; refused when the owner is in too many gardens. */
-  createGarden(g: { id: string; name: string; owner: string; at: Date }): Promise<GardenChange<GardenRecord>>;
+  createGarden(g: NewGarden): Promise<GardenChange<GardenRecord>>;
   /** Renames a garden the actor owns. */
   renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>>;
   /** Deletes an empty garden the actor owns, with its memberships (never a home garden). */

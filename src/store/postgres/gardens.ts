@@ -16,6 +16,7 @@ import {
   type MemberPut,
   type MemberRecord,
   type Membership,
+  type NewGarden,
   type Role,
   refused,
 } from '../store.js';
@@ -138,12 +139,7 @@ export class PgGardens {
   }
 
   /** A new garden owned by `owner`, unless the access policy's garden limits refuse it. */
-  createGarden(g: {
-    id: string;
-    name: string;
-    owner: string;
-    at: Date;
-  }): Promise<GardenChange<GardenRecord>> {
+  createGarden(g: NewGarden): Promise<GardenChange<GardenRecord>> {
     return this.db.tx(async (c) => {
       await this.db.q('lockUser', [g.owner], c);
       const n = (await this.db.q<{ made: number; member: number }>('userGardens', [g.owner], c)).rows[0]!;

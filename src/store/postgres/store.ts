@@ -24,6 +24,7 @@ import type {
   MemberRecord,
   Membership,
   NewEvent,
+  NewGarden,
   NewPlant,
   PagePlant,
   PageQuery,
@@ -316,12 +317,7 @@ export class PgStore implements Store {
     return this.gardens.gardenFor(id, user);
   }
 
-  createGarden(g: {
-    id: string;
-    name: string;
-    owner: string;
-    at: Date;
-  }): Promise<GardenChange<GardenRecord>> {
+  createGarden(g: NewGarden): Promise<GardenChange<GardenRecord>> {
     return this.gardens.createGarden(g);
   }
 

@@ -15,6 +15,7 @@ import {
   type GardenChange,
   type GardenRecord,
   type MemberPut,
+  type NewGarden,
   type Role,
   refused,
 } from '../store.js';
@@ -97,7 +98,7 @@ export class SqliteGardenWrites {
   }
 
   /** A new garden owned by `owner`, unless the access policy's garden limits refuse it. */
-  create(g: { id: string; name: string; owner: string; at: Date }): GardenChange<GardenRecord> {
+  create(g: NewGarden): GardenChange<GardenRecord> {
     // A user with no home garden yet keeps a place for it, among those it makes and those it is in.
     const homeless = this.s.home.get(g.owner) === undefined ? 1 : 0;
     const refusal = mayCreateGarden(

@@ -23,6 +23,7 @@ import type {
   MemberRecord,
   Membership,
   NewEvent,
+  NewGarden,
   NewPlant,
   PagePlant,
   PageQuery,
@@ -355,12 +356,7 @@ export class SqliteStore implements Store {
     return this.writer.write('homeGarden', user, make);
   }
 
-  createGarden(g: {
-    id: string;
-    name: string;
-    owner: string;
-    at: Date;
-  }): Promise<GardenChange<GardenRecord>> {
+  createGarden(g: NewGarden): Promise<GardenChange<GardenRecord>> {
     return this.writer.write('createGarden', g);
   }
 
