@@ -9,9 +9,10 @@ import type {
   Actor,
   AttemptRecord,
   Change,
+  Claim,
+  ClaimQuery,
   CreateResult,
   DeleteResult,
-  DeliveryJob,
   EndpointPatch,
   EndpointRecord,
   EventRead,
@@ -21,6 +22,7 @@ import type {
   IdempotencyClaim,
   IdempotencyRef,
   ListMarks,
+  LogProgress,
   MemberPut,
   MemberRecord,
   Membership,
@@ -41,6 +43,7 @@ import type {
 import { MAX_ENDPOINTS_PER_USER, refused } from '../store.js';
 import {
   type AttemptRow,
+  type ClaimRow,
   type EndpointRow,
   EVENT_QUERIES,
   type EventRow,
@@ -173,12 +176,11 @@ export class PgStore implements Store {
     this.pool.on('error', () => {});
   }
 
-  // What the code of each concern borrows: the prepared statements, transactions, dispatcher.
+  // What the code of each concern borrows: the prepared statements and transactions.
   private readonly db = {
     q: <R extends pg.QueryResultRow>(name: QueryName, values: unknown[], client?: pg.PoolClient) =>
       this.q<R>(name, values, client),
     tx: <T>(fn: (c: pg.PoolClient) => Promise<T>) => this.tx(fn),
-    queued: (n: number) => this.queued(n),
   };
   private readonly reads = new PgPlantReads(this.db);
   private readonly writes = new PgPlantWrites(this.db);
@@ -432,10 +434,10 @@ export class PgStore implements Store {
     return ((await this.q('deleteEndpoint', [id])).rowCount ?? 0) > 0 ? { ok: true } : refused('missing');
   }
 
-  async claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
+  async claimDeliveries(q: ClaimQuery): Promise<Claim> {
     const until = new Date(q.now.getTime() + q.leaseMs);
     const rows = (
-      await this.q<{ id: string; event_id: string; endpoint_id: string; attempts: number }>('claim', [
+      await this.q<ClaimRow>('claim', [
         q.leaseOwner,
         until,
         q.now,
@@ -443,25 +445,28 @@ export class PgStore implements Store {
         q.limit,
         q.perEndpoint,
         JSON.stringify(q.ownerLoad ?? {}),
+        JSON.stringify(q.windows ?? {}),
       ])
     ).rows;
-    if (rows.length === 0) return [];
-    const [events, endpoints] = await Promise.all([
-      this.q<EventRow>('eventsIn', [[...new Set(rows.map((r) => r.event_id))]]),
-      this.q<EndpointRow>('endpointsIn', [[...new Set(rows.map((r) => r.endpoint_id))]]),
+    const windows: Record<string, string> = {};
+    for (const r of rows) if (r.kind === 'w') windows[r.endpoint_id] = position(r.window_xid!, r.window_seq!);
+    const found = rows.filter((r) => r.kind !== 'w');
+    if (found.length === 0) return { jobs: [], windows };
+    const endpoints = await this.q<EndpointRow>('endpointsIn', [
+      [...new Set(found.map((r) => r.endpoint_id))],
     ]);
-    const ev = new Map(events.rows.map((r) => [r.id, toEvent(r)]));
     const ep = new Map(endpoints.rows.map((r) => [r.id, toEndpoint(r)]));
-    return rows.flatMap((r) => {
-      const event = ev.get(r.event_id);
+    const jobs = found.flatMap((r) => {
       const endpoint = ep.get(r.endpoint_id);
-      return event && endpoint ? [{ id: r.id, attempts: r.attempts, event, endpoint }] : [];
+      return endpoint ? [{ id: r.delivery_id, attempts: r.attempts, event: toEvent(r), endpoint }] : [];
     });
+    return { jobs, windows };
   }
 
-  async finishDeliveries(list: FinishedAttempt[]): Promise<void> {
-    if (list.length === 0) return;
+  async finishDeliveries(list: FinishedAttempt[], progress: LogProgress[] = []): Promise<void> {
+    if (list.length === 0 && progress.length === 0) return;
     const column = <T>(fn: (f: FinishedAttempt) => T) => list.map(fn);
+    const at = progress.map((p) => parsePosition(p.position));
     await this.q('finish', [
       column((f) => f.deliveryId),
       column((f) => f.leaseOwner),
@@ -476,6 +481,11 @@ export class PgStore implements Store {
       column((f) => Math.round(f.attempt.durationMs)),
       column((f) => f.attempt.nextAttemptAt),
       column((f) => f.disableEndpoint),
+      progress.map((p) => p.endpointId),
+      progress.map((p) => p.leaseOwner),
+      at.map(([xid]) => xid),
+      at.map(([, seq]) => seq),
+      progress.map((p) => p.leaseUntil),
     ]);
   }
 
