@@ -52,6 +52,25 @@ export const eventFor = (type: EventType, at: string, data = DATA, where = '') =
 const OWNER_LOCK = 727_004;
 const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
+// An endpoint's columns, as toEndpoint reads them.
+const ENDPOINT_COLS = [
+  'id',
+  'owner',
+  'admin',
+  'admin_token',
+  'admin_until',
+  'url',
+  'events',
+  'description',
+  'secret',
+  'previous_secret',
+  'previous_secret_until',
+  'status',
+  'disabled_reason',
+  'created_at',
+  'last_success_at',
+  'failing_since',
+] as const;
 const EVENT_COLS = (t = 'events') =>
   `${t}.xid::text AS xid, ${t}.seq, ${t}.id, ${t}.type, ${t}.owner, ${t}.garden, ${t}.data, ${t}.created_at`;
 // An event type column's bit in endpoint masks, as event-mask.ts gives it.
@@ -68,7 +87,6 @@ export const EVENT_QUERIES = {
   endpointsAll: 'SELECT * FROM webhook_endpoints ORDER BY seq',
   endpointsOf: 'SELECT * FROM webhook_endpoints WHERE owner = $1 ORDER BY seq',
   endpoint: 'SELECT * FROM webhook_endpoints WHERE id = $1',
-  endpointsIn: 'SELECT * FROM webhook_endpoints WHERE id = ANY($1::text[])',
   updateEndpoint: `UPDATE webhook_endpoints SET secret = $2, previous_secret = $3, previous_secret_until = $4,
       status = $5, disabled_reason = $6,
       -- Only when the patch sets it: a delivery finishing meanwhile keeps what it wrote.
@@ -104,8 +122,8 @@ export const EVENT_QUERIES = {
   // waits for a lock (so never deadlocks with another claim or a finish). An endpoint that took events is leased to the
   // caller; one that found none moves its position to as far as the claim looked (the snapshot's
   // xmin), or, when the caller has a window there, keeps it leased. The answer: kind `q` (a queued
-  // delivery), `l` (an event from the log) or `w` (a window the caller holds after the claim, and
-  // how far it reaches).
+  // delivery), `l` (an event from the log), each with its event and endpoint (w_…), or `w` (a
+  // window the caller holds after the claim, and how far it reaches).
   claim: `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
     due AS (
       SELECT d.id, d.event_id, d.attempts, d.next_attempt_at, w.id AS endpoint_id, w.owner, w.admin AS made_admin,
@@ -194,17 +212,18 @@ export const EVENT_QUERIES = {
         position_seq = CASE WHEN e.act = 'move' THEN e.es ELSE w.position_seq END
       FROM ends e JOIN lk ON lk.id = e.id WHERE w.id = e.id
       RETURNING w.id, e.act, e.ex, e.es)
-    SELECT 'q' AS kind, l.id::text AS delivery_id, l.attempts, l.endpoint_id, NULL AS window_xid, NULL::bigint AS window_seq,
-        ev.xid AS x, ${EVENT_COLS('ev')}
-      FROM leased l JOIN events ev ON ev.id = l.event_id
-    UNION ALL
-    SELECT 'l', NULL, 0, t.endpoint_id, NULL, NULL, ev.xid, ${EVENT_COLS('ev')}
-      FROM took t JOIN upd u ON u.id = t.endpoint_id AND u.act = 'lease' JOIN events ev ON ev.id = t.event_id
-    UNION ALL
-    SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-      FROM upd u WHERE u.act = 'lease'
-    ORDER BY kind DESC, x, seq`,
-  eventsIn: `SELECT ${EVENT_COLS()} FROM events WHERE id = ANY($1::text[])`,
+    SELECT r.*, ${ENDPOINT_COLS.map((c) => `ep.${c} AS w_${c}`).join(', ')} FROM (
+      SELECT 'q' AS kind, l.id::text AS delivery_id, l.attempts, l.endpoint_id, NULL AS window_xid,
+          NULL::bigint AS window_seq, ev.xid AS x, ${EVENT_COLS('ev')}
+        FROM leased l JOIN events ev ON ev.id = l.event_id
+      UNION ALL
+      SELECT 'l', NULL, 0, t.endpoint_id, NULL, NULL, ev.xid, ${EVENT_COLS('ev')}
+        FROM took t JOIN upd u ON u.id = t.endpoint_id AND u.act = 'lease' JOIN events ev ON ev.id = t.event_id
+      UNION ALL
+      SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+        FROM upd u WHERE u.act = 'lease') r
+    LEFT JOIN webhook_endpoints ep ON ep.id = r.endpoint_id AND r.kind <> 'w'
+    ORDER BY r.kind DESC, r.x, r.seq`,
   // Finished attempts and log progress, any number in one statement (one array per column, in
   // their order): each attempt is logged; a queued delivery is rescheduled or ended (if still leased
   // to the one that made the attempt); a first attempt from the log that is to be retried becomes a
@@ -307,14 +326,14 @@ export interface EventRow {
   created_at: Date;
 }
 /** A row of the claim: a queued delivery (q), an event from the log (l), or a window (w). */
-export interface ClaimRow extends EventRow {
+export type ClaimRow = EventRow & { [K in keyof EndpointRow as `w_${K}`]: EndpointRow[K] } & {
   kind: 'q' | 'l' | 'w';
   delivery_id: string | null;
   attempts: number;
   endpoint_id: string;
   window_xid: string | null;
   window_seq: number | null;
-}
+};
 export interface EndpointRow {
   id: string;
   owner: string;
@@ -371,6 +390,10 @@ export function toEvent(r: EventRow): EventRecord {
     position: position(r.xid, r.seq),
   };
 }
+
+/** The endpoint of a claim's row (its w_… columns). */
+export const claimEndpoint = (r: ClaimRow): EndpointRow =>
+  Object.fromEntries(ENDPOINT_COLS.map((c) => [c, r[`w_${c}`]])) as unknown as EndpointRow;
 
 export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   id: r.id,

@@ -44,6 +44,7 @@ import { MAX_ENDPOINTS_PER_USER, refused } from '../store.js';
 import {
   type AttemptRow,
   type ClaimRow,
+  claimEndpoint,
   type EndpointRow,
   EVENT_QUERIES,
   type EventRow,
@@ -450,15 +451,17 @@ export class PgStore implements Store {
     ).rows;
     const windows: Record<string, string> = {};
     for (const r of rows) if (r.kind === 'w') windows[r.endpoint_id] = position(r.window_xid!, r.window_seq!);
-    const found = rows.filter((r) => r.kind !== 'w');
-    if (found.length === 0) return { jobs: [], windows };
-    const endpoints = await this.q<EndpointRow>('endpointsIn', [
-      [...new Set(found.map((r) => r.endpoint_id))],
-    ]);
-    const ep = new Map(endpoints.rows.map((r) => [r.id, toEndpoint(r)]));
-    const jobs = found.flatMap((r) => {
-      const endpoint = ep.get(r.endpoint_id);
-      return endpoint ? [{ id: r.delivery_id, attempts: r.attempts, event: toEvent(r), endpoint }] : [];
+    // Each endpoint made into a record once.
+    const endpoints = new Map<string, EndpointRecord>();
+    const jobs = rows.flatMap((r) => {
+      // A job whose endpoint was deleted meanwhile is dropped.
+      if (r.kind === 'w' || r.w_id === null) return [];
+      let endpoint = endpoints.get(r.endpoint_id);
+      if (!endpoint) {
+        endpoint = toEndpoint(claimEndpoint(r));
+        endpoints.set(r.endpoint_id, endpoint);
+      }
+      return [{ id: r.delivery_id, attempts: r.attempts, event: toEvent(r), endpoint }];
     });
     return { jobs, windows };
   }
