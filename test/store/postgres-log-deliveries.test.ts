@@ -154,6 +154,41 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
     }
   });
 
+  it('a lot costs two statements: one claim (jobs, their endpoints, windows) and one finish', async () => {
+    const store = await POSTGRES.open();
+    try {
+      const o = user();
+      const g = await home(store, o);
+      for (let i = 0; i < 3; i++) await endpoint(store, o, { events: ['plant.created'] });
+      for (let i = 0; i < 4; i++) await plant(store, o, g, { name: `p${i}`, at: new Date() });
+      const claimer = new Claimer(store, 'one');
+      const pool = (store as unknown as { pool: { query: (...a: unknown[]) => unknown } }).pool;
+      const query = pool.query;
+      let n = 0;
+      pool.query = function (this: unknown, ...args: unknown[]) {
+        n++;
+        return query.apply(this, args);
+      };
+      try {
+        // The log shows the events once every older transaction on the server has ended.
+        let jobs = 0;
+        await until('the twelve deliveries', async () => {
+          n = 0;
+          const got = await claimer.round();
+          jobs += got.length;
+          // (A claim that found nothing has nothing to finish.)
+          assert.equal(n, got.length > 0 ? 2 : 1, 'a claim and a finish');
+          return jobs >= 12;
+        });
+        assert.equal(jobs, 12);
+      } finally {
+        pool.query = query;
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   it('claims by four dispatchers at once never hand out one event to one endpoint twice', async () => {
     const store = await POSTGRES.open();
     try {
