@@ -189,6 +189,64 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
     }
   });
 
+  it("a dispatcher's claim and record racing on one endpoint: its window is neither lost nor ended under it", async () => {
+    const store = await POSTGRES.open();
+    const url = (store as unknown as { pool: { options: { connectionString: string } } }).pool.options
+      .connectionString;
+    const other = new pg.Client({ connectionString: url });
+    try {
+      await other.connect();
+      const o = user();
+      const g = await home(store, o);
+      const e = await endpoint(store, o, { events: ['plant.created'] });
+      for (let i = 0; i < 6; i++) await plant(store, o, g, { name: `p${i}`, at: new Date() });
+      const q = (leaseOwner: string, windows: Record<string, string> = {}) =>
+        store.claimDeliveries({
+          now: new Date(),
+          leaseMs: 60_000,
+          leaseOwner,
+          limit: 2,
+          perEndpoint: 2,
+          skipEndpoints: [],
+          windows,
+        });
+      const first = await until('two events of the log', async () => {
+        const c = await q('a');
+        return c.jobs.length === 2 && c;
+      });
+      const reach = first.windows[e.id]!;
+      // The endpoint's row held by another write (as the dispatcher's own record would hold it): the
+      // claim takes nothing more, and answers the window as it was, not as lost.
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [e.id]);
+      const held = await q('a', { [e.id]: reach });
+      await other.query('ROLLBACK');
+      assert.deepEqual([held.jobs.length, held.windows], [0, { [e.id]: reach }]);
+      // The claim goes on past `reach`; a record made before it (ending the lease at `reach`) lands
+      // after it: the lease stays, so nobody else takes what the claim handed out.
+      const second = await q('a', { [e.id]: reach });
+      assert.equal(second.jobs.length, 2);
+      await store.finishDeliveries(
+        [],
+        [{ endpointId: e.id, leaseOwner: 'a', position: reach, leaseUntil: null }],
+      );
+      assert.deepEqual((await q('b')).jobs, [], 'the lease is still a’s');
+      await store.finishDeliveries(
+        [],
+        [{ endpointId: e.id, leaseOwner: 'a', position: second.windows[e.id]!, leaseUntil: null }],
+      );
+      const third = await q('b');
+      assert.deepEqual(
+        third.jobs.map((j) => j.event.data.name),
+        ['p4', 'p5'],
+        'once a’s window ended, b goes on after it',
+      );
+    } finally {
+      await other.end().catch(() => {});
+      await store.close();
+    }
+  });
+
   it('claims by four dispatchers at once never hand out one event to one endpoint twice', async () => {
     const store = await POSTGRES.open();
     try {

@@ -209,7 +209,9 @@ export const EVENT_QUERIES = {
         lease_owner = CASE WHEN e.act = 'lease' THEN $1 END,
         lease_until = CASE WHEN e.act = 'lease' THEN $2::timestamptz END,
         position_xid = CASE WHEN e.act = 'move' THEN e.ex ELSE w.position_xid END,
-        position_seq = CASE WHEN e.act = 'move' THEN e.es ELSE w.position_seq END
+        position_seq = CASE WHEN e.act = 'move' THEN e.es ELSE w.position_seq END,
+        window_xid = CASE WHEN e.act = 'lease' THEN e.ex END,
+        window_seq = CASE WHEN e.act = 'lease' THEN e.es END
       FROM ends e JOIN lk ON lk.id = e.id WHERE w.id = e.id
       RETURNING w.id, e.act, e.ex, e.es)
     SELECT r.*, ${ENDPOINT_COLS.map((c) => `ep.${c} AS w_${c}`).join(', ')} FROM (
@@ -221,7 +223,12 @@ export const EVENT_QUERIES = {
         FROM took t JOIN upd u ON u.id = t.endpoint_id AND u.act = 'lease' JOIN events ev ON ev.id = t.event_id
       UNION ALL
       SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-        FROM upd u WHERE u.act = 'lease') r
+        FROM upd u WHERE u.act = 'lease'
+      UNION ALL
+      -- A window of the caller's whose row another write holds locked (the caller's own record, as a
+      -- rule): kept as it was, with nothing more taken from it this time.
+      SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+        FROM ends e WHERE e.windowed AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.id = e.id)) r
     LEFT JOIN webhook_endpoints ep ON ep.id = r.endpoint_id AND r.kind <> 'w'
     ORDER BY r.kind DESC, r.x, r.seq`,
   // Finished attempts and log progress, any number in one statement (one array per column, in
@@ -231,8 +238,10 @@ export const EVENT_QUERIES = {
   // sends the event again from the log); each endpoint's record is updated once, as the attempts in
   // their order would have left it (its last success, and the first failure after it, or the first
   // of all if it was not failing), and its position and lease set as the progress ($14 …) gives
-  // them, where the lease is still the caller's. The endpoint rows are locked in the order of their
-  // ids first, so that two finishes never wait for each other in a circle.
+  // them, where the lease is still the caller's; a lease to end is kept when a claim of the caller's
+  // reached past the position meanwhile (a claim and a record of one dispatcher may run at once:
+  // ending it would let another dispatcher send that claim's events again). The endpoint rows are
+  // locked in the order of their ids first, so that two finishes never wait for each other in a circle.
   finish: `WITH f AS (
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[],
         $7::timestamptz[], $8::int[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::text[])
@@ -271,8 +280,15 @@ export const EVENT_QUERIES = {
       disabled_reason = COALESCE(u.disable, w.disabled_reason),
       position_xid = CASE WHEN w.lease_owner = u.p_owner THEN u.xid ELSE w.position_xid END,
       position_seq = CASE WHEN w.lease_owner = u.p_owner THEN u.seq ELSE w.position_seq END,
-      lease_until = CASE WHEN w.lease_owner = u.p_owner THEN u.until ELSE w.lease_until END,
-      lease_owner = CASE WHEN w.lease_owner = u.p_owner AND u.until IS NULL THEN NULL ELSE w.lease_owner END
+      lease_until = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) THEN w.lease_until
+        WHEN u.until IS NOT NULL THEN GREATEST(u.until, w.lease_until)
+        WHEN (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.lease_until END,
+      lease_owner = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) OR u.until IS NOT NULL
+        OR (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.lease_owner END,
+      window_xid = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) OR u.until IS NOT NULL
+        OR (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.window_xid END,
+      window_seq = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) OR u.until IS NOT NULL
+        OR (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.window_seq END
     FROM u JOIN lk ON lk.id = u.id WHERE w.id = u.id`,
   attempts: 'SELECT * FROM delivery_attempts WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
   // Events since $2 the endpoint wants and may see now, at or before its position (those after it
