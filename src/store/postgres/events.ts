@@ -210,8 +210,8 @@ export const EVENT_QUERIES = {
         lease_until = CASE WHEN e.act = 'lease' THEN $2::timestamptz END,
         position_xid = CASE WHEN e.act = 'move' THEN e.ex ELSE w.position_xid END,
         position_seq = CASE WHEN e.act = 'move' THEN e.es ELSE w.position_seq END,
-        window_xid = CASE WHEN e.act = 'lease' THEN e.ex END,
-        window_seq = CASE WHEN e.act = 'lease' THEN e.es END
+        window_xid = CASE WHEN e.taken > 0 THEN e.lx WHEN e.act = 'lease' THEN w.window_xid END,
+        window_seq = CASE WHEN e.taken > 0 THEN e.ls WHEN e.act = 'lease' THEN w.window_seq END
       FROM ends e JOIN lk ON lk.id = e.id WHERE w.id = e.id
       RETURNING w.id, e.act, e.ex, e.es)
     SELECT r.*, ${ENDPOINT_COLS.map((c) => `ep.${c} AS w_${c}`).join(', ')} FROM (

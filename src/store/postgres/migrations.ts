@@ -342,9 +342,9 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
     // this transaction (its id, seq 0): the events of older transactions have their delivery rows
     // already (those still pending stay, and are claimed as before: they are the retry queue now),
     // and those of later ones come from the log, so the move loses nothing and sends nothing twice.
-    // An endpoint made later starts at its own transaction (the default). window_xid/window_seq: how
-    // far the lease holder's claims reached, so that a report ending the lease at a position short of
-    // it (a claim ran meanwhile) keeps the lease instead. Finished delivery rows go (the attempts log
+    // An endpoint made later starts at its own transaction (the default). window_xid/window_seq: the
+    // last event the lease holder's claims handed out, so that a report ending the lease at a
+    // position short of it (a claim ran meanwhile) keeps the lease instead. Finished delivery rows go (the attempts log
     // keeps their history); a first attempt from the log has no delivery row.
     sql: `
       ALTER TABLE webhook_endpoints ADD COLUMN position_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
