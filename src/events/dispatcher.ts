@@ -8,6 +8,14 @@ import { signWebhook } from './signing.js';
 export const FAILING_DISABLE_MS = 5 * 86_400_000;
 const NUDGE_MS = 10;
 /**
+ * Records of attempts are written at most this often (what ends meanwhile goes in the next), so a
+ * `deliver` process sending thousands a second takes the store's write lock a few dozen times a
+ * second, not once per answer: on SQLite every write of another process holds up the server's.
+ */
+const RECORD_EVERY_MS = 10;
+/** Deliveries claimed ahead of the free slots, as a multiple of the concurrency. */
+const CLAIM_AHEAD = 4;
+/**
  * A claimed delivery not yet sent after this long is let go unsent: its lease (the timeout plus
  * 10 s) must still cover the attempt. It is claimed again once the lease has run out (one from an
  * endpoint's log: its window is let go, and sent again from the endpoint's position).
@@ -155,6 +163,7 @@ export class Dispatcher {
     this.waitingTotal = 0;
     await Promise.allSettled([...this.sending]);
     // The windows with nothing left outstanding end their leases now.
+    for (const w of this.windows.values()) if (w.entries.length === 0) w.dirty = true;
     await this.flush();
     this.pool?.destroy();
   }
@@ -186,7 +195,7 @@ export class Dispatcher {
         // Up to `concurrency` more than are in flight: a delivery claimed while its endpoint's slots
         // are taken waits for one, so a busy endpoint's next deliveries go out as soon as a slot
         // frees, not a claim later.
-        const free = 2 * this.concurrency - this.inflightTotal - this.waitingTotal;
+        const free = CLAIM_AHEAD * this.concurrency - this.inflightTotal - this.waitingTotal;
         if (free <= 0 || this.stopped) break;
         const busy = [...this.inflight.keys(), ...this.waiting.keys()].filter(
           (id) => (this.inflight.get(id) ?? 0) + (this.waiting.get(id)?.length ?? 0) >= this.hold(id),
@@ -445,8 +454,11 @@ export class Dispatcher {
   private recordSoon(): void {
     if (this.recording) return;
     this.recording = true;
-    setImmediate(() => this.writeFinished());
+    const wait = this.lastRecord + RECORD_EVERY_MS - Date.now();
+    if (wait > 0 && !this.stopped) setTimeout(() => this.writeFinished(), wait);
+    else setImmediate(() => this.writeFinished());
   }
+  private lastRecord = 0;
 
   /** Records the last lot, and any windows' progress; resolves when nothing is left to write. */
   private flush(): Promise<void> {
@@ -495,6 +507,11 @@ export class Dispatcher {
       for (const resolve of this.flushed.splice(0)) resolve();
       return;
     }
+    this.lastRecord = Date.now();
+    const next = () => {
+      this.recording = false;
+      this.recordSoon();
+    };
     this.opts.store
       .finishDeliveries(
         lot.map((x) => x.f),
@@ -507,12 +524,13 @@ export class Dispatcher {
             // Ended: nothing outstanding, and its lease was let go with its position.
             if (w.entries.length === 0 && w.writes === 0 && this.windows.get(w.endpointId) === w) {
               const p = progress.find((x) => x.endpointId === w.endpointId);
+              // Kept for a claim that was under way: the claim answers how far the window reaches,
+              // and the next record ends it (or stop() does).
               if (p?.leaseUntil === null) this.windows.delete(w.endpointId);
-              else w.dirty = true; // kept for a claim that was under way: ended with a later record
             }
           }
           for (const x of lot) x.done();
-          this.writeFinished();
+          next();
         },
         (err: unknown) => {
           // Not written: these windows' events come again from their endpoints' positions once their
@@ -525,7 +543,7 @@ export class Dispatcher {
             }
           }
           for (const x of lot) x.done(err ?? new Error('could not record'));
-          this.writeFinished();
+          next();
         },
       );
     // The next claim, if one is wanted, goes with this record (after it): writes made in one turn

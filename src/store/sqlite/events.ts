@@ -410,8 +410,7 @@ export class SqliteEvents {
   /**
    * Writes the events recorded in the open transaction, in order: the event only, whatever the
    * number of endpoints (each follows the log from its position). Returns how many events and
-   * queued deliveries the transaction wrote in all (not 0: the process's listeners are told after
-   * the commit).
+   * queued deliveries the transaction wrote in all (not 0: the process's listeners are told after the commit).
    */
   writeEvents(): number {
     const events = this.pending;

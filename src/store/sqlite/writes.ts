@@ -64,7 +64,7 @@ export interface WriteOp {
 /** What a committed batch tells the serving thread. */
 export interface BatchResult {
   outcomes: Outcome[];
-  /** Events the batch wrote and deliveries it queued (the process's listeners are told when there are any). */
+  /** Events and webhook deliveries the batch wrote (the process's listeners are told when there are any). */
   queued: number;
 }
 
