@@ -119,9 +119,11 @@ export const EVENT_QUERIES = {
   // The endpoint rows are written only where the lease is still free or the caller's and the
   // position (or the caller's lease) is still as read, and locked first with SKIP LOCKED: of claims
   // racing for one endpoint, one wins and the others hand out none of its events, and a claim never
-  // waits for a lock (so never deadlocks with another claim or a finish). An endpoint that took events is leased to the
-  // caller; one that found none moves its position to as far as the claim looked (the snapshot's
-  // xmin), or, when the caller has a window there, keeps it leased. The answer: kind `q` (a queued
+  // waits for a lock (so never deadlocks with another claim or a finish). An endpoint that took
+  // events is leased to the caller (window_xid/seq: the last one handed out); one that found none
+  // moves its position to as far as the claim looked (the snapshot's xmin), or, when the caller has
+  // a window there, keeps it leased. A window of the caller's whose row is locked (its own record
+  // under way on another connection) is answered as it was. The answer: kind `q` (a queued
   // delivery), `l` (an event from the log), each with its event and endpoint (w_…), or `w` (a
   // window the caller holds after the claim, and how far it reaches).
   claim: `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
