@@ -215,17 +215,26 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
         return c.jobs.length === 2 && c;
       });
       const reach = first.windows[e.id]!;
-      // The endpoint's row held by another write (as the dispatcher's own record would hold it): the
-      // claim takes nothing more, and answers the window as it was, not as lost.
+      // The endpoint's row held by another write (as the dispatcher's own record, on another
+      // connection, holds it): the claim waits for it rather than passing over its own window.
       await other.query('BEGIN');
       await other.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [e.id]);
-      const held = await q('a', { [e.id]: reach });
+      const claiming = q('a', { [e.id]: reach });
+      await until('the claim to wait for the row', async () => {
+        const { rows } = await other.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return rows[0]!.n > 0;
+      });
       await other.query('ROLLBACK');
-      assert.deepEqual([held.jobs.length, held.windows], [0, { [e.id]: reach }]);
       // The claim goes on past `reach`; a record made before it (ending the lease at `reach`) lands
       // after it: the lease stays, so nobody else takes what the claim handed out.
-      const second = await q('a', { [e.id]: reach });
-      assert.equal(second.jobs.length, 2);
+      const second = await claiming;
+      assert.deepEqual(
+        second.jobs.map((j) => j.event.data.name),
+        ['p2', 'p3'],
+      );
       await store.finishDeliveries(
         [],
         [{ endpointId: e.id, leaseOwner: 'a', position: reach, leaseUntil: null }],

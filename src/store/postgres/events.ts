@@ -117,13 +117,15 @@ export const EVENT_QUERIES = {
   // taken, not the log. Only events whose every predecessor has committed (xid before the
   // snapshot's xmin), as readEvents. The owners take turns as in (a).
   // The endpoint rows are written only where the lease is still free or the caller's and the
-  // position (or the caller's lease) is still as read, and locked first with SKIP LOCKED: of claims
-  // racing for one endpoint, one wins and the others hand out none of its events, and a claim never
-  // waits for a lock (so never deadlocks with another claim or a finish). An endpoint that took
-  // events is leased to the caller (window_xid/seq: the last one handed out); one that found none
-  // moves its position to as far as the claim looked (the snapshot's xmin), or, when the caller has
-  // a window there, keeps it leased. A window of the caller's whose row is locked (its own record
-  // under way on another connection) is answered as it was. The answer: kind `q` (a queued
+  // position (or the caller's lease) is still as read, locked first in the order of their ids: of
+  // claims racing for one endpoint, one wins and the others hand out none of its events. A row
+  // another write holds is passed over (SKIP LOCKED), except one of the caller's own windows, whose
+  // lock is waited for: it is the caller's own record under way on another connection, and passing
+  // over it would leave the window idle until the next poll. An endpoint that took events is leased
+  // to the caller (window_xid/seq: the last one handed out); one that found none moves its position
+  // to as far as the claim looked (the snapshot's xmin), or, when the caller has a window there,
+  // keeps it leased. A window whose lease is no longer the caller's once locked is answered as it
+  // was, with nothing taken (the next claim finds it gone). The answer: kind `q` (a queued
   // delivery), `l` (an event from the log), each with its event and endpoint (w_…), or `w` (a
   // window the caller holds after the claim, and how far it reaches).
   claim: `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
@@ -202,11 +204,14 @@ export const EVENT_QUERIES = {
         CASE WHEN looked AND xmin > fx THEN 0 WHEN looked THEN fs WHEN taken > 0 THEN ls ELSE fs END AS es,
         CASE WHEN taken > 0 OR windowed THEN 'lease' WHEN looked AND xmin > px THEN 'move' END AS act
       FROM st),
-    lk AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w JOIN ends e ON e.id = w.id
-      WHERE e.act IS NOT NULL AND (w.lease_owner IS NULL OR w.lease_until <= $3 OR w.lease_owner = $1)
-        AND CASE WHEN e.windowed THEN w.lease_owner = $1
-          ELSE w.position_xid = e.px AND w.position_seq = e.ps END
+    own AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w JOIN ends e ON e.id = w.id
+      WHERE e.act IS NOT NULL AND e.windowed AND w.lease_owner = $1 ORDER BY w.id FOR UPDATE OF w),
+    free AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w JOIN ends e ON e.id = w.id
+      WHERE e.act IS NOT NULL AND NOT e.windowed
+        AND (w.lease_owner IS NULL OR w.lease_until <= $3 OR w.lease_owner = $1)
+        AND w.position_xid = e.px AND w.position_seq = e.ps
       ORDER BY w.id FOR UPDATE OF w SKIP LOCKED),
+    lk AS (SELECT id FROM own UNION ALL SELECT id FROM free),
     upd AS (UPDATE webhook_endpoints w SET
         lease_owner = CASE WHEN e.act = 'lease' THEN $1 END,
         lease_until = CASE WHEN e.act = 'lease' THEN $2::timestamptz END,
@@ -227,8 +232,8 @@ export const EVENT_QUERIES = {
       SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
         FROM upd u WHERE u.act = 'lease'
       UNION ALL
-      -- A window of the caller's whose row another write holds locked (the caller's own record, as a
-      -- rule): kept as it was, with nothing more taken from it this time.
+      -- A window of the caller's whose lease its own record just ended (or another took after it ran
+      -- out): answered as it was, with nothing more taken from it.
       SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
         FROM ends e WHERE e.windowed AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.id = e.id)) r
     LEFT JOIN webhook_endpoints ep ON ep.id = r.endpoint_id AND r.kind <> 'w'
