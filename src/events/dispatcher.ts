@@ -228,7 +228,10 @@ export class Dispatcher {
         }
         this.track(claim, windows);
         for (const job of claim.jobs) this.launch(job);
-        if (claim.jobs.length < free && !this.again) break;
+        // Claimed all it could: more may be waiting. Otherwise a nudge that came meanwhile is
+        // answered NUDGE_MS after this claim (finally, below), not at once: under a stream of
+        // answers and commits, claims back to back would hold the store's write lock most of the time.
+        if (claim.jobs.length < free) break;
       }
     } catch (err) {
       this.opts.warn?.({ err }, 'webhook dispatcher could not claim deliveries; retrying');

@@ -592,6 +592,34 @@ for (const engine of ENGINES) {
       );
     });
 
+    it('a disabled endpoint gets nothing; enabled again, it goes on from the head (recover has the rest)', async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const e = await endpoint(store, o);
+      const mine = [e.id];
+      const t0 = Date.now() + 4 * 365 * 86_400_000;
+      assert.ok('ok' in (await store.updateEndpoint(e.id, { status: 'disabled', disabledReason: 'test' })));
+      const since = new Date(Date.now() - 1000);
+      const missed = await plant(store, o, g, { name: 'while disabled', at: new Date() });
+      assert.deepEqual((await claim('x', new Date(t0), mine)).jobs, []);
+      assert.ok('ok' in (await store.updateEndpoint(e.id, { status: 'enabled', disabledReason: null })));
+      const next = await plant(store, o, g, { name: 'after', at: new Date() });
+      const got = await until('the event after', async () => {
+        const c = await claim('x', new Date(t0 + 1), mine);
+        return c.jobs.length > 0 && c;
+      });
+      assert.deepEqual(
+        got.jobs.map((j) => j.event.data.id),
+        [next.id],
+      );
+      assert.equal(await store.recoverDeliveries(e.id, since, new Date()), 1);
+      const queued = await claim('y', new Date(t0 + 2), mine);
+      assert.deepEqual(
+        queued.jobs.map((j) => [j.id !== null, j.event.data.id]),
+        [[true, missed.id]],
+      );
+    });
+
     it('records a batch of attempts, each exactly once, in one write', async () => {
       const o = user();
       const g = await garden(store, o);
