@@ -199,7 +199,12 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       const o = user();
       const g = await home(store, o);
       const e = await endpoint(store, o, { events: ['plant.created'] });
+      const head = await store.headPosition();
       for (let i = 0; i < 6; i++) await plant(store, o, g, { name: `p${i}`, at: new Date() });
+      // The log shows them once every transaction older than them, anywhere on the server, has ended.
+      await until('the six events readable', async () => {
+        return (await store.readEvents({ after: head, gardens: [g], limit: 10 })).events.length === 6;
+      });
       const q = (leaseOwner: string, windows: Record<string, string> = {}) =>
         store.claimDeliveries({
           now: new Date(),
