@@ -200,6 +200,20 @@ export class PgStore implements Store {
     }
   }
 
+  // A statement planned afresh for its values each time (unnamed, not prepared): for one whose plan
+  // depends on them so much that PostgreSQL's generic plan for a prepared statement would be far
+  // slower than the planning it saves.
+  private async planned<R extends pg.QueryResultRow>(
+    name: QueryName,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>({ text: Q[name], values });
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
   private translate(err: unknown): unknown {
     return isUnavailable(err) ? new StoreUnavailableError(undefined, err) : err;
   }
@@ -437,18 +451,22 @@ export class PgStore implements Store {
 
   async claimDeliveries(q: ClaimQuery): Promise<Claim> {
     const until = new Date(q.now.getTime() + q.leaseMs);
-    const rows = (
-      await this.q<ClaimRow>('claim', [
-        q.leaseOwner,
-        until,
-        q.now,
-        q.skipEndpoints,
-        q.limit,
-        q.perEndpoint,
-        JSON.stringify(q.ownerLoad ?? {}),
-        JSON.stringify(q.windows ?? {}),
-      ])
-    ).rows;
+    const rows =
+      // Planned for each claim: the generic plan of a prepared claim, made while the log was small,
+      // took 500 ms where a plan for the values takes 3 ms (10 endpoints, 4 events each, a log of
+      // 200,000 events).
+      (
+        await this.planned<ClaimRow>('claim', [
+          q.leaseOwner,
+          until,
+          q.now,
+          q.skipEndpoints,
+          q.limit,
+          q.perEndpoint,
+          JSON.stringify(q.ownerLoad ?? {}),
+          JSON.stringify(q.windows ?? {}),
+        ])
+      ).rows;
     const windows: Record<string, string> = {};
     for (const r of rows) if (r.kind === 'w') windows[r.endpoint_id] = position(r.window_xid!, r.window_seq!);
     // Each endpoint made into a record once.
