@@ -22,6 +22,7 @@ const TIMED = [
   'listMembers',
   'putMember',
   'removeMember',
+  'membersOf',
   'claimIdempotencyKey',
   'releaseIdempotencyKey',
   'purgeIdempotencyKeys',
@@ -159,6 +160,7 @@ export class Metrics {
       listMarks: store.listMarks?.bind(store),
       scopeMarks: store.scopeMarks?.bind(store),
       onDeliveriesQueued: store.onDeliveriesQueued.bind(store),
+      comparePositions: store.comparePositions.bind(store),
     };
     for (const name of TIMED) {
       const fn = store[name] as (...args: unknown[]) => Promise<unknown>;

@@ -198,6 +198,8 @@ export interface EventPort {
    * at the same stretch of others' events again.
    */
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead>;
+  /** Log order of two positions of this store: negative when `a` comes before `b`, 0 when equal. */
+  comparePositions(a: string, b: string): number;
   /**
    * Calls `listener` after each commit of this process that queued webhook deliveries (a change
    * with an event that some endpoint wants, or a recover), so that its dispatcher looks at once.

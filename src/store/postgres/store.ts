@@ -313,6 +313,10 @@ export class PgStore implements Store {
     return this.gardens.memberships(user);
   }
 
+  membersOf(gardens: string[]): Promise<Map<string, string[]>> {
+    return this.gardens.membersOf(gardens);
+  }
+
   gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null> {
     return this.gardens.gardenFor(id, user);
   }
@@ -490,6 +494,15 @@ export class PgStore implements Store {
     // Everything before the snapshot's xmin has been looked at: go on from there, never backwards.
     const head = BigInt(r.rows[0]!.head);
     return { events, position: head > BigInt(xid) ? position(String(head), 0) : q.after };
+  }
+
+  comparePositions(a: string, b: string): number {
+    const [ax, as] = parsePosition(a);
+    const [bx, bs] = parsePosition(b);
+    const x = BigInt(ax) - BigInt(bx);
+    if (x !== 0n) return x < 0n ? -1 : 1;
+    const q = BigInt(as) - BigInt(bs);
+    return q === 0n ? 0 : q < 0n ? -1 : 1;
   }
 
   async purgeEvents(before: Date): Promise<number> {

@@ -148,6 +148,11 @@ export class SqliteStore implements Store {
         .prepare<[string], [string, Role]>('SELECT garden_id, role FROM garden_members WHERE user_id = ?')
         .raw(),
       membersClock: db.prepare<[], number>('SELECT members FROM write_clock').pluck(),
+      membersOf: db
+        .prepare<[string], [string, string]>(
+          'SELECT garden_id, user_id FROM garden_members WHERE garden_id IN (SELECT value FROM json_each(?))',
+        )
+        .raw(),
       gardensOf: db.prepare<[string], GardenRow & { role: Role }>(
         `SELECT g.*, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id WHERE m.user_id = ?
          ORDER BY g.home_user IS NOT m.user_id, g.seq`,
@@ -346,6 +351,19 @@ export class SqliteStore implements Store {
     });
   }
 
+  membersOf(gardens: string[]): Promise<Map<string, string[]>> {
+    return this.read(() => {
+      const members = new Map<string, string[]>();
+      if (gardens.length === 0) return members;
+      for (const [garden, user] of this.s.membersOf.all(JSON.stringify(gardens))) {
+        const users = members.get(garden);
+        if (users === undefined) members.set(garden, [user]);
+        else users.push(user);
+      }
+      return members;
+    });
+  }
+
   listMembers(id: string): Promise<MemberRecord[]> {
     return this.read(() =>
       this.s.members.all(id).map((r) => ({ user: r.user_id, role: r.role, addedAt: new Date(r.added_at) })),
@@ -442,6 +460,11 @@ export class SqliteStore implements Store {
 
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead> {
     return this.run(() => this.e.list(q));
+  }
+
+  // Positions are the log's seq numbers, written as decimal text.
+  comparePositions(a: string, b: string): number {
+    return Number(a) - Number(b);
   }
 
   purgeEvents(before: Date): Promise<number> {
