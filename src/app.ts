@@ -85,7 +85,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const gardens = new GardenService(store);
   const streams = { warn, maxPerUser: config.maxStreamsPerUser, ...deps.streams };
   const events = new EventService(store, gardens, streams);
-  await app.register(plantsFeature({ store, gardens, auth, onEvent: () => events.nudge() }));
+  // The streams hear of commits from the store (onEvents): this process's at once, others' soon after.
+  await app.register(plantsFeature({ store, gardens, auth }));
   await app.register(gardensFeature(gardens, auth));
   await app.register(identityFeature);
   const allowPrivate = config.webhookAllowPrivate;

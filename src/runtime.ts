@@ -86,13 +86,12 @@ export class Runtime {
   }
 
   /**
-   * Sends webhook deliveries until closed. A commit of this process that queued deliveries wakes
-   * the dispatcher at once (with no endpoint, a create costs it nothing); other processes' commits
-   * are found by its poll.
+   * Sends webhook deliveries until closed. Events committed by this process wake the dispatcher at
+   * once, and other processes' as the store hears of them (onEvents); its poll is the safety net.
    */
   deliver(): void {
     const dispatcher = this.dispatcher;
-    this.store.onDeliveriesQueued(() => dispatcher.nudge());
+    this.store.onEvents(() => dispatcher.nudge());
     dispatcher.start();
   }
 

@@ -79,8 +79,9 @@ export { sseMessage };
  * process's shared feed (EventFeed); then it joins it, and from there the feed, which reads each
  * batch of the log once for every stream, hands it each event it may see. A stream whose socket
  * is full leaves the feed at the last event it was sent, catches up on its own once the socket
- * drains, and joins again; one that stays full is cut off. The feed is read at once when this
- * process commits an event (nudge), and on a short interval (other processes' events).
+ * drains, and joins again; one that stays full is cut off. The feed is read when the store says
+ * events committed (onEvents: this process's at once, other processes' soon after), and when
+ * nothing has said so for pollMs (a safety net).
  * Credentials are asked about again about once a second, once for all the streams that share one:
  * a revoked or expired token ends them (contract 3: within 5 s, as any other request with it
  * would be refused).
@@ -100,12 +101,15 @@ export class EventStreams {
   readonly maxPerUser: number;
   private poll: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Unsubscribes from the store's onEvents while no stream is open. */
+  private unlisten: (() => void) | undefined;
+  private wokenAt = 0;
 
   constructor(
     private readonly store: Store,
     private readonly opts: StreamOptions = {},
   ) {
-    this.pollMs = opts.pollMs ?? 250;
+    this.pollMs = opts.pollMs ?? 500;
     this.heartbeatMs = opts.heartbeatMs ?? 15_000;
     this.maxBuffered = opts.maxBufferedBytes ?? 1 << 20;
     this.stallMs = opts.stallMs ?? 30_000;
@@ -178,6 +182,7 @@ export class EventStreams {
 
   /** Reads now (an event just committed, in this process or another). */
   nudge(): void {
+    this.wokenAt = Date.now();
     this.feed.wake();
   }
 
@@ -238,13 +243,20 @@ export class EventStreams {
     }
   }
 
+  // While streams are open: the store says when events commit (this process's at once, others'
+  // soon after), a tick looks at stalled readers and credentials due, and reads the log when
+  // nothing has woken the feed for pollMs (the safety net).
   private ensureTimers(): void {
     if (this.poll) return;
-    this.poll = setInterval(() => {
-      this.cutStalled();
-      this.checkCredentials();
-      this.feed.wake();
-    }, this.pollMs);
+    this.unlisten = this.store.onEvents(() => this.nudge());
+    this.poll = setInterval(
+      () => {
+        this.cutStalled();
+        this.checkCredentials();
+        if (Date.now() - this.wokenAt >= this.pollMs) this.nudge();
+      },
+      Math.min(this.pollMs, 250),
+    );
     this.heartbeat = setInterval(() => {
       for (const s of this.streams) {
         if (!this.send(s, ': keep-alive\n\n') && s.live && !s.closed) {
@@ -272,8 +284,10 @@ export class EventStreams {
     if (this.streams.size === 0) {
       clearInterval(this.poll);
       clearInterval(this.heartbeat);
+      this.unlisten?.();
       this.poll = undefined;
       this.heartbeat = undefined;
+      this.unlisten = undefined;
     }
     s.resolve();
   }

@@ -159,7 +159,7 @@ export class Metrics {
       poolStats: store.poolStats?.bind(store),
       listMarks: store.listMarks?.bind(store),
       scopeMarks: store.scopeMarks?.bind(store),
-      onDeliveriesQueued: store.onDeliveriesQueued.bind(store),
+      onEvents: store.onEvents.bind(store),
       comparePositions: store.comparePositions.bind(store),
     };
     for (const name of TIMED) {

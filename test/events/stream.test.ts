@@ -167,6 +167,7 @@ class Reader extends Writable {
 function counted(store: Store): { store: Store; reads: { events: number; members: number } } {
   const reads = { events: 0, members: 0 };
   const wrapped = Object.create(store) as Store;
+  wrapped.onEvents = (listener) => store.onEvents(listener);
   wrapped.readEvents = (q) => {
     reads.events++;
     return store.readEvents(q);

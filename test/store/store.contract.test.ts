@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
+import { openStore } from '../../src/store/index.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { garden, home } from '../helpers/gardens.js';
@@ -728,7 +729,7 @@ for (const engine of ENGINES) {
 
     before(async () => {
       store = await engine.open();
-      store.onDeliveriesQueued(() => queuedCalls++);
+      store.onEvents(() => queuedCalls++);
       await store.insertEndpoint(endpoint);
       g = await home(store, o);
     });
@@ -907,4 +908,55 @@ function countQueries(store: Store): { n: number; restore(): void } {
     return query.apply(this, args);
   };
   return counter;
+}
+
+// Listeners for events hear of another process's commits (a second store on the same database is
+// another process's view of it): PostgreSQL through a NOTIFY after the commit, SQLite through the
+// log's head. A listener unsubscribed hears nothing more.
+for (const engine of ENGINES) {
+  describe(`store onEvents across processes: ${engine.name}`, { skip: engine.skip }, () => {
+    let writer: Store;
+    let reader: Store;
+    let drop = async () => {};
+    before(async () => {
+      const db = await engine.database();
+      drop = db.drop;
+      const open = () => openStore({ url: db.url, durability: 'full', poolSize: 3 });
+      writer = await open();
+      await writer.migrate();
+      reader = await open();
+    });
+    after(async () => {
+      await reader?.close();
+      await writer?.close();
+      await drop();
+    });
+
+    it("another process's events wake this one's listeners; an unsubscribed one hears nothing", async () => {
+      let heard = 0;
+      let gone = 0;
+      const unsubscribe = reader.onEvents(() => gone++);
+      reader.onEvents(() => heard++);
+      unsubscribe();
+      const o = owner();
+      const g = await home(writer, o);
+      // The LISTEN connection may still be opening: write until the listener has heard one.
+      await until(
+        'the other store hears of an event',
+        async () => {
+          const r = await writer.createPlant(
+            { id: null, owner: o, garden: g, name: 'told', tag: null },
+            undefined,
+            {
+              at: new Date(),
+            },
+          );
+          assert.ok('ok' in r);
+          return heard > 0;
+        },
+        10_000,
+      );
+      assert.equal(gone, 0);
+    });
+  });
 }

@@ -201,10 +201,14 @@ export interface EventPort {
   /** Log order of two positions of this store: negative when `a` comes before `b`, 0 when equal. */
   comparePositions(a: string, b: string): number;
   /**
-   * Calls `listener` after each commit of this process that queued webhook deliveries (a change
-   * with an event that some endpoint wants, or a recover), so that its dispatcher looks at once.
+   * Calls `listener` whenever events may have been added to the log: at once after each commit of
+   * this process that wrote events (or queued deliveries: recover), and soon after other
+   * processes' commits (PostgreSQL: a NOTIFY the writing process sends after its commit; SQLite:
+   * the log's head, looked at every 100 ms while anyone listens). A call promises nothing new: the
+   * listener reads the log to find out. A listener still polls slowly of its own as a safety net (a
+   * process that dies between its commit and its NOTIFY). Returns a function that unsubscribes.
    */
-  onDeliveriesQueued(listener: () => void): void;
+  onEvents(listener: () => void): () => void;
   /** Deletes events, finished deliveries and attempts older than `before`; returns how many events. */
   purgeEvents(before: Date): Promise<number>;
 }

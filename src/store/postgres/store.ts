@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
@@ -51,6 +52,7 @@ import {
 } from './events.js';
 import { GARDEN_QUERIES, PgGardens } from './gardens.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
+import { EventNotices } from './notices.js';
 import { PLANT_QUERIES } from './plant-queries.js';
 import { PgPlantReads } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
@@ -151,7 +153,11 @@ export class PgStore implements Store {
   readonly engine = 'postgres';
   private readonly pool: pg.Pool;
 
+  // Tells this process's own NOTIFYs from other processes'.
+  private readonly instance = randomBytes(8).toString('hex');
+
   constructor(opts: PgOptions) {
+    this.events = new EventNotices(opts.url, this.instance, () => this.eventsCommitted());
     this.pool = new pg.Pool({
       connectionString: opts.url,
       max: opts.poolSize,
@@ -254,7 +260,7 @@ export class PgStore implements Store {
   }
 
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
-    return this.writes.create(plant, idem, event);
+    return this.told(this.writes.create(plant, idem, event), event);
   }
 
   getPlant(id: number): Promise<VersionedPlant | null> {
@@ -278,7 +284,7 @@ export class PgStore implements Store {
   }
 
   updatePlant(...change: Parameters<Store['updatePlant']>): Promise<UpdateResult> {
-    return this.writes.update(...change);
+    return this.told(this.writes.update(...change), change[5]);
   }
 
   deletePlant(
@@ -287,18 +293,38 @@ export class PgStore implements Store {
     event?: NewEvent,
     ifVersions?: number[] | null,
   ): Promise<DeleteResult> {
-    return this.writes.delete(id, actor, event, ifVersions);
+    return this.told(this.writes.delete(id, actor, event, ifVersions), event);
   }
 
-  private readonly queuedListeners: (() => void)[] = [];
+  // Who listens for events (onEvents); the connection that LISTENs for other processes' NOTIFYs.
+  private readonly eventListeners = new Set<() => void>();
+  private readonly events: EventNotices;
 
-  onDeliveriesQueued(listener: () => void): void {
-    this.queuedListeners.push(listener);
+  onEvents(listener: () => void): () => void {
+    this.eventListeners.add(listener);
+    this.events.listen();
+    return () => {
+      this.eventListeners.delete(listener);
+    };
   }
 
-  // After a commit that queued deliveries: this process's dispatcher looks at once.
+  private eventsCommitted(): void {
+    for (const listener of this.eventListeners) listener();
+  }
+
+  // A write with an event has settled (committed, or refused and rolled back: a listener that finds
+  // nothing new costs one read): this process's listeners look at once, other processes are told.
+  private told<T>(write: Promise<T>, event: NewEvent | undefined): Promise<T> {
+    if (event === undefined) return write;
+    return write.finally(() => {
+      this.eventsCommitted();
+      this.events.notify();
+    });
+  }
+
+  // After a commit that queued deliveries (recover): this process's dispatcher looks at once.
   private queued(n: number): void {
-    if (n > 0) for (const listener of this.queuedListeners) listener();
+    if (n > 0) this.eventsCommitted();
   }
 
   homeGarden(user: string, make: { id: string; name: string; at: Date }): Promise<GardenRecord> {
@@ -597,6 +623,7 @@ export class PgStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.events.close();
     if (!this.pool.ended) await this.pool.end();
   }
 }

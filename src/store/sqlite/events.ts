@@ -349,8 +349,8 @@ export class SqliteEvents {
 
   /**
    * Writes the events recorded in the open transaction, in order, and queues their deliveries to
-   * each enabled endpoint that wants them and may see them; returns how many deliveries the
-   * transaction queued in all.
+   * each enabled endpoint that wants them and may see them; returns how many events and deliveries
+   * the transaction wrote in all (not 0: the process's listeners are told after the commit).
    */
   queueDeliveries(): number {
     const events = this.pending;
@@ -358,7 +358,7 @@ export class SqliteEvents {
     this.forget();
     if (events.length > 0) {
       const last = this.s.insertEvents.run(JSON.stringify(events)).lastInsertRowid as number;
-      n += this.s.fanOut.run(last - events.length).changes;
+      n += events.length + this.s.fanOut.run(last - events.length).changes;
     }
     return n;
   }

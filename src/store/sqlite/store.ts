@@ -93,6 +93,9 @@ const toToken = (r: TokenRow): TokenRecord => ({
 const READ_FOLLOW_UPS = { batches: 4, hops: 8 };
 
 /** The embedded store: one better-sqlite3 connection, WAL, prepared statements. */
+/** How often another process's commits are looked for, while someone listens for events. */
+const EVENTS_POLL_MS = 100;
+
 export class SqliteStore implements Store {
   readonly engine = 'sqlite';
   private readonly db: Database.Database;
@@ -187,8 +190,43 @@ export class SqliteStore implements Store {
     };
   }
 
-  onDeliveriesQueued(listener: () => void): void {
-    this.writer.onQueued(listener);
+  // Who listens for events (onEvents), and the log's head as the poll for other processes' commits
+  // last saw it.
+  private readonly eventListeners = new Set<() => void>();
+  private eventsPoll: NodeJS.Timeout | undefined;
+  private seenHead = '';
+  private writerHooked = false;
+
+  onEvents(listener: () => void): () => void {
+    if (!this.writerHooked) {
+      this.writerHooked = true;
+      this.writer.onQueued(() => this.eventsCommitted());
+    }
+    if (this.eventListeners.size === 0) {
+      // This process's commits call at once (the writer says when a batch wrote events); another
+      // process's show as a new head of the log, looked at every 100 ms (one read of the rowid
+      // b-tree's last page) while anyone listens.
+      this.eventsPoll ??= setInterval(() => {
+        if (this.eventListeners.size === 0 || !this.db.open) return;
+        void this.headPosition().then(
+          (head) => {
+            if (head === this.seenHead) return;
+            this.seenHead = head;
+            this.eventsCommitted();
+          },
+          () => {},
+        );
+      }, EVENTS_POLL_MS);
+      this.eventsPoll.unref();
+    }
+    this.eventListeners.add(listener);
+    return () => {
+      this.eventListeners.delete(listener);
+    };
+  }
+
+  private eventsCommitted(): void {
+    for (const listener of this.eventListeners) listener();
   }
 
   // Read batching: the reads that arrive in one turn of the event loop run in one read
@@ -546,6 +584,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.eventsPoll);
     // Writes first: every queued write is committed and answered before the connections close.
     await this.writer.close();
     if (this.db.open) this.reads.drainNow();

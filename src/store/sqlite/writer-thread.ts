@@ -45,7 +45,7 @@ function drain(): void {
         const outcomes = result.outcomes
           .slice(at, at + b.ops.length)
           .map((o) => (o.ok ? o : { ok: false, error: sendError(o.error) }));
-        // The dispatcher needs waking once per commit that queued deliveries.
+        // Listeners for events need waking once per commit that wrote some.
         port.postMessage({ n: b.n, result: { outcomes, queued: at === 0 ? result.queued : 0 } });
       }
       at += b.ops.length;

@@ -22,7 +22,7 @@ type Result<K extends WriteName> = ReturnType<SqliteWrites[K]>;
  */
 export interface Writer {
   write<K extends WriteName>(op: K, ...args: Args<K>): Promise<Result<K>>;
-  /** Called after a batch that queued webhook deliveries has committed. */
+  /** Called after a batch that wrote events (or queued webhook deliveries) has committed. */
   onQueued(listener: () => void): void;
   /** Settles once the writer can take writes at once (or has failed to start). */
   readonly ready: Promise<void>;

@@ -62,7 +62,7 @@ export interface WriteOp {
 /** What a committed batch tells the serving thread. */
 export interface BatchResult {
   outcomes: Outcome[];
-  /** Webhook deliveries the batch queued (the dispatcher is woken when there are any). */
+  /** Events and webhook deliveries the batch wrote (the process's listeners are told when there are any). */
   queued: number;
 }
 
