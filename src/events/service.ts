@@ -78,6 +78,7 @@ export class EventService {
       visible: () => this.gardens.visible(caller),
       authorized,
       credential,
+      ...(caller.kind === 'token' ? { tokenId: caller.tokenId } : {}),
       position,
       slot,
     });

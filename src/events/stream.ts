@@ -31,6 +31,11 @@ export interface StreamRequest {
    * credential is asked about on its own.
    */
   credential?: string;
+  /**
+   * The built-in token that opened the stream, if one did: checked in batches, many credentials in
+   * one statement (activeTokens), rather than by `authorized`.
+   */
+  tokenId?: string;
   /** Where in the log the stream starts (after this position). */
   position: string;
   /** The place reserve() gave the stream's user. */
@@ -46,6 +51,10 @@ export interface StreamSlot {
 interface Credential {
   key: unknown;
   check: () => Promise<boolean>;
+  /** A built-in token's id: asked about with others in one statement; null: asked by `check`. */
+  tokenId: string | null;
+  /** When `check` last asked (for a built-in token, once a minute: its use is recorded so). */
+  verifiedAt: number;
   streams: Set<Stream>;
   /** When it was last asked about, and whether that is under way. */
   checkedAt: number;
@@ -70,6 +79,10 @@ interface Stream extends FeedMember {
 }
 
 const BATCH = 500;
+/** Most built-in tokens asked about in one statement. */
+const TOKENS_PER_CHECK = 1000;
+/** How often a built-in token of an open stream goes through the verifier all the same. */
+const VERIFY_TOKEN_MS = 60_000;
 
 export { sseMessage };
 
@@ -169,7 +182,7 @@ export class EventStreams {
         blockedSince: 0,
         resolve,
       };
-      stream.credential = this.credentialFor(req.credential ?? stream, req.authorized);
+      stream.credential = this.credentialFor(req.credential ?? stream, req.authorized, req.tokenId ?? null);
       stream.credential.streams.add(stream);
       this.streams.add(stream);
       res.on('close', () => this.end(stream));
@@ -186,10 +199,11 @@ export class EventStreams {
     this.feed.wake();
   }
 
-  private credentialFor(key: unknown, check: () => Promise<boolean>): Credential {
+  private credentialFor(key: unknown, check: () => Promise<boolean>, tokenId: string | null): Credential {
     let c = this.credentials.get(key);
     if (c === undefined) {
-      c = { key, check, streams: new Set(), checkedAt: Date.now(), asking: false };
+      const now = Date.now();
+      c = { key, check, tokenId, verifiedAt: now, streams: new Set(), checkedAt: now, asking: false };
       this.credentials.set(key, c);
     }
     return c;
@@ -210,28 +224,54 @@ export class EventStreams {
 
   // A credential that no longer works ends its streams, cleanly: a client that reconnects is
   // refused. Each is asked about once for all its streams, authCheckMs after it was last; they fall
-  // due at different times, as their streams were opened.
+  // due at different times, as their streams were opened. Built-in tokens due together are asked
+  // about in one statement (neither revoked nor expired, as the verifier would find them when it
+  // asks the store), and through `check` once a minute, which keeps the token's lastUsedAt while
+  // it holds a stream open; other credentials (JWTs: their verifier keeps what it found until their
+  // `exp`) through `check` each time.
   private checkCredentials(): void {
     const now = Date.now();
+    const tokens: Credential[] = [];
     for (const c of this.credentials.values()) {
       if (c.asking || now - c.checkedAt < this.authCheckMs) continue;
       c.asking = true;
+      if (c.tokenId !== null && now - c.verifiedAt < VERIFY_TOKEN_MS) {
+        tokens.push(c);
+        continue;
+      }
+      c.verifiedAt = now;
       c.check().then(
-        (ok) => {
-          c.asking = false;
-          c.checkedAt = Date.now();
-          if (!ok) {
-            for (const s of c.streams) {
-              s.res.end();
-              this.end(s);
-            }
-          }
-        },
-        () => {
-          c.asking = false;
-          c.checkedAt = Date.now();
-        },
+        (ok) => this.checked(c, ok),
+        () => this.checked(c, true),
       );
+    }
+    for (let i = 0; i < tokens.length; i += TOKENS_PER_CHECK) {
+      const batch = tokens.slice(i, i + TOKENS_PER_CHECK);
+      this.store
+        .activeTokens(
+          batch.map((c) => c.tokenId!),
+          new Date(now),
+        )
+        .then(
+          (active) => {
+            const ok = new Set(active);
+            for (const c of batch) this.checked(c, ok.has(c.tokenId!));
+          },
+          // The store cannot answer: the streams go on as they were, and are asked about again.
+          () => {
+            for (const c of batch) this.checked(c, true);
+          },
+        );
+    }
+  }
+
+  private checked(c: Credential, ok: boolean): void {
+    c.asking = false;
+    c.checkedAt = Date.now();
+    if (ok) return;
+    for (const s of c.streams) {
+      s.res.end();
+      this.end(s);
     }
   }
 

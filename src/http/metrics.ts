@@ -29,6 +29,7 @@ const TIMED = [
   'insertToken',
   'findTokenByHash',
   'findToken',
+  'activeTokens',
   'pageTokens',
   'revokeToken',
   'touchTokens',

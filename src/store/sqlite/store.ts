@@ -169,6 +169,12 @@ export class SqliteStore implements Store {
       ),
       tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
       tokenById: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE id = ?'),
+      activeTokens: db
+        .prepare<[string, number], string>(
+          `SELECT id FROM tokens WHERE id IN (SELECT value FROM json_each(?))
+           AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
+        )
+        .pluck(),
       // Newest first by the order of creation (seq), from before the token a page ended with.
       tokensPage: db.prepare<[string | null, number], TokenRow>(
         `SELECT * FROM tokens WHERE seq < coalesce((SELECT seq FROM tokens WHERE id = ?), 9007199254740991)
@@ -562,6 +568,11 @@ export class SqliteStore implements Store {
 
   revokeToken(id: string, at: Date): Promise<Change<true, TokenRefusal>> {
     return this.writer.write('revokeToken', id, at.getTime());
+  }
+
+  activeTokens(ids: string[], now: Date): Promise<string[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(() => this.s.activeTokens.all(JSON.stringify(ids), now.getTime()));
   }
 
   touchTokens(ids: string[], minute: Date): Promise<number> {
