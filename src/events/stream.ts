@@ -15,6 +15,8 @@ export interface StreamOptions {
   authCheckMs?: number;
   /** Open streams one user may have at once in this process; 0: no limit. */
   maxPerUser?: number;
+  /** Told of each built-in token found still valid for its open streams (its lastUsedAt is kept so). */
+  tokenUsed?: (tokenId: string) => void;
   warn?: (obj: object, msg: string) => void;
 }
 
@@ -53,8 +55,6 @@ interface Credential {
   check: () => Promise<boolean>;
   /** A built-in token's id: asked about with others in one statement; null: asked by `check`. */
   tokenId: string | null;
-  /** When `check` last asked (for a built-in token, once a minute: its use is recorded so). */
-  verifiedAt: number;
   streams: Set<Stream>;
   /** When it was last asked about, and whether that is under way. */
   checkedAt: number;
@@ -81,8 +81,6 @@ interface Stream extends FeedMember {
 const BATCH = 500;
 /** Most built-in tokens asked about in one statement. */
 const TOKENS_PER_CHECK = 1000;
-/** How often a built-in token of an open stream goes through the verifier all the same. */
-const VERIFY_TOKEN_MS = 60_000;
 
 export { sseMessage };
 
@@ -202,8 +200,7 @@ export class EventStreams {
   private credentialFor(key: unknown, check: () => Promise<boolean>, tokenId: string | null): Credential {
     let c = this.credentials.get(key);
     if (c === undefined) {
-      const now = Date.now();
-      c = { key, check, tokenId, verifiedAt: now, streams: new Set(), checkedAt: now, asking: false };
+      c = { key, check, tokenId, streams: new Set(), checkedAt: Date.now(), asking: false };
       this.credentials.set(key, c);
     }
     return c;
@@ -226,20 +223,18 @@ export class EventStreams {
   // refused. Each is asked about once for all its streams, authCheckMs after it was last; they fall
   // due at different times, as their streams were opened. Built-in tokens due together are asked
   // about in one statement (neither revoked nor expired, as the verifier would find them when it
-  // asks the store), and through `check` once a minute, which keeps the token's lastUsedAt while
-  // it holds a stream open; other credentials (JWTs: their verifier keeps what it found until their
-  // `exp`) through `check` each time.
+  // asks the store; each found valid counts as a use, as a request's verification would); other
+  // credentials (JWTs: their verifier keeps what it found until their `exp`) through `check`.
   private checkCredentials(): void {
     const now = Date.now();
     const tokens: Credential[] = [];
     for (const c of this.credentials.values()) {
       if (c.asking || now - c.checkedAt < this.authCheckMs) continue;
       c.asking = true;
-      if (c.tokenId !== null && now - c.verifiedAt < VERIFY_TOKEN_MS) {
+      if (c.tokenId !== null) {
         tokens.push(c);
         continue;
       }
-      c.verifiedAt = now;
       c.check().then(
         (ok) => this.checked(c, ok),
         () => this.checked(c, true),
