@@ -250,6 +250,7 @@ export class EventStreams {
         .then(
           (active) => {
             const ok = new Set(active);
+            for (const id of active) this.opts.tokenUsed?.(id);
             for (const c of batch) this.checked(c, ok.has(c.tokenId!));
           },
           // The store cannot answer: the streams go on as they were, and are asked about again.

@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { EventStreams } from '../../src/events/stream.js';
+import { createToken } from '../../src/identity/tokens.js';
 import type { Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
@@ -336,6 +337,49 @@ for (const engine of ENGINES) {
       assert.equal(guest.reader.ids().length, 1);
       streams.closeAll();
       await Promise.all([guest.served, keeper.served]);
+    });
+
+    it('built-in tokens are asked about in statements of their own: a revoked one ends its streams, a valid one counts as used', async () => {
+      await garden('gdn_tokens', 'token-user');
+      const used = new Set<string>();
+      const streams = new EventStreams(store, {
+        pollMs: 20,
+        authCheckMs: 50,
+        tokenUsed: (id) => used.add(id),
+      });
+      const head = await store.headPosition();
+      const tokens = await Promise.all(
+        [0, 1, 2].map(() =>
+          createToken(store, { user: 'token-user', scopes: ['plants:read'], name: null, expiresInMs: null }),
+        ),
+      );
+      let verifierAsked = 0;
+      const ended = new Map<string, number>();
+      const served = tokens.flatMap((t) =>
+        [0, 1].map(() =>
+          streams
+            .serve(new Reader() as unknown as ServerResponse, {
+              user: 'token-user',
+              visible: async () => ['gdn_tokens'],
+              authorized: async () => {
+                verifierAsked++;
+                return true;
+              },
+              credential: `Bearer ${t.secret}`,
+              tokenId: t.record.id,
+              position: head,
+              slot: streams.reserve('token-user')!,
+            })
+            .then(() => ended.set(t.record.id, (ended.get(t.record.id) ?? 0) + 1)),
+        ),
+      );
+      await until('each token counted as used', () => tokens.every((t) => used.has(t.record.id)));
+      assert.deepEqual(await store.revokeToken(tokens[1]!.record.id, new Date()), { ok: true });
+      await until("the revoked token's two streams ended", () => ended.get(tokens[1]!.record.id) === 2);
+      assert.equal(streams.open, 4);
+      assert.equal(verifierAsked, 0, 'built-in tokens are not asked one by one');
+      streams.closeAll();
+      await Promise.all(served);
     });
 
     it('asks once per credential, whatever the number of streams sharing it, and ends them all when it fails', async () => {
