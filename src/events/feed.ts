@@ -155,7 +155,12 @@ export class EventFeed<M extends FeedMember> {
     const give = (m: M) => {
       if (m.after !== null && this.store.comparePositions(e.position, m.after) <= 0) return;
       message ??= sseMessage(e);
-      this.deliver(m, e, message);
+      try {
+        this.deliver(m, e, message);
+      } catch (err) {
+        // One reader's failure is its own: the others get the event, and the feed goes on.
+        this.warn?.({ err }, 'event feed could not hand an event to a stream');
+      }
     };
     const users = members?.get(e.garden);
     if (users !== undefined) {
