@@ -111,7 +111,8 @@ export class EventStreams {
   private readonly authCheckMs: number;
   readonly maxPerUser: number;
   private poll: NodeJS.Timeout | undefined;
-  private heartbeat: NodeJS.Timeout | undefined;
+  /** Where the keep-alive comments have got to in the streams. */
+  private beating: Iterator<Stream> | undefined;
   /** Unsubscribes from the store's onEvents while no stream is open. */
   private unlisten: (() => void) | undefined;
   private wokenAt = 0;
@@ -280,31 +281,42 @@ export class EventStreams {
   }
 
   // While streams are open: the store says when events commit (this process's at once, others'
-  // soon after), a tick looks at stalled readers and credentials due, and reads the log when
-  // nothing has woken the feed for pollMs (the safety net).
+  // soon after), and a tick looks at stalled readers and credentials due, writes the keep-alive
+  // comments due, and reads the log when nothing has woken the feed for pollMs (the safety net).
   private ensureTimers(): void {
     if (this.poll) return;
     this.unlisten = this.store.onEvents(() => this.nudge());
-    this.poll = setInterval(
-      () => {
-        this.cutStalled();
-        this.checkCredentials();
-        if (Date.now() - this.wokenAt >= this.pollMs) this.nudge();
-      },
-      Math.min(this.pollMs, 250),
-    );
-    this.heartbeat = setInterval(() => {
-      for (const s of this.streams) {
-        if (!this.send(s, ': keep-alive\n\n') && s.live && !s.closed) {
-          // Between batches: the feed's position is where the stream stands.
-          s.position = this.feed.leave(s) ?? s.position;
-          s.live = false;
-          this.block(s);
-        }
-      }
-    }, this.heartbeatMs);
+    const tickMs = Math.max(10, Math.min(this.pollMs, 250, this.heartbeatMs / 4));
+    this.poll = setInterval(() => {
+      this.cutStalled();
+      this.checkCredentials();
+      this.beat(tickMs);
+      if (Date.now() - this.wokenAt >= this.pollMs) this.nudge();
+    }, tickMs);
     this.poll.unref();
-    this.heartbeat.unref();
+  }
+
+  // The keep-alive comments, a slice of the streams at each tick, so that every stream has one at
+  // least every heartbeatMs without a pause of the event loop to write to every socket at once
+  // (10,000 writes in one go would hold events back for a fifth of a second). A pass over the
+  // streams takes 80 % of heartbeatMs: streams opened during one are also reached within it.
+  private beat(tickMs: number): void {
+    let n = Math.ceil((this.streams.size * tickMs) / (this.heartbeatMs * 0.8));
+    while (n-- > 0) {
+      let next = this.beating?.next();
+      if (next === undefined || next.done) {
+        this.beating = this.streams.values();
+        next = this.beating.next();
+        if (next.done) return;
+      }
+      const s = next.value;
+      if (!this.send(s, ': keep-alive\n\n') && s.live && !s.closed) {
+        // Between batches: the feed's position is where the stream stands.
+        s.position = this.feed.leave(s) ?? s.position;
+        s.live = false;
+        this.block(s);
+      }
+    }
   }
 
   private end(s: Stream): void {
@@ -319,10 +331,9 @@ export class EventStreams {
     s.slot.release();
     if (this.streams.size === 0) {
       clearInterval(this.poll);
-      clearInterval(this.heartbeat);
       this.unlisten?.();
       this.poll = undefined;
-      this.heartbeat = undefined;
+      this.beating = undefined;
       this.unlisten = undefined;
     }
     s.resolve();
