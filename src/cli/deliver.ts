@@ -4,8 +4,9 @@ import type { Config } from '../config.js';
 import { Runtime } from '../runtime.js';
 import { configFrom, withConfig } from './options.js';
 
-// Another process's commits do not wake this one: it looks for due deliveries this often when idle
-// (a claim that finds nothing writes nothing), and at once again whenever a slot frees.
+// Other processes' events wake this one as the store hears of them (onEvents); besides, it looks for
+// due retries this often when idle (a claim that finds nothing new writes nothing), and at once
+// again whenever a slot frees.
 const DELIVER_POLL_MS = 100;
 
 /** `plantstore deliver`: webhook deliveries and nothing else, beside `serve --no-webhook-delivery`. */

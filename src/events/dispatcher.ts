@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AttemptOutcome, DeliveryJob, FinishedAttempt, Store } from '../store/store.js';
+import type { AttemptOutcome, DeliveryJob, FinishedAttempt, LogProgress, Store } from '../store/store.js';
 import { eventPayload } from './event.js';
 import { ConnectionPool, type PostResult, postWebhook, type Resolver } from './outbound.js';
 import { signWebhook } from './signing.js';
@@ -8,10 +8,49 @@ import { signWebhook } from './signing.js';
 export const FAILING_DISABLE_MS = 5 * 86_400_000;
 const NUDGE_MS = 10;
 /**
+ * Records of attempts are written at most this often (what ends meanwhile goes in the next), so a
+ * `deliver` process sending thousands a second takes the store's write lock a few dozen times a
+ * second, not once per answer: on SQLite every write of another process holds up the server's.
+ */
+const RECORD_EVERY_MS = 10;
+/** Deliveries claimed ahead of the free slots, as a multiple of the concurrency. */
+const CLAIM_AHEAD = 4;
+/**
  * A claimed delivery not yet sent after this long is let go unsent: its lease (the timeout plus
- * 10 s) must still cover the attempt. It is claimed again once the lease has run out.
+ * 10 s) must still cover the attempt. It is claimed again once the lease has run out (one from an
+ * endpoint's log: its window is let go, and sent again from the endpoint's position).
  */
 const START_WITHIN_MS = 8_000;
+/**
+ * An endpoint that answered its last delivery within FAST_MS may have this many times perEndpoint
+ * claimed deliveries held by this process (in flight or waiting for one of its slots): a busy
+ * endpoint's backlog drains without a claim per few deliveries. A slower one holds perEndpoint, so
+ * that what waits for its slots starts within START_WITHIN_MS.
+ */
+const FAST_HOLD = 4;
+const FAST_MS = 1_000;
+
+/** One event of an endpoint's log window: claimed, then being recorded (its attempt made). */
+interface WindowEntry {
+  window: LogWindow;
+  position: string;
+  recording: boolean;
+}
+
+/**
+ * What this process holds of an endpoint's log under its lease: the events claimed and not yet
+ * recorded, in log order, and how far the window reaches (everything of the endpoint's up to there
+ * is claimed by this process or was sent).
+ */
+interface LogWindow {
+  endpointId: string;
+  reach: string;
+  entries: WindowEntry[];
+  /** Records under way that report this window's progress. */
+  writes: number;
+  /** Its position moved (or its lease is to end): report it with the next record. */
+  dirty: boolean;
+}
 
 export interface DispatcherOptions {
   store: Store;
@@ -60,9 +99,16 @@ export class Dispatcher {
   private inflightTotal = 0;
   // Deliveries in flight by endpoint owner.
   private readonly ownerInflight = new Map<string, number>();
-  // Claimed deliveries waiting for a slot of their endpoint (at most perEndpoint each), and when
-  // they were claimed.
+  // Claimed deliveries waiting for a slot of their endpoint, and when they were claimed.
   private readonly waiting = new Map<string, { job: DeliveryJob; at: number }[]>();
+  // The log windows this process holds, by endpoint; the window entry of each log job held.
+  private readonly windows = new Map<string, LogWindow>();
+  private readonly entries = new Map<DeliveryJob, WindowEntry>();
+  // Endpoints whose window was let go, until their lease has run out (then whoever claims them
+  // sends the window again from their position); how long each endpoint took to answer last.
+  private readonly holdOff = new Map<string, number>();
+  private readonly answeredIn = new Map<string, number>();
+  private claiming = false;
   private waitingTotal = 0;
   private timer: NodeJS.Timeout | undefined;
   private due = 0;
@@ -74,7 +120,7 @@ export class Dispatcher {
   private tickRun: Promise<void> | undefined;
   private readonly pool: ConnectionPool | undefined;
   // Attempts made and not yet recorded, and the write recording the previous lot.
-  private finished: { f: FinishedAttempt; done: (err?: unknown) => void }[] = [];
+  private finished: { f: FinishedAttempt; entry?: WindowEntry; done: (err?: unknown) => void }[] = [];
   private recording = false;
 
   constructor(private readonly opts: DispatcherOptions) {
@@ -110,10 +156,15 @@ export class Dispatcher {
     this.timer = undefined;
     // A claim still under way launches what it claimed: wait for it, then for every send.
     await this.tickRun;
-    // Claimed and not sent: their leases run out, and they are sent again by whoever claims them.
+    // Claimed and not sent: their leases run out, and they are sent again by whoever claims them
+    // (the log windows they were in with them).
+    for (const queue of this.waiting.values()) for (const { job } of queue) this.letGo(job);
     this.waiting.clear();
     this.waitingTotal = 0;
     await Promise.allSettled([...this.sending]);
+    // The windows with nothing left outstanding end their leases now.
+    for (const w of this.windows.values()) if (w.entries.length === 0) w.dirty = true;
+    await this.flush();
     this.pool?.destroy();
   }
 
@@ -144,23 +195,43 @@ export class Dispatcher {
         // Up to `concurrency` more than are in flight: a delivery claimed while its endpoint's slots
         // are taken waits for one, so a busy endpoint's next deliveries go out as soon as a slot
         // frees, not a claim later.
-        const free = 2 * this.concurrency - this.inflightTotal - this.waitingTotal;
+        const free = CLAIM_AHEAD * this.concurrency - this.inflightTotal - this.waitingTotal;
         if (free <= 0 || this.stopped) break;
-        const busy = [...this.inflight]
-          .filter(([id, n]) => n + (this.waiting.get(id)?.length ?? 0) >= this.perEndpoint)
-          .map(([id]) => id);
-        this.lastClaim = Date.now();
-        const jobs = await this.opts.store.claimDeliveries({
-          now: new Date(this.clock()),
-          leaseMs: this.leaseMs,
-          leaseOwner: this.id,
-          limit: free,
-          perEndpoint: this.perEndpoint,
-          skipEndpoints: busy,
-          ownerLoad: this.ownerLoad(),
-        });
-        for (const job of jobs) this.launch(job);
-        if (jobs.length < free && !this.again) break;
+        const busy = [...this.inflight.keys(), ...this.waiting.keys()].filter(
+          (id) => (this.inflight.get(id) ?? 0) + (this.waiting.get(id)?.length ?? 0) >= this.hold(id),
+        );
+        const nowMs = Date.now();
+        for (const [id, until] of this.holdOff) {
+          if (until <= nowMs) this.holdOff.delete(id);
+          else busy.push(id);
+        }
+        const skip = new Set(busy);
+        // Every window still held (and not skipped) is read on from where it reaches.
+        const windows: Record<string, string> = {};
+        for (const [id, w] of this.windows) if (!skip.has(id)) windows[id] = w.reach;
+        this.lastClaim = nowMs;
+        this.claiming = true;
+        let claim: Awaited<ReturnType<Store['claimDeliveries']>>;
+        try {
+          claim = await this.opts.store.claimDeliveries({
+            now: new Date(this.clock()),
+            leaseMs: this.leaseMs,
+            leaseOwner: this.id,
+            limit: free,
+            perEndpoint: this.perEndpoint,
+            skipEndpoints: [...skip],
+            ownerLoad: this.ownerLoad(),
+            windows,
+          });
+        } finally {
+          this.claiming = false;
+        }
+        this.track(claim, windows);
+        for (const job of claim.jobs) this.launch(job);
+        // Claimed all it could: more may be waiting. Otherwise a nudge that came meanwhile is
+        // answered NUDGE_MS after this claim (finally, below), not at once: under a stream of
+        // answers and commits, claims back to back would hold the store's write lock most of the time.
+        if (claim.jobs.length < free) break;
       }
     } catch (err) {
       this.opts.warn?.({ err }, 'webhook dispatcher could not claim deliveries; retrying');
@@ -171,6 +242,64 @@ export class Dispatcher {
           this.again ? Math.max(0, this.lastClaim + NUDGE_MS - Date.now()) : (this.opts.pollMs ?? 1_000),
         );
       }
+    }
+  }
+
+  /** How many claimed deliveries of an endpoint this process may hold (in flight and waiting). */
+  private hold(endpointId: string): number {
+    return (this.answeredIn.get(endpointId) ?? FAST_MS) < FAST_MS
+      ? FAST_HOLD * this.perEndpoint
+      : this.perEndpoint;
+  }
+
+  /**
+   * Adds a claim's jobs from the log to their endpoints' windows, in log order, and takes how far
+   * each window now reaches. A window that was passed to the claim and is not in its answer is no
+   * longer this process's (its endpoint was disabled, or its lease ran out and was taken): its
+   * jobs still go out, and report no progress.
+   */
+  private track(claim: Awaited<ReturnType<Store['claimDeliveries']>>, passed: Record<string, string>): void {
+    for (const id of Object.keys(passed)) if (!(id in claim.windows)) this.drop(id);
+    for (const [id, reach] of Object.entries(claim.windows)) {
+      let w = this.windows.get(id);
+      if (!w) {
+        w = { endpointId: id, reach, entries: [], writes: 0, dirty: false };
+        this.windows.set(id, w);
+      }
+      w.reach = reach;
+    }
+    for (const job of claim.jobs) {
+      if (job.id !== null) continue;
+      const w = this.windows.get(job.endpoint.id);
+      if (!w) continue; // no lease reported: sent all the same (at least once)
+      const entry = { window: w, position: job.event.position, recording: false };
+      w.entries.push(entry);
+      this.entries.set(job, entry);
+    }
+    // A window that reached further with nothing outstanding: its position is reported (and its
+    // lease ended) with the next record.
+    for (const id of Object.keys(claim.windows)) {
+      const w = this.windows.get(id)!;
+      if (w.entries.length === 0 && w.writes === 0) {
+        w.dirty = true;
+        this.recordSoon();
+      }
+    }
+  }
+
+  /** Forgets an endpoint's window: what it holds reports no progress; its lease runs out. */
+  private drop(endpointId: string): void {
+    this.windows.delete(endpointId);
+  }
+
+  /** A claimed job not sent: a log job's window is let go, and sent again once its lease ran out. */
+  private letGo(job: DeliveryJob): void {
+    const entry = this.entries.get(job);
+    if (!entry) return;
+    this.entries.delete(job);
+    if (this.windows.get(job.endpoint.id) === entry.window) {
+      this.drop(job.endpoint.id);
+      this.holdOff.set(job.endpoint.id, Date.now() + this.leaseMs);
     }
   }
 
@@ -220,6 +349,7 @@ export class Dispatcher {
       this.waiting.delete(best);
       if (queue.length > 0) this.waiting.set(best, queue);
       if (Date.now() - next.at <= START_WITHIN_MS) this.send(next.job);
+      else this.letGo(next.job);
     }
   }
 
@@ -280,11 +410,12 @@ export class Dispatcher {
       ...(this.pool ? { pool: this.pool } : {}),
     });
     release();
+    if (result.kind !== 'refused') this.answeredIn.set(endpoint.id, result.durationMs);
     const now = this.clock();
     const attempt = job.attempts + 1;
     const verdict = this.judge(job, result, attempt, now);
     this.opts.onAttempt?.(verdict.outcome);
-    await this.record({
+    await this.record(job, {
       deliveryId: job.id,
       leaseOwner: this.id,
       disableEndpoint: verdict.disable,
@@ -307,42 +438,124 @@ export class Dispatcher {
   /**
    * Records an attempt: with every other that ended while the last lot was being written, in one
    * write (at most one is under way), so a commit's wait is shared rather than paid per delivery.
+   * The log windows' progress goes in the same write.
    */
-  private record(f: FinishedAttempt): Promise<void> {
+  private record(job: DeliveryJob, f: FinishedAttempt): Promise<void> {
+    const entry = this.entries.get(job);
+    this.entries.delete(job);
     return new Promise<void>((resolve, reject) => {
-      this.finished.push({ f, done: (err) => (err === undefined ? resolve() : reject(err)) });
-      if (!this.recording) {
-        this.recording = true;
-        // After this turn's other answers have come in.
-        setImmediate(() => this.writeFinished());
-      }
+      this.finished.push({
+        f,
+        ...(entry ? { entry } : {}),
+        done: (err) => (err === undefined ? resolve() : reject(err)),
+      });
+      this.recordSoon();
     });
+  }
+
+  /** Writes what is finished (and the windows' progress) after this turn's other answers came in. */
+  private recordSoon(): void {
+    if (this.recording) return;
+    this.recording = true;
+    const wait = this.lastRecord + RECORD_EVERY_MS - Date.now();
+    if (wait > 0 && !this.stopped) setTimeout(() => this.writeFinished(), wait);
+    else setImmediate(() => this.writeFinished());
+  }
+  private lastRecord = 0;
+
+  /** Records the last lot, and any windows' progress; resolves when nothing is left to write. */
+  private flush(): Promise<void> {
+    if (!this.recording && this.finished.length === 0 && ![...this.windows.values()].some((w) => w.dirty))
+      return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.flushed.push(resolve);
+      this.recordSoon();
+    });
+  }
+  private flushed: (() => void)[] = [];
+
+  /**
+   * How far each window got: the last event of the recorded prefix of its entries (those before
+   * the first still outstanding), or its reach when none is outstanding, with its lease ended,
+   * unless a claim under way may be adding to it (then the lease is kept, and ended by a later record).
+   */
+  private progress(now: number): { progress: LogProgress[]; windows: LogWindow[] } {
+    const progress: LogProgress[] = [];
+    const windows: LogWindow[] = [];
+    for (const w of this.windows.values()) {
+      let position: string | undefined;
+      while (w.entries[0]?.recording) position = w.entries.shift()!.position;
+      if (position === undefined && !w.dirty) continue;
+      w.dirty = false;
+      const end = w.entries.length === 0 && !this.claiming && !this.ticking;
+      progress.push({
+        endpointId: w.endpointId,
+        leaseOwner: this.id,
+        position: w.entries.length === 0 ? w.reach : position!,
+        leaseUntil: end ? null : new Date(now + this.leaseMs),
+      });
+      w.writes++;
+      windows.push(w);
+    }
+    return { progress, windows };
   }
 
   private writeFinished(): void {
     const lot = this.finished;
     this.finished = [];
-    if (lot.length === 0) {
+    for (const x of lot) if (x.entry) x.entry.recording = true;
+    const { progress, windows } = this.progress(this.clock());
+    if (lot.length === 0 && progress.length === 0) {
       this.recording = false;
+      for (const resolve of this.flushed.splice(0)) resolve();
       return;
     }
-    // The next claim, if one is wanted, goes with this record: writes made in one turn share a
-    // transaction (and its commit) on SQLite.
+    this.lastRecord = Date.now();
+    const next = () => {
+      this.recording = false;
+      this.recordSoon();
+    };
+    this.opts.store
+      .finishDeliveries(
+        lot.map((x) => x.f),
+        progress,
+      )
+      .then(
+        () => {
+          for (const w of windows) {
+            w.writes--;
+            // Ended: nothing outstanding, and its lease was let go with its position.
+            if (w.entries.length === 0 && w.writes === 0 && this.windows.get(w.endpointId) === w) {
+              const p = progress.find((x) => x.endpointId === w.endpointId);
+              // Kept for a claim that was under way: the claim answers how far the window reaches,
+              // and the next record ends it (or stop() does).
+              if (p?.leaseUntil === null) this.windows.delete(w.endpointId);
+            }
+          }
+          for (const x of lot) x.done();
+          next();
+        },
+        (err: unknown) => {
+          // Not written: these windows' events come again from their endpoints' positions once their
+          // leases have run out (at least once).
+          for (const w of windows) {
+            w.writes--;
+            if (this.windows.get(w.endpointId) === w) {
+              this.drop(w.endpointId);
+              this.holdOff.set(w.endpointId, Date.now() + this.leaseMs);
+            }
+          }
+          for (const x of lot) x.done(err ?? new Error('could not record'));
+          next();
+        },
+      );
+    // The next claim, if one is wanted, goes with this record (after it): writes made in one turn
+    // share a transaction (and its commit) on SQLite.
     if (this.again && !this.ticking && !this.stopped) {
       clearTimeout(this.timer);
       this.timer = undefined;
       void this.tick();
     }
-    this.opts.store.finishDeliveries(lot.map((x) => x.f)).then(
-      () => {
-        for (const x of lot) x.done();
-        this.writeFinished();
-      },
-      (err: unknown) => {
-        for (const x of lot) x.done(err ?? new Error('could not record'));
-        this.writeFinished();
-      },
-    );
   }
 
   /** What an attempt's result means: done, retry when, or give up; and whether to disable the endpoint. */

@@ -271,16 +271,52 @@ export async function endpoint(
   return e;
 }
 
-/** Every delivery due by `now` (far ahead by default), leased to a test dispatcher. */
-export const claimAll = (store: Store, now = new Date(Date.now() + 365 * 86_400_000)) =>
-  store.claimDeliveries({
+/**
+ * Every delivery due by `now` (far ahead by default), and every event of the endpoints' logs,
+ * leased to a test dispatcher (`leaseOwner`: a new one by default) for a minute.
+ */
+export const claimAll = async (
+  store: Store,
+  now = new Date(Date.now() + 365 * 86_400_000),
+  leaseOwner = `test-${randomUUID()}`,
+) =>
+  (
+    await store.claimDeliveries({
+      now,
+      leaseMs: 60_000,
+      leaseOwner,
+      limit: 1000,
+      perEndpoint: 1000,
+      skipEndpoints: [],
+    })
+  ).jobs;
+
+/**
+ * Claims as claimAll does, then moves each endpoint whose log it took on past what it took and ends
+ * its lease, recording no attempt: as a dispatcher that sent all of it. Later claims get only what
+ * comes after.
+ */
+export const takeAll = async (store: Store, now = new Date(Date.now() + 365 * 86_400_000)) => {
+  const leaseOwner = `test-${randomUUID()}`;
+  const claim = await store.claimDeliveries({
     now,
     leaseMs: 60_000,
-    leaseOwner: `test-${randomUUID()}`,
+    leaseOwner,
     limit: 1000,
     perEndpoint: 1000,
     skipEndpoints: [],
   });
+  await store.finishDeliveries(
+    [],
+    Object.entries(claim.windows).map(([endpointId, position]) => ({
+      endpointId,
+      leaseOwner,
+      position,
+      leaseUntil: null,
+    })),
+  );
+  return claim.jobs;
+};
 
 /** The roles of a garden's members, by user. */
 export const rolesIn = async (store: Store, g: string) =>

@@ -25,7 +25,10 @@ describe('migration: admin endpoints without a recorded credential become owner-
       old.close();
       const store = new SqliteStore({ path, durability: 'full' });
       try {
-        assert.deepEqual(await store.migrate(), ['0013_endpoint_admin_credential']);
+        assert.deepEqual(await store.migrate(), [
+          '0013_endpoint_admin_credential',
+          '0014_deliveries_from_the_log',
+        ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
         assert.equal(admin?.owner, 'keeper');

@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createToken } from '../../src/identity/tokens.js';
-import { type EventRecord, NOT_SENT_ADMIN, type Store } from '../../src/store/store.js';
+import {
+  type DeliveryJob,
+  type EventRecord,
+  type FinishedAttempt,
+  NOT_SENT_ADMIN,
+  type Store,
+} from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
-import { claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
+import { claimAll, endpoint, garden, plant, takeAll, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
 
 // Events in gardens, on every engine (contract 8, version 3): the log read by gardens, webhook
-// deliveries fanned out to the endpoints of the garden's members when the event is written, the
-// membership asked again when a delivery is claimed, and recover by the memberships of now.
+// deliveries read from the log for the endpoints of the garden's members (members now, and when the
+// event was written), the membership asked again when a queued delivery is claimed, and recover by
+// the memberships of now.
 
 for (const engine of ENGINES) {
   describe(`store garden events: ${engine.name}`, { skip: engine.skip }, () => {
@@ -139,7 +146,7 @@ for (const engine of ENGINES) {
       assert.deepEqual((await store.readEvents({ after: start, gardens: [], limit: 3 })).events, []);
     });
 
-    it("deliveries go to the endpoints of the garden's members (and admin ones), as the event is written", async () => {
+    it("deliveries come from the log to the endpoints of the garden's members (and admin ones)", async () => {
       const o = user();
       const viewer = user();
       const outsider = user();
@@ -154,55 +161,92 @@ for (const engine of ENGINES) {
       const p = await plant(store, o, g, { at: new Date() });
       // Joining after the event was written brings none of it.
       assert.ok('ok' in (await store.putMember(g, o, outsider, 'viewer', new Date())));
-      const jobs = (await claimAll(store)).filter((j) => ours.has(j.endpoint.id));
+      const jobs = (await takeAll(store)).filter((j) => ours.has(j.endpoint.id));
       assert.deepEqual(jobs.map((j) => j.endpoint.id).sort(), [mine.id, viewers.id, admins.id].sort());
       for (const j of jobs) {
+        assert.equal(j.id, null, 'a first attempt from the log');
         assert.equal(j.event.type, 'plant.created');
         assert.equal(j.event.garden, g);
         assert.deepEqual(j.event.data, { id: p.id, name: p.name, garden: g });
         assert.equal(j.attempts, 0);
       }
-      // A delete now reaches the new member too, and the endpoint that wants deletes.
+      // A delete now reaches the new member too, and the endpoint that wants deletes; the event
+      // taken already is not taken again.
       assert.deepEqual(await store.deletePlant(p.id, o, { at: new Date() }), { ok: true });
-      const later = (await claimAll(store)).filter((j) => ours.has(j.endpoint.id));
+      const later = (await takeAll(store)).filter((j) => ours.has(j.endpoint.id));
       assert.deepEqual(
         later.map((j) => j.endpoint.id).sort(),
         [mine.id, viewers.id, admins.id, outsiders.id, deletesOnly.id].sort(),
       );
+      assert.ok(later.every((j) => j.event.type === 'plant.deleted'));
+      // Nothing passed over was logged as an attempt.
+      for (const e of [outsiders, disabled, deletesOnly]) {
+        assert.deepEqual(await store.listAttempts(e.id, { limit: 10, beforeId: null }), []);
+      }
     });
 
-    it("a delivery whose endpoint's owner left the garden is not sent: it ends failed, logged with the reason", async () => {
+    it("an event whose endpoint's owner left the garden is not sent; a queued retry of one ends failed, logged", async () => {
       const o = user();
       const leaver = user();
       const rejoiner = user();
+      const retrier = user();
       const g = await garden(store, o, [
         [leaver, 'editor'],
         [rejoiner, 'viewer'],
+        [retrier, 'viewer'],
       ]);
       const leavers = await endpoint(store, leaver);
       const rejoiners = await endpoint(store, rejoiner);
       const admins = await endpoint(store, leaver, { admin: true });
+      const retriers = await endpoint(store, retrier);
       const ours = new Set([leavers.id, rejoiners.id, admins.id]);
       const p = await plant(store, o, g, { at: new Date() });
+      // The retrier's first attempt fails while it is a member: its retry is queued.
+      const t0 = Date.now() + 365 * 86_400_000;
+      const [first] = (await claimAll(store, new Date(t0), 'retry-holder')).filter(
+        (j) => j.endpoint.id === retriers.id,
+      );
+      assert.ok(first);
+      await store.finishDeliveries(
+        [attemptOf(first, 'retry-holder', 'retrying', new Date(t0 + 1000), new Date(t0 + 2000))],
+        [
+          {
+            endpointId: retriers.id,
+            leaseOwner: 'retry-holder',
+            position: first.event.position,
+            leaseUntil: null,
+          },
+        ],
+      );
       assert.ok('ok' in (await store.removeMember(g, leaver, leaver)));
       assert.ok('ok' in (await store.removeMember(g, o, rejoiner)));
+      assert.ok('ok' in (await store.removeMember(g, o, retrier)));
       assert.ok('ok' in (await store.putMember(g, o, rejoiner, 'viewer', new Date())));
-      const claimedAt = new Date(Date.now() + 365 * 86_400_000);
+      // After the first claim's leases ran out.
+      const claimedAt = new Date(t0 + 120_000);
       const jobs = (await claimAll(store, claimedAt)).filter((j) => ours.has(j.endpoint.id));
-      // Admin endpoints see every garden; a member again by delivery time gets it.
-      assert.deepEqual(jobs.map((j) => j.endpoint.id).sort(), [rejoiners.id, admins.id].sort());
-      const log = await store.listAttempts(leavers.id, { limit: 10, beforeId: null });
-      assert.equal(log.length, 1);
+      // Admin endpoints see every garden; one whose owner is no member now, or was not one when the
+      // event was written (a member again since), does not: passed over, logging nothing.
+      assert.deepEqual(
+        jobs.map((j) => j.endpoint.id),
+        [admins.id],
+      );
+      assert.deepEqual(await store.listAttempts(leavers.id, { limit: 10, beforeId: null }), []);
+      assert.deepEqual(await store.listAttempts(rejoiners.id, { limit: 10, beforeId: null }), []);
+      // The queued retry: ended unsent, logged with the reason, its endpoint not marked failing for it.
+      const log = await store.listAttempts(retriers.id, { limit: 10, beforeId: null });
+      assert.equal(log.length, 2);
       const [attempt] = log;
+      assert.ok(attempt!.deliveryId !== null, 'the queued delivery’s attempt');
       assert.deepEqual(
         { ...attempt!, id: '', deliveryId: '', durationMs: 0 },
         {
           id: '',
           deliveryId: '',
-          endpointId: leavers.id,
-          eventId: jobs[0]!.event.id,
+          endpointId: retriers.id,
+          eventId: first.event.id,
           eventType: 'plant.created',
-          attempt: 1,
+          attempt: 2,
           at: claimedAt,
           status: null,
           outcome: 'failed',
@@ -211,20 +255,19 @@ for (const engine of ENGINES) {
           nextAttemptAt: null,
         },
       );
-      // Ended: not claimed again (the others' leases run out and they come again), and the endpoint
-      // is not marked failing for what it never got.
+      assert.equal(log[1]!.deliveryId, null, 'the first attempt came from the log');
+      // Ended: not claimed again; the admin's lease runs out and its event comes again (it was not
+      // acknowledged: at least once).
       const again = await claimAll(store, new Date(claimedAt.getTime() + 3_600_000));
       assert.deepEqual(
         again
-          .filter((j) => ours.has(j.endpoint.id))
-          .map((j) => j.endpoint.id)
-          .sort(),
-        [rejoiners.id, admins.id].sort(),
+          .filter((j) => ours.has(j.endpoint.id) || j.endpoint.id === retriers.id)
+          .map((j) => j.endpoint.id),
+        [admins.id],
       );
       const after = await store.getEndpoint(leavers.id);
       assert.equal(after?.status, 'enabled');
       assert.equal(after?.failingSince, null);
-      assert.deepEqual(await store.listAttempts(rejoiners.id, { limit: 10, beforeId: null }), []);
       assert.ok(jobs.every((j) => j.event.data.id === p.id));
     });
 
@@ -244,7 +287,7 @@ for (const engine of ENGINES) {
       }
       assert.ok('ok' in (await store.removeMember(left, o, m)));
       const events = await eventsAfter(head, [stay, left, never], 5);
-      // Endpoints made after the events: none of them was queued at the time.
+      // Endpoints made after the events: their logs start after them, nothing of them is queued.
       const members = await endpoint(store, m);
       const admins = await endpoint(store, user(), { admin: true });
       const now = new Date();
@@ -252,8 +295,12 @@ for (const engine of ENGINES) {
       assert.equal(await store.recoverDeliveries(admins.id, since, now), 5);
       // Already queued: not again.
       assert.equal(await store.recoverDeliveries(members.id, since, now), 0);
-      const jobs = (await claimAll(store, new Date(now.getTime() + 1000))).filter(
+      const jobs = (await claimAll(store, new Date(now.getTime() + 1000), 'recoverer')).filter(
         (j) => j.endpoint.id === members.id || j.endpoint.id === admins.id,
+      );
+      assert.ok(
+        jobs.every((j) => j.id !== null && j.attempts === 0),
+        'queued deliveries, none from the log',
       );
       const of = (id: string) =>
         jobs
@@ -268,6 +315,14 @@ for (const engine of ENGINES) {
           .sort(),
       );
       assert.deepEqual(of(admins.id), events.map((e) => e.id).sort());
+      // Acknowledged ones are not queued again; the others are once their deliveries have ended.
+      const [acked, ...rest] = jobs.filter((j) => j.endpoint.id === admins.id);
+      const t = new Date(now.getTime() + 2000);
+      await store.finishDeliveries([
+        attemptOf(acked!, 'recoverer', 'succeeded', t, null),
+        ...rest.map((j) => attemptOf(j, 'recoverer', 'failed', t, null)),
+      ]);
+      assert.equal(await store.recoverDeliveries(admins.id, since, t), 4);
     });
 
     it('admin reach lasts while the token that made the endpoint is valid: once revoked, only its owner’s events', async () => {
@@ -283,28 +338,51 @@ for (const engine of ENGINES) {
       });
       const admins = await endpoint(store, a, { admin: true, adminTokenId: record.id });
       const since = new Date(Date.now() - 1000);
-      const queued = await plant(store, o, g, { at: new Date() });
+      const written = await plant(store, o, g, { at: new Date() });
+      // Its first attempt fails while the token is valid: queued for a retry.
+      const t0 = Date.now() + 4 * 365 * 86_400_000;
+      const [first] = (await claimAll(store, new Date(t0), 'reach-holder')).filter(
+        (j) => j.endpoint.id === admins.id,
+      );
+      assert.equal(first?.event.data.id, written.id);
+      await store.finishDeliveries(
+        [attemptOf(first!, 'reach-holder', 'retrying', new Date(t0 + 1), new Date(t0 + 2))],
+        [
+          {
+            endpointId: admins.id,
+            leaseOwner: 'reach-holder',
+            position: first!.event.position,
+            leaseUntil: null,
+          },
+        ],
+      );
       assert.deepEqual(await store.revokeToken(record.id, new Date()), { ok: true });
       const after = await plant(store, o, g, { at: new Date() });
       const mine = await plant(store, a, own, { at: new Date() });
-      // Queued while the token was valid, claimed after: not sent, and the log says why.
-      const claimedAt = new Date(Date.now() + 1000);
+      // Claimed after the revocation: the reach is asked at the claim. The queued retry is ended
+      // unsent, logged with the reason; the other user's later event is passed over, logging nothing.
+      const claimedAt = new Date(t0 + 10_000);
       const jobs = (await claimAll(store, claimedAt)).filter((j) => j.endpoint.id === admins.id);
       assert.deepEqual(
         jobs.map((j) => j.event.data.id),
         [mine.id],
-        'the revoked token’s reach: only the owner’s event goes out, the others were not queued or not sent',
+        'the revoked token’s reach: only the owner’s event goes out',
       );
       const log = await store.listAttempts(admins.id, { limit: 10, beforeId: null });
-      assert.equal(log.length, 1);
-      assert.equal(log[0]!.outcome, 'failed');
-      assert.equal(log[0]!.error, `${NOT_SENT_ADMIN}${g}`);
-      assert.ok(after.id !== queued.id);
-      // Recover replays the owner's events only (the job above is still leased: not again).
+      assert.deepEqual(
+        log.map((x) => [x.outcome, x.error]),
+        [
+          ['failed', `${NOT_SENT_ADMIN}${g}`],
+          ['retrying', 'the receiver answered 500'],
+        ],
+      );
+      assert.ok(after.id !== written.id);
+      // Recover replays the owner's events only, and only up to the endpoint's position (the job
+      // above is in its leased window, after it: it comes from the log, not again from recover).
       assert.equal(await store.recoverDeliveries(admins.id, since, new Date()), 0);
     });
 
-    it('admin reach ends at the credential’s expiry (a JWT’s exp): fan-out, delivery and recover', async () => {
+    it('admin reach ends at the credential’s expiry (a JWT’s exp): at the claim, and for recover', async () => {
       const a = user('admin');
       const o = user();
       const own = await garden(store, a);
@@ -317,42 +395,266 @@ for (const engine of ENGINES) {
       const ownBefore = await plant(store, a, own, { name: 'own before', at: new Date(t0 + 1000) });
       const afterExp = await plant(store, o, g, { name: 'after', at: new Date(t0 + 20_000) });
       const ownAfter = await plant(store, a, own, { name: 'own after', at: new Date(t0 + 21_000) });
-      // Before the expiry: what was queued goes out, the other user's event included.
+      // Before the expiry: every garden's events of the log.
       const early = (await claimAll(store, new Date(t0 + 5_000))).filter((j) => j.endpoint.id === admins.id);
       assert.deepEqual(
         early.map((j) => j.event.data.id),
-        [before.id, ownBefore.id],
+        [before.id, ownBefore.id, afterExp.id, ownAfter.id],
       );
-      // After it: the owner's events only. The earlier ones' leases ran out and they come again,
-      // but the other user's is ended unsent now; its later one was never queued.
+      // After it (the lease ran out, nothing was acknowledged): the owner's events only.
       const late = (await claimAll(store, new Date(t0 + 200_000))).filter((j) => j.endpoint.id === admins.id);
-      assert.deepEqual(late.map((j) => j.event.data.id).sort(), [ownBefore.id, ownAfter.id].sort());
-      const log = await store.listAttempts(admins.id, { limit: 10, beforeId: null });
       assert.deepEqual(
-        log.map((a) => [a.outcome, a.error]),
-        [['failed', `${NOT_SENT_ADMIN}${g}`]],
+        late.map((j) => j.event.data.id),
+        [ownBefore.id, ownAfter.id],
       );
-      assert.ok(!late.some((j) => j.event.data.id === afterExp.id));
-      // Recover after the expiry: the owner's events only (none of them is unacknowledged and unqueued).
+      assert.deepEqual(await store.listAttempts(admins.id, { limit: 10, beforeId: null }), []);
+      // Recover after the expiry: nothing (the owner's events lie after the position: the log has them).
       assert.equal(await store.recoverDeliveries(admins.id, new Date(t0 - 1), new Date(t0 + 300_000)), 0);
-      // Before it: every user's (the other user's later event, not queued until now).
+      // Before it: every user's, for an endpoint made after them.
       const fresh = await endpoint(store, a, { admin: true, adminUntil: until });
       assert.equal(await store.recoverDeliveries(fresh.id, new Date(t0 - 1), new Date(t0 + 5_000)), 4);
     });
   });
 }
 
+/** A finished attempt of `job` by `leaseOwner`. */
+function attemptOf(
+  job: DeliveryJob,
+  leaseOwner: string,
+  outcome: 'succeeded' | 'retrying' | 'failed',
+  at: Date,
+  next: Date | null,
+): FinishedAttempt {
+  return {
+    deliveryId: job.id,
+    leaseOwner,
+    disableEndpoint: null,
+    attempt: {
+      deliveryId: job.id,
+      endpointId: job.endpoint.id,
+      eventId: job.event.id,
+      eventType: job.event.type,
+      attempt: job.attempts + 1,
+      at,
+      status: outcome === 'succeeded' ? 204 : 500,
+      outcome,
+      error: outcome === 'succeeded' ? null : 'the receiver answered 500',
+      durationMs: 3,
+      nextAttemptAt: next,
+    },
+  };
+}
+
 // Finished attempts are recorded many in one write: each attempt is logged exactly once, each
 // delivery rescheduled or ended as its own attempt says (unless its lease was lost), and each
-// endpoint's record left as the attempts in their order would have left it.
+// endpoint's record left as the attempts in their order would have left it. Endpoints' logs are
+// leased to one claimer at a time, and what a claimer took and did not report comes again.
 for (const engine of ENGINES) {
-  describe(`store finishDeliveries: ${engine.name}`, { skip: engine.skip }, () => {
+  describe(`store deliveries from the log: ${engine.name}`, { skip: engine.skip }, () => {
     let store: Store;
     before(async () => {
       store = await engine.open();
     });
     after(async () => {
       await store?.close();
+    });
+
+    const claim = async (
+      leaseOwner: string,
+      now: Date,
+      mine: string[],
+      more: { windows?: Record<string, string>; perEndpoint?: number; leaseMs?: number } = {},
+    ) => {
+      const c = await store.claimDeliveries({
+        now,
+        leaseMs: more.leaseMs ?? 60_000,
+        leaseOwner,
+        limit: 1000,
+        perEndpoint: more.perEndpoint ?? 1000,
+        skipEndpoints: [],
+        ...(more.windows ? { windows: more.windows } : {}),
+      });
+      const jobs = c.jobs.filter((j) => mine.includes(j.endpoint.id));
+      return {
+        jobs,
+        windows: Object.fromEntries(Object.entries(c.windows).filter(([id]) => mine.includes(id))),
+      };
+    };
+
+    it('a create writes its event only: the log is read by endpoint, after its position', async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const e = await endpoint(store, o);
+      const now = new Date(Date.now() + 365 * 86_400_000);
+      // An endpoint with nothing new: nothing taken, and no lease kept.
+      assert.deepEqual(await claim('a', now, [e.id]), { jobs: [], windows: {} });
+      const ps = [];
+      for (let i = 0; i < 3; i++) ps.push(await plant(store, o, g, { name: `p${i}`, at: new Date() }));
+      const got = await until('three events in the log', async () => {
+        const c = await claim('a', now, [e.id], { perEndpoint: 2 });
+        return c.jobs.length > 0 && c;
+      });
+      // perEndpoint bounds one claim; the window reaches the last event taken.
+      assert.deepEqual(
+        got.jobs.map((j) => j.event.data.id),
+        [ps[0]!.id, ps[1]!.id],
+      );
+      assert.deepEqual(got.windows, { [e.id]: got.jobs[1]!.event.position });
+      // Read on from the window: the third, then the window reaches as far as the claim looked.
+      const next = await claim('a', now, [e.id], { windows: got.windows, perEndpoint: 2 });
+      assert.deepEqual(
+        next.jobs.map((j) => j.event.data.id),
+        [ps[2]!.id],
+      );
+      assert.ok(next.windows[e.id]);
+    });
+
+    it('two claimers never get the same event of an endpoint while its lease holds; one that ran out is taken over', async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const e = await endpoint(store, o);
+      const mine = [e.id];
+      const t0 = Date.now() + 2 * 365 * 86_400_000;
+      for (let i = 0; i < 4; i++) await plant(store, o, g, { name: `l${i}`, at: new Date() });
+      const a = await until('events to claim', async () => {
+        const c = await claim('holder', new Date(t0), mine, { leaseMs: 10_000 });
+        return c.jobs.length === 4 && c;
+      });
+      // Another claimer, at once and after more events: nothing of this endpoint while the lease holds.
+      assert.deepEqual((await claim('other', new Date(t0 + 1), mine)).jobs, []);
+      const more = await plant(store, o, g, { name: 'l4', at: new Date() });
+      assert.deepEqual((await claim('other', new Date(t0 + 9_000), mine)).jobs, []);
+      // The holder reads on from its window: the new event only.
+      const b = await until('the new event', async () => {
+        const c = await claim('holder', new Date(t0 + 9_500), mine, { windows: a.windows, leaseMs: 10_000 });
+        return c.jobs.length > 0 && c;
+      });
+      assert.deepEqual(
+        b.jobs.map((j) => j.event.data.id),
+        [more.id],
+      );
+      // The holder "crashes": once its lease has run out, the other takes the whole window again
+      // (nothing was acknowledged: at least once).
+      assert.deepEqual((await claim('other', new Date(t0 + 19_000), mine)).jobs, []);
+      const c = await claim('other', new Date(t0 + 20_000), mine);
+      assert.deepEqual(
+        c.jobs.map((j) => j.event.id),
+        [...a.jobs, ...b.jobs].map((j) => j.event.id),
+      );
+      // The old holder's late report moves nothing (the lease is not its own): the new holder's does.
+      await store.finishDeliveries(
+        [],
+        [{ endpointId: e.id, leaseOwner: 'holder', position: c.windows[e.id]!, leaseUntil: null }],
+      );
+      assert.deepEqual((await claim('third', new Date(t0 + 21_000), mine)).jobs, []);
+      await store.finishDeliveries(
+        [],
+        [{ endpointId: e.id, leaseOwner: 'other', position: c.windows[e.id]!, leaseUntil: null }],
+      );
+      assert.deepEqual((await claim('third', new Date(t0 + 21_000), mine)).jobs, []);
+      assert.deepEqual(await claim('third', new Date(t0 + 200_000), mine), { jobs: [], windows: {} });
+    });
+
+    it('a first attempt to retry becomes a queued delivery, retried on schedule; an unfinished one is never passed', async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const e = await endpoint(store, o);
+      const mine = [e.id];
+      const t0 = Date.now() + 3 * 365 * 86_400_000;
+      for (let i = 0; i < 3; i++) await plant(store, o, g, { name: `q${i}`, at: new Date() });
+      const got = await until('three events', async () => {
+        const c = await claim('d1', new Date(t0), mine, { leaseMs: 10_000 });
+        return c.jobs.length === 3 && c;
+      });
+      const [j0, j1, j2] = got.jobs as [DeliveryJob, DeliveryJob, DeliveryJob];
+      // j1 and j2 end (j1 to be retried) while j0 is still in flight: the position may not pass j0,
+      // so the lease is kept and the position stays.
+      await store.finishDeliveries(
+        [
+          attemptOf(j1, 'd1', 'retrying', new Date(t0 + 100), new Date(t0 + 5_000)),
+          attemptOf(j2, 'd1', 'succeeded', new Date(t0 + 100), null),
+        ],
+        [],
+      );
+      // d1 dies: its lease runs out. The window comes again, j0 with it: nothing is lost.
+      const again = await claim('d2', new Date(t0 + 10_000), mine, { leaseMs: 10_000 });
+      assert.deepEqual(
+        again.jobs.map((j) => [j.id === null ? 'log' : 'queued', j.event.id, j.attempts]),
+        [
+          ['queued', j1.event.id, 1],
+          ['log', j0.event.id, 0],
+          ['log', j1.event.id, 0],
+          ['log', j2.event.id, 0],
+        ],
+      );
+      // d2 finishes them all: the retry (queued by d1 while it held the lease) fails again,
+      // to be retried later; the log's first attempts succeed.
+      const retry = again.jobs[0]!;
+      await store.finishDeliveries(
+        [
+          attemptOf(retry, 'd2', 'retrying', new Date(t0 + 10_100), new Date(t0 + 60_000)),
+          ...again.jobs.slice(1).map((j) => attemptOf(j, 'd2', 'succeeded', new Date(t0 + 10_100), null)),
+        ],
+        [{ endpointId: e.id, leaseOwner: 'd2', position: again.windows[e.id]!, leaseUntil: null }],
+      );
+      // Not due before its time; due then, as its third attempt.
+      assert.deepEqual((await claim('d3', new Date(t0 + 59_000), mine)).jobs, []);
+      const due = await claim('d3', new Date(t0 + 60_000), mine);
+      assert.deepEqual(
+        due.jobs.map((j) => [j.id, j.event.id, j.attempts]),
+        [[retry.id, j1.event.id, 2]],
+      );
+      // A first attempt to retry reported after the lease was lost queues nothing.
+      const late = await plant(store, o, g, { name: 'q3', at: new Date() });
+      const l = await until('the late event', async () => {
+        const c = await claim('d4', new Date(t0 + 70_000), mine, { leaseMs: 1_000 });
+        return c.jobs.length > 0 && c;
+      });
+      assert.deepEqual(
+        l.jobs.map((j) => j.event.data.id),
+        [late.id],
+      );
+      const taken = await claim('d5', new Date(t0 + 72_000), mine, { leaseMs: 10_000 });
+      assert.deepEqual(
+        taken.jobs.map((j) => j.event.data.id),
+        [late.id],
+      );
+      await store.finishDeliveries([
+        attemptOf(l.jobs[0]!, 'd4', 'retrying', new Date(t0 + 73_000), new Date(t0 + 74_000)),
+      ]);
+      assert.deepEqual(
+        (await claim('d6', new Date(t0 + 75_000), mine)).jobs,
+        [],
+        'd5 holds the log, nothing queued',
+      );
+    });
+
+    it('a disabled endpoint gets nothing; enabled again, it goes on from the head (recover has the rest)', async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const e = await endpoint(store, o);
+      const mine = [e.id];
+      const t0 = Date.now() + 4 * 365 * 86_400_000;
+      assert.ok('ok' in (await store.updateEndpoint(e.id, { status: 'disabled', disabledReason: 'test' })));
+      const since = new Date(Date.now() - 1000);
+      const missed = await plant(store, o, g, { name: 'while disabled', at: new Date() });
+      assert.deepEqual((await claim('x', new Date(t0), mine)).jobs, []);
+      assert.ok('ok' in (await store.updateEndpoint(e.id, { status: 'enabled', disabledReason: null })));
+      const next = await plant(store, o, g, { name: 'after', at: new Date() });
+      const got = await until('the event after', async () => {
+        const c = await claim('x', new Date(t0 + 1), mine);
+        return c.jobs.length > 0 && c;
+      });
+      assert.deepEqual(
+        got.jobs.map((j) => j.event.data.id),
+        [next.id],
+      );
+      assert.equal(await store.recoverDeliveries(e.id, since, new Date()), 1);
+      const queued = await claim('y', new Date(t0 + 2), mine);
+      assert.deepEqual(
+        queued.jobs.map((j) => [j.id !== null, j.event.data.id]),
+        [[true, missed.id]],
+      );
     });
 
     it('records a batch of attempts, each exactly once, in one write', async () => {
@@ -363,27 +665,17 @@ for (const engine of ENGINES) {
       const mine = [ok.id, flaky.id];
       for (let i = 0; i < 3; i++) await plant(store, o, g, { name: `b${i}`, at: new Date() });
       const later = new Date(Date.now() + 365 * 86_400_000);
-      const claim = (leaseOwner: string) =>
-        store
-          .claimDeliveries({
-            now: later,
-            leaseMs: 60_000,
-            leaseOwner,
-            limit: 1000,
-            perEndpoint: 1000,
-            skipEndpoints: [],
-          })
-          .then((jobs) => jobs.filter((j) => mine.includes(j.endpoint.id)));
-      const jobs = await until('six deliveries to claim', async () => {
-        const got = await claim('batch-a');
-        return got.length === 6 && got;
+      const first = await until('six deliveries to claim', async () => {
+        const got = await claim('batch-a', later, mine);
+        return got.jobs.length === 6 && got;
       });
+      const jobs = first.jobs;
       const t0 = Date.now();
       const at = (k: number) => new Date(t0 + k * 1000);
       const okJobs = jobs.filter((j) => j.endpoint.id === ok.id);
       const flakyJobs = jobs.filter((j) => j.endpoint.id === flaky.id);
       // ok: three successes. flaky: fails, succeeds, fails (failing since that last failure); its
-      // last attempt comes from a dispatcher that lost the lease: logged, its delivery left alone.
+      // last attempt comes from a dispatcher that lost the lease: logged, and queues no retry.
       const outcomes: ['succeeded' | 'retrying', string][] = [
         ['retrying', 'batch-a'],
         ['succeeded', 'batch-a'],
@@ -394,23 +686,14 @@ for (const engine of ENGINES) {
         ...flakyJobs.map((j, k) => ({ j, k: 10 + k, outcome: outcomes[k]![0], leaseOwner: outcomes[k]![1] })),
       ];
       await store.finishDeliveries(
-        batch.map(({ j, k, outcome, leaseOwner }) => ({
-          deliveryId: j.id,
-          leaseOwner,
-          disableEndpoint: null,
-          attempt: {
-            deliveryId: j.id,
-            endpointId: j.endpoint.id,
-            eventId: j.event.id,
-            eventType: j.event.type,
-            attempt: j.attempts + 1,
-            at: at(k),
-            status: outcome === 'succeeded' ? 204 : 500,
-            outcome,
-            error: outcome === 'succeeded' ? null : 'the receiver answered 500',
-            durationMs: 3,
-            nextAttemptAt: outcome === 'retrying' ? at(k) : null,
-          },
+        batch.map(({ j, k, outcome, leaseOwner }) =>
+          attemptOf(j, leaseOwner, outcome, at(k), outcome === 'retrying' ? at(k) : null),
+        ),
+        mine.map((id) => ({
+          endpointId: id,
+          leaseOwner: 'batch-a',
+          position: first.windows[id]!,
+          leaseUntil: null,
         })),
       );
       for (const [e, js] of [
@@ -419,11 +702,11 @@ for (const engine of ENGINES) {
       ] as const) {
         const logged = await store.listAttempts(e.id, { limit: 100, beforeId: null });
         assert.deepEqual(
-          logged.map((a) => a.deliveryId).sort(),
-          js.map((j) => j.id).sort(),
+          logged.map((a) => a.eventId).sort(),
+          js.map((j) => j.event.id).sort(),
           'every attempt logged, once',
         );
-        assert.ok(logged.every((a) => a.attempt === 1));
+        assert.ok(logged.every((a) => a.attempt === 1 && a.deliveryId === null));
       }
       const okNow = await store.getEndpoint(ok.id);
       assert.equal(okNow?.lastSuccessAt?.getTime(), at(2).getTime());
@@ -431,12 +714,12 @@ for (const engine of ENGINES) {
       const flakyNow = await store.getEndpoint(flaky.id);
       assert.equal(flakyNow?.lastSuccessAt?.getTime(), at(11).getTime());
       assert.equal(flakyNow?.failingSince?.getTime(), at(12).getTime());
-      // Due again: the first flaky one (retrying). The succeeded ones are done, and the one whose
-      // lease was lost stays leased to batch-a until its lease runs out.
-      const again = await claim('batch-b');
+      // Due again: the first flaky one, queued as a delivery with its first attempt made. The
+      // others are done: the position moved past them, and the lease ended.
+      const again = await claim('batch-b', later, mine);
       assert.deepEqual(
-        again.map((j) => [j.id, j.attempts]),
-        [[flakyJobs[0]!.id, 1]],
+        again.jobs.map((j) => [j.id === null, j.event.id, j.attempts]),
+        [[false, flakyJobs[0]!.event.id, 1]],
       );
     });
   });

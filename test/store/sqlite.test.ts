@@ -10,6 +10,8 @@ import { sqlitePath } from '../../src/store/index.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
+import { sqliteAtVersion } from '../helpers/engines.js';
+import { claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
 
 // The gardens these tests put plants into as plants:admin (an admin create needs its garden to exist).
 const GARDENS = ['gdn_o', 'gdn_p', 'gdn_o0', 'gdn_o1', 'gdn_o2', 'gdn_a', 'gdn_c'];
@@ -46,6 +48,7 @@ describe('SQLite store specifics', () => {
       { version: 11, name: '0011_garden_creators' },
       { version: 12, name: '0012_events_by_garden' },
       { version: 13, name: '0013_endpoint_admin_credential' },
+      { version: 14, name: '0014_deliveries_from_the_log' },
     ]);
     db.close();
   });
@@ -309,6 +312,7 @@ describe('SQLite store specifics', () => {
       '0011_garden_creators',
       '0012_events_by_garden',
       '0013_endpoint_admin_credential',
+      '0014_deliveries_from_the_log',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -321,7 +325,7 @@ describe('SQLite store specifics', () => {
     );
     assert.equal(await store.eventPosition('evt_old2'), '2');
     assert.equal(await store.headPosition(), '2');
-    const jobs = await store.claimDeliveries({
+    const { jobs } = await store.claimDeliveries({
       now: new Date(),
       leaseMs: 1000,
       leaseOwner: 't',
@@ -347,15 +351,21 @@ describe('SQLite store specifics', () => {
     assert.equal(await store.purgeEvents(new Date(10_000)), 3);
     assert.deepEqual((await store.readEvents({ after: '0', gardens: null, limit: 10 })).events, []);
     assert.equal(await store.eventPosition(fresh!.id), null, 'purged');
+    // Written now (after its owner's home garden was made by migration 7: the endpoint gets the
+    // events of gardens its owner was a member of when they were written).
     await store.createPlant({ id: null, owner: 'o', garden: homeO, name: 'Newer', tag: null }, undefined, {
-      at: new Date(6000),
+      at: new Date(),
     });
     assert.deepEqual(
       (await store.readEvents({ after: '0', gardens: [homeO], limit: 10 })).events.map((e) => e.position),
       ['4'],
     );
-    // An hour on, every lease has run out: what is left to claim is the new events' deliveries only.
-    const later = await store.claimDeliveries({
+    assert.equal(
+      (await store.readEvents({ after: '0', gardens: [homeO], limit: 10 })).events[0]!.data.name,
+      'Newer',
+    );
+    // An hour on, every lease has run out: what is left to claim is the newest event, from the log.
+    const { jobs: later } = await store.claimDeliveries({
       now: new Date(Date.now() + 3_600_000),
       leaseMs: 1000,
       leaseOwner: 'u',
@@ -367,6 +377,134 @@ describe('SQLite store specifics', () => {
       later.map((j) => j.event.data.name),
       ['Newer'],
       'the purged events’ deliveries went with them',
+    );
+    await store.close();
+  });
+
+  it('a create writes its plant and event only, whatever the number of endpoints', async () => {
+    const path = join(dir, 'fanout.db');
+    const store = new SqliteStore({ path, durability: 'full' });
+    await store.migrate();
+    const o = user();
+    const g = await garden(store, o);
+    const count = (table: string) => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+      } finally {
+        db.close();
+      }
+    };
+    await plant(store, o, g, { at: new Date() });
+    for (let i = 0; i < 10; i++) await endpoint(store, o);
+    for (let i = 0; i < 5; i++) await plant(store, o, g, { at: new Date() });
+    assert.equal(count('events'), 6);
+    assert.equal(count('deliveries'), 0, 'no delivery row per endpoint');
+    // The ten endpoints each get the five events written after they were made, from the log.
+    const jobs = await claimAll(store);
+    assert.equal(jobs.length, 50);
+    assert.ok(jobs.every((j) => j.id === null));
+    assert.equal(count('deliveries'), 0);
+    await store.close();
+  });
+
+  it('migration 14 sends each pending delivery once and every later event from the log, none twice', async () => {
+    const path = join(dir, 'v13.db');
+    // A version-13 store as the old fan-out left it: three events of o's garden and their
+    // deliveries to o's endpoint, one sent, one waiting for its retry, one not yet tried.
+    const db = sqliteAtVersion(path, 13);
+    const o = 'o';
+    const g = 'gdn_m14';
+    const t = Date.now() - 60_000;
+    db.exec(`INSERT INTO gardens (id, name, home_user, created_at, seq, created_by) VALUES ('${g}', 'G', NULL, ${t}, 1, '${o}');
+      INSERT INTO garden_members (garden_id, user_id, role, added_at) VALUES ('${g}', '${o}', 'owner', ${t});
+      INSERT INTO webhook_endpoints (id, owner, admin, url, events, secret, status, created_at, seq)
+        VALUES ('we_m14', '${o}', 0, 'https://example.com/h', 7, 'whsec_x', 'enabled', ${t}, 1);`);
+    const insEvent = db.prepare(
+      `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden) VALUES (1, ?, ?, ?, NULL, ?, NULL, ?)`,
+    );
+    const ids = [0, 1, 2].map((i) => Number(insEvent.run(o, i + 1, `old${i}`, t + i, g).lastInsertRowid));
+    const key = db.prepare('SELECT key FROM event_log').pluck().get() as string;
+    const evt = (seq: number) => `evt_${key}${seq.toString(16).padStart(16, '0')}`;
+    const ins = db.prepare(
+      `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, attempts, next_attempt_at, created_at)
+       VALUES (?, ?, 'we_m14', ?, ?, ?, 0)`,
+    );
+    ins.run(evt(ids[0]!), ids[0], 'succeeded', 1, 0);
+    ins.run(evt(ids[1]!), ids[1], 'pending', 1, 1000);
+    ins.run(evt(ids[2]!), ids[2], 'pending', 0, 0);
+    db.close();
+
+    const store = new SqliteStore({ path, durability: 'full' });
+    assert.deepEqual(await store.migrate(), ['0014_deliveries_from_the_log']);
+    for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
+    // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
+    const sent: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const claim = await store.claimDeliveries({
+        now: new Date(),
+        leaseMs: 60_000,
+        leaseOwner: 'd',
+        limit: 1,
+        perEndpoint: 1,
+        skipEndpoints: [],
+      });
+      sent.push(...claim.jobs.map((j) => j.event.data.name));
+      await store.finishDeliveries(
+        claim.jobs.map((j) => ({
+          deliveryId: j.id,
+          leaseOwner: 'd',
+          disableEndpoint: null,
+          attempt: {
+            deliveryId: j.id,
+            endpointId: j.endpoint.id,
+            eventId: j.event.id,
+            eventType: j.event.type,
+            attempt: j.attempts + 1,
+            at: new Date(),
+            status: 204,
+            outcome: 'succeeded',
+            error: null,
+            durationMs: 1,
+            nextAttemptAt: null,
+          },
+        })),
+        Object.entries(claim.windows).map(([endpointId, position]) => ({
+          endpointId,
+          leaseOwner: 'd',
+          position,
+          leaseUntil: null,
+        })),
+      );
+    }
+    // The pending ones in the order they fell due (one a round: limit 1; queued ones first), then
+    // the new events from the log.
+    assert.deepEqual(sent, ['old2', 'old1', 'new0']);
+    for (let round = 0; round < 3; round++) {
+      const claim = await store.claimDeliveries({
+        now: new Date(Date.now() + 3_600_000),
+        leaseMs: 60_000,
+        leaseOwner: 'd',
+        limit: 10,
+        perEndpoint: 10,
+        skipEndpoints: [],
+      });
+      sent.push(...claim.jobs.map((j) => j.event.data.name));
+      await store.finishDeliveries(
+        [],
+        Object.entries(claim.windows).map(([endpointId, position]) => ({
+          endpointId,
+          leaseOwner: 'd',
+          position,
+          leaseUntil: null,
+        })),
+      );
+    }
+    assert.deepEqual(sent, ['old2', 'old1', 'new0', 'new1'], 'each once');
+    assert.deepEqual(
+      (await store.listAttempts('we_m14', { limit: 10, beforeId: null })).map((a) => a.deliveryId === null),
+      [true, false, false],
+      'two queued deliveries, then a first attempt from the log (the last round recorded none)',
     );
     await store.close();
   });
@@ -395,6 +533,7 @@ describe('SQLite store specifics', () => {
       '0011_garden_creators',
       '0012_events_by_garden',
       '0013_endpoint_admin_credential',
+      '0014_deliveries_from_the_log',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -457,6 +596,7 @@ describe('SQLite store specifics', () => {
       '0011_garden_creators',
       '0012_events_by_garden',
       '0013_endpoint_admin_credential',
+      '0014_deliveries_from_the_log',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

@@ -98,13 +98,56 @@ export type EndpointPatch = Partial<
  */
 export type EndpointRefusal = 'missing' | 'too_many_endpoints';
 
-/** One event to one endpoint, leased to one dispatcher until it reports back or the lease runs out. */
+/**
+ * One event to one endpoint, leased to one dispatcher: a queued delivery (a retry, a recover, or one
+ * queued before deliveries came from the log), or a first attempt taken from the endpoint's log.
+ */
 export interface DeliveryJob {
-  id: string;
+  /** The queued delivery's id; null: a first attempt from the endpoint's log. */
+  id: string | null;
   /** Attempts made before this one. */
   attempts: number;
   event: EventRecord;
   endpoint: EndpointRecord;
+}
+
+/** What a dispatcher asks claimDeliveries for. */
+export interface ClaimQuery {
+  now: Date;
+  /** How long what is claimed (queued deliveries, and endpoints' log leases) stays the caller's. */
+  leaseMs: number;
+  leaseOwner: string;
+  limit: number;
+  /** Most deliveries of one endpoint in this claim (queued and from the log together). */
+  perEndpoint: number;
+  skipEndpoints: string[];
+  /** Deliveries the caller holds already (in flight or waiting), by endpoint owner. */
+  ownerLoad?: Record<string, number>;
+  /**
+   * Endpoints whose log lease the caller holds with events of its window still outstanding, each
+   * with the position its window reaches: their log is read on from there, not from `position`.
+   */
+  windows?: Record<string, string>;
+}
+
+/** What claimDeliveries leased to the caller. */
+export interface Claim {
+  jobs: DeliveryJob[];
+  /**
+   * For each endpoint whose log lease the caller holds after this claim: how far its window now
+   * reaches (the last event taken, or as far as the claim looked when it found fewer than it could take).
+   */
+  windows: Record<string, string>;
+}
+
+/** How far a dispatcher got along an endpoint's log, reported with the attempts that got it there. */
+export interface LogProgress {
+  endpointId: string;
+  leaseOwner: string;
+  /** Every matching event of the endpoint's log up to here has been sent or queued for a retry. */
+  position: string;
+  /** The lease is kept until then (more of the window is outstanding); null: it ends. */
+  leaseUntil: Date | null;
 }
 
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
@@ -112,7 +155,8 @@ export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
 export interface AttemptRecord {
   /** Opaque and increasing: the deliveries log pages by it, newest first. */
   id: string;
-  deliveryId: string;
+  /** The queued delivery's id; null: a first attempt from the endpoint's log. */
+  deliveryId: string | null;
   endpointId: string;
   eventId: string;
   eventType: EventType;
@@ -128,61 +172,71 @@ export interface AttemptRecord {
 }
 
 export interface FinishedAttempt {
-  deliveryId: string;
+  /** The queued delivery's id; null: a first attempt from the endpoint's log. */
+  deliveryId: string | null;
   leaseOwner: string;
   attempt: Omit<AttemptRecord, 'id'>;
   /** Disable the endpoint, with this reason (410 Gone, or five days of failures). */
   disableEndpoint: string | null;
 }
 
-/** The event log of a store, and the webhook endpoints and deliveries that fan it out. */
+/**
+ * The event log of a store, and the webhook endpoints that follow it: each endpoint's progress is a
+ * position in the log (with a lease for the dispatcher sending what follows it), plus the queued
+ * deliveries of the events that wait for a retry.
+ */
 export interface EventPort {
   /**
    * Stores a new endpoint, unless its owner has MAX_ENDPOINTS_PER_USER already, counted so that
-   * racing inserts, on any number of instances, never pass the limit together.
+   * racing inserts, on any number of instances, never pass the limit together. Its position is
+   * the log's head: it gets the events written after it was made.
    */
   insertEndpoint(endpoint: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>>;
   /** Every endpoint of `owner`, oldest first; null: everyone's. */
   listEndpoints(owner: string | null): Promise<EndpointRecord[]>;
   getEndpoint(id: string): Promise<EndpointRecord | null>;
-  /** Changes an endpoint; answers it as changed. */
+  /** Changes an endpoint; answers it as changed. One enabled again goes on from the log's head. */
   updateEndpoint(id: string, patch: EndpointPatch): Promise<Change<EndpointRecord, 'missing'>>;
   /** Deletes an endpoint with its deliveries and their log. */
   deleteEndpoint(id: string): Promise<Change<true, 'missing'>>;
   /**
-   * Leases up to `limit` deliveries that are due (or whose lease ran out) to `leaseOwner` for
-   * `leaseMs`, skipping disabled endpoints and those in `skipEndpoints`. Any number of processes
-   * may call this at once; each delivery goes to one of them. The claim is fair between users and
-   * their endpoints: each endpoint's own deliveries come in the order they fell due, and the owners
-   * take turns, the owner with the least `ownerLoad` (deliveries the caller holds already) first,
-   * so no user's backlog holds back another's. A delivery whose endpoint may no longer see its event
-   * (its owner is not a member of the event's garden, and it has no admin reach now) is not sent:
-   * the claim ends it as failed, logging an attempt with no status and the reason, and does not
-   * return it.
+   * Leases up to `limit` deliveries to `leaseOwner` for `leaseMs`, skipping disabled endpoints and
+   * those in `skipEndpoints`, at most `perEndpoint` of one endpoint. First the queued deliveries
+   * that are due (or whose lease ran out), as fair between users and their endpoints as the claim
+   * can make it: each endpoint's own come in the order they fell due, and the owners take turns, the
+   * owner with the least `ownerLoad` (deliveries the caller holds already) first, so no user's
+   * backlog holds back another's. A queued delivery whose endpoint may no longer see its event (its
+   * owner is not a member of the event's garden, and it has no admin reach now) is not sent: the
+   * claim ends it as failed, logging an attempt with no status and the reason, and does not return it.
+   *
+   * Then, up to `limit`, first attempts from the log: for each endpoint whose log lease is free,
+   * ran out, or is the caller's, the events after its window (`windows`) or else its position, of
+   * its types, that it may see now (admin reach now; else its owner a member of the event's garden
+   * now and since the event was written: others are passed over, logging nothing). Taking any leases
+   * the endpoint's log to the caller until now + leaseMs, and reports how far the window reaches in
+   * `windows`; finding none moves a free endpoint's position on to as far as the claim looked. Any
+   * number of processes may call this at once; while a lease holds, each queued delivery and each
+   * event of an endpoint's log goes to one of them.
    */
-  claimDeliveries(q: {
-    now: Date;
-    leaseMs: number;
-    leaseOwner: string;
-    limit: number;
-    /** Most deliveries of one endpoint in this claim. */
-    perEndpoint: number;
-    skipEndpoints: string[];
-    /** Deliveries the caller holds already (in flight or waiting), by endpoint owner. */
-    ownerLoad?: Record<string, number>;
-  }): Promise<DeliveryJob[]>;
+  claimDeliveries(q: ClaimQuery): Promise<Claim>;
   /**
-   * Logs each attempt and reschedules (nextAttemptAt) or ends its delivery, all in one write; an
-   * attempt whose lease was lost is logged, and its delivery is left as it is.
+   * In one write: logs each attempt; reschedules (nextAttemptAt) or ends its queued delivery if it
+   * is still leased to the caller (an attempt whose lease was lost is logged, and its delivery is
+   * left as it is); queues a first attempt from the log that is to be retried as a delivery (made
+   * once, due at nextAttemptAt) if the caller still holds that endpoint's log lease (if not, whoever
+   * took the lease sends it again from the log); records each endpoint's success or failure, or
+   * disables it; then moves each endpoint of `progress` on to its position and keeps or ends its
+   * lease, where the lease is still the caller's.
    */
-  finishDeliveries(f: FinishedAttempt[]): Promise<void>;
+  finishDeliveries(f: FinishedAttempt[], progress?: LogProgress[]): Promise<void>;
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
   /**
    * Queues again every event since `since` that matches the endpoint, that it may see now (its
    * owner a member of the event's garden since the event, or the endpoint's admin reach still
-   * valid at `now`) and that it has not acknowledged (and is not
-   * already queued); returns how many.
+   * valid at `now`), that lies at or before the endpoint's position (later ones come from its log
+   * anyway), that it has not acknowledged (no succeeded attempt) and that is not already queued;
+   * returns how many.
    */
   recoverDeliveries(endpointId: string, since: Date, now: Date): Promise<number>;
   /** Where the event with this id stands in the log; null when it is not (or no longer) kept. */

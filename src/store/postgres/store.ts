@@ -9,6 +9,7 @@ import type {
   Actor,
   AttemptRecord,
   Change,
+  Claim,
   CreateResult,
   DeleteResult,
   DeliveryJob,
@@ -438,7 +439,13 @@ export class PgStore implements Store {
     return ((await this.q('deleteEndpoint', [id])).rowCount ?? 0) > 0 ? { ok: true } : refused('missing');
   }
 
-  async claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
+  // Until this engine reads endpoints' logs, its creates still queue a delivery per endpoint and a
+  // claim answers those alone.
+  async claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<Claim> {
+    return { jobs: await this.claimQueued(q), windows: {} };
+  }
+
+  private async claimQueued(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
     const until = new Date(q.now.getTime() + q.leaseMs);
     const rows = (
       await this.q<{ id: string; event_id: string; endpoint_id: string; attempts: number }>('claim', [

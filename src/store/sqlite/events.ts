@@ -5,6 +5,8 @@ import { eventData } from '../plant-changes.js';
 import type {
   AttemptRecord,
   Change,
+  Claim,
+  ClaimQuery,
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
@@ -12,6 +14,7 @@ import type {
   EventRecord,
   EventType,
   FinishedAttempt,
+  LogProgress,
   NewEvent,
 } from '../store.js';
 import { MAX_ENDPOINTS_PER_USER, NOT_SENT_ADMIN, NOT_SENT_MEMBER, refused } from '../store.js';
@@ -63,6 +66,9 @@ interface EndpointRow {
   created_at: number;
   last_success_at: number | null;
   failing_since: number | null;
+  position: number;
+  lease_owner: string | null;
+  lease_until: number | null;
 }
 interface AttemptRow {
   id: number;
@@ -112,7 +118,8 @@ const toEndpoint = (r: EndpointRow): EndpointRecord => ({
 });
 const toAttempt = (r: AttemptRow): AttemptRecord => ({
   id: String(r.id),
-  deliveryId: String(r.delivery_id),
+  // 0: a first attempt from the endpoint's log, never a queued delivery (their ids start at 1).
+  deliveryId: r.delivery_id === 0 ? null : String(r.delivery_id),
   endpointId: r.endpoint_id,
   eventId: r.event_id,
   eventType: r.event_type,
@@ -149,21 +156,14 @@ export class SqliteEvents {
          SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7
          FROM json_each(?) ORDER BY key`,
       ),
-      // Fans the events after @after (this transaction's) out to every enabled endpoint that wants
-      // them and may see them.
-      fanOut: db.prepare<[number]>(
-        `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
-         SELECT ${id('ev')}, ev.seq, e.id, 'pending', ev.created_at, ev.created_at FROM events ev JOIN webhook_endpoints e
-           ON e.status = 'enabled' AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev', 'ev.created_at')}
-         WHERE ev.seq > ?
-         ORDER BY ev.seq`,
-      ),
       insertEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
-           previous_secret_until, status, disabled_reason, created_at, last_success_at, admin_token, admin_until, seq)
+           previous_secret_until, status, disabled_reason, created_at, last_success_at, admin_token, admin_until, seq,
+           position)
          VALUES (@id, @owner, @admin, @url, @events, @description, @secret, @previous_secret,
            @previous_secret_until, @status, @disabled_reason, @created_at, @last_success_at, @admin_token,
-           @admin_until, (SELECT coalesce(max(seq), 0) + 1 FROM webhook_endpoints))`,
+           @admin_until, (SELECT coalesce(max(seq), 0) + 1 FROM webhook_endpoints),
+           (SELECT coalesce(max(seq), 0) FROM events))`,
       ),
       // Counted in the writer's transaction: inserts never race past the limit.
       endpointCount: db
@@ -183,6 +183,12 @@ export class SqliteEvents {
            previous_secret_until = @previous_secret_until, status = @status, disabled_reason = @disabled_reason,
            failing_since = @failing_since
          WHERE id = @id`,
+      ),
+      // Enabled again: it goes on from the log's head (while disabled it got nothing).
+      fromHead: db.prepare<[string]>(
+        `UPDATE webhook_endpoints SET position = (SELECT coalesce(max(seq), 0) FROM events), lease_owner = NULL,
+           lease_until = NULL
+         WHERE id = ?`,
       ),
       deleteEndpoint: db.prepare<[string]>('DELETE FROM webhook_endpoints WHERE id = ?'),
       deleteDeliveriesOf: db.prepare<[string]>('DELETE FROM deliveries WHERE endpoint_id = ?'),
@@ -227,6 +233,59 @@ export class SqliteEvents {
       eventBySeq: db.prepare<[number], EventRow>(
         `SELECT ${EVENT_COLS} FROM events WHERE seq = ? AND type != 0`,
       ),
+      // The endpoints whose log a claim may read: enabled, with events after their position (or the
+      // caller's window) written, and their log lease free, run out, or the caller's.
+      logEndpoints: db.prepare<[{ owner: string; now: number; head: number; skip: string }], EndpointRow>(
+        `SELECT * FROM webhook_endpoints
+         WHERE status = 'enabled' AND (position < @head OR lease_owner = @owner)
+           AND (lease_owner IS NULL OR lease_owner = @owner OR lease_until <= @now)
+           AND id NOT IN (SELECT value FROM json_each(@skip))
+         ORDER BY seq`,
+      ),
+      // An endpoint's log with every garden's events (admin reach): (after, upTo], of its types.
+      logAll: db.prepare<[number, number, number, number], EventRow>(
+        `SELECT ${EVENT_COLS} FROM events WHERE seq > ? AND seq <= ? AND (type & ?) != 0 ORDER BY seq LIMIT ?`,
+      ),
+      // An endpoint's log of its owner's gardens: each garden's events along events_garden_seq, only
+      // those written while the owner was already a member (garden_members_user gives the gardens).
+      logOf: db.prepare<
+        [{ user: string; after: number; upTo: number; mask: number; limit: number }],
+        EventRow
+      >(
+        `SELECT ${EVENT_COLS.split(', ')
+          .map((c) => `e.${c}`)
+          .join(', ')}
+         FROM garden_members m CROSS JOIN events e ON e.garden = m.garden_id AND e.seq > @after AND e.seq <= @upTo
+         WHERE m.user_id = @user AND (e.type & @mask) != 0 AND m.added_at <= e.created_at
+         ORDER BY e.seq LIMIT @limit`,
+      ),
+      // Taken from the log: the endpoint's log is the caller's until @until.
+      leaseLog: db.prepare<[{ id: string; owner: string; until: number }]>(
+        'UPDATE webhook_endpoints SET lease_owner = @owner, lease_until = @until WHERE id = @id',
+      ),
+      // Nothing there for it: a free endpoint's position moves on to as far as the claim looked.
+      passLog: db.prepare<[{ id: string; owner: string; now: number; position: number }]>(
+        `UPDATE webhook_endpoints SET position = max(position, @position), lease_owner = NULL, lease_until = NULL
+         WHERE id = @id AND (lease_owner IS NULL OR lease_owner = @owner OR lease_until <= @now)`,
+      ),
+      // A first attempt from the log to be retried: queued as a delivery (its first attempt made),
+      // only while the attempt's maker still holds the endpoint's log lease (else the new holder
+      // sends the event again from the log).
+      queueRetry: db.prepare<
+        [{ event: string; seq: number; endpoint: string; next: number; at: number; owner: string }]
+      >(
+        `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, attempts, next_attempt_at, created_at)
+         SELECT @event, @seq, @endpoint, 'pending', 1, @next, @at
+         WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @endpoint AND lease_owner = @owner)
+           AND NOT EXISTS (SELECT 1 FROM deliveries WHERE endpoint_id = @endpoint AND event_id = @event
+             AND state = 'pending')`,
+      ),
+      // How far a dispatcher got along an endpoint's log, where the lease is still its own.
+      progress: db.prepare<[{ id: string; owner: string; position: number; until: number | null }]>(
+        `UPDATE webhook_endpoints SET position = max(position, @position),
+           lease_owner = CASE WHEN @until IS NULL THEN NULL ELSE lease_owner END, lease_until = @until
+         WHERE id = @id AND lease_owner = @owner`,
+      ),
       insertAttempt: db.prepare(
         `INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, event_type, attempt, at, status,
            outcome, error, duration_ms, next_attempt_at)
@@ -266,9 +325,10 @@ export class SqliteEvents {
         `INSERT INTO deliveries (event_id, event_seq, endpoint_id, state, next_attempt_at, created_at)
          SELECT ${id('ev')}, ev.seq, e.id, 'pending', @now, @now FROM webhook_endpoints e JOIN events ev
            ON ev.created_at >= @since AND (e.events & ev.type) != 0 AND ${MAY_SEE('e', 'ev', '@now', true)}
-         WHERE e.id = @endpoint AND NOT EXISTS (
-           SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ${id('ev')}
-             AND d.state IN ('pending', 'succeeded'))
+         WHERE e.id = @endpoint AND ev.seq <= e.position AND NOT EXISTS (
+           SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND d.event_id = ${id('ev')} AND d.state = 'pending')
+           AND ${id('ev')} NOT IN (
+             SELECT a.event_id FROM delivery_attempts a WHERE a.endpoint_id = @endpoint AND a.outcome = 'succeeded')
          ORDER BY ev.seq`,
       ),
       hasSeq: db.prepare<[number], number>('SELECT seq FROM events WHERE seq = ? AND type != 0').pluck(),
@@ -317,12 +377,12 @@ export class SqliteEvents {
     };
   }
 
-  // The open transaction's events, inserted together by queueDeliveries() before it commits, and
-  // the deliveries it queued otherwise (recover).
+  // The open transaction's events, inserted together by writeEvents() before it commits, and the
+  // deliveries it queued (recover).
   private pending: PendingEvent[] = [];
-  private queuedOtherwise = 0;
+  private queued = 0;
 
-  /** Records an event of the open transaction; queueDeliveries() writes it before the commit. */
+  /** Records an event of the open transaction; writeEvents() writes it before the commit. */
   record(event: NewEvent, type: EventType, owner: string, garden: string, data: EventData): void {
     const previous = data.previous === undefined ? null : JSON.stringify(data.previous);
     this.pending.push([
@@ -348,25 +408,22 @@ export class SqliteEvents {
   }
 
   /**
-   * Writes the events recorded in the open transaction, in order, and queues their deliveries to
-   * each enabled endpoint that wants them and may see them; returns how many events and deliveries
-   * the transaction wrote in all (not 0: the process's listeners are told after the commit).
+   * Writes the events recorded in the open transaction, in order: the event only, whatever the
+   * number of endpoints (each follows the log from its position). Returns how many events and
+   * queued deliveries the transaction wrote in all (not 0: the process's listeners are told after the commit).
    */
-  queueDeliveries(): number {
+  writeEvents(): number {
     const events = this.pending;
-    let n = this.queuedOtherwise;
+    const n = this.queued + events.length;
     this.forget();
-    if (events.length > 0) {
-      const last = this.s.insertEvents.run(JSON.stringify(events)).lastInsertRowid as number;
-      n += events.length + this.s.fanOut.run(last - events.length).changes;
-    }
+    if (events.length > 0) this.s.insertEvents.run(JSON.stringify(events));
     return n;
   }
 
   /** Forgets what the open transaction recorded (it is being rolled back). */
   forget(): void {
     this.pending = [];
-    this.queuedOtherwise = 0;
+    this.queued = 0;
   }
 
   private toEvent(r: EventRow): EventRecord {
@@ -423,6 +480,7 @@ export class SqliteEvents {
     const current = this.getEndpoint(id);
     if (!current) return refused('missing');
     const next = { ...current, ...patch };
+    if (current.status === 'disabled' && next.status === 'enabled') this.s.fromHead.run(id);
     this.s.updateEndpoint.run({
       id,
       secret: next.secret,
@@ -441,19 +499,17 @@ export class SqliteEvents {
     return this.s.deleteEndpoint.run(id).changes > 0 ? { ok: true } : refused('missing');
   }
 
-  claim(q: {
-    now: Date;
-    leaseMs: number;
-    leaseOwner: string;
-    limit: number;
-    skipEndpoints: string[];
-    perEndpoint: number;
-    ownerLoad?: Record<string, number>;
-  }): DeliveryJob[] {
+  /**
+   * The due queued deliveries first (as fair as the claim SQL makes them), then first attempts from
+   * the endpoints' logs up to `limit`: the writer is the only one, so nobody else reads an
+   * endpoint's log between this read and the lease it takes.
+   */
+  claim(q: ClaimQuery): Claim {
     const now = q.now.getTime();
+    const until = now + q.leaseMs;
     const rows = this.s.claim.all({
       owner: q.leaseOwner,
-      until: now + q.leaseMs,
+      until,
       now,
       skip: JSON.stringify(q.skipEndpoints),
       limit: q.limit,
@@ -473,6 +529,14 @@ export class SqliteEvents {
       return r;
     };
     const jobs: DeliveryJob[] = [];
+    // Jobs of this claim by endpoint, and by owner (with what the caller holds already).
+    const taken = new Map<string, number>();
+    const load = new Map<string, number>(Object.entries(q.ownerLoad ?? {}));
+    const take = (job: DeliveryJob) => {
+      jobs.push(job);
+      taken.set(job.endpoint.id, (taken.get(job.endpoint.id) ?? 0) + 1);
+      load.set(job.endpoint.owner, (load.get(job.endpoint.owner) ?? 0) + 1);
+    };
     for (const r of rows) {
       if (!endpoints.has(r.endpoint_id)) endpoints.set(r.endpoint_id, this.getEndpoint(r.endpoint_id));
       const endpoint = endpoints.get(r.endpoint_id);
@@ -481,11 +545,48 @@ export class SqliteEvents {
       const job = { id: String(r.id), attempts: r.attempts, event: this.toEvent(event), endpoint };
       // The access policy's endpointSees, spelt out so that the owner's membership of the event's
       // garden is read only for an endpoint without reach.
-      if (hasReach(endpoint) || this.s.isMember.get(event.garden, endpoint.owner) !== undefined)
-        jobs.push(job);
+      if (hasReach(endpoint) || this.s.isMember.get(event.garden, endpoint.owner) !== undefined) take(job);
       else this.unsent(job, q.leaseOwner, now);
     }
-    return jobs;
+    const windows: Record<string, string> = {};
+    const head = this.s.head.get() ?? 0;
+    const candidates = this.s.logEndpoints
+      .all({ owner: q.leaseOwner, now, head, skip: JSON.stringify(q.skipEndpoints) })
+      .map((row) => ({ row, endpoint: toEndpoint(row) }));
+    // The owners holding the fewest first (as the claim SQL orders the queued ones), then each
+    // owner's endpoints in their order.
+    candidates.sort((a, b) => (load.get(a.endpoint.owner) ?? 0) - (load.get(b.endpoint.owner) ?? 0));
+    for (const { row, endpoint } of candidates) {
+      const mine = row.lease_owner === q.leaseOwner;
+      const window = mine ? q.windows?.[endpoint.id] : undefined;
+      // A window is read on from where it reaches, unless another dispatcher (whose lease ran out)
+      // moved the position on past it meanwhile.
+      const after = window === undefined ? row.position : Math.max(Number(window), row.position);
+      const room = Math.min(q.limit - jobs.length, q.perEndpoint - (taken.get(endpoint.id) ?? 0));
+      const upTo = Math.min(head, after + WINDOW);
+      const events =
+        room <= 0 || after >= upTo
+          ? []
+          : hasReach(endpoint)
+            ? this.s.logAll.all(after, upTo, maskOf(endpoint.events), room)
+            : this.s.logOf.all({
+                user: endpoint.owner,
+                after,
+                upTo,
+                mask: maskOf(endpoint.events),
+                limit: room,
+              });
+      for (const e of events) take({ id: null, attempts: 0, event: this.toEvent(e), endpoint });
+      // As far as this claim looked: the last event taken when it took all it could, else upTo.
+      const reached = room <= 0 ? after : events.length === room ? events.at(-1)!.seq : upTo;
+      if (events.length > 0 || window !== undefined) {
+        this.s.leaseLog.run({ id: endpoint.id, owner: q.leaseOwner, until });
+        windows[endpoint.id] = String(reached);
+      } else if (room > 0) {
+        this.s.passLog.run({ id: endpoint.id, owner: q.leaseOwner, now, position: reached });
+      }
+    }
+    return { jobs, windows };
   }
 
   private reachToken(id: string | null): { revoked: boolean; expiresAt: Date | null } | null {
@@ -514,29 +615,44 @@ export class SqliteEvents {
   }
 
   /**
-   * Logs the attempts and reschedules or ends their deliveries (those still leased to the one that
-   * made the attempt), in two statements for the lot; then each endpoint's record once, as the
-   * attempts in their order would have left it.
+   * Logs the attempts and reschedules or ends their queued deliveries (those still leased to the
+   * one that made the attempt), in two statements for the lot; queues the first attempts from the
+   * log that are to be retried; then each endpoint's record once, as the attempts in their order
+   * would have left it; then how far each endpoint's log got.
    */
-  finish(list: FinishedAttempt[]): void {
-    if (list.length === 0) return;
-    const rows = list.map(({ deliveryId, leaseOwner, attempt: a }) => [
-      Number(deliveryId),
-      a.endpointId,
-      a.eventId,
-      a.eventType,
-      a.attempt,
-      a.at.getTime(),
-      a.status,
-      a.outcome,
-      a.error,
-      Math.round(a.durationMs),
-      a.nextAttemptAt?.getTime() ?? null,
-      leaseOwner,
-    ]);
-    const json = JSON.stringify(rows);
-    this.s.insertAttempts.run(json);
-    this.s.finish.run(json);
+  finish(list: FinishedAttempt[], progress: LogProgress[] = []): void {
+    if (list.length > 0) {
+      const rows = list.map(({ deliveryId, leaseOwner, attempt: a }) => [
+        deliveryId === null ? 0 : Number(deliveryId),
+        a.endpointId,
+        a.eventId,
+        a.eventType,
+        a.attempt,
+        a.at.getTime(),
+        a.status,
+        a.outcome,
+        a.error,
+        Math.round(a.durationMs),
+        a.nextAttemptAt?.getTime() ?? null,
+        leaseOwner,
+      ]);
+      const json = JSON.stringify(rows);
+      this.s.insertAttempts.run(json);
+      this.s.finish.run(json);
+      for (const { deliveryId, leaseOwner, attempt: a } of list) {
+        if (deliveryId !== null || a.outcome !== 'retrying' || a.nextAttemptAt === null) continue;
+        const seq = this.position(a.eventId);
+        if (seq === null) continue; // purged meanwhile: nothing left to send
+        this.s.queueRetry.run({
+          event: a.eventId,
+          seq: Number(seq),
+          endpoint: a.endpointId,
+          next: a.nextAttemptAt.getTime(),
+          at: a.at.getTime(),
+          owner: leaseOwner,
+        });
+      }
+    }
     // Per endpoint: its last success, and the first failure after it (or the first of all).
     const ends = new Map<string, { success: number | null; failure: number | null }>();
     for (const { attempt: a } of list) {
@@ -551,6 +667,14 @@ export class SqliteEvents {
       if (e.failure !== null) this.s.failing.run(e.failure, id);
     }
     for (const f of list) if (f.disableEndpoint) this.s.disable.run(f.disableEndpoint, f.attempt.endpointId);
+    for (const p of progress) {
+      this.s.progress.run({
+        id: p.endpointId,
+        owner: p.leaseOwner,
+        position: Number(p.position),
+        until: p.leaseUntil?.getTime() ?? null,
+      });
+    }
   }
 
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): AttemptRecord[] {
@@ -564,7 +688,7 @@ export class SqliteEvents {
       since: since.getTime(),
       now: now.getTime(),
     }).changes;
-    this.queuedOtherwise += n;
+    this.queued += n;
     return n;
   }
 

@@ -391,4 +391,21 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       UPDATE webhook_endpoints SET admin = 0 WHERE admin = 1;
     `,
   },
+  {
+    version: 14,
+    name: '0014_deliveries_from_the_log',
+    // Webhooks come from the log: a create writes its event only, and each endpoint follows the log
+    // from its position (every event of its up to there sent, or queued as a delivery for a retry),
+    // read by the dispatcher holding its log lease. Every endpoint starts at the log's head: the
+    // events before it already have their delivery rows. Pending rows stay, claimed as before (they
+    // are the retry queue now); finished ones go (their attempts keep their history). So nothing
+    // pending is lost or sent twice by the move.
+    sql: `
+      ALTER TABLE webhook_endpoints ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE webhook_endpoints ADD COLUMN lease_owner TEXT;
+      ALTER TABLE webhook_endpoints ADD COLUMN lease_until INTEGER;
+      UPDATE webhook_endpoints SET position = (SELECT coalesce(max(seq), 0) FROM events);
+      DELETE FROM deliveries WHERE state != 'pending';
+    `,
+  },
 ];

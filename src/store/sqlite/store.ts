@@ -7,9 +7,10 @@ import type {
   Actor,
   AttemptRecord,
   Change,
+  Claim,
+  ClaimQuery,
   CreateResult,
   DeleteResult,
-  DeliveryJob,
   EndpointPatch,
   EndpointRecord,
   EventRead,
@@ -19,6 +20,7 @@ import type {
   IdempotencyClaim,
   IdempotencyRef,
   ListMarks,
+  LogProgress,
   MemberPut,
   MemberRecord,
   Membership,
@@ -477,13 +479,13 @@ export class SqliteStore implements Store {
     return this.writer.write('deleteEndpoint', id);
   }
 
-  claimDeliveries(q: Parameters<Store['claimDeliveries']>[0]): Promise<DeliveryJob[]> {
+  claimDeliveries(q: ClaimQuery): Promise<Claim> {
     return this.writer.write('claimDeliveries', q);
   }
 
-  finishDeliveries(f: FinishedAttempt[]): Promise<void> {
-    if (f.length === 0) return Promise.resolve();
-    return this.writer.write('finishDeliveries', f);
+  finishDeliveries(f: FinishedAttempt[], progress: LogProgress[] = []): Promise<void> {
+    if (f.length === 0 && progress.length === 0) return Promise.resolve();
+    return this.writer.write('finishDeliveries', f, progress);
   }
 
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]> {

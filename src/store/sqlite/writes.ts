@@ -5,13 +5,15 @@ import { IdSpaceExhaustedError } from '../../errors.js';
 import { recordedOutcome } from '../plant-changes.js';
 import {
   type Change,
+  type Claim,
+  type ClaimQuery,
   type CreateResult,
-  type DeliveryJob,
   type EndpointPatch,
   type EndpointRecord,
   type FinishedAttempt,
   type IdempotencyClaim,
   type IdempotencyRef,
+  type LogProgress,
   refused,
   type TokenRecord,
   type TokenRefusal,
@@ -173,8 +175,8 @@ export class SqliteWrites {
         s.begin.run();
         outcomes = this.run(batch, true) as Outcome[];
       }
-      // The batch's events are written, and their deliveries queued, in its transaction.
-      queued = this.eventsSql?.queueDeliveries() ?? 0;
+      // The batch's events are written in its transaction (the event only: endpoints follow the log).
+      queued = this.eventsSql?.writeEvents() ?? 0;
       const changed = plantsChanged(batch, outcomes);
       if (changed > 0) s.tick.run({ writer: this.writer, changed, rev: this.plantsSql?.lastVersion ?? 0 });
       s.commit.run();
@@ -265,12 +267,12 @@ export class SqliteWrites {
     return this.e.deleteEndpoint(id);
   }
 
-  claimDeliveries(q: Parameters<SqliteEvents['claim']>[0]): DeliveryJob[] {
+  claimDeliveries(q: ClaimQuery): Claim {
     return this.e.claim(q);
   }
 
-  finishDeliveries(f: FinishedAttempt[]): void {
-    this.e.finish(f);
+  finishDeliveries(f: FinishedAttempt[], progress?: LogProgress[]): void {
+    this.e.finish(f, progress);
   }
 
   recoverDeliveries(endpointId: string, since: Date, now: Date): number {
