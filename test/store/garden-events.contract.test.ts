@@ -158,9 +158,11 @@ for (const engine of ENGINES) {
       const disabled = await endpoint(store, viewer, { status: 'disabled' });
       const deletesOnly = await endpoint(store, viewer, { events: ['plant.deleted'] });
       const ours = new Set([mine, viewers, outsiders, admins, disabled, deletesOnly].map((e) => e.id));
-      const p = await plant(store, o, g, { at: new Date() });
+      // Times a second apart: membership is compared with the event's time, to the millisecond.
+      const t0 = Date.now();
+      const p = await plant(store, o, g, { at: new Date(t0) });
       // Joining after the event was written brings none of it.
-      assert.ok('ok' in (await store.putMember(g, o, outsider, 'viewer', new Date())));
+      assert.ok('ok' in (await store.putMember(g, o, outsider, 'viewer', new Date(t0 + 1000))));
       const jobs = (await takeAll(store)).filter((j) => ours.has(j.endpoint.id));
       assert.deepEqual(jobs.map((j) => j.endpoint.id).sort(), [mine.id, viewers.id, admins.id].sort());
       for (const j of jobs) {
@@ -172,7 +174,7 @@ for (const engine of ENGINES) {
       }
       // A delete now reaches the new member too, and the endpoint that wants deletes; the event
       // taken already is not taken again.
-      assert.deepEqual(await store.deletePlant(p.id, o, { at: new Date() }), { ok: true });
+      assert.deepEqual(await store.deletePlant(p.id, o, { at: new Date(t0 + 2000) }), { ok: true });
       const later = (await takeAll(store)).filter((j) => ours.has(j.endpoint.id));
       assert.deepEqual(
         later.map((j) => j.endpoint.id).sort(),
