@@ -77,15 +77,16 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const tags = [...PLANT_TAGS, ...GARDEN_TAGS, ...WEBHOOK_TAGS, ...EVENT_TAGS, ...IDENTITY_TAGS, ...OPS_TAGS];
   await app.register(docsFeature(config, tags));
 
-  const { auth, feature: identityFeature } = identity(
-    config,
-    { store, limiter, metrics, log: app.log },
-    deps,
-  );
+  const {
+    auth,
+    feature: identityFeature,
+    tokenUsed,
+  } = identity(config, { store, limiter, metrics, log: app.log }, deps);
   const gardens = new GardenService(store);
-  const streams = { warn, maxPerUser: config.maxStreamsPerUser, ...deps.streams };
+  const streams = { warn, maxPerUser: config.maxStreamsPerUser, tokenUsed, ...deps.streams };
   const events = new EventService(store, gardens, streams);
-  await app.register(plantsFeature({ store, gardens, auth, onEvent: () => events.nudge() }));
+  // The streams hear of commits from the store (onEvents): this process's at once, others' soon after.
+  await app.register(plantsFeature({ store, gardens, auth }));
   await app.register(gardensFeature(gardens, auth));
   await app.register(identityFeature);
   const allowPrivate = config.webhookAllowPrivate;

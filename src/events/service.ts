@@ -15,7 +15,7 @@ export interface OpenedStream {
 /**
  * The live stream of plant events (CONTRACT.md section 8) without its HTTP: how many streams a user
  * may hold at once, where a stream starts (right after Last-Event-ID, or at the head of the log)
- * and which gardens' events its reader sees, asked afresh at each read.
+ * and which gardens' events its reader sees (its memberships as the events are read).
  */
 export class EventService {
   private readonly streams: EventStreams;
@@ -63,19 +63,28 @@ export class EventService {
 
   /**
    * Serves an opened stream on `res` (already hijacked) until it ends, or until `authorized` says
-   * the credential that opened it no longer works.
+   * the credential that opened it no longer works; streams opened with the same `credential` (the
+   * bearer) share one such check.
    */
-  serve(res: ServerResponse, opened: OpenedStream, authorized: () => Promise<boolean>): Promise<void> {
+  serve(
+    res: ServerResponse,
+    opened: OpenedStream,
+    authorized: () => Promise<boolean>,
+    credential?: string,
+  ): Promise<void> {
     const { caller, position, slot } = opened;
     return this.streams.serve(res, {
+      user: caller.user,
       visible: () => this.gardens.visible(caller),
       authorized,
+      credential,
+      ...(caller.kind === 'token' ? { tokenId: caller.tokenId } : {}),
       position,
       slot,
     });
   }
 
-  /** Reads now: an event just committed in this process. */
+  /** Reads the log now: an event just committed (in this process, or another one said so). */
   nudge(): void {
     this.streams.nudge();
   }

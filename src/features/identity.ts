@@ -40,6 +40,8 @@ export interface Identity {
   auth: AuthDeps;
   /** /me, /tokens and, with a JWT issuer, the protected-resource metadata. */
   feature: FastifyPluginAsync;
+  /** Records a use of a built-in token (its lastUsedAt, to the minute) found valid without a request. */
+  tokenUsed: (tokenId: string) => void;
 }
 
 /** Who is calling, and the routes where callers see themselves and manage built-in tokens. */
@@ -89,5 +91,5 @@ export function identity(config: Config, opts: IdentityOptions, tuning: Identity
     await app.register(tokenRoutes(tokens, auth));
     if (config.jwtIssuer) await app.register(protectedResourceRoutes(config.jwtIssuer));
   };
-  return { auth, feature };
+  return { auth, feature, tokenUsed: (id) => lastUsed.use(id, Date.now()) };
 }

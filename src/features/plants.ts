@@ -12,8 +12,8 @@ export interface PlantsOptions {
   store: Store;
   gardens: GardenService;
   auth: AuthDeps;
-  /** Told after a change and its event have committed in this process. */
-  onEvent: () => void;
+  /** Told after a change and its event have committed in this process (the store's onEvents tells the streams). */
+  onEvent?: () => void;
 }
 
 /** The plant API: /plants and /gardens/{gid}/plants. */

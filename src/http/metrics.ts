@@ -22,12 +22,14 @@ const TIMED = [
   'listMembers',
   'putMember',
   'removeMember',
+  'membersOf',
   'claimIdempotencyKey',
   'releaseIdempotencyKey',
   'purgeIdempotencyKeys',
   'insertToken',
   'findTokenByHash',
   'findToken',
+  'activeTokens',
   'pageTokens',
   'revokeToken',
   'touchTokens',
@@ -159,6 +161,7 @@ export class Metrics {
       listMarks: store.listMarks?.bind(store),
       scopeMarks: store.scopeMarks?.bind(store),
       onEvents: store.onEvents.bind(store),
+      comparePositions: store.comparePositions.bind(store),
     };
     for (const name of TIMED) {
       const fn = store[name] as (...args: unknown[]) => Promise<unknown>;

@@ -81,7 +81,9 @@ export function eventRoutes(events: EventService, auth: AuthDeps) {
           'x-request-id': request.id,
         });
         res.flushHeaders();
-        await events.serve(res, opened, stillAuthorized(auth, request, 'plants:read'));
+        // The Authorization header names the credential: streams opened with one bearer share its check.
+        const credential = request.headers.authorization;
+        await events.serve(res, opened, stillAuthorized(auth, request, 'plants:read'), credential);
       },
     );
     methodNotAllowed(app, '/events', ['GET']);

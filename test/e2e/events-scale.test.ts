@@ -55,6 +55,45 @@ describe('events across two instances on PostgreSQL', { skip: pg.skip }, () => {
     assert.ok(lags[2]! <= 1_000, `median ${lags[2]} ms`);
   });
 
+  it('a member removed on one instance sees nothing more of the garden on the other, from the next event on', async () => {
+    const guest = (await cli(['token', 'create', '--user', 'scale-guest'], env)).stdout.trim();
+    const call = (i: number, bearer: string, method: string, path: string, body?: object) =>
+      fetch(`${servers[i]!.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+    const made = await call(0, token, 'POST', '/gardens', { name: 'shared with a guest' });
+    assert.equal(made.status, 201);
+    const gid = ((await made.json()) as { id: string }).id;
+    assert.equal(
+      (await call(0, token, 'PUT', `/gardens/${gid}/members/scale-guest`, { role: 'viewer' })).status,
+      201,
+    );
+    const stream = await openStream(`${servers[1]!.url}/events`, { authorization: `Bearer ${guest}` });
+    readers.push(stream);
+    assert.equal(stream.status, 200);
+    assert.equal(
+      (await call(0, token, 'POST', `/gardens/${gid}/plants`, { name: 'while a member' })).status,
+      201,
+    );
+    const first = await stream.waitFor(1, 5_000);
+    assert.equal(JSON.parse(first[0]!.data!).data.name, 'while a member');
+    assert.equal((await call(0, token, 'DELETE', `/gardens/${gid}/members/scale-guest`)).status, 204);
+    assert.equal(
+      (await call(0, token, 'POST', `/gardens/${gid}/plants`, { name: 'after leaving' })).status,
+      201,
+    );
+    // The guest's own plant comes after it in the log: once it has arrived, the one before was
+    // either shown already or never will be.
+    assert.equal((await call(0, guest, 'POST', '/plants', { name: 'marker' })).status, 201);
+    const got = await stream.waitFor(2, 5_000);
+    assert.deepEqual(
+      got.map((m) => JSON.parse(m.data!).data.name),
+      ['while a member', 'marker'],
+    );
+  });
+
   it('two dispatchers share one queue: every event delivered, none twice', async () => {
     const res = await fetch(`${servers[0]!.url}/webhooks`, {
       method: 'POST',

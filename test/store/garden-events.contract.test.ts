@@ -67,6 +67,43 @@ for (const engine of ENGINES) {
       );
     });
 
+    it('membersOf: the members of each garden asked, in one answer; comparePositions follows the log', async () => {
+      const [a, b, c] = [user(), user(), user()];
+      const g1 = await garden(store, a, [[b, 'viewer']]);
+      const g2 = await garden(store, c);
+      const got = await store.membersOf([g1, g2, 'gdn_000000000000000000000000']);
+      assert.deepEqual([...got.keys()].sort(), [g1, g2].sort());
+      assert.deepEqual(got.get(g1)!.sort(), [a, b].sort());
+      assert.deepEqual(got.get(g2), [c]);
+      assert.deepEqual(await store.membersOf([]), new Map());
+      // Removed: no longer among them, at once.
+      assert.deepEqual(await store.removeMember(g1, a, b), { ok: true });
+      assert.deepEqual((await store.membersOf([g1])).get(g1), [a]);
+      const head = await store.headPosition();
+      await plant(store, a, g1, { at: new Date() });
+      await plant(store, a, g1, { at: new Date() });
+      const [e1, e2] = await eventsAfter(head, [g1], 2);
+      assert.ok(store.comparePositions(head, e1!.position) < 0);
+      assert.ok(store.comparePositions(e1!.position, e2!.position) < 0);
+      assert.ok(store.comparePositions(e2!.position, e1!.position) > 0);
+      assert.equal(store.comparePositions(e1!.position, e1!.position), 0);
+    });
+
+    it('activeTokens: those neither revoked nor expired, in one answer', async () => {
+      const u = user();
+      const make = (expiresInMs: number | null) =>
+        createToken(store, { user: u, scopes: ['plants:read'], name: null, expiresInMs });
+      const [live, revoked, expiring] = [await make(null), await make(null), await make(60_000)];
+      assert.deepEqual(await store.revokeToken(revoked.record.id, new Date()), { ok: true });
+      const ids = [live.record.id, revoked.record.id, expiring.record.id, 'tok_none'];
+      assert.deepEqual(
+        (await store.activeTokens(ids, new Date())).sort(),
+        [live.record.id, expiring.record.id].sort(),
+      );
+      assert.deepEqual(await store.activeTokens(ids, new Date(Date.now() + 120_000)), [live.record.id]);
+      assert.deepEqual(await store.activeTokens([], new Date()), []);
+    });
+
     it("readEvents moves a reader past others' events it looked at, and never past one it did not return", async () => {
       const o = user();
       const quiet = await garden(store, o);
@@ -121,9 +158,11 @@ for (const engine of ENGINES) {
       const disabled = await endpoint(store, viewer, { status: 'disabled' });
       const deletesOnly = await endpoint(store, viewer, { events: ['plant.deleted'] });
       const ours = new Set([mine, viewers, outsiders, admins, disabled, deletesOnly].map((e) => e.id));
-      const p = await plant(store, o, g, { at: new Date() });
+      // Times a second apart: membership is compared with the event's time, to the millisecond.
+      const t0 = Date.now();
+      const p = await plant(store, o, g, { at: new Date(t0) });
       // Joining after the event was written brings none of it.
-      assert.ok('ok' in (await store.putMember(g, o, outsider, 'viewer', new Date())));
+      assert.ok('ok' in (await store.putMember(g, o, outsider, 'viewer', new Date(t0 + 1000))));
       const jobs = (await takeAll(store)).filter((j) => ours.has(j.endpoint.id));
       assert.deepEqual(jobs.map((j) => j.endpoint.id).sort(), [mine.id, viewers.id, admins.id].sort());
       for (const j of jobs) {
@@ -135,7 +174,7 @@ for (const engine of ENGINES) {
       }
       // A delete now reaches the new member too, and the endpoint that wants deletes; the event
       // taken already is not taken again.
-      assert.deepEqual(await store.deletePlant(p.id, o, { at: new Date() }), { ok: true });
+      assert.deepEqual(await store.deletePlant(p.id, o, { at: new Date(t0 + 2000) }), { ok: true });
       const later = (await takeAll(store)).filter((j) => ours.has(j.endpoint.id));
       assert.deepEqual(
         later.map((j) => j.endpoint.id).sort(),

@@ -252,6 +252,8 @@ export interface EventPort {
    * at the same stretch of others' events again.
    */
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead>;
+  /** Log order of two positions of this store: negative when `a` comes before `b`, 0 when equal. */
+  comparePositions(a: string, b: string): number;
   /**
    * Calls `listener` whenever events may have been added to the log: at once after each commit of
    * this process that wrote events (or queued deliveries: recover), and soon after other

@@ -66,4 +66,9 @@ export interface GardenPort {
   putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut>;
   /** Removes `user` from the garden: by an owner, or by the user itself (leaving); never the last owner. */
   removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>>;
+  /**
+   * The members of each of these gardens, in one statement, as committed when it runs (a garden
+   * with no member, or none any more, is left out). The live stream asks it once per batch of events.
+   */
+  membersOf(gardens: string[]): Promise<Map<string, string[]>>;
 }

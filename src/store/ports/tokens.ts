@@ -34,6 +34,11 @@ export interface TokenPort {
   insertToken(token: TokenRecord): Promise<void>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;
   findToken(id: string): Promise<TokenRecord | null>;
+  /**
+   * Those of `ids` whose tokens are neither revoked nor expired at `now`, in one statement (what an
+   * open event stream's credential is checked against, many at a time).
+   */
+  activeTokens(ids: string[], now: Date): Promise<string[]>;
   /** Tokens newest first (in the order they were made, not by createdAt alone), a keyset page at a time. */
   pageTokens(q: TokenPageQuery): Promise<TokenRecord[]>;
   /** Marks a token revoked. */

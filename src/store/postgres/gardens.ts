@@ -85,6 +85,7 @@ export const GARDEN_QUERIES = {
   insertMember: 'INSERT INTO garden_members (garden_id, user_id, role, added_at) VALUES ($1, $2, $3, $4)',
   setRole: 'UPDATE garden_members SET role = $3 WHERE garden_id = $1 AND user_id = $2',
   deleteMember: 'DELETE FROM garden_members WHERE garden_id = $1 AND user_id = $2',
+  membersOf: 'SELECT garden_id, user_id FROM garden_members WHERE garden_id = ANY($1::text[])',
 } as const;
 
 type GardenQuery = keyof typeof GARDEN_QUERIES;
@@ -187,6 +188,19 @@ export class PgGardens {
       await this.db.q('deleteGarden', [id], c);
       return { ok: true as const };
     });
+  }
+
+  /** The members of each of the gardens, in one statement. */
+  async membersOf(gardens: string[]): Promise<Map<string, string[]>> {
+    const members = new Map<string, string[]>();
+    if (gardens.length === 0) return members;
+    const rows = (await this.db.q<{ garden_id: string; user_id: string }>('membersOf', [gardens])).rows;
+    for (const r of rows) {
+      const users = members.get(r.garden_id);
+      if (users === undefined) members.set(r.garden_id, [r.user_id]);
+      else users.push(r.user_id);
+    }
+    return members;
   }
 
   /** The garden's members, by when they were added. */

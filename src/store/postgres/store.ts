@@ -136,6 +136,8 @@ const Q = {
   insertToken: `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
   tokenByHash: 'SELECT * FROM tokens WHERE hash = $1',
   tokenById: 'SELECT * FROM tokens WHERE id = $1',
+  activeTokens: `SELECT id FROM tokens WHERE id = ANY($1::text[])
+    AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
   // Newest first by the order of creation (seq), from before the token a page ended with.
   tokensPage: `SELECT * FROM tokens
     WHERE seq < coalesce((SELECT seq FROM tokens WHERE id = $1), 9223372036854775807)
@@ -356,6 +358,10 @@ export class PgStore implements Store {
     return this.gardens.memberships(user);
   }
 
+  membersOf(gardens: string[]): Promise<Map<string, string[]>> {
+    return this.gardens.membersOf(gardens);
+  }
+
   gardenFor(id: string, user: string | null): Promise<{ garden: GardenRecord; role: Role } | null> {
     return this.gardens.gardenFor(id, user);
   }
@@ -549,6 +555,15 @@ export class PgStore implements Store {
     return { events, position: head > BigInt(xid) ? position(String(head), 0) : q.after };
   }
 
+  comparePositions(a: string, b: string): number {
+    const [ax, as] = parsePosition(a);
+    const [bx, bs] = parsePosition(b);
+    const x = BigInt(ax) - BigInt(bx);
+    if (x !== 0n) return x < 0n ? -1 : 1;
+    const q = BigInt(as) - BigInt(bs);
+    return q === 0n ? 0 : q < 0n ? -1 : 1;
+  }
+
   async purgeEvents(before: Date): Promise<number> {
     return (await this.q<{ n: number }>('purge', [before])).rows[0]?.n ?? 0;
   }
@@ -621,6 +636,11 @@ export class PgStore implements Store {
     if (((await this.q('revokeToken', [at, id])).rowCount ?? 0) > 0) return { ok: true };
     // Tokens are never deleted, and a revocation never undone: one found now was revoked already.
     return refused((await this.findToken(id)) === null ? 'missing' : 'revoked');
+  }
+
+  async activeTokens(ids: string[], now: Date): Promise<string[]> {
+    if (ids.length === 0) return [];
+    return (await this.q<{ id: string }>('activeTokens', [ids, now])).rows.map((r) => r.id);
   }
 
   async touchTokens(ids: string[], minute: Date): Promise<number> {

@@ -153,6 +153,11 @@ export class SqliteStore implements Store {
         .prepare<[string], [string, Role]>('SELECT garden_id, role FROM garden_members WHERE user_id = ?')
         .raw(),
       membersClock: db.prepare<[], number>('SELECT members FROM write_clock').pluck(),
+      membersOf: db
+        .prepare<[string], [string, string]>(
+          'SELECT garden_id, user_id FROM garden_members WHERE garden_id IN (SELECT value FROM json_each(?))',
+        )
+        .raw(),
       gardensOf: db.prepare<[string], GardenRow & { role: Role }>(
         `SELECT g.*, m.role FROM garden_members m JOIN gardens g ON g.id = m.garden_id WHERE m.user_id = ?
          ORDER BY g.home_user IS NOT m.user_id, g.seq`,
@@ -166,6 +171,12 @@ export class SqliteStore implements Store {
       ),
       tokenByHash: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE hash = ?'),
       tokenById: db.prepare<[string], TokenRow>('SELECT * FROM tokens WHERE id = ?'),
+      activeTokens: db
+        .prepare<[string, number], string>(
+          `SELECT id FROM tokens WHERE id IN (SELECT value FROM json_each(?))
+           AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
+        )
+        .pluck(),
       // Newest first by the order of creation (seq), from before the token a page ended with.
       tokensPage: db.prepare<[string | null, number], TokenRow>(
         `SELECT * FROM tokens WHERE seq < coalesce((SELECT seq FROM tokens WHERE id = ?), 9007199254740991)
@@ -386,6 +397,19 @@ export class SqliteStore implements Store {
     });
   }
 
+  membersOf(gardens: string[]): Promise<Map<string, string[]>> {
+    return this.read(() => {
+      const members = new Map<string, string[]>();
+      if (gardens.length === 0) return members;
+      for (const [garden, user] of this.s.membersOf.all(JSON.stringify(gardens))) {
+        const users = members.get(garden);
+        if (users === undefined) members.set(garden, [user]);
+        else users.push(user);
+      }
+      return members;
+    });
+  }
+
   listMembers(id: string): Promise<MemberRecord[]> {
     return this.read(() =>
       this.s.members.all(id).map((r) => ({ user: r.user_id, role: r.role, addedAt: new Date(r.added_at) })),
@@ -484,6 +508,11 @@ export class SqliteStore implements Store {
     return this.run(() => this.e.list(q));
   }
 
+  // Positions are the log's seq numbers, written as decimal text.
+  comparePositions(a: string, b: string): number {
+    return Number(a) - Number(b);
+  }
+
   purgeEvents(before: Date): Promise<number> {
     return this.writer.write('purgeEvents', before);
   }
@@ -541,6 +570,11 @@ export class SqliteStore implements Store {
 
   revokeToken(id: string, at: Date): Promise<Change<true, TokenRefusal>> {
     return this.writer.write('revokeToken', id, at.getTime());
+  }
+
+  activeTokens(ids: string[], now: Date): Promise<string[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(() => this.s.activeTokens.all(JSON.stringify(ids), now.getTime()));
   }
 
   touchTokens(ids: string[], minute: Date): Promise<number> {
