@@ -54,7 +54,10 @@ describe('migration: admin endpoints without a recorded credential become owner-
         ENDPOINTS.replace('$admin', 'true').replace('$plain', 'false').replaceAll('$at', 'now()'),
       );
       store = new PgStore({ url: db.url, poolSize: 2 });
-      assert.deepEqual(await store.migrate(), ['0010_endpoint_admin_credential']);
+      assert.deepEqual(await store.migrate(), [
+        '0010_endpoint_admin_credential',
+        '0011_deliveries_from_the_log',
+      ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
       assert.equal(admin?.owner, 'keeper');

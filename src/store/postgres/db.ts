@@ -1,6 +1,6 @@
 import type pg from 'pg';
 
-/** What the store lends the code of one concern: its prepared statements, transactions and dispatcher. */
+/** What the store lends the code of one concern: its prepared statements, transactions. */
 export interface PgDb<N extends string> {
   /** Runs the prepared statement `name` (on the pool, or in the transaction of `client`). */
   q<R extends pg.QueryResultRow>(
@@ -10,6 +10,4 @@ export interface PgDb<N extends string> {
   ): Promise<pg.QueryResult<R>>;
   /** Runs `fn` in a transaction, committed when it resolves. */
   tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T>;
-  /** After a commit that queued `n` deliveries: this process's dispatcher looks at once. */
-  queued(n: number): void;
 }

@@ -40,34 +40,39 @@ const MAY_SEE = (reach: string, owner: string, ev: string, since = false) =>
     since ? ` AND m.added_at <= ${ev}.created_at` : ''
   }))`;
 
-// Writes an event (type T, at $AT) for the rows of CTE `p` (those `where` keeps), and its deliveries,
-// in one statement. The deliveries go to the enabled endpoints that want the type and whose owner
-// is a member of the event's garden now, as the event is written (endpoints with admin reach then:
-// every event); the members' endpoints and the admin ones are two joins, so each can go by its own
-// index.
+// Writes an event (type T, at $AT) for the rows of CTE `p` (those `where` keeps), in one statement.
+// Nothing per endpoint: each endpoint's dispatcher reads the log from its own position (claim).
 export const eventFor = (type: EventType, at: string, data = DATA, where = '') => `
   e AS (INSERT INTO events (id, type, owner, garden, data, created_at)
         SELECT ${NEW_ID(at)}, '${type}', p.owner, p.garden, ${data}, ${at} FROM p ${where}
-        RETURNING id, garden, created_at),
-  d AS (INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
-        SELECT e.id, w.id, 'pending', e.created_at, e.created_at
-          FROM e JOIN garden_members m ON m.garden_id = e.garden
-          JOIN webhook_endpoints w ON w.owner = m.user_id AND NOT ${ADMIN_REACH('w', 'e.created_at')}
-          WHERE w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0
-        UNION ALL
-        SELECT e.id, w.id, 'pending', e.created_at, e.created_at FROM e JOIN webhook_endpoints w
-          ON w.admin AND w.status = 'enabled' AND (w.events & ${typeBit(type)}) != 0
-          AND ${ADMIN_REACH('w', 'e.created_at')}
         RETURNING 1)`;
-// How many deliveries the statement queued (the dispatcher is told when there are some).
-export const QUEUED = '(SELECT count(*) FROM d)::int AS queued';
 
 // Endpoints per owner are counted under an advisory lock on the owner (there is no users row to
 // lock); a key space of its own, apart from the gardens' user lock (gardens.ts).
 const OWNER_LOCK = 727_004;
 const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
-const EVENT_COLS = 'xid::text AS xid, seq, id, type, owner, garden, data, created_at';
+// An endpoint's columns, as toEndpoint reads them.
+const ENDPOINT_COLS = [
+  'id',
+  'owner',
+  'admin',
+  'admin_token',
+  'admin_until',
+  'url',
+  'events',
+  'description',
+  'secret',
+  'previous_secret',
+  'previous_secret_until',
+  'status',
+  'disabled_reason',
+  'created_at',
+  'last_success_at',
+  'failing_since',
+] as const;
+const EVENT_COLS = (t = 'events') =>
+  `${t}.xid::text AS xid, ${t}.seq, ${t}.id, ${t}.type, ${t}.owner, ${t}.garden, ${t}.data, ${t}.created_at`;
 // An event type column's bit in endpoint masks, as event-mask.ts gives it.
 const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
@@ -82,25 +87,49 @@ export const EVENT_QUERIES = {
   endpointsAll: 'SELECT * FROM webhook_endpoints ORDER BY seq',
   endpointsOf: 'SELECT * FROM webhook_endpoints WHERE owner = $1 ORDER BY seq',
   endpoint: 'SELECT * FROM webhook_endpoints WHERE id = $1',
-  endpointsIn: 'SELECT * FROM webhook_endpoints WHERE id = ANY($1::text[])',
   updateEndpoint: `UPDATE webhook_endpoints SET secret = $2, previous_secret = $3, previous_secret_until = $4,
       status = $5, disabled_reason = $6,
       -- Only when the patch sets it: a delivery finishing meanwhile keeps what it wrote.
-      failing_since = CASE WHEN $8 THEN $7 ELSE failing_since END
+      failing_since = CASE WHEN $8 THEN $7 ELSE failing_since END,
+      -- Enabled again: it goes on from the log's head (while disabled it got nothing).
+      position_xid = CASE WHEN status = 'disabled' AND $5 = 'enabled' THEN pg_current_xact_id() ELSE position_xid END,
+      position_seq = CASE WHEN status = 'disabled' AND $5 = 'enabled' THEN 0 ELSE position_seq END,
+      lease_owner = CASE WHEN status = 'disabled' AND $5 = 'enabled' THEN NULL ELSE lease_owner END,
+      lease_until = CASE WHEN status = 'disabled' AND $5 = 'enabled' THEN NULL ELSE lease_until END
     WHERE id = $1 RETURNING *`,
   deleteEndpoint: `WITH a AS (DELETE FROM delivery_attempts WHERE endpoint_id = $1),
       d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
     DELETE FROM webhook_endpoints WHERE id = $1`,
-  // Per enabled endpoint, its first $6 due deliveries through the deliveries_endpoint_due index
+  // (a) The queued deliveries (retries, recovers, and those queued before deliveries came from the
+  // log): per enabled endpoint, its first $6 due ones through the deliveries_endpoint_due index
   // (locked with SKIP LOCKED: another instance's claim passes over them), then $5 of those, fairly:
   // each owner's in turn (its endpoints' first, then their second …), the owner holding the fewest
   // deliveries already ($7: the claimer's load by owner) first, and among equals the most overdue.
-  // The cost follows the endpoints and what is claimed, not how long the queue is.
   // Those whose endpoint may no longer see their event (its owner is no member of the event's
   // garden, and it has no admin reach now) are not leased but ended, failed, with an attempt that
-  // says why and no status; the endpoint's own record (failing since, last success) is left alone,
-  // since nothing was sent to it.
-  claim: `WITH due AS (
+  // says why and no status; the endpoint's own record is left alone, since nothing was sent to it.
+  // (b) Then, up to $5 in all and $6 per endpoint, first attempts from the log: for each enabled
+  // endpoint whose log lease is free, run out or the caller's, the events after its window's end
+  // ($8: the caller's windows, honoured while it still holds the lease) or else after its position,
+  // of its types, that it may see now: with admin reach any garden's (along events_position), else
+  // those of its owner's gardens written while the owner was a member (along
+  // events_garden_position, one walk per garden): the cost follows the owner's gardens and what is
+  // taken, not the log. Only events whose every predecessor has committed (xid before the
+  // snapshot's xmin), as readEvents. The owners take turns as in (a).
+  // The endpoint rows are written only where the lease is still free or the caller's and the
+  // position (or the caller's lease) is still as read, locked first in the order of their ids: of
+  // claims racing for one endpoint, one wins and the others hand out none of its events. A row
+  // another write holds is passed over (SKIP LOCKED), except one of the caller's own windows, whose
+  // lock is waited for: it is the caller's own record under way on another connection, and passing
+  // over it would leave the window idle until the next poll. An endpoint that took events is leased
+  // to the caller (window_xid/seq: the last one handed out); one that found none moves its position
+  // to as far as the claim looked (the snapshot's xmin), or, when the caller has a window there,
+  // keeps it leased. A window whose lease is no longer the caller's once locked is answered as it
+  // was, with nothing taken (the next claim finds it gone). The answer: kind `q` (a queued
+  // delivery), `l` (an event from the log), each with its event and endpoint (w_…), or `w` (a
+  // window the caller holds after the claim, and how far it reaches).
+  claim: `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+    due AS (
       SELECT d.id, d.event_id, d.attempts, d.next_attempt_at, w.id AS endpoint_id, w.owner, w.admin AS made_admin,
         ${ADMIN_REACH('w', '$3')} AS admin,
         row_number() OVER (PARTITION BY w.id ORDER BY d.next_attempt_at, d.id) AS turn
@@ -125,14 +154,101 @@ export const EVENT_QUERIES = {
       SELECT c.id, c.endpoint_id, c.event_id, c.type, c.attempts + 1, $3, NULL, 'failed',
         CASE WHEN c.made_admin THEN ${sqlText(NOT_SENT_ADMIN)} ELSE ${sqlText(NOT_SENT_MEMBER)} END || c.garden,
         0, NULL
-      FROM checked c WHERE NOT c.allowed)
-    UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM checked c WHERE deliveries.id = c.id AND c.allowed
-    RETURNING deliveries.id::text AS id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts`,
-  eventsIn: `SELECT ${EVENT_COLS} FROM events WHERE id = ANY($1::text[])`,
-  // Finished attempts, any number in one statement (one array per column, in their order): each is
-  // logged, its delivery rescheduled or ended (if still leased to the one that made the attempt),
-  // and each endpoint's record updated once, as the attempts in their order would have left it:
-  // its last success, and the first failure after it (or the first of all, if it was not failing).
+      FROM checked c WHERE NOT c.allowed),
+    leased AS (UPDATE deliveries SET lease_owner = $1, lease_until = $2 FROM checked c
+      WHERE deliveries.id = c.id AND c.allowed
+      RETURNING deliveries.id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts),
+    qn AS (SELECT endpoint_id, owner, count(*) AS n FROM checked WHERE allowed GROUP BY endpoint_id, owner),
+    wl AS (SELECT w.id, w.owner, w.events, w.position_xid AS px, w.position_seq AS ps, ${ADMIN_REACH('w', '$3')} AS reach,
+        coalesce(o.x IS NOT NULL AND w.lease_owner = $1, false) AS windowed, o.x, o.s,
+        CASE WHEN w.id = ANY($4::text[]) THEN 0
+          ELSE $6 - coalesce((SELECT sum(qn.n) FROM qn WHERE qn.endpoint_id = w.id), 0) END AS room
+      FROM webhook_endpoints w LEFT JOIN (
+        SELECT key, split_part(value, '.', 1)::xid8 AS x, split_part(value, '.', 2)::bigint AS s
+        FROM jsonb_each_text($8::jsonb)) o ON o.key = w.id
+      WHERE w.status = 'enabled' AND (w.lease_owner IS NULL OR w.lease_until <= $3 OR w.lease_owner = $1)),
+    wf AS (SELECT wl.*, CASE WHEN windowed THEN x ELSE px END AS fx, CASE WHEN windowed THEN s ELSE ps END AS fs
+      FROM wl WHERE windowed OR room > 0),
+    cand AS (SELECT * FROM (
+        SELECT wf.id AS endpoint_id, wf.owner, wf.room, x.xid, x.seq, x.event_id,
+          row_number() OVER (PARTITION BY wf.id ORDER BY x.xid, x.seq) AS turn
+        FROM wf CROSS JOIN h CROSS JOIN LATERAL (
+          (SELECT e.xid, e.seq, e.id AS event_id FROM events e
+            WHERE wf.reach AND (e.xid, e.seq) > (wf.fx, wf.fs) AND e.xid < h.xmin
+              AND (wf.events & ${TYPE_BIT_SQL('e.type')}) != 0
+            ORDER BY e.xid, e.seq LIMIT $6)
+          UNION ALL
+          (SELECT g.xid, g.seq, g.event_id FROM garden_members m CROSS JOIN LATERAL (
+              SELECT e.xid, e.seq, e.id AS event_id FROM events e
+              WHERE e.garden = m.garden_id AND (e.xid, e.seq) > (wf.fx, wf.fs) AND e.xid < h.xmin
+                AND e.created_at >= m.added_at AND (wf.events & ${TYPE_BIT_SQL('e.type')}) != 0
+              ORDER BY e.xid, e.seq LIMIT $6) g
+            WHERE NOT wf.reach AND m.user_id = wf.owner
+            ORDER BY g.xid, g.seq LIMIT $6)) x
+        WHERE wf.room > 0) c
+      WHERE c.turn <= c.room),
+    took AS (SELECT * FROM (
+        SELECT c.*, row_number() OVER (PARTITION BY c.owner ORDER BY c.turn, c.xid, c.seq) AS owner_turn FROM cand c) r
+      ORDER BY coalesce(($7::jsonb ->> r.owner)::bigint, 0)
+          + coalesce((SELECT sum(qn.n) FROM qn WHERE qn.owner = r.owner), 0) + r.owner_turn, r.xid, r.seq
+      LIMIT greatest($5 - (SELECT count(*) FROM checked WHERE allowed), 0)),
+    fc AS (SELECT endpoint_id, count(*) AS n FROM cand GROUP BY endpoint_id),
+    tc AS (SELECT endpoint_id, count(*) AS n, (array_agg(xid ORDER BY xid DESC, seq DESC))[1] AS lx,
+        (array_agg(seq ORDER BY xid DESC, seq DESC))[1] AS ls
+      FROM took GROUP BY endpoint_id),
+    st AS (SELECT wf.id, wf.windowed, wf.px, wf.ps, wf.fx, wf.fs, h.xmin, coalesce(tc.n, 0) AS taken, tc.lx, tc.ls,
+        wf.room > 0 AND coalesce(fc.n, 0) < wf.room AND coalesce(tc.n, 0) = coalesce(fc.n, 0) AS looked
+      FROM wf CROSS JOIN h LEFT JOIN fc ON fc.endpoint_id = wf.id LEFT JOIN tc ON tc.endpoint_id = wf.id),
+    ends AS (SELECT st.*,
+        CASE WHEN looked AND xmin > fx THEN xmin WHEN looked THEN fx WHEN taken > 0 THEN lx ELSE fx END AS ex,
+        CASE WHEN looked AND xmin > fx THEN 0 WHEN looked THEN fs WHEN taken > 0 THEN ls ELSE fs END AS es,
+        CASE WHEN taken > 0 OR windowed THEN 'lease' WHEN looked AND xmin > px THEN 'move' END AS act
+      FROM st),
+    own AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w JOIN ends e ON e.id = w.id
+      WHERE e.act IS NOT NULL AND e.windowed AND w.lease_owner = $1 ORDER BY w.id FOR UPDATE OF w),
+    free AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w JOIN ends e ON e.id = w.id
+      WHERE e.act IS NOT NULL AND NOT e.windowed
+        AND (w.lease_owner IS NULL OR w.lease_until <= $3 OR w.lease_owner = $1)
+        AND w.position_xid = e.px AND w.position_seq = e.ps
+      ORDER BY w.id FOR UPDATE OF w SKIP LOCKED),
+    lk AS (SELECT id FROM own UNION ALL SELECT id FROM free),
+    upd AS (UPDATE webhook_endpoints w SET
+        lease_owner = CASE WHEN e.act = 'lease' THEN $1 END,
+        lease_until = CASE WHEN e.act = 'lease' THEN $2::timestamptz END,
+        position_xid = CASE WHEN e.act = 'move' THEN e.ex ELSE w.position_xid END,
+        position_seq = CASE WHEN e.act = 'move' THEN e.es ELSE w.position_seq END,
+        window_xid = CASE WHEN e.taken > 0 THEN e.lx WHEN e.act = 'lease' THEN w.window_xid END,
+        window_seq = CASE WHEN e.taken > 0 THEN e.ls WHEN e.act = 'lease' THEN w.window_seq END
+      FROM ends e JOIN lk ON lk.id = e.id WHERE w.id = e.id
+      RETURNING w.id, e.act, e.ex, e.es)
+    SELECT r.*, ${ENDPOINT_COLS.map((c) => `ep.${c} AS w_${c}`).join(', ')} FROM (
+      SELECT 'q' AS kind, l.id::text AS delivery_id, l.attempts, l.endpoint_id, NULL AS window_xid,
+          NULL::bigint AS window_seq, ev.xid AS x, ${EVENT_COLS('ev')}
+        FROM leased l JOIN events ev ON ev.id = l.event_id
+      UNION ALL
+      SELECT 'l', NULL, 0, t.endpoint_id, NULL, NULL, ev.xid, ${EVENT_COLS('ev')}
+        FROM took t JOIN upd u ON u.id = t.endpoint_id AND u.act = 'lease' JOIN events ev ON ev.id = t.event_id
+      UNION ALL
+      SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+        FROM upd u WHERE u.act = 'lease'
+      UNION ALL
+      -- A window of the caller's whose lease its own record just ended (or another took after it ran
+      -- out): answered as it was, with nothing more taken from it.
+      SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+        FROM ends e WHERE e.windowed AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.id = e.id)) r
+    LEFT JOIN webhook_endpoints ep ON ep.id = r.endpoint_id AND r.kind <> 'w'
+    ORDER BY r.kind DESC, r.x, r.seq`,
+  // Finished attempts and log progress, any number in one statement (one array per column, in
+  // their order): each attempt is logged; a queued delivery is rescheduled or ended (if still leased
+  // to the one that made the attempt); a first attempt from the log that is to be retried becomes a
+  // queued delivery, if its maker still holds the endpoint's log lease (else whoever holds it now
+  // sends the event again from the log); each endpoint's record is updated once, as the attempts in
+  // their order would have left it (its last success, and the first failure after it, or the first
+  // of all if it was not failing), and its position and lease set as the progress ($14 …) gives
+  // them, where the lease is still the caller's; a lease to end is kept when a claim of the caller's
+  // reached past the position meanwhile (a claim and a record of one dispatcher may run at once:
+  // ending it would let another dispatcher send that claim's events again). The endpoint rows are
+  // locked in the order of their ids first, so that two finishes never wait for each other in a circle.
   finish: `WITH f AS (
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[],
         $7::timestamptz[], $8::int[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::text[])
@@ -147,26 +263,53 @@ export const EVENT_QUERIES = {
         next_attempt_at = COALESCE(f.next_attempt_at, deliveries.next_attempt_at), lease_owner = NULL,
         lease_until = NULL
       FROM f WHERE deliveries.id = f.delivery_id AND deliveries.lease_owner = f.lease_owner),
+    q AS (INSERT INTO deliveries (event_id, endpoint_id, state, attempts, next_attempt_at, created_at)
+      SELECT f.event_id, f.endpoint_id, 'pending', 1, f.next_attempt_at, f.at
+      FROM f JOIN webhook_endpoints w ON w.id = f.endpoint_id AND w.lease_owner = f.lease_owner
+      WHERE f.delivery_id IS NULL AND f.outcome = 'retrying' AND f.next_attempt_at IS NOT NULL),
     s AS (SELECT endpoint_id, max(n) FILTER (WHERE outcome = 'succeeded') AS sn FROM f GROUP BY endpoint_id),
     ep AS (SELECT f.endpoint_id, max(f.at) FILTER (WHERE f.n = s.sn) AS success,
         (array_agg(f.at ORDER BY f.n) FILTER (WHERE f.outcome <> 'succeeded' AND f.n > coalesce(s.sn, 0)))[1]
           AS failure,
         (array_agg(f.disable ORDER BY f.n) FILTER (WHERE f.disable IS NOT NULL))[1] AS disable
-      FROM f JOIN s ON s.endpoint_id = f.endpoint_id GROUP BY f.endpoint_id)
+      FROM f JOIN s ON s.endpoint_id = f.endpoint_id GROUP BY f.endpoint_id),
+    p AS (SELECT * FROM unnest($14::text[], $15::text[], $16::xid8[], $17::bigint[], $18::timestamptz[])
+        AS p(endpoint_id, lease_owner, xid, seq, until)),
+    u AS (SELECT coalesce(ep.endpoint_id, p.endpoint_id) AS id, ep.endpoint_id IS NOT NULL AS attempted,
+        ep.success, ep.failure, ep.disable, p.lease_owner AS p_owner, p.xid, p.seq, p.until
+      FROM ep FULL JOIN p ON p.endpoint_id = ep.endpoint_id),
+    lk AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w WHERE w.id IN (SELECT id FROM u) ORDER BY w.id FOR UPDATE)
     UPDATE webhook_endpoints w SET
-      last_success_at = COALESCE(ep.success, w.last_success_at),
-      failing_since = CASE WHEN ep.success IS NOT NULL THEN ep.failure ELSE COALESCE(w.failing_since, ep.failure) END,
-      status = CASE WHEN ep.disable IS NOT NULL THEN 'disabled' ELSE w.status END,
-      disabled_reason = COALESCE(ep.disable, w.disabled_reason)
-    FROM ep WHERE w.id = ep.endpoint_id`,
+      last_success_at = COALESCE(u.success, w.last_success_at),
+      failing_since = CASE WHEN NOT u.attempted THEN w.failing_since WHEN u.success IS NOT NULL THEN u.failure
+        ELSE COALESCE(w.failing_since, u.failure) END,
+      status = CASE WHEN u.disable IS NOT NULL THEN 'disabled' ELSE w.status END,
+      disabled_reason = COALESCE(u.disable, w.disabled_reason),
+      position_xid = CASE WHEN w.lease_owner = u.p_owner THEN u.xid ELSE w.position_xid END,
+      position_seq = CASE WHEN w.lease_owner = u.p_owner THEN u.seq ELSE w.position_seq END,
+      lease_until = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) THEN w.lease_until
+        WHEN u.until IS NOT NULL THEN GREATEST(u.until, w.lease_until)
+        WHEN (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.lease_until END,
+      lease_owner = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) OR u.until IS NOT NULL
+        OR (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.lease_owner END,
+      window_xid = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) OR u.until IS NOT NULL
+        OR (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.window_xid END,
+      window_seq = CASE WHEN NOT coalesce(w.lease_owner = u.p_owner, false) OR u.until IS NOT NULL
+        OR (w.window_xid, w.window_seq) > (u.xid, u.seq) THEN w.window_seq END
+    FROM u JOIN lk ON lk.id = u.id WHERE w.id = u.id`,
   attempts: 'SELECT * FROM delivery_attempts WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
+  // Events since $2 the endpoint wants and may see now, at or before its position (those after it
+  // come from the log), neither acknowledged (a succeeded attempt) nor queued already.
   recover: `INSERT INTO deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
     SELECT ev.id, w.id, 'pending', $3, $3 FROM webhook_endpoints w JOIN events ev
       ON ev.created_at >= $2
+        AND (ev.xid, ev.seq) <= (w.position_xid, w.position_seq)
         AND (w.events & ${TYPE_BIT_SQL('ev.type')}) != 0
         AND ${MAY_SEE(ADMIN_REACH('w', '$3'), 'w.owner', 'ev', true)}
-    WHERE w.id = $1 AND NOT EXISTS (
-      SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state IN ('pending', 'succeeded'))`,
+    WHERE w.id = $1
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.endpoint_id = w.id AND d.event_id = ev.id AND d.state = 'pending')
+      AND ev.id NOT IN (SELECT a.event_id FROM delivery_attempts a
+        WHERE a.endpoint_id = $1 AND a.outcome = 'succeeded')`,
   position: 'SELECT xid::text AS xid, seq FROM events WHERE id = $1',
   // Events of every transaction at or after the oldest one still running have yet to be read.
   head: `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`,
@@ -174,7 +317,7 @@ export const EVENT_QUERIES = {
   // committed or never will), on a row of its own when there is no event: where a reader that found
   // fewer than it asked for goes on from (readEvents).
   eventsAll: `SELECT h.xmin::text AS head, e.* FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) h
-    LEFT JOIN LATERAL (SELECT xid AS x, ${EVENT_COLS} FROM events
+    LEFT JOIN LATERAL (SELECT xid AS x, ${EVENT_COLS()} FROM events
       WHERE (xid, seq) > ($1::xid8, $2::bigint) AND xid < h.xmin
       ORDER BY xid, seq LIMIT $3) e ON true
     ORDER BY e.x, e.seq`,
@@ -205,6 +348,15 @@ export interface EventRow {
   data: string;
   created_at: Date;
 }
+/** A row of the claim: a queued delivery (q), an event from the log (l), or a window (w). */
+export type ClaimRow = EventRow & { [K in keyof EndpointRow as `w_${K}`]: EndpointRow[K] } & {
+  kind: 'q' | 'l' | 'w';
+  delivery_id: string | null;
+  attempts: number;
+  endpoint_id: string;
+  window_xid: string | null;
+  window_seq: number | null;
+};
 export interface EndpointRow {
   id: string;
   owner: string;
@@ -225,7 +377,7 @@ export interface EndpointRow {
 }
 export interface AttemptRow {
   id: number;
-  delivery_id: number;
+  delivery_id: number | null;
   endpoint_id: string;
   event_id: string;
   event_type: EventType;
@@ -262,6 +414,10 @@ export function toEvent(r: EventRow): EventRecord {
   };
 }
 
+/** The endpoint of a claim's row (its w_… columns). */
+export const claimEndpoint = (r: ClaimRow): EndpointRow =>
+  Object.fromEntries(ENDPOINT_COLS.map((c) => [c, r[`w_${c}`]])) as unknown as EndpointRow;
+
 export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   id: r.id,
   owner: r.owner,
@@ -283,7 +439,7 @@ export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
 
 export const toAttempt = (r: AttemptRow): AttemptRecord => ({
   id: String(r.id),
-  deliveryId: String(r.delivery_id),
+  deliveryId: r.delivery_id === null ? null : String(r.delivery_id),
   endpointId: r.endpoint_id,
   eventId: r.event_id,
   eventType: r.event_type,

@@ -333,4 +333,26 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       UPDATE webhook_endpoints SET admin = false WHERE admin;
     `,
   },
+  {
+    version: 11,
+    name: '0011_deliveries_from_the_log',
+    // Webhooks come from the log: a write records its event only, and each endpoint follows the log
+    // from its position (xid, seq: every matching event up to there has been sent, or queued for a
+    // retry), under a lease held by the dispatcher sending what follows it. Every endpoint starts at
+    // this transaction (its id, seq 0): the events of older transactions have their delivery rows
+    // already (those still pending stay, and are claimed as before: they are the retry queue now),
+    // and those of later ones come from the log, so the move loses nothing and sends nothing twice.
+    // An endpoint made later starts at its own transaction (the default). window_xid/window_seq: the
+    // last event the lease holder's claims handed out, so that a report ending the lease at a
+    // position short of it (a claim ran meanwhile) keeps the lease instead. Finished delivery rows go (the attempts log
+    // keeps their history); a first attempt from the log has no delivery row.
+    sql: `
+      ALTER TABLE webhook_endpoints ADD COLUMN position_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        ADD COLUMN position_seq bigint NOT NULL DEFAULT 0,
+        ADD COLUMN lease_owner text, ADD COLUMN lease_until timestamptz,
+        ADD COLUMN window_xid xid8, ADD COLUMN window_seq bigint;
+      ALTER TABLE delivery_attempts ALTER COLUMN delivery_id DROP NOT NULL;
+      DELETE FROM deliveries WHERE state <> 'pending';
+    `,
+  },
 ];

@@ -1,5 +1,5 @@
 import { rolesFor } from '../../access/policy.js';
-import { DATA, eventFor, QUEUED } from './events.js';
+import { DATA, eventFor } from './events.js';
 
 // The SQL of plants on PostgreSQL: creates (with their garden's role check), changes, deletes and
 // list pages, with the events and deliveries each writes in the same statement or transaction.
@@ -101,7 +101,7 @@ export const PLANT_QUERIES = {
       ON CONFLICT (id) DO NOTHING RETURNING id, version),
     p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)),
     ${eventFor('plant.created', 'p.at', DATA, 'WHERE p.at IS NOT NULL')}
-    SELECT u.n, p.id, p.version, u.found, u.role, ${QUEUED} FROM u LEFT JOIN p USING (n)`,
+    SELECT u.n, p.id, p.version, u.found, u.role FROM u LEFT JOIN p USING (n)`,
   // A client-chosen id's plant ($1 … $5: id, owner, garden, name, tag; $6 by admin), if its
   // creator may write in its garden: whether it may, and the plant written (none: the id exists).
   insertClientId: `WITH a AS (${ACCESS('$3::text', '$2::text')}),
@@ -110,7 +110,7 @@ export const PLANT_QUERIES = {
     SELECT a.found, a.role, ins.id, ins.version FROM a LEFT JOIN ins ON true`,
   raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
   recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden, $4::text AS name,
-      $5::text AS tag), ${eventFor('plant.created', '$6')} SELECT ${QUEUED}`,
+      $5::text AS tag), ${eventFor('plant.created', '$6')} SELECT 1`,
   // A change: the row locked, so that its check and its write are one step against any other
   // writer, with the actor's role in its garden.
   plantForUpdate: `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p
@@ -118,7 +118,7 @@ export const PLANT_QUERIES = {
   updatePlant: `UPDATE plants SET name = $2, tag = $3, version = nextval('plant_versions') WHERE id = $1 RETURNING version`,
   // A change's event: the plant row and the event's data (the plant after it, with previous) as parameters.
   recordUpdated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden),
-    ${eventFor('plant.updated', '$5', '$4::text')} SELECT ${QUEUED}`,
+    ${eventFor('plant.updated', '$5', '$4::text')} SELECT 1`,
   // A delete in one statement, by an actor ($2; null: admin) that may write in the plant's garden,
   // in one of the versions $3 (null: any), with its event at $4 (null: none). When it deletes
   // nothing, the store reads why.
@@ -127,7 +127,7 @@ export const PLANT_QUERIES = {
         WHERE m.garden_id = x.garden AND m.user_id = $2 AND ${WRITES('m.role')}))
       RETURNING x.id, x.owner, x.garden, x.name, x.tag),
     ${eventFor('plant.deleted', '$4::timestamptz', DATA, 'WHERE $4::timestamptz IS NOT NULL')}
-    SELECT id, ${QUEUED} FROM p`,
+    SELECT id FROM p`,
   getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
   // A plant and a user's role in its garden (no user: no role), by primary keys.
   plantFor: `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p

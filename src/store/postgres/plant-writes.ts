@@ -21,7 +21,7 @@ import type { PLANT_QUERIES } from './plant-queries.js';
 import { IN_FLIGHT, type PlantRow, toPlant } from './plant-reads.js';
 
 // The plant writes of the PostgreSQL store: creates (batched per turn), changes and deletes, each
-// with its garden's role check, its event and its deliveries in the same statement or transaction.
+// with its garden's role check and its event in the same statement or transaction.
 
 // Arbitrary but fixed key of the advisory lock that serializes client-chosen ids.
 const ID_LOCK = 727_002;
@@ -42,7 +42,6 @@ interface CreateRow {
   version: number | null;
   found: boolean;
   role: Role | null;
-  queued: number;
 }
 
 /** What a create row says; null when its id was taken (a server-assigned one then takes the next id). */
@@ -67,7 +66,7 @@ export class PgPlantWrites {
   constructor(private readonly db: PgDb<keyof typeof PLANT_QUERIES | 'finishIdem'>) {}
 
   // The creates with server-assigned ids of a turn: one statement checks their gardens and writes
-  // their plants, events and deliveries.
+  // their plants and events.
   private readonly creates = new CallBatch((cs: ServerIdCreate[]) => this.createBatch(cs), IN_FLIGHT);
 
   /** Creates a plant (see Store.createPlant). */
@@ -75,21 +74,12 @@ export class PgPlantWrites {
     const create = { plant, event: event ?? null };
     if (plant.id === null && !idem) {
       // The common case: the turn's creates in one statement, no explicit transaction (their garden
-      // checks, events and deliveries in the same statement).
+      // checks and events in the same statement).
       return createResult(plant, await this.creates.push(create));
     }
-    let queued = 0;
-    const result = await this.db.tx(async (c): Promise<CreateResult> => {
-      let made: Made | null;
-      if (plant.id === null) {
-        const r = await this.createOne(create, c);
-        made = r.made;
-        queued = r.queued;
-      } else {
-        made = await this.createClientId(plant, event, c, (n) => {
-          queued = n;
-        });
-      }
+    return this.db.tx(async (c): Promise<CreateResult> => {
+      const made =
+        plant.id === null ? await this.createOne(create, c) : await this.createClientId(plant, event, c);
       // A refusal by the garden records nothing against the key: the caller releases it.
       if (typeof made === 'string') return createResult(plant, made);
       if (idem) {
@@ -102,8 +92,6 @@ export class PgPlantWrites {
       }
       return createResult(plant, made);
     });
-    this.db.queued(queued);
-    return result;
   }
 
   // A client-chosen id, step by step in the create's transaction: the plant, if its creator may
@@ -112,28 +100,26 @@ export class PgPlantWrites {
     plant: NewPlant,
     event: NewEvent | undefined,
     c: pg.PoolClient,
-    onQueued: (n: number) => void,
   ): Promise<Made | null> {
     const row = (
-      await this.db.q<Omit<CreateRow, 'n' | 'queued'>>(
+      await this.db.q<Omit<CreateRow, 'n'>>(
         'insertClientId',
         [plant.id, plant.owner, plant.garden, plant.name, plant.tag, plant.admin === true],
         c,
       )
     ).rows[0]!;
-    const made = madeOf(plant, { ...row, n: 1, queued: 0 });
+    const made = madeOf(plant, { ...row, n: 1 });
     if (typeof made === 'string') return made;
     if (made === null) return null;
     // Serialized so two concurrent client ids cannot lower the sequence below either of them.
     await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
     await this.db.q('raiseSequence', [made.id], c);
     if (event) {
-      const e = await this.db.q<{ queued: number }>(
+      await this.db.q(
         'recordCreated',
         [made.id, plant.owner, plant.garden, plant.name, plant.tag, event.at],
         c,
       );
-      onQueued(e.rows[0]?.queued ?? 0);
     }
     return made;
   }
@@ -149,8 +135,7 @@ export class PgPlantWrites {
   ): Promise<UpdateResult> {
     // An id the bigint parameter would refuse is no plant.
     if (!Number.isSafeInteger(id)) return refused('missing');
-    let queued = 0;
-    const result = await this.db.tx(async (c): Promise<UpdateResult> => {
+    return this.db.tx(async (c): Promise<UpdateResult> => {
       const row = (await this.db.q<PlantRow>('plantForUpdate', [id, actor], c)).rows[0];
       const role = row && roleOf(actor, row.role);
       if (row === undefined || role === null) return refused('missing');
@@ -165,12 +150,7 @@ export class PgPlantWrites {
         now = { ...was, name, tag, version: r.rows[0]!.version };
         if (event) {
           const data = JSON.stringify(eventData(id, name, tag, was.garden, previous));
-          const e = await this.db.q<{ queued: number }>(
-            'recordUpdated',
-            [id, was.owner, was.garden, data, event.at],
-            c,
-          );
-          queued = e.rows[0]?.queued ?? 0;
+          await this.db.q('recordUpdated', [id, was.owner, was.garden, data, event.at], c);
         }
       }
       if (idem) {
@@ -179,8 +159,6 @@ export class PgPlantWrites {
       }
       return { ok: { plant: now, changed } };
     });
-    this.db.queued(queued);
-    return result;
   }
 
   // Runs createPlants for these creates; a row per create, by its ordinal.
@@ -201,11 +179,7 @@ export class PgPlantWrites {
   }
 
   private async createBatch(cs: ServerIdCreate[]): Promise<(Made | Promise<Made>)[]> {
-    const alone = (x: ServerIdCreate) =>
-      this.createOne(x).then((r) => {
-        this.db.queued(r.queued);
-        return r.made;
-      });
+    const alone = (x: ServerIdCreate) => this.createOne(x);
     if (cs.length === 1) return [alone(cs[0]!)];
     let rows: Map<number, CreateRow>;
     try {
@@ -216,14 +190,13 @@ export class PgPlantWrites {
       // Refused, it wrote nothing; each create runs on its own, to succeed or fail by itself.
       return cs.map(alone);
     }
-    this.db.queued(rows.get(1)?.queued ?? 0);
     // A plant whose id a client took meanwhile was not written: it takes the next id on its own.
     return cs.map((x, i) => madeOf(x.plant, rows.get(i + 1)) ?? alone(x));
   }
 
   // One create with a server-assigned id; nextval may land on an id a client took meanwhile, and
-  // then it takes the next one. The caller tells the dispatcher (after its commit).
-  private async createOne(x: ServerIdCreate, c?: pg.PoolClient): Promise<{ made: Made; queued: number }> {
+  // then it takes the next one.
+  private async createOne(x: ServerIdCreate, c?: pg.PoolClient): Promise<Made> {
     for (let attempt = 0; attempt < 100; attempt++) {
       let row: CreateRow | undefined;
       try {
@@ -234,7 +207,7 @@ export class PgPlantWrites {
         throw err;
       }
       const made = madeOf(x.plant, row);
-      if (made !== null) return { made, queued: row?.queued ?? 0 };
+      if (made !== null) return made;
     }
     throw new StoreUnavailableError('could not find a free plant id; retry later');
   }
@@ -249,11 +222,8 @@ export class PgPlantWrites {
     // An id the bigint parameter would refuse is no plant.
     if (!Number.isSafeInteger(id)) return refused('missing');
     const versions = ifVersions ?? null;
-    const r = await this.db.q<{ queued: number }>('deletePlant', [id, actor, versions, event?.at ?? null]);
-    if ((r.rowCount ?? 0) > 0) {
-      this.db.queued(r.rows[0]?.queued ?? 0);
-      return { ok: true };
-    }
+    const r = await this.db.q('deletePlant', [id, actor, versions, event?.at ?? null]);
+    if ((r.rowCount ?? 0) > 0) return { ok: true };
     if (actor === null && versions === null) return refused('missing');
     // Not deleted: why, as things stand now (missing before forbidden before mismatch).
     const now = (await this.db.q<{ version: number; role: Role | null }>('plantFor', [id, actor])).rows[0];
