@@ -8,6 +8,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { gardenId } from '../../src/gardens/id.js';
 import type { EndpointRecord, EventType, Role, Store, VersionedPlant } from '../../src/store/store.js';
 import { type Client, errorBody, type Harness, locationId } from './app.js';
+import { logSettled } from './log.js';
 
 // ---- through the app ----
 
@@ -279,8 +280,9 @@ export const claimAll = async (
   store: Store,
   now = new Date(Date.now() + 365 * 86_400_000),
   leaseOwner = `test-${randomUUID()}`,
-) =>
-  (
+) => {
+  await logSettled(store);
+  return (
     await store.claimDeliveries({
       now,
       leaseMs: 60_000,
@@ -290,6 +292,7 @@ export const claimAll = async (
       skipEndpoints: [],
     })
   ).jobs;
+};
 
 /**
  * Claims as claimAll does, then moves each endpoint whose log it took on past what it took and ends
@@ -298,6 +301,7 @@ export const claimAll = async (
  */
 export const takeAll = async (store: Store, now = new Date(Date.now() + 365 * 86_400_000)) => {
   const leaseOwner = `test-${randomUUID()}`;
+  await logSettled(store);
   const claim = await store.claimDeliveries({
     now,
     leaseMs: 60_000,

@@ -10,6 +10,7 @@ import {
 } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { claimAll, endpoint, garden, plant, takeAll, user } from '../helpers/gardens.js';
+import { logSettled } from '../helpers/log.js';
 import { until } from '../helpers/wait.js';
 
 // Events in gardens, on every engine (contract 8, version 3): the log read by gardens, webhook
@@ -467,6 +468,7 @@ for (const engine of ENGINES) {
       mine: string[],
       more: { windows?: Record<string, string>; perEndpoint?: number; leaseMs?: number } = {},
     ) => {
+      await logSettled(store);
       const c = await store.claimDeliveries({
         now,
         leaseMs: more.leaseMs ?? 60_000,

@@ -7,6 +7,7 @@ import { openStore } from '../../src/store/index.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { garden, home } from '../helpers/gardens.js';
+import { logSettled } from '../helpers/log.js';
 import { until } from '../helpers/wait.js';
 
 const owner = () => `owner-${randomUUID()}`;
@@ -786,6 +787,7 @@ for (const engine of ENGINES) {
           at(i).getTime(),
         ]),
       );
+      await logSettled(store);
       const { jobs } = await store.claimDeliveries({
         now: new Date(Date.now() + 3_600_000),
         leaseMs: 1000,
