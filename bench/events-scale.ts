@@ -309,9 +309,10 @@ const mb = (x: number) => (Number.isNaN(x) ? '–' : `${x.toFixed(0)} MB`);
 const date = new Date().toISOString().slice(0, 10);
 let commit = '?';
 try {
-  commit = execFileSync('git', ['-C', resolve(BIN, '../..'), 'rev-parse', '--short', 'HEAD'], {
-    encoding: 'utf8',
-  }).trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', resolve(BIN, '../..'), ...args], { encoding: 'utf8' }).trim();
+  // The commit, and the last one that changed the service itself (src/), which is what is measured.
+  commit = `${git('rev-parse', '--short', 'HEAD')} (src/ as of ${git('log', '-1', '--format=%h', '--', 'src')})`;
 } catch {}
 const machine = `${date}, tree ${commit}, ${CORES} cores (shared), Node ${process.version}; ${
   PIN
@@ -377,12 +378,15 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
 
     // What the store is asked, and the servers' CPU, over a phase.
     const pgUrl = engine === 'postgres' ? store.url : null;
-    const mark = async () => ({
-      at: performance.now(),
-      cpu: pids.map(cpuMs),
-      calls: await storeCalls(bases, admin),
-      xacts: pgUrl ? await pgTransactions(pgUrl) : Number.NaN,
-    });
+    // A phase starts once the counters are read and ends before they are (a busy server answers
+    // /metrics late), so that its CPU and time are the phase's own.
+    const mark = async (edge: 'start' | 'end') => {
+      const proc = () => ({ at: performance.now(), cpu: pids.map(cpuMs) });
+      const before = edge === 'end' ? proc() : null;
+      const calls = await storeCalls(bases, admin);
+      const xacts = pgUrl ? await pgTransactions(pgUrl) : Number.NaN;
+      return { ...(before ?? proc()), calls, xacts };
+    };
     type Mark = Awaited<ReturnType<typeof mark>>;
     const between = (a: Mark, b: Mark) => {
       const s = (b.at - a.at) / 1000;
@@ -398,9 +402,9 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
     await sleep(2000);
 
     // No stream open.
-    const q0 = await mark();
+    const q0 = await mark('start');
     await sleep(Number(opt.quiet) * 1000);
-    const q1 = await mark();
+    const q1 = await mark('end');
     const quiet = between(q0, q1);
     const rssBefore = pids.map(rssMb);
 
@@ -472,13 +476,18 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
     log(`opening ${n} streams`);
     const openStart = performance.now();
     let refused = 0;
+    // Why streams were refused and creates failed: status codes and errors, counted.
+    const reasons = new Map<string, number>();
     const openDeadline = openStart + Number(opt['open-limit']) * 1000;
     await pool(
       streams.map((_, i) => i),
       100,
       async (i) => {
         if (performance.now() > openDeadline) return;
-        await open(i).catch(() => refused++);
+        await open(i).catch((err: Error) => {
+          refused++;
+          reasons.set(err.message, (reasons.get(err.message) ?? 0) + 1);
+        });
       },
     );
     const openSeconds = (performance.now() - openStart) / 1000;
@@ -491,9 +500,9 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
 
     // Idle, every stream open.
     await sleep(3000);
-    const i0 = await mark();
+    const i0 = await mark('start');
     await sleep(Number(opt.idle) * 1000);
-    const i1 = await mark();
+    const i1 = await mark('end');
     const idle = between(i0, i1);
     const rssIdle = pids.map(rssMb);
     log(`idle: server CPU ${idle.cpu.map(pct).join(', ')}`);
@@ -505,7 +514,7 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
     let sent = 0;
     const loadMs = Number(opt.load) * 1000;
     const rssPeak = [...rssIdle];
-    const l0 = await mark();
+    const l0 = await mark('start');
     const loadStart = performance.now();
     const inflight = new Set<Promise<void>>();
     await new Promise<void>((done) => {
@@ -523,9 +532,17 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
               const id = /\/plants\/([0-9]+)$/.exec(String(r.headers.location ?? ''))?.[1];
               answered.push(performance.now() - t0);
               if (r.status === 201 && id) creates.set(Number(id), { user, sent: t0 });
-              else failed++;
+              else {
+                failed++;
+                const why = `POST /plants: ${r.status}`;
+                reasons.set(why, (reasons.get(why) ?? 0) + 1);
+              }
             },
-            () => void failed++,
+            (err: Error) => {
+              failed++;
+              const why = `POST /plants: ${err.message}`;
+              reasons.set(why, (reasons.get(why) ?? 0) + 1);
+            },
           );
           inflight.add(p);
           void p.finally(() => inflight.delete(p));
@@ -542,7 +559,7 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
         if (performance.now() - loadStart >= loadMs) clearInterval(rssTick);
       }, 1000);
     });
-    const l1 = await mark();
+    const l1 = await mark('end');
     const loaded = between(l0, l1);
     log(`loaded: ${sent} creates sent, server CPU ${loaded.cpu.map(pct).join(', ')}`);
 
@@ -628,6 +645,8 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
       `| missing (owner stream never got it; drain ${drainSeconds.toFixed(1)} s) | ${missing.toLocaleString('en')} of ${(missing + each.length).toLocaleString('en')} | 0 |`,
     );
     say(`| foreign (on a stream of another user) | ${foreign} | 0 |`);
+    if (reasons.size > 0)
+      say(`| refusals and failures | ${[...reasons].map(([why, k]) => `${why} × ${k}`).join('; ')} | – |`);
     if (duplicates + unknown + otherEvents > 0)
       say(
         `| other: duplicates, unknown plants, other types | ${duplicates}, ${unknown}, ${otherEvents} | – |`,
