@@ -20,7 +20,8 @@
  *
  * Webhooks (on each engine of --engine): a receiver that answers 204 at once (node:http,
  * keep-alive) on core 1; `serve --no-webhook-delivery` on core 0 on a fresh store; POST /plants
- * by wrk (bench/wrk.mjs; autocannon, bench/load.mjs, when wrk is not installed), 50 connections, --duration s, with 0 endpoints, with --endpoints
+ * by wrk (bench/wrk.mjs; autocannon, bench/load.mjs, when wrk is not installed), 50 connections,
+ * --rounds interleaved rounds of --duration s (the servers not measured stopped), with 0 endpoints, with --endpoints
  * endpoints and no deliverer running (delivery off), and with them and a `deliver` process on
  * core 1 (delivery on). Then a backlog of --backlog deliveries (--backlog / --endpoints creates
  * made with no deliverer running), the server stopped, and one `deliver` process started on
@@ -28,7 +29,7 @@
  *
  *   npx tsx bench/events-scale.ts [--streams 1000,10000] [--engine sqlite|postgres|sqlite,postgres]
  *       [--only streams|webhooks] [--quiet 10] [--idle 20] [--load 20] [--drain 20] [--rate N]
- *       [--duration 15] [--endpoints 10] [--backlog 100000] [--drain-limit 120]
+ *       [--rounds 3] [--duration 5] [--endpoints 10] [--backlog 100000] [--drain-limit 120]
  *       [--pg URL] [--bin OTHER/bin/plantstore] [--write]
  *   (npx tsx bench/run.ts --events-scale … runs the same; needs a build: npm run build; wrk for
  *   the webhook part: apt-get install wrk)
@@ -57,7 +58,8 @@ const { values: opt } = parseArgs({
     // Longest wait for N streams to open, in seconds.
     'open-limit': { type: 'string', default: '180' },
     instances: { type: 'string', default: '2' },
-    duration: { type: 'string', default: '15' },
+    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
     endpoints: { type: 'string', default: '10' },
     backlog: { type: 'string', default: '100000' },
     'drain-limit': { type: 'string', default: '120' },
@@ -307,7 +309,7 @@ const ms = (x: number) =>
 const pct = (x: number) => (Number.isNaN(x) ? '–' : `${(x * 100).toFixed(1)} %`);
 const mb = (x: number) => (Number.isNaN(x) ? '–' : `${x.toFixed(0)} MB`);
 const date = new Date().toISOString().slice(0, 10);
-let commit = '?';
+let commit = opt.bin ? `of ${opt.bin}` : '?';
 try {
   const git = (...args: string[]) =>
     execFileSync('git', ['-C', resolve(BIN, '../..'), ...args], { encoding: 'utf8' }).trim();
@@ -747,37 +749,73 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
   };
 
   const rows: string[] = [];
-  let base0 = Number.NaN;
+  const rounds = Number(opt.rounds);
+  const seconds = Number(opt.duration);
   try {
-    for (const [name, hooks, withDeliver] of [
-      ['0 endpoints', 0, false],
-      [`${endpoints} endpoints, no deliver process (delivery off)`, endpoints, false],
-      [`${endpoints} endpoints, a deliver process on core ${LOAD_CORE} (delivery on)`, endpoints, true],
-    ] as const) {
-      log(name);
-      const t = await target(`hooks${hooks}${withDeliver ? 'd' : ''}`, hooks);
-      const d = withDeliver ? deliver(t.store.url, LOAD_CORE) : null;
-      try {
+    // The three servers (and the deliverer) are started once and measured in turn, rounds
+    // interleaved (the order reversed every other round); the ones not measured are stopped
+    // (SIGSTOP), so each runs on core 0 alone and a drift of the machine favours none.
+    const targets: {
+      name: string;
+      hooks: number;
+      t: Awaited<ReturnType<typeof target>>;
+      d: ChildProcess | null;
+      runs: { rps: number; p50: number; p99: number; bad: number }[];
+      cpu: number;
+      dcpu: number;
+      delivered: number;
+      ms: number;
+    }[] = [];
+    const signal = (x: (typeof targets)[number], sig: NodeJS.Signals) => {
+      x.t.server.child.kill(sig);
+      x.d?.kill(sig);
+    };
+    try {
+      for (const [name, hooks, withDeliver] of [
+        ['0 endpoints', 0, false],
+        [`${endpoints} endpoints, no deliver process (delivery off)`, endpoints, false],
+        [`${endpoints} endpoints, a deliver process on core ${LOAD_CORE} (delivery on)`, endpoints, true],
+      ] as const) {
+        const t = await target(`hooks${hooks}${withDeliver ? 'd' : ''}`, hooks);
+        const d = withDeliver ? deliver(t.store.url, LOAD_CORE) : null;
+        const x = { name, hooks, t, d, runs: [], cpu: 0, dcpu: 0, delivered: 0, ms: 0 };
+        targets.push(x);
         load(t.server.base, t.token, 2); // warm-up
-        const ack0 = await acknowledged();
-        const cpu0 = cpuMs(t.server.pid);
-        const dcpu0 = d ? cpuMs(d.pid!) : 0;
-        const at0 = performance.now();
-        const r = load(t.server.base, t.token, Number(opt.duration));
-        const elapsed = performance.now() - at0;
-        const cpu = (cpuMs(t.server.pid) - cpu0) / elapsed;
-        const dcpu = d ? (cpuMs(d.pid!) - dcpu0) / elapsed : Number.NaN;
-        const delivered = ((await acknowledged()) - ack0) / (elapsed / 1000);
-        if (hooks === 0) base0 = r.rps;
-        rows.push(
-          `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / base0).toFixed(2)} | ${r.p50.toFixed(1)} ms / ${r.p99.toFixed(1)} ms | ${r.non2xx + r.errors} | ${pct(cpu)} | ${d ? `${delivered.toFixed(0)} (deliver CPU ${pct(dcpu)})` : '–'} |`,
-        );
-        log(`${r.rps.toFixed(0)} creates/s`);
-      } finally {
-        if (d) await stop(d);
-        await stop(t.server.child);
-        await t.store.drop();
+        signal(x, 'SIGSTOP');
       }
+      for (let round = 0; round < rounds; round++) {
+        for (const x of round % 2 ? [...targets].reverse() : targets) {
+          signal(x, 'SIGCONT');
+          const ack0 = await acknowledged();
+          const cpu0 = cpuMs(x.t.server.pid);
+          const dcpu0 = x.d ? cpuMs(x.d.pid!) : 0;
+          const at0 = performance.now();
+          const r = load(x.t.server.base, x.t.token, seconds);
+          const elapsed = performance.now() - at0;
+          x.cpu += cpuMs(x.t.server.pid) - cpu0;
+          if (x.d) x.dcpu += cpuMs(x.d.pid!) - dcpu0;
+          x.delivered += (await acknowledged()) - ack0;
+          x.ms += elapsed;
+          signal(x, 'SIGSTOP');
+          x.runs.push({ rps: r.rps, p50: r.p50, p99: r.p99, bad: r.non2xx + r.errors });
+          log(`round ${round + 1}, ${x.name}: ${r.rps.toFixed(0)} creates/s`);
+        }
+      }
+    } finally {
+      for (const x of targets) {
+        if (x.d) await stop(x.d);
+        await stop(x.t.server.child);
+        await x.t.store.drop();
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const base = targets[0]!.runs;
+    for (const x of targets) {
+      const rps = median(x.runs.map((r) => r.rps));
+      const ratios = x.runs.map((r, i) => r.rps / base[i]!.rps);
+      rows.push(
+        `| ${x.name} | ${rps.toFixed(0)} | ${median(ratios).toFixed(2)}${rounds > 1 ? ` (${ratios.map((q) => q.toFixed(2)).join(', ')})` : ''} | ${median(x.runs.map((r) => r.p50)).toFixed(1)} ms / ${median(x.runs.map((r) => r.p99)).toFixed(1)} ms | ${x.runs.reduce((n, r) => n + r.bad, 0)} | ${pct(x.cpu / x.ms)} | ${x.d ? `${((x.delivered * 1000) / x.ms).toFixed(0)} (deliver CPU ${pct(x.dcpu / x.ms)})` : '–'} |`,
+      );
     }
 
     // The backlog: made with no deliverer running, then one deliver process alone on core 0.
@@ -819,7 +857,7 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
     }
 
     say(
-      `**Webhooks, ${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}** (${machine}; ${LOAD_NAME} and the receiver on core ${LOAD_CORE}; POST /plants, 50 connections, ${opt.duration} s after a 2 s warm-up, each row on a fresh store, one run)`,
+      `**Webhooks, ${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}** (${machine}; ${LOAD_NAME} and the receiver on core ${LOAD_CORE}; POST /plants, 50 connections, ${opt.rounds} rounds × ${opt.duration} s after a 2 s warm-up, interleaved, each server alone on its core while measured; medians, ratios the median of the per-round ratios (each round's in brackets); each row on a fresh store)`,
     );
     say('');
     say(
