@@ -68,6 +68,11 @@ const { values: opt } = parseArgs({
       default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     },
     bin: { type: 'string' },
+    // With --write: the sections' markers get this suffix (events-streams-sqlite-NAME …), so that the
+    // figures of another tree are written beside the others, not over them.
+    label: { type: 'string' },
+    // What --bin is, for the headings (like "main at 1a2b3c4"), when its folder is not a git checkout.
+    tree: { type: 'string' },
     write: { type: 'boolean', default: false },
   },
 });
@@ -309,13 +314,14 @@ const ms = (x: number) =>
 const pct = (x: number) => (Number.isNaN(x) ? '–' : `${(x * 100).toFixed(1)} %`);
 const mb = (x: number) => (Number.isNaN(x) ? '–' : `${x.toFixed(0)} MB`);
 const date = new Date().toISOString().slice(0, 10);
-let commit = opt.bin ? `of ${opt.bin}` : '?';
-try {
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-C', resolve(BIN, '../..'), ...args], { encoding: 'utf8' }).trim();
-  // The commit, and the last one that changed the service itself (src/), which is what is measured.
-  commit = `${git('rev-parse', '--short', 'HEAD')} (src/ as of ${git('log', '-1', '--format=%h', '--', 'src')})`;
-} catch {}
+let commit = opt.tree ?? (opt.bin ? `of ${opt.bin}` : '?');
+if (opt.tree === undefined)
+  try {
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-C', resolve(BIN, '../..'), ...args], { encoding: 'utf8' }).trim();
+    // The commit, and the last one that changed the service itself (src/), which is what is measured.
+    commit = `${git('rev-parse', '--short', 'HEAD')} (src/ as of ${git('log', '-1', '--format=%h', '--', 'src')})`;
+  } catch {}
 const machine = `${date}, tree ${commit}, ${CORES} cores (shared), Node ${process.version}; ${
   PIN
     ? `server on core ${SERVER_CORE}, load on core ${LOAD_CORE}`
@@ -880,6 +886,8 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
 
 // ---- main ---------------------------------------------------------------------------------------
 
+const marker = (name: string) => (opt.label ? `${name}-${opt.label}` : name);
+
 try {
   for (const engine of ENGINES) {
     if (opt.only !== 'webhooks') {
@@ -887,13 +895,21 @@ try {
       for (const n of engine === 'postgres' ? SIZES.filter((s) => s >= 2) : SIZES)
         await streamsScenario(engine, n, say);
       if (opt.write)
-        writeSection(join(ROOT, 'docs/benchmarks.md'), `events-streams-${engine}`, lines.join('\n').trim());
+        writeSection(
+          join(ROOT, 'docs/benchmarks.md'),
+          marker(`events-streams-${engine}`),
+          lines.join('\n').trim(),
+        );
     }
     if (opt.only !== 'streams') {
       const { say, lines } = printed();
       await webhooksScenario(engine, say);
       if (opt.write)
-        writeSection(join(ROOT, 'docs/benchmarks.md'), `events-webhooks-${engine}`, lines.join('\n').trim());
+        writeSection(
+          join(ROOT, 'docs/benchmarks.md'),
+          marker(`events-webhooks-${engine}`),
+          lines.join('\n').trim(),
+        );
     }
   }
 } finally {
