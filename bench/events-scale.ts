@@ -521,7 +521,7 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
     log(`idle: server CPU ${idle.cpu.map(pct).join(', ')}`);
 
     // Loaded: creates at `rate` per second, spread over the users and the instances.
-    const creates = new Map<number, { user: number; sent: number }>();
+    const creates = new Map<number, { user: number; sent: number; inst: number }>();
     const answered: number[] = [];
     let failed = 0;
     let sent = 0;
@@ -544,7 +544,7 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
             (r) => {
               const id = /\/plants\/([0-9]+)$/.exec(String(r.headers.location ?? ''))?.[1];
               answered.push(performance.now() - t0);
-              if (r.status === 201 && id) creates.set(Number(id), { user, sent: t0 });
+              if (r.status === 201 && id) creates.set(Number(id), { user, sent: t0, inst: k % instances });
               else {
                 failed++;
                 const why = `POST /plants: ${r.status}`;
@@ -603,6 +603,9 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
 
     // Figures.
     const each: number[] = [];
+    // With several instances: arrivals on a stream of the instance that wrote the event, and of another.
+    const sameInst: number[] = [];
+    const otherInst: number[] = [];
     const last: number[] = [];
     let missing = 0;
     let foreign = 0;
@@ -618,6 +621,7 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
           all = false;
         } else {
           each.push(t - c.sent);
+          (streams[s]!.inst === c.inst ? sameInst : otherInst).push(t - c.sent);
           worst = Math.max(worst, t - c.sent);
         }
       }
@@ -654,6 +658,13 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
     say(
       `| latency, send → each owner stream | p50 ${ms(pctl(each, 0.5))}, p90 ${ms(pctl(each, 0.9))}, p99 ${ms(pctl(each, 0.99))}, max ${ms(pctl(each, 1))} (${each.length.toLocaleString('en')} arrivals) | p99 ≤ 250 ms |`,
     );
+    if (instances > 1) {
+      sameInst.sort((a, b) => a - b);
+      otherInst.sort((a, b) => a - b);
+      say(
+        `| latency by instance: stream on the writing one / on another | p50 ${ms(pctl(sameInst, 0.5))}, p99 ${ms(pctl(sameInst, 0.99))}, max ${ms(pctl(sameInst, 1))} / p50 ${ms(pctl(otherInst, 0.5))}, p99 ${ms(pctl(otherInst, 0.99))}, max ${ms(pctl(otherInst, 1))} | – |`,
+      );
+    }
     say(
       `| latency, send → the last of the owner's streams | p50 ${ms(pctl(last, 0.5))}, p99 ${ms(pctl(last, 0.99))}, max ${ms(pctl(last, 1))} (${last.length} events on every owner stream) | – |`,
     );
