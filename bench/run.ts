@@ -12,6 +12,10 @@
  *                                          deep pages for a caller in 1 garden and one in 20, against
  *                                          the ceiling (SQLite), then the mixed workload without and
  *                                          with sharing (SQLite; --no-mixed leaves it out)
+ *   npm run bench -- --events-scale        only the events-at-scale scenarios (bench/events-scale.ts):
+ *                                          thousands of open streams with creates at a steady rate,
+ *                                          and webhook throughput; the other options are that script's
+ *                                          (--streams 1000,10000 --engine sqlite|postgres --only … --write)
  *   options: --rounds N --duration S --plants N --connections N --pg URL --load wrk|autocannon
  *            --no-write (print the results only; docs/ is left as it is: for smoke runs)
  */
@@ -42,6 +46,19 @@ import { deepPages, type Seeded, SHARED_GARDENS, seed, seededPlant, USERS } from
  * that a deep page is read from the store, not the cache.
  */
 const DEEP_PAGES = 80_000;
+
+// The events-at-scale scenarios are a script of their own, with options of their own.
+if (process.argv.includes('--events-scale')) {
+  const args = process.argv.slice(2).filter((a) => a !== '--events-scale');
+  const run = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'events-scale.ts'), ...args],
+    {
+      stdio: 'inherit',
+    },
+  );
+  process.exit(run.status ?? 1);
+}
 
 const { values: opt } = parseArgs({
   options: {
