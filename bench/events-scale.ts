@@ -30,7 +30,7 @@
  *   npx tsx bench/events-scale.ts [--streams 1000,10000] [--engine sqlite|postgres|sqlite,postgres]
  *       [--only streams|webhooks] [--quiet 10] [--idle 20] [--load 20] [--drain 20] [--rate N]
  *       [--rounds 3] [--duration 5] [--endpoints 10] [--backlog 100000] [--drain-limit 120]
- *       [--pg URL] [--bin OTHER/bin/plantstore] [--write]
+ *       [--deliver-durability full|normal] [--pg URL] [--bin OTHER/bin/plantstore] [--write]
  *   (npx tsx bench/run.ts --events-scale … runs the same; needs a build: npm run build; wrk for
  *   the webhook part: apt-get install wrk)
  */
@@ -63,6 +63,8 @@ const { values: opt } = parseArgs({
     endpoints: { type: 'string', default: '10' },
     backlog: { type: 'string', default: '100000' },
     'drain-limit': { type: 'string', default: '120' },
+    // The deliver process's --durability (SQLite): full (the default) or normal.
+    'deliver-durability': { type: 'string' },
     pg: {
       type: 'string',
       default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -744,7 +746,20 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
     return { store, token, server };
   };
   const deliver = (url: string, core: string) =>
-    spawnPinned(core, [process.execPath, BIN, 'deliver', '--database', url, '--log-level', 'warn'], env);
+    spawnPinned(
+      core,
+      [
+        process.execPath,
+        BIN,
+        'deliver',
+        '--database',
+        url,
+        '--log-level',
+        'warn',
+        ...(opt['deliver-durability'] ? ['--durability', opt['deliver-durability']] : []),
+      ],
+      env,
+    );
   const load = (base: string, token: string, seconds: number) => {
     const r = JSON.parse(
       execFileSync(
