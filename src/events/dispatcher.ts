@@ -197,9 +197,14 @@ export class Dispatcher {
         // frees, not a claim later.
         const free = CLAIM_AHEAD * this.concurrency - this.inflightTotal - this.waitingTotal;
         if (free <= 0 || this.stopped) break;
-        const busy = [...this.inflight.keys(), ...this.waiting.keys()].filter(
-          (id) => (this.inflight.get(id) ?? 0) + (this.waiting.get(id)?.length ?? 0) >= this.hold(id),
-        );
+        // A claim may take up to FAST_HOLD × perEndpoint of an endpoint: an endpoint not known to
+        // answer fast is left out of it while it holds any, so that what it is given can start
+        // within START_WITHIN_MS.
+        const busy = [...this.inflight.keys(), ...this.waiting.keys()].filter((id) => {
+          const held = (this.inflight.get(id) ?? 0) + (this.waiting.get(id)?.length ?? 0);
+          const hold = this.hold(id);
+          return held >= hold || (hold === this.perEndpoint && held > 0);
+        });
         const nowMs = Date.now();
         for (const [id, until] of this.holdOff) {
           if (until <= nowMs) this.holdOff.delete(id);
@@ -218,7 +223,7 @@ export class Dispatcher {
             leaseMs: this.leaseMs,
             leaseOwner: this.id,
             limit: free,
-            perEndpoint: this.perEndpoint,
+            perEndpoint: FAST_HOLD * this.perEndpoint,
             skipEndpoints: [...skip],
             ownerLoad: this.ownerLoad(),
             windows,
@@ -485,13 +490,18 @@ export class Dispatcher {
     for (const w of this.windows.values()) {
       let position: string | undefined;
       while (w.entries[0]?.recording) position = w.entries.shift()!.position;
-      if (position === undefined && !w.dirty) continue;
+      // Nothing recorded, and a window that had reached further with nothing outstanding has been
+      // given events since (claimed after it was marked): those report its progress when recorded.
+      if (position === undefined && (!w.dirty || w.entries.length > 0)) {
+        w.dirty = false;
+        continue;
+      }
       w.dirty = false;
       const end = w.entries.length === 0 && !this.claiming && !this.ticking;
       progress.push({
         endpointId: w.endpointId,
         leaseOwner: this.id,
-        position: w.entries.length === 0 ? w.reach : position!,
+        position: w.entries.length === 0 ? w.reach : (position as string),
         leaseUntil: end ? null : new Date(now + this.leaseMs),
       });
       w.writes++;
