@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { gardenId } from '../../src/gardens/id.js';
-import type { EndpointRecord, EventType, Role, Store, VersionedPlant } from '../../src/store/store.js';
+import type {
+  DeliveryJob,
+  EndpointRecord,
+  EventType,
+  FinishedAttempt,
+  Role,
+  Store,
+  VersionedPlant,
+} from '../../src/store/store.js';
 import { type Client, errorBody, type Harness, locationId } from './app.js';
 import { logSettled } from './log.js';
 
@@ -272,6 +280,20 @@ export async function endpoint(
   return e;
 }
 
+// Every delivery due by `now` and every event of the endpoints' logs, leased to `leaseOwner` for a
+// minute, once every event committed so far is readable.
+const claimEverything = async (store: Store, now: Date, leaseOwner: string) => {
+  await logSettled(store);
+  return store.claimDeliveries({
+    now,
+    leaseMs: 60_000,
+    leaseOwner,
+    limit: 1000,
+    perEndpoint: 1000,
+    skipEndpoints: [],
+  });
+};
+
 /**
  * Every delivery due by `now` (far ahead by default), and every event of the endpoints' logs,
  * leased to a test dispatcher (`leaseOwner`: a new one by default) for a minute.
@@ -280,19 +302,7 @@ export const claimAll = async (
   store: Store,
   now = new Date(Date.now() + 365 * 86_400_000),
   leaseOwner = `test-${randomUUID()}`,
-) => {
-  await logSettled(store);
-  return (
-    await store.claimDeliveries({
-      now,
-      leaseMs: 60_000,
-      leaseOwner,
-      limit: 1000,
-      perEndpoint: 1000,
-      skipEndpoints: [],
-    })
-  ).jobs;
-};
+) => (await claimEverything(store, now, leaseOwner)).jobs;
 
 /**
  * Claims as claimAll does, then moves each endpoint whose log it took on past what it took and ends
@@ -301,15 +311,7 @@ export const claimAll = async (
  */
 export const takeAll = async (store: Store, now = new Date(Date.now() + 365 * 86_400_000)) => {
   const leaseOwner = `test-${randomUUID()}`;
-  await logSettled(store);
-  const claim = await store.claimDeliveries({
-    now,
-    leaseMs: 60_000,
-    leaseOwner,
-    limit: 1000,
-    perEndpoint: 1000,
-    skipEndpoints: [],
-  });
+  const claim = await claimEverything(store, now, leaseOwner);
   await store.finishDeliveries(
     [],
     Object.entries(claim.windows).map(([endpointId, position]) => ({
@@ -321,6 +323,26 @@ export const takeAll = async (store: Store, now = new Date(Date.now() + 365 * 86
   );
   return claim.jobs;
 };
+
+/** A job's attempt as a receiver that answered 204 at once at `at` would leave it. */
+export const acknowledged = (job: DeliveryJob, leaseOwner: string, at: Date): FinishedAttempt => ({
+  deliveryId: job.id,
+  leaseOwner,
+  disableEndpoint: null,
+  attempt: {
+    deliveryId: job.id,
+    endpointId: job.endpoint.id,
+    eventId: job.event.id,
+    eventType: job.event.type,
+    attempt: job.attempts + 1,
+    at,
+    status: 204,
+    outcome: 'succeeded',
+    error: null,
+    durationMs: 1,
+    nextAttemptAt: null,
+  },
+});
 
 /** The roles of a garden's members, by user. */
 export const rolesIn = async (store: Store, g: string) =>

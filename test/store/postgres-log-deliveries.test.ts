@@ -4,7 +4,7 @@ import pg from 'pg';
 import { PgStore } from '../../src/store/postgres/store.js';
 import type { Claim, DeliveryJob, FinishedAttempt, LogProgress, Store } from '../../src/store/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
-import { endpoint, home, plant, user } from '../helpers/gardens.js';
+import { acknowledged, endpoint, home, plant, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
 
 // Webhooks from the log on PostgreSQL: the move of a store with queued deliveries (migration 11),
@@ -36,24 +36,7 @@ class Claimer {
       windows: { ...this.windows },
     });
     for (const k of Object.keys(this.windows)) delete this.windows[k];
-    const f: FinishedAttempt[] = claim.jobs.map((j) => ({
-      deliveryId: j.id,
-      leaseOwner: this.name,
-      disableEndpoint: null,
-      attempt: {
-        deliveryId: j.id,
-        endpointId: j.endpoint.id,
-        eventId: j.event.id,
-        eventType: j.event.type,
-        attempt: j.attempts + 1,
-        at: now,
-        status: 204,
-        outcome: 'succeeded',
-        error: null,
-        durationMs: 1,
-        nextAttemptAt: null,
-      },
-    }));
+    const f: FinishedAttempt[] = claim.jobs.map((j) => acknowledged(j, this.name, now));
     const progress: LogProgress[] = Object.entries(claim.windows).map(([endpointId, position]) => {
       const kept = this.keep();
       if (kept) this.windows[endpointId] = position;

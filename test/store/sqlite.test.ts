@@ -11,7 +11,7 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { sqliteAtVersion } from '../helpers/engines.js';
-import { claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
+import { acknowledged, claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
 
 // The gardens these tests put plants into as plants:admin (an admin create needs its garden to exist).
 const GARDENS = ['gdn_o', 'gdn_p', 'gdn_o0', 'gdn_o1', 'gdn_o2', 'gdn_a', 'gdn_c'];
@@ -451,24 +451,7 @@ describe('SQLite store specifics', () => {
       });
       sent.push(...claim.jobs.map((j) => j.event.data.name));
       await store.finishDeliveries(
-        claim.jobs.map((j) => ({
-          deliveryId: j.id,
-          leaseOwner: 'd',
-          disableEndpoint: null,
-          attempt: {
-            deliveryId: j.id,
-            endpointId: j.endpoint.id,
-            eventId: j.event.id,
-            eventType: j.event.type,
-            attempt: j.attempts + 1,
-            at: new Date(),
-            status: 204,
-            outcome: 'succeeded',
-            error: null,
-            durationMs: 1,
-            nextAttemptAt: null,
-          },
-        })),
+        claim.jobs.map((j) => acknowledged(j, 'd', new Date())),
         Object.entries(claim.windows).map(([endpointId, position]) => ({
           endpointId,
           leaseOwner: 'd',
