@@ -23,13 +23,23 @@ export function eventData(
 export const shownPlant = (p: { name: string; tag: string | null; version: number }): string =>
   JSON.stringify({ name: p.name, tag: p.tag, version: p.version });
 
-/** A record's outcome with the plant it showed, when it kept one (records made before versions did not). */
+/** What an idempotent batch create's answer showed, as its record keeps it (text). */
+export const shownBatch = (ids: number[]): string => JSON.stringify({ ids });
+
+/**
+ * A record's outcome with the plant (or a batch's ids) it showed, when it kept one (records made
+ * before versions did not).
+ */
 export function recordedOutcome(
   status: number | null,
   plantId: number | null,
   shown: string | null,
 ): IdempotencyOutcome {
   const outcome: IdempotencyOutcome = { status: status ?? 500, plantId };
-  if (shown !== null) outcome.plant = JSON.parse(shown);
+  if (shown !== null) {
+    const kept = JSON.parse(shown);
+    if (Array.isArray(kept.ids)) outcome.ids = kept.ids;
+    else outcome.plant = kept;
+  }
   return outcome;
 }

@@ -28,6 +28,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
         assert.deepEqual(await store.migrate(), [
           '0013_endpoint_admin_credential',
           '0014_deliveries_from_the_log',
+          '0015_plant_search',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
@@ -57,6 +58,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
       assert.deepEqual(await store.migrate(), [
         '0010_endpoint_admin_credential',
         '0011_deliveries_from_the_log',
+        '0012_plant_search',
       ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

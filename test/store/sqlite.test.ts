@@ -49,6 +49,7 @@ describe('SQLite store specifics', () => {
       { version: 12, name: '0012_events_by_garden' },
       { version: 13, name: '0013_endpoint_admin_credential' },
       { version: 14, name: '0014_deliveries_from_the_log' },
+      { version: 15, name: '0015_plant_search' },
     ]);
     db.close();
   });
@@ -313,6 +314,7 @@ describe('SQLite store specifics', () => {
       '0012_events_by_garden',
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
+      '0015_plant_search',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -436,7 +438,7 @@ describe('SQLite store specifics', () => {
     db.close();
 
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0014_deliveries_from_the_log']);
+    assert.deepEqual(await store.migrate(), ['0014_deliveries_from_the_log', '0015_plant_search']);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
     const sent: string[] = [];
@@ -517,6 +519,7 @@ describe('SQLite store specifics', () => {
       '0012_events_by_garden',
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
+      '0015_plant_search',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -580,6 +583,7 @@ describe('SQLite store specifics', () => {
       '0012_events_by_garden',
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
+      '0015_plant_search',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

@@ -13,6 +13,8 @@ export interface IdempotencyOutcome {
   plantId: number | null;
   /** For a change: the plant as its 200 showed it. */
   plant?: { name: string; tag: string | null; version: number };
+  /** For a batch create: the ids its 201 showed. */
+  ids?: number[];
 }
 
 /**

@@ -83,7 +83,25 @@ export interface PageQuery {
   limit: number;
   /** Also each plant's version (read in the same snapshot as the page). */
   withVersion?: boolean;
+  /**
+   * Search (contract 2's `q`): only plants each of whose terms is a prefix of a word of their name,
+   * the terms and the words folded by plants/search-text.ts. Read along the engine's word index,
+   * never by reading every visible plant.
+   */
+  terms?: string[];
 }
+
+/** What an export reads: the plants a list with these filters shows, every page of them. */
+export type ExportQuery = Omit<PageQuery, 'afterId' | 'limit' | 'withVersion'>;
+
+/**
+ * A batch create's outcome: every plant created (in input order), or nothing, because a plant
+ * with one of the ids exists (`id`: the first found) or a garden refused its creator (`garden`).
+ */
+export type BatchCreateResult =
+  | { ok: VersionedPlant[] }
+  | { refused: 'exists'; id: number }
+  | { refused: 'no_garden' | 'forbidden'; garden: string };
 
 /**
  * A page of a list stays exact while `reorder` is unchanged, and a last page also while `top` is:
@@ -107,6 +125,18 @@ export interface PlantPort {
    * deliveries to every matching enabled endpoint — all in one transaction.
    */
   createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult>;
+  /**
+   * Creates every plant or none, in one transaction, each with its plant.created event at `event`'s
+   * time; with `idem`, records the outcome against the claimed key (a plant that exists too, with
+   * its id; a refusal by a garden records nothing).
+   */
+  createPlants(plants: NewPlant[], idem?: IdempotencyRef, event?: NewEvent): Promise<BatchCreateResult>;
+  /**
+   * Every plant a list with these filters shows, in id order with versions, read from one snapshot
+   * of the store and handed over a page at a time (the next page is read only when asked for), so
+   * that memory does not grow with the plants. Ending the iteration early ends the snapshot.
+   */
+  exportPlants(q: ExportQuery): AsyncIterable<PagePlant[]>;
   /** The plant with this id, whoever's garden it is in. */
   getPlant(id: number): Promise<VersionedPlant | null>;
   /**

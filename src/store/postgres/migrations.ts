@@ -1,7 +1,9 @@
+import type pg from 'pg';
 import type { Migration } from '../migrate.js';
+import { fillSearch } from './search.js';
 
 // Released migrations are frozen: add a new entry rather than editing one.
-export const POSTGRES_MIGRATIONS: Migration[] = [
+export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 1,
     name: '0001_init',
@@ -354,5 +356,14 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       ALTER TABLE delivery_attempts ALTER COLUMN delivery_id DROP NOT NULL;
       DELETE FROM deliveries WHERE state <> 'pending';
     `,
+  },
+  {
+    version: 12,
+    name: '0012_plant_search',
+    // Search by name (contract 2's `q`): each plant's folded words as a tsvector (search.ts), filled
+    // here for the plants already stored, then indexed.
+    sql: `ALTER TABLE plants ADD COLUMN search tsvector NOT NULL DEFAULT ''::tsvector;`,
+    fill: fillSearch,
+    after: 'CREATE INDEX plants_search ON plants USING gin (search);',
   },
 ];

@@ -76,6 +76,10 @@ const ACCESS = (garden: string, owner: string) => `
       LEFT JOIN LATERAL (SELECT id FROM gardens WHERE id = ${garden} FOR KEY SHARE) g ON true
       LEFT JOIN garden_members m ON m.garden_id = ${garden} AND m.user_id = ${owner}`;
 
+// The words search matches (search.ts), from the space-separated words of the name that the
+// caller folded (search-text.ts), as lexemes taken as they are.
+const WORDS = (words: string) => `array_to_tsvector(string_to_array(${words}, ' '))`;
+
 // A garden's list marks (marks row k, absent before its first plant) and, with a tag, its top.
 const MARK_COLS = (
   garden: string,
@@ -91,13 +95,14 @@ export const PLANT_QUERIES = {
   // each plant's id is the one its row is matched back by; a plant whose id was taken meanwhile is
   // not in p.
   createPlants: `WITH u AS (
-      SELECT u.n, u.owner, u.garden, u.name, u.tag, u.at, u.admin, a.found, a.role
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[])
-        WITH ORDINALITY AS u(owner, garden, name, tag, at, admin, n)
+      SELECT u.n, u.owner, u.garden, u.name, u.tag, u.at, u.admin, u.words, a.found, a.role
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[], $7::text[])
+        WITH ORDINALITY AS u(owner, garden, name, tag, at, admin, words, n)
       CROSS JOIN LATERAL (${ACCESS('u.garden', 'u.owner')}) a),
-    i AS (SELECT nextval('plants_id_seq') AS id, owner, garden, name, tag, at, n FROM u
+    i AS (SELECT nextval('plants_id_seq') AS id, owner, garden, name, tag, at, words, n FROM u
       WHERE found AND (admin OR ${WRITES('role')})),
-    ins AS (INSERT INTO plants (id, owner, garden, name, tag) SELECT id, owner, garden, name, tag FROM i
+    ins AS (INSERT INTO plants (id, owner, garden, name, tag, search)
+      SELECT id, owner, garden, name, tag, ${WORDS('words')} FROM i
       ON CONFLICT (id) DO NOTHING RETURNING id, version),
     p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)),
     ${eventFor('plant.created', 'p.at', DATA, 'WHERE p.at IS NOT NULL')}
@@ -105,7 +110,7 @@ export const PLANT_QUERIES = {
   // A client-chosen id's plant ($1 … $5: id, owner, garden, name, tag; $6 by admin), if its
   // creator may write in its garden: whether it may, and the plant written (none: the id exists).
   insertClientId: `WITH a AS (${ACCESS('$3::text', '$2::text')}),
-    ins AS (INSERT INTO plants (id, owner, garden, name, tag) SELECT $1, $2, $3, $4, $5 FROM a
+    ins AS (INSERT INTO plants (id, owner, garden, name, tag, search) SELECT $1, $2, $3, $4, $5, ${WORDS('$7::text')} FROM a
       WHERE a.found AND ($6::boolean OR ${WRITES('a.role')}) ON CONFLICT (id) DO NOTHING RETURNING id, version)
     SELECT a.found, a.role, ins.id, ins.version FROM a LEFT JOIN ins ON true`,
   raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
@@ -115,7 +120,27 @@ export const PLANT_QUERIES = {
   // writer, with the actor's role in its garden.
   plantForUpdate: `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p
     LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = $2 WHERE p.id = $1 FOR UPDATE OF p`,
-  updatePlant: `UPDATE plants SET name = $2, tag = $3, version = nextval('plant_versions') WHERE id = $1 RETURNING version`,
+  // $4: the new name's words (search.ts).
+  updatePlant: `UPDATE plants SET name = $2, tag = $3, version = nextval('plant_versions'), search = ${WORDS('$4::text')}
+    WHERE id = $1 RETURNING version`,
+  // A batch's gardens $1, each with whether it exists and the role of the creator $2 in it, locked
+  // as one create's are (ACCESS).
+  batchAccess: `SELECT g.id AS garden, a.found, a.role FROM unnest($1::text[]) AS g(id)
+    CROSS JOIN LATERAL (${ACCESS('g.id', '$2::text')}) a`,
+  // A batch's plants ($1[i] … $6[i]: id or null for the next, owner, garden, name, tag, words), with
+  // their events at $7 (null: none), in the batch's transaction, its garden checks done: each row of
+  // the answer is a plant by its ordinal n, with its version when it was written (none: its id exists).
+  createBatch: `WITH i AS (
+      SELECT coalesce(u.id, nextval('plants_id_seq')) AS id, u.owner, u.garden, u.name, u.tag, u.words,
+        $7::timestamptz AS at, u.n
+      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+        WITH ORDINALITY AS u(id, owner, garden, name, tag, words, n)),
+    ins AS (INSERT INTO plants (id, owner, garden, name, tag, search)
+      SELECT id, owner, garden, name, tag, ${WORDS('words')} FROM i
+      ON CONFLICT (id) DO NOTHING RETURNING id, version),
+    p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)),
+    ${eventFor('plant.created', 'p.at', DATA, 'WHERE p.at IS NOT NULL')}
+    SELECT i.n, i.id, p.version FROM i LEFT JOIN p USING (n) ORDER BY i.n`,
   // A change's event: the plant row and the event's data (the plant after it, with previous) as parameters.
   recordUpdated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden),
     ${eventFor('plant.updated', '$5', '$4::text')} SELECT 1`,

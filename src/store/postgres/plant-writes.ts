@@ -2,9 +2,11 @@ import type pg from 'pg';
 import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import { applyPatch } from '../../plant-patch.js';
-import { eventData, shownPlant } from '../plant-changes.js';
+import { indexedWords } from '../../search-text.js';
+import { eventData, shownBatch, shownPlant } from '../plant-changes.js';
 import {
   type Actor,
+  type BatchCreateResult,
   type CreateResult,
   type DeleteResult,
   type IdempotencyRef,
@@ -61,6 +63,13 @@ function createResult(plant: NewPlant, made: Made | null): CreateResult {
   return { ok: { id: made.id, owner, garden, name, tag, version: made.version } };
 }
 
+/** Ends a batch's transaction (rolled back) with what the batch answers. */
+class BatchRefused extends Error {
+  constructor(readonly outcome: BatchCreateResult | 'again') {
+    super('batch refused');
+  }
+}
+
 /** Creates, changes and deletes plants. */
 export class PgPlantWrites {
   constructor(private readonly db: PgDb<keyof typeof PLANT_QUERIES | 'finishIdem'>) {}
@@ -104,7 +113,15 @@ export class PgPlantWrites {
     const row = (
       await this.db.q<Omit<CreateRow, 'n'>>(
         'insertClientId',
-        [plant.id, plant.owner, plant.garden, plant.name, plant.tag, plant.admin === true],
+        [
+          plant.id,
+          plant.owner,
+          plant.garden,
+          plant.name,
+          plant.tag,
+          plant.admin === true,
+          indexedWords(plant.name),
+        ],
         c,
       )
     ).rows[0]!;
@@ -122,6 +139,81 @@ export class PgPlantWrites {
       );
     }
     return made;
+  }
+
+  /**
+   * Creates every plant or none (see Store.createPlants), in one transaction: the gardens checked
+   * and locked first, then every plant and its event in one statement. An id that exists rolls it
+   * all back; a server-assigned id that a client had taken meanwhile makes the batch run again.
+   */
+  async createMany(plants: NewPlant[], idem?: IdempotencyRef, event?: NewEvent): Promise<BatchCreateResult> {
+    if (plants.some((p) => p.id !== null && !Number.isSafeInteger(p.id))) {
+      throw new TypeError('plant ids must be safe integers');
+    }
+    const gardens = [...new Set(plants.map((p) => p.garden))];
+    const owner = plants[0]!.owner;
+    const admin = plants[0]!.admin === true;
+    const maxId = Math.max(0, ...plants.map((p) => p.id ?? 0));
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const outcome = await this.db
+        .tx(async (c): Promise<BatchCreateResult | 'again'> => {
+          const access = await this.db.q<{ garden: string; found: boolean; role: Role | null }>(
+            'batchAccess',
+            [gardens, owner],
+            c,
+          );
+          for (const a of access.rows) {
+            const role = roleOf(admin ? null : owner, a.role);
+            if (!a.found || role === null) return { refused: 'no_garden', garden: a.garden };
+            if (!allows(role, 'write')) return { refused: 'forbidden', garden: a.garden };
+          }
+          const { rows } = await this.db.q<{ n: number; id: number; version: number | null }>(
+            'createBatch',
+            [
+              plants.map((p) => p.id),
+              plants.map((p) => p.owner),
+              plants.map((p) => p.garden),
+              plants.map((p) => p.name),
+              plants.map((p) => p.tag),
+              plants.map((p) => indexedWords(p.name)),
+              event?.at ?? null,
+            ],
+            c,
+          );
+          const taken = rows.find((r) => r.version === null);
+          if (taken !== undefined) {
+            // Nothing of the batch stays: the transaction is rolled back by the throw.
+            const asked = plants[taken.n - 1]!.id;
+            throw new BatchRefused(asked === null ? 'again' : { refused: 'exists', id: asked });
+          }
+          if (maxId > 0) {
+            // As one client-chosen id's create: the sequence raised past the batch's ids.
+            await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
+            await this.db.q('raiseSequence', [maxId], c);
+          }
+          const made = rows.map((r, i) => {
+            const { owner, garden, name, tag } = plants[i]!;
+            return { id: r.id, owner, garden, name, tag, version: r.version! };
+          });
+          if (idem) {
+            const shown = shownBatch(made.map((p) => p.id));
+            await this.db.q('finishIdem', [201, null, idem.user, idem.key, shown], c);
+          }
+          return { ok: made };
+        })
+        .catch((err) => {
+          if (err instanceof BatchRefused) return err.outcome;
+          // The sequence stops at 2^53−1 (sequence_generator_limit_exceeded).
+          if ((err as { code?: string }).code === '2200H') throw new IdSpaceExhaustedError();
+          throw err;
+        });
+      if (outcome === 'again') continue;
+      if (idem && 'refused' in outcome && outcome.refused === 'exists') {
+        await this.db.q('finishIdem', [409, outcome.id, idem.user, idem.key, null]);
+      }
+      return outcome;
+    }
+    throw new StoreUnavailableError('could not find free plant ids; retry later');
   }
 
   /** Changes a plant (see Store.updatePlant). */
@@ -146,7 +238,8 @@ export class PgPlantWrites {
       const { name, tag, changed, previous } = applyPatch(was, patch);
       let now = was;
       if (changed) {
-        const r = await this.db.q<{ version: number }>('updatePlant', [id, name, tag], c);
+        const words = indexedWords(name);
+        const r = await this.db.q<{ version: number }>('updatePlant', [id, name, tag, words], c);
         now = { ...was, name, tag, version: r.rows[0]!.version };
         if (event) {
           const data = JSON.stringify(eventData(id, name, tag, was.garden, previous));
@@ -172,6 +265,7 @@ export class PgPlantWrites {
         cs.map((x) => x.plant.tag),
         cs.map((x) => x.event?.at ?? null),
         cs.map((x) => x.plant.admin === true),
+        cs.map((x) => indexedWords(x.plant.name)),
       ],
       c,
     );

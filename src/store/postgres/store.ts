@@ -8,6 +8,7 @@ import { recordedOutcome } from '../plant-changes.js';
 import type {
   Actor,
   AttemptRecord,
+  BatchCreateResult,
   Change,
   Claim,
   ClaimQuery,
@@ -16,6 +17,7 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventRead,
+  ExportQuery,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -60,6 +62,7 @@ import { EventNotices } from './notices.js';
 import { PLANT_QUERIES } from './plant-queries.js';
 import { PgPlantReads } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
+import { searchPage } from './search.js';
 
 export interface PgOptions {
   url: string;
@@ -70,6 +73,9 @@ export interface PgOptions {
 // Arbitrary but fixed key for the advisory lock that serializes migrations (plant-writes.ts and
 // gardens.ts hold the others: 727_002 and 727_003).
 const MIGRATION_LOCK = 727_001;
+
+/** Plants an export reads at a time. */
+const EXPORT_PAGE = 1000;
 
 // bigint ids fit in a JS number (the contract caps them at 2^53−1).
 const types = {
@@ -259,6 +265,8 @@ export class PgStore implements Store {
         await client.query('BEGIN');
         try {
           await client.query(m.sql);
+          await m.fill?.(client);
+          if (m.after) await client.query(m.after);
           await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
             m.version,
             m.name,
@@ -291,7 +299,68 @@ export class PgStore implements Store {
   }
 
   listPlants(q: PageQuery): Promise<PagePlant[]> {
+    if (q.terms !== undefined) return this.searchPlants({ ...q, terms: q.terms });
     return this.reads.list(q);
+  }
+
+  // A page of search's matches (search.ts), planned for its terms on every call.
+  private async searchPlants(
+    q: PageQuery & { terms: string[] },
+    client: pg.Pool | pg.PoolClient = this.pool,
+  ) {
+    if (q.gardens?.length === 0) return [];
+    try {
+      return (await client.query<PagePlant>(searchPage(q))).rows;
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  createPlants(plants: NewPlant[], idem?: IdempotencyRef, event?: NewEvent): Promise<BatchCreateResult> {
+    return this.told(this.writes.createMany(plants, idem, event), event);
+  }
+
+  /**
+   * Every page of the export from one REPEATABLE READ, READ ONLY transaction on a connection of its
+   * own, held until the last page has been taken (or the iteration ends early).
+   */
+  async *exportPlants(q: ExportQuery): AsyncIterable<PagePlant[]> {
+    if (q.gardens?.length === 0) return;
+    const client = await this.connect();
+    let open = false;
+    let broken = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      open = true;
+      for (let afterId = 0; ; ) {
+        const rows = await this.exportPage(client, { ...q, afterId, limit: EXPORT_PAGE, withVersion: true });
+        if (rows.length > 0) yield rows;
+        if (rows.length < EXPORT_PAGE) break;
+        afterId = rows[rows.length - 1]!.id;
+      }
+      open = false;
+      await client.query('COMMIT');
+    } catch (err) {
+      throw this.translate(err);
+    } finally {
+      if (open) await client.query('ROLLBACK').catch(() => (broken = true));
+      client.release(broken);
+    }
+  }
+
+  // One page of an export, on the export's connection: the list's statements (with versions) or search's.
+  private async exportPage(client: pg.PoolClient, q: PageQuery): Promise<PagePlant[]> {
+    if (q.terms !== undefined) return this.searchPlants({ ...q, terms: q.terms }, client);
+    const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
+    const [name, values]: [QueryName, unknown[]] =
+      gardens === null
+        ? q.tag === null
+          ? ['listAllV', [q.afterId, q.limit]]
+          : ['listAllTagV', [q.tag, q.afterId, q.limit]]
+        : q.tag === null
+          ? ['listGardensV', [gardens, q.afterId, q.limit]]
+          : ['listGardensTagV', [gardens, q.tag, q.afterId, q.limit]];
+    return (await this.q<PagePlant>(name, values, client)).rows;
   }
 
   listMarks(gardens: string[] | null, tag: string | null): Promise<ListMarks | null> {

@@ -1,7 +1,9 @@
+import type Database from 'better-sqlite3';
 import type { Migration } from '../migrate.js';
+import { fillSearch, SEARCH_TABLE } from './search.js';
 
 // Released migrations are frozen: add a new entry rather than editing one.
-export const SQLITE_MIGRATIONS: Migration[] = [
+export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 1,
     name: '0001_init',
@@ -407,5 +409,13 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       UPDATE webhook_endpoints SET position = (SELECT coalesce(max(seq), 0) FROM events);
       DELETE FROM deliveries WHERE state != 'pending';
     `,
+  },
+  {
+    version: 15,
+    name: '0015_plant_search',
+    // Search by name (contract 2's `q`): each plant's words in an FTS5 table (search.ts), filled
+    // here for the plants already stored, in the migration's transaction.
+    sql: `${SEARCH_TABLE};`,
+    fill: fillSearch,
   },
 ];

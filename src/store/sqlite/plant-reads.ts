@@ -4,6 +4,7 @@ import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import type { ListMarks, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
 import type { GardenIdLists } from './garden-ids.js';
 import type { LocalMarks } from './local-marks.js';
+import { matchQuery } from './search.js';
 
 // A page's row: id, garden, name, tag (and version, when asked).
 type Row = [number, string, string, string | null];
@@ -179,6 +180,32 @@ export class SqlitePlantReads {
              WHERE tag = ? AND id > ? ORDER BY id LIMIT ?)`,
         )
         .raw(),
+      // Search (search.ts): the plants whose words match, in rowid (= id) order along the FTS5
+      // index, each row then read by its primary key. The tag filters the rows found.
+      search: db
+        .prepare<[string, number, number], Row>(
+          `SELECT p.id, p.garden, p.name, p.tag FROM plant_search JOIN plants p ON p.id = plant_search.rowid
+           WHERE plant_search MATCH ? AND plant_search.rowid > ? ORDER BY plant_search.rowid LIMIT ?`,
+        )
+        .raw(),
+      searchTag: db
+        .prepare<[string, number, string, number], Row>(
+          `SELECT p.id, p.garden, p.name, p.tag FROM plant_search JOIN plants p ON p.id = plant_search.rowid
+           WHERE plant_search MATCH ? AND plant_search.rowid > ? AND p.tag = ? ORDER BY plant_search.rowid LIMIT ?`,
+        )
+        .raw(),
+      searchV: db
+        .prepare<[string, number, number], VersionedPageRow>(
+          `SELECT p.id, p.garden, p.name, p.tag, p.version FROM plant_search JOIN plants p ON p.id = plant_search.rowid
+           WHERE plant_search MATCH ? AND plant_search.rowid > ? ORDER BY plant_search.rowid LIMIT ?`,
+        )
+        .raw(),
+      searchTagV: db
+        .prepare<[string, number, string, number], VersionedPageRow>(
+          `SELECT p.id, p.garden, p.name, p.tag, p.version FROM plant_search JOIN plants p ON p.id = plant_search.rowid
+           WHERE plant_search MATCH ? AND plant_search.rowid > ? AND p.tag = ? ORDER BY plant_search.rowid LIMIT ?`,
+        )
+        .raw(),
       beginRead: db.prepare('BEGIN'),
       commit: db.prepare('COMMIT'),
     };
@@ -204,6 +231,7 @@ export class SqlitePlantReads {
   /** A page of plants (see Store.listPlants). */
   list(q: PageQuery): PagePlant[] {
     const gardens = q.gardens;
+    if (q.terms !== undefined) return this.search(q, q.terms);
     if (gardens === null) {
       if (q.withVersion) {
         const rows =
@@ -235,6 +263,25 @@ export class SqlitePlantReads {
     if (gardens.length === 1) return read(gardens[0]!, q.afterId, q.limit);
     // Several reads make one page: they share one snapshot.
     return this.snapshot(() => this.fromIdList(gardens, q) ?? this.acrossGardens(gardens, q, read));
+  }
+
+  // A page of search's matches: one statement along the FTS5 index, whatever the gardens.
+  private search(q: PageQuery, terms: string[]): PagePlant[] {
+    if (q.gardens?.length === 0) return [];
+    const match = matchQuery(q.gardens, terms);
+    const s = this.s;
+    if (q.withVersion) {
+      const rows =
+        q.tag === null
+          ? s.searchV.all(match, q.afterId, q.limit)
+          : s.searchTagV.all(match, q.afterId, q.tag, q.limit);
+      return rows.map(toVersionedPagePlant);
+    }
+    const rows =
+      q.tag === null
+        ? s.search.all(match, q.afterId, q.limit)
+        : s.searchTag.all(match, q.afterId, q.tag, q.limit);
+    return (rows as Row[]).map(toPagePlant);
   }
 
   /**

@@ -3,9 +3,11 @@ import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
 import { applyPatch } from '../../plant-patch.js';
-import { eventData, shownPlant } from '../plant-changes.js';
+import { indexedWords } from '../../search-text.js';
+import { eventData, shownBatch, shownPlant } from '../plant-changes.js';
 import {
   type Actor,
+  type BatchCreateResult,
   type Change,
   type CreateResult,
   type DeleteResult,
@@ -19,6 +21,7 @@ import {
   type VersionedPlant,
 } from '../store.js';
 import type { SqliteEvents } from './events.js';
+import { gardenToken } from './search.js';
 
 // id, owner, garden, name, tag, version
 type Row = [number, string, string, string, string | null, number];
@@ -56,6 +59,14 @@ export class SqlitePlantWrites {
         'UPDATE plants SET name = ?, tag = ?, version = ? WHERE id = ?',
       ),
       deletePlant: db.prepare<[number]>('DELETE FROM plants WHERE id = ?'),
+      // Search's words (search.ts), written with the plant's every create, rename and delete.
+      indexWords: db.prepare<[number, string, string]>(
+        'INSERT INTO plant_search (rowid, garden, words) VALUES (?, ?, ?)',
+      ),
+      unindexWords: db.prepare<[number]>('DELETE FROM plant_search WHERE rowid = ?'),
+      savepoint: db.prepare('SAVEPOINT plants_batch'),
+      release: db.prepare('RELEASE plants_batch'),
+      rollbackTo: db.prepare('ROLLBACK TO plants_batch'),
       finishIdem: db.prepare<[number, number | null, string | null, string, string]>(
         `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ?, response = ? WHERE user_id = ? AND key = ?`,
       ),
@@ -82,37 +93,77 @@ export class SqlitePlantWrites {
     return this.rev;
   }
 
-  /** Creates a plant per Store.createPlant: its garden checked, and it written, under the write lock. */
-  create(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
-    if (plant.admin) {
-      // Read under the write lock: a garden deleted a moment ago takes no plant.
-      if (this.s.gardenExists.get(plant.garden) === undefined) return refused('no_garden');
-    } else {
-      // Likewise, a member removed a moment ago creates nothing.
-      const role = this.s.role.get(plant.garden, plant.owner);
-      if (role === undefined) return refused('no_garden');
-      if (!allows(role, 'write')) return refused('forbidden');
-    }
+  // Whether the creator may create in the plant's garden, read under the write lock: a garden
+  // deleted, or a member removed, a moment ago takes no plant.
+  private gardenRefusal(plant: NewPlant): 'no_garden' | 'forbidden' | null {
+    if (plant.admin) return this.s.gardenExists.get(plant.garden) === undefined ? 'no_garden' : null;
+    const role = this.s.role.get(plant.garden, plant.owner);
+    if (role === undefined) return 'no_garden';
+    return allows(role, 'write') ? null : 'forbidden';
+  }
+
+  // Inserts the plant with its words and its event; null: the id exists (nothing written).
+  private insert(plant: NewPlant, event?: NewEvent): VersionedPlant | null {
     const version = this.nextVersion();
     const row = this.s.insertPlant.get(plant.id, plant.owner, plant.garden, plant.name, plant.tag, version);
-    if (row && row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
-    if (idem) {
-      const shown = row ? shownPlant({ ...plant, version }) : null;
-      this.s.finishIdem.run(row ? 201 : 409, row ? row.id : null, shown, idem.user, idem.key);
-    }
-    if (!row) return refused('exists');
+    if (!row) return null;
+    if (row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
+    this.s.indexWords.run(row.id, gardenToken(plant.garden), indexedWords(plant.name));
     if (event) {
       const data = eventData(row.id, plant.name, plant.tag, plant.garden);
       this.events().record(event, 'plant.created', plant.owner, plant.garden, data);
     }
-    const created = {
-      id: row.id,
-      owner: plant.owner,
-      garden: plant.garden,
-      name: plant.name,
-      tag: plant.tag,
-    };
-    return { ok: { ...created, version } };
+    const { owner, garden, name, tag } = plant;
+    return { id: row.id, owner, garden, name, tag, version };
+  }
+
+  /** Creates a plant per Store.createPlant: its garden checked, and it written, under the write lock. */
+  create(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
+    const refusal = this.gardenRefusal(plant);
+    if (refusal !== null) return refused(refusal);
+    const made = this.insert(plant, event);
+    if (idem) {
+      const shown = made && shownPlant(made);
+      this.s.finishIdem.run(made ? 201 : 409, made ? made.id : null, shown, idem.user, idem.key);
+    }
+    return made ? { ok: made } : refused('exists');
+  }
+
+  /**
+   * Creates every plant or none per Store.createPlants, under the write lock: each garden checked
+   * once, then the plants written inside a savepoint that an existing id rolls back (with the
+   * events recorded so far).
+   */
+  createMany(plants: NewPlant[], idem?: IdempotencyRef, event?: NewEvent): BatchCreateResult {
+    const checked = new Set<string>();
+    for (const plant of plants) {
+      if (checked.has(plant.garden)) continue;
+      const refusal = this.gardenRefusal(plant);
+      if (refusal !== null) return { refused: refusal, garden: plant.garden };
+      checked.add(plant.garden);
+    }
+    const mark = this.events().mark();
+    const made: VersionedPlant[] = [];
+    this.s.savepoint.run();
+    try {
+      for (const plant of plants) {
+        const one = this.insert(plant, event);
+        if (one === null) {
+          this.s.rollbackTo.run();
+          this.events().rewind(mark);
+          if (idem) this.s.finishIdem.run(409, plant.id, null, idem.user, idem.key);
+          return { refused: 'exists', id: plant.id! };
+        }
+        made.push(one);
+      }
+    } finally {
+      this.s.release.run();
+    }
+    if (idem) {
+      const shown = shownBatch(made.map((p) => p.id));
+      this.s.finishIdem.run(201, null, shown, idem.user, idem.key);
+    }
+    return { ok: made };
   }
 
   // The plant, if it exists and the actor (null: admin) may see it, and whether the actor may change it.
@@ -144,6 +195,10 @@ export class SqlitePlantWrites {
     const now = changed ? { ...was, name, tag, version: this.nextVersion() } : was;
     if (changed) {
       this.s.updatePlant.run(name, tag, now.version, id);
+      if (name !== was.name) {
+        this.s.unindexWords.run(id);
+        this.s.indexWords.run(id, gardenToken(was.garden), indexedWords(name));
+      }
       if (event) {
         const data = eventData(id, name, tag, was.garden, previous);
         this.events().record(event, 'plant.updated', was.owner, was.garden, data);
@@ -172,6 +227,7 @@ export class SqlitePlantWrites {
     const gone = found.plant;
     if (ifVersions && !ifVersions.includes(gone.version)) return refused('mismatch');
     this.s.deletePlant.run(id);
+    this.s.unindexWords.run(id);
     if (event) {
       const data = eventData(gone.id, gone.name, gone.tag, gone.garden);
       this.events().record(event, 'plant.deleted', gone.owner, gone.garden, data);

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { roleOf, type Scope } from '../../access/policy.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
   Actor,
   AttemptRecord,
+  BatchCreateResult,
   Change,
   Claim,
   ClaimQuery,
@@ -14,6 +15,7 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventRead,
+  ExportQuery,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -91,6 +93,9 @@ const toToken = (r: TokenRow): TokenRecord => ({
   lastUsedAt: r.last_used_at === null ? null : new Date(r.last_used_at),
 });
 
+/** Plants an export reads at a time. */
+const EXPORT_PAGE = 1000;
+
 // Enough microtasks for a list's chain of awaits from one read to its next; a few more batches at most.
 const READ_FOLLOW_UPS = { batches: 4, hops: 8 };
 
@@ -105,10 +110,12 @@ export class SqliteStore implements Store {
   private readonly writer: Writer;
   private readonly marks: LocalMarks;
   private readonly plants: SqlitePlantReads;
+  private readonly path: string;
   // Prepared on first use: the tables exist only once migrate() has run.
   private stmts: ReturnType<SqliteStore['prepare']> | undefined;
 
   constructor(opts: SqliteOptions) {
+    this.path = opts.path;
     try {
       this.db = openConnection(opts.path, opts.durability);
       if (opts.path !== ':memory:') this.checkpointer = new Checkpointer(opts.path);
@@ -323,6 +330,8 @@ export class SqliteStore implements Store {
         const todo = pendingMigrations(SQLITE_MIGRATIONS, new Set(rows.map((r) => r.version)));
         for (const m of todo) {
           this.db.exec(m.sql);
+          m.fill?.(this.db);
+          if (m.after) this.db.exec(m.after);
           this.db
             .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
             .run(m.version, m.name, new Date().toISOString());
@@ -341,6 +350,74 @@ export class SqliteStore implements Store {
     const r = await this.writer.write('createPlant', plant, idem, event);
     if ('ok' in r) this.marks.created(plant.garden, plant.tag, r.ok.id, plant.id === null);
     return r;
+  }
+
+  async createPlants(
+    plants: NewPlant[],
+    idem?: IdempotencyRef,
+    event?: NewEvent,
+  ): Promise<BatchCreateResult> {
+    const r = await this.writer.write('createPlants', plants, idem, event);
+    // As createPlant: the marks move before the batch is answered.
+    if ('ok' in r) {
+      r.ok.forEach((p, i) => {
+        this.marks.created(p.garden, p.tag, p.id, plants[i]!.id === null);
+      });
+    }
+    return r;
+  }
+
+  /**
+   * Every page of the export from one read transaction: on a connection of its own (read-only), so
+   * that the serving connection's reads go on meanwhile; ':memory:' has only the one connection, so
+   * its pages are read at once, in one read batch.
+   */
+  async *exportPlants(q: ExportQuery): AsyncIterable<PagePlant[]> {
+    const pageOf = (reads: SqlitePlantReads, afterId: number) =>
+      reads.list({ ...q, afterId, limit: EXPORT_PAGE, withVersion: true });
+    if (this.path === ':memory:') {
+      yield* await this.read(() => {
+        const pages: PagePlant[][] = [];
+        for (
+          let rows = pageOf(this.plants, 0);
+          rows.length > 0;
+          rows = pageOf(this.plants, rows.at(-1)!.id)
+        ) {
+          pages.push(rows);
+          if (rows.length < EXPORT_PAGE) break;
+        }
+        return pages;
+      });
+      return;
+    }
+    let db: Database.Database;
+    try {
+      db = new Database(this.path, { readonly: true, fileMustExist: true });
+      db.pragma('busy_timeout = 5000');
+    } catch (err) {
+      throw this.translate(err);
+    }
+    try {
+      // Never keeps ids nor looks at marks: every page is read from this connection's snapshot.
+      const reads = new SqlitePlantReads(db, new GardenIdLists(0), this.marks, () => ({
+        reorder: 0,
+        top: 0,
+      }));
+      db.exec('BEGIN');
+      for (let afterId = 0; ; ) {
+        let rows: PagePlant[];
+        try {
+          rows = pageOf(reads, afterId);
+        } catch (err) {
+          throw this.translate(err);
+        }
+        if (rows.length > 0) yield rows;
+        if (rows.length < EXPORT_PAGE) return;
+        afterId = rows[rows.length - 1]!.id;
+      }
+    } finally {
+      db.close();
+    }
   }
 
   getPlant(id: number): Promise<VersionedPlant | null> {

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { recordedOutcome } from '../plant-changes.js';
 import {
+  type BatchCreateResult,
   type Change,
   type Claim,
   type ClaimQuery,
@@ -223,6 +224,10 @@ export class SqliteWrites {
     return this.p.create(...a);
   }
 
+  createPlants(...a: Parameters<SqlitePlantWrites['createMany']>) {
+    return this.p.createMany(...a);
+  }
+
   updatePlant(...a: Parameters<SqlitePlantWrites['update']>) {
     return this.p.update(...a);
   }
@@ -342,7 +347,10 @@ function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
   batch.forEach(({ op }, i) => {
     const o = outcomes[i]!;
     if (!o.ok) return;
-    if (op === 'createPlant' || op === 'deletePlant') {
+    if (op === 'createPlants') {
+      const r = o.value as BatchCreateResult;
+      if ('ok' in r) n += r.ok.length;
+    } else if (op === 'createPlant' || op === 'deletePlant') {
       if ('ok' in (o.value as CreateResult)) n++;
     } else if (op === 'updatePlant') {
       const r = o.value as UpdateResult;

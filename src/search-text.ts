@@ -1,0 +1,61 @@
+// What search (`GET /plants?q=`, contract section 2) compares: a plant's name and the query, both
+// folded the same way, so that every engine indexes and matches exactly the same words.
+
+/** Longest word kept of a name: a query term is at most 100 characters, so no longer prefix is ever asked. */
+const MAX_WORD = 100;
+/** Most terms a query may have. */
+export const MAX_TERMS = 8;
+/** Most characters of a query, after trimming. */
+export const MAX_QUERY = 100;
+
+const MARKS = /\p{M}/gu;
+const WORD = /[\p{L}\p{N}]+/gu;
+const ONE_WORD = /^[\p{L}\p{N}]+$/u;
+// Control characters (contract section 1's rule for names: U+0000–U+001F, U+007F) and the C1 range.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
+
+/**
+ * Text as search compares it: Unicode NFKD with combining marks removed, lower-cased, and folded
+ * again (lower-casing can produce characters that decompose further, "İ" → "i̇").
+ */
+export function fold(text: string): string {
+  const once = text.normalize('NFKD').replace(MARKS, '').toLowerCase();
+  return once.normalize('NFKD').replace(MARKS, '');
+}
+
+/** The words of a name as search indexes them: runs of letters and digits of the folded name, each at most 100 code points, each once. */
+export function searchWords(name: string): string[] {
+  const words = new Set<string>();
+  for (const [w] of fold(name).matchAll(WORD)) {
+    words.add(w.length <= MAX_WORD ? w : [...w].slice(0, MAX_WORD).join(''));
+  }
+  return [...words];
+}
+
+/** A name's words as the engines' indexes hold them: separated by single spaces. */
+export const indexedWords = (name: string): string => searchWords(name).join(' ');
+
+/** Why a `q` is refused (a 400's message), or null when it is a query. */
+export function queryProblem(q: string): string | null {
+  if (CONTROL.test(q)) return 'q must not contain control characters';
+  const trimmed = q.trim();
+  if (trimmed === '') return 'q must not be empty';
+  if ([...trimmed].length > MAX_QUERY) return `q must be at most ${MAX_QUERY} characters`;
+  const terms = trimmed.split(/\s+/u);
+  if (terms.length > MAX_TERMS) return `q must have at most ${MAX_TERMS} terms`;
+  if (terms.some((t) => fold(t) === ''))
+    return 'each term of q must have a letter, digit or symbol besides accents';
+  return null;
+}
+
+/**
+ * The terms a valid `q` (queryProblem null) searches for: each folded, a term that another term
+ * starts with dropped (every word it would need is needed anyway). `none` when a term holds a
+ * character that is no letter or digit: no word has it, so nothing matches (operators and
+ * wildcards are taken literally, never as syntax).
+ */
+export function searchTerms(q: string): string[] | 'none' {
+  const terms = [...new Set(q.trim().split(/\s+/u).map(fold))];
+  if (terms.some((t) => !ONE_WORD.test(t))) return 'none';
+  return terms.filter((t) => !terms.some((o) => o !== t && o.startsWith(t)));
+}
