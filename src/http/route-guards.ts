@@ -22,6 +22,11 @@ export const BODY_LIMIT = 16 * 1024;
 
 // Run after authentication and before the body is read: the order of checks is 401/403, 415, 413, 400.
 export const requireJson = requireMediaType(['application/json']);
+/** A batch create takes JSON, CSV or NDJSON (contract 2, POST /plants/batch). */
+export const BATCH_MEDIA = ['application/json', 'text/csv', 'application/x-ndjson'];
+export const requireBatchMedia = requireMediaType(BATCH_MEDIA);
+/** The most a batch create's body may hold (413 past it). */
+export const BATCH_BODY_LIMIT = 1024 * 1024;
 /** PATCH takes a JSON Merge Patch, labelled as one or as plain JSON. */
 export const requireMergePatch = requireMediaType(['application/merge-patch+json', 'application/json']);
 

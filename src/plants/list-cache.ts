@@ -21,6 +21,8 @@ export interface ListQuery {
   cursor?: string;
   include?: string;
   withVersion?: boolean;
+  /** Search (contract 2's `q`): its pages are never kept (the marks do not follow a page of matches). */
+  q?: string;
 }
 
 interface Entry {
@@ -85,6 +87,10 @@ export class ListCache {
     render: (page: Page<PagePlant>) => string,
   ): Promise<RenderedPage> {
     // Read the marks before the store: a write landing in between only makes the entry stale.
+    if (q.q !== undefined) {
+      const page = await this.service.list(caller, scope, q);
+      return { body: render(page), next: page.next, limit: page.limit };
+    }
     const asked = this.service.listMarks(scope, q.tag);
     const marks = asked instanceof Promise ? await asked : asked;
     if (marks === undefined || marks === null) {

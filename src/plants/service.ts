@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { actorOf, allows } from '../access/policy.js';
 import {
   AppError,
+  BadRequestError,
   ConflictError,
   GardenNotFoundError,
   NotFoundError,
@@ -11,7 +12,9 @@ import { forbidden, type GardenService } from '../gardens/service.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import { type Page, pageOf } from '../paging.js';
 import type { PlantCreate, PlantPatch } from '../schemas/plant.js';
+import { queryProblem, searchTerms } from '../search-text.js';
 import type {
+  BatchCreateResult,
   Change,
   IdempotencyClaim,
   ListMarks,
@@ -21,6 +24,7 @@ import type {
   Store,
   VersionedPlant,
 } from '../store/store.js';
+import type { BatchRow } from './batch-input.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
 export const DEFAULT_LIMIT = 100;
@@ -164,23 +168,120 @@ export class PlantService {
     return { ...(await this.gardens.visibleWithMarks(caller, tag ?? null)), garden: null };
   }
 
-  /** One page of the plants of `scope` (see scope()), in id order. */
+  /** One page of the plants of `scope` (see scope()), in id order; with `q`, only those it finds. */
   async list(
     caller: Caller,
     scope: ListScope,
-    q: { limit?: number; tag?: string; cursor?: string; withVersion?: boolean },
+    q: { limit?: number; tag?: string; cursor?: string; withVersion?: boolean; q?: string },
   ): Promise<Page<PagePlant>> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const tag = q.tag ?? null;
-    const afterId = q.cursor === undefined ? 0 : decodeCursor(q.cursor, caller.user, tag, scope.garden);
-    const rows = await this.store.listPlants({
+    const search = q.q ?? null;
+    const terms = search === null ? undefined : this.terms(search);
+    const afterId =
+      q.cursor === undefined ? 0 : decodeCursor(q.cursor, caller.user, tag, scope.garden, search);
+    const rows =
+      terms === 'none'
+        ? []
+        : await this.store.listPlants({
+            gardens: scope.gardens,
+            tag,
+            afterId,
+            limit: limit + 1,
+            ...(q.withVersion ? { withVersion: true } : {}),
+            ...(terms === undefined ? {} : { terms }),
+          });
+    return pageOf(rows, limit, (last) => encodeCursor(last.id, caller.user, tag, scope.garden, search));
+  }
+
+  /** The terms `q` searches for (`none`: nothing can match); 400 naming the problem when it is no query. */
+  terms(q: string): string[] | 'none' {
+    const problem = queryProblem(q);
+    if (problem !== null) {
+      throw new BadRequestError('invalid_parameter', `query parameter ${problem}`, [
+        { field: '/q', message: problem.slice(2) },
+      ]);
+    }
+    return searchTerms(q);
+  }
+
+  /**
+   * Every plant of `scope` a list with `tag` and `q` shows, a page at a time from one snapshot (see
+   * Store.exportPlants), with versions.
+   */
+  export(scope: ListScope, q: { tag?: string; q?: string }): AsyncIterable<PagePlant[]> {
+    const terms = q.q === undefined ? undefined : this.terms(q.q);
+    if (terms === 'none') return (async function* () {})();
+    return this.store.exportPlants({
       gardens: scope.gardens,
-      tag,
-      afterId,
-      limit: limit + 1,
-      ...(q.withVersion ? { withVersion: true } : {}),
+      tag: q.tag ?? null,
+      ...(terms === undefined ? {} : { terms }),
     });
-    return pageOf(rows, limit, (last) => encodeCursor(last.id, caller.user, tag, scope.garden));
+  }
+
+  /**
+   * Creates every plant of the batch or none, made by the caller: a row's garden (or `garden`, or
+   * the caller's home garden) must be one the caller may write in, as for one create; `newIds`
+   * drops the ids given. With an Idempotency-Key (covering the whole batch), a retry replays the
+   * first answer.
+   */
+  async batch(
+    caller: Caller,
+    rows: BatchRow[],
+    opts: { garden?: string; newIds?: boolean; idempotencyKey?: string },
+  ): Promise<{ ids: number[]; replayed: boolean }> {
+    const named = new Set(rows.flatMap((r) => (r.garden === null ? [] : [r.garden])));
+    if (opts.garden !== undefined) named.add(opts.garden);
+    for (const g of named) await this.gardens.require(caller, g, 'write');
+    const fallback = rows.some((r) => r.garden === null)
+      ? (opts.garden ?? (await this.gardens.homeOf(caller.user)))
+      : '';
+    const admin = isAdmin(caller) ? { admin: true } : {};
+    const plants = rows.map((r) => ({
+      id: opts.newIds ? null : r.id,
+      owner: caller.user,
+      garden: r.garden ?? fallback,
+      ...admin,
+      name: r.name,
+      tag: r.tag,
+    }));
+    const key = opts.idempotencyKey;
+    if (key === undefined) {
+      const ids = this.batchMade(await this.store.createPlants(plants, undefined, this.event()));
+      return { ids, replayed: false };
+    }
+    const ref = { user: caller.user, key };
+    const request = {
+      method: 'POST',
+      path: '/plants/batch',
+      garden: opts.garden ?? null,
+      newIds: !!opts.newIds,
+      rows,
+    };
+    const claim = await this.claim(ref, request);
+    if ('refused' in claim) {
+      const { status, ids, plantId } = claim.outcome;
+      if (status === 201 && ids !== undefined) return { ids, replayed: true };
+      if (status === 409 && plantId !== null) throw refusal('exists', plantId);
+      throw this.keyReused();
+    }
+    let result: BatchCreateResult;
+    try {
+      result = await this.store.createPlants(plants, ref, this.event());
+      // A refusal by a garden recorded nothing against the key; an existing id recorded its 409.
+      if ('refused' in result && result.refused !== 'exists') await this.store.releaseIdempotencyKey(ref);
+    } catch (err) {
+      await this.store.releaseIdempotencyKey(ref).catch(() => {});
+      throw err;
+    }
+    return { ids: this.batchMade(result), replayed: false };
+  }
+
+  // The ids a batch made, or its refusal as an error.
+  private batchMade(r: BatchCreateResult): number[] {
+    if ('refused' in r) throw refusal(r.refused, r.refused === 'exists' ? r.id : null);
+    this.onEvent();
+    return r.ok.map((p) => p.id);
   }
 
   /**

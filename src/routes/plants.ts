@@ -6,21 +6,34 @@ import { BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { ifMatch, readWithEtag, requireIfMatch, setEtag } from '../http/conditional.js';
 import {
+  BATCH_BODY_LIMIT,
   BODY_LIMIT,
   methodNotAllowed,
+  requireBatchMedia,
   requireIdSegment,
   requireJson,
   requireMergePatch,
 } from '../http/route-guards.js';
 import { nextLink } from '../paging.js';
+import {
+  type BatchRow,
+  distinctIds,
+  rowsFromCsv,
+  rowsFromJson,
+  rowsFromNdjson,
+} from '../plants/batch-input.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { PlantService } from '../plants/service.js';
 import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import { GardenIdParam } from '../schemas/garden.js';
 import {
+  BatchQuery,
+  ExportQuery,
   ListQuery,
   MAX_PLANT_ID,
   Plant,
+  PlantBatch,
+  PlantBatchCreated,
   PlantCreate,
   PlantIdParam,
   PlantList,
@@ -28,8 +41,11 @@ import {
   PlantPatch,
 } from '../schemas/plant.js';
 import type { PagePlant } from '../store/store.js';
+import { exportBody, wantsCsv } from './plant-export.js';
 
 const tags = ['plants'];
+// Fails on a byte sequence that is not UTF-8, instead of replacing it.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
@@ -169,6 +185,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       cursor: q.cursor,
       include: q.include,
       withVersion: want.version,
+      q: q.q,
     };
     const shape = want.version || want.garden ? pageViewWith(want) : want.id ? pageViewWithId : pageView;
     const out = await lists.get(
@@ -182,6 +199,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       tag: q.tag,
       garden: linkGarden ? q.garden : undefined,
       include: q.include?.split(','),
+      q: q.q,
     });
     if (link) reply.header('link', link);
     return reply.type('application/json; charset=utf-8').send(out.body as unknown as PlantListItem[]);
@@ -394,7 +412,144 @@ export function plantRoutes(service: PlantService, auth: AuthDeps) {
       },
     );
 
+    // Bodies a batch create takes besides JSON: read whole (1 MiB at most), as UTF-8 text.
+    root.addContentTypeParser(
+      ['text/csv', 'application/x-ndjson'],
+      { parseAs: 'buffer', bodyLimit: BATCH_BODY_LIMIT },
+      (_request, body, done) => {
+        try {
+          done(null, utf8.decode(body as Buffer));
+        } catch {
+          done(
+            new BadRequestError('invalid_body', 'the body is not valid UTF-8', [
+              { field: '', message: 'must be valid UTF-8' },
+            ]),
+          );
+        }
+      },
+    );
+
+    app.post(
+      '/plants/batch',
+      {
+        onRequest: [write, requireBatchMedia],
+        bodyLimit: BATCH_BODY_LIMIT,
+        schema: {
+          operationId: 'createPlantsBatch',
+          summary: 'Create many plants at once, all or nothing',
+          description:
+            'Creates 1 … 1000 plants in one transaction, each with its own `plant.created` event, or none of them. The body is JSON (`{"plants": [...], "garden"?: gid}`), CSV (`text/csv`: RFC 4180, UTF-8, an optional BOM, CRLF or LF, a header naming columns from `name`, `tag`, `id`, `garden`; an empty cell is none) or NDJSON (`application/x-ndjson`: one `{id?, name, tag?, garden?}` a line, as the export writes them), at most 1 MiB. A plant without a garden goes to `?garden=` or else the caller\'s home garden; the caller must be an editor or owner of each. Any invalid plant: 400 with a detail per bad one (`/plants/3/name` in JSON, `/rows/4/name` for CSV and NDJSON, rows counted from 1 after the header), nothing created; an id that exists: 409 naming it, nothing created. `?ids=drop` ignores the ids given (re-importing an export as new plants). An `Idempotency-Key` covers the whole batch.',
+          tags,
+          security,
+          headers: IdempotencyHeaders,
+          querystring: BatchQuery,
+          body: {
+            content: {
+              'application/json': { schema: PlantBatch },
+              'text/csv': {
+                schema: Type.String({
+                  description: 'CSV with a header row naming columns from name, tag, id and garden.',
+                  examples: ['name,tag\r\nMonstera,indoor\r\nBoston fern,\r\n'],
+                }),
+              },
+              'application/x-ndjson': {
+                schema: Type.String({
+                  description: 'One JSON object `{id?, name, tag?, garden?}` a line.',
+                  examples: ['{"name":"Monstera","tag":"indoor"}\n{"name":"Boston fern"}\n'],
+                }),
+              },
+            },
+          },
+          response: {
+            201: success(
+              PlantBatchCreated,
+              'Created, every one: how many, and their ids in input order.',
+              replayedHeader,
+            ),
+            ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const type = request.headers['content-type']!.split(';')[0]!.trim().toLowerCase();
+        const query = request.query;
+        let rows: BatchRow[];
+        let garden = query.garden;
+        let at: (i: number) => string;
+        if (type === 'application/json') {
+          const body = request.body as PlantBatch;
+          if (body.garden !== undefined && garden !== undefined && body.garden !== garden) {
+            throw new BadRequestError('invalid_body', 'garden names another garden than ?garden=', [
+              { field: '/garden', message: 'must be the garden ?garden= names' },
+            ]);
+          }
+          garden = body.garden ?? garden;
+          rows = rowsFromJson(body.plants);
+          at = (i) => `/plants/${i}`;
+        } else {
+          const text = request.body as string;
+          rows = type === 'text/csv' ? rowsFromCsv(text) : rowsFromNdjson(text);
+          at = (i) => `/rows/${i + 1}`;
+        }
+        if (query.ids !== 'drop') distinctIds(rows, at);
+        const out = await service.batch(request.caller!, rows, {
+          ...(garden === undefined ? {} : { garden }),
+          newIds: query.ids === 'drop',
+          ...(request.headers['idempotency-key'] === undefined
+            ? {}
+            : { idempotencyKey: request.headers['idempotency-key'] }),
+        });
+        reply.code(201);
+        if (out.replayed) reply.header('idempotent-replayed', 'true');
+        return { created: out.ids.length, ids: out.ids };
+      },
+    );
+
+    app.get(
+      '/plants/export',
+      {
+        onRequest: read,
+        schema: {
+          operationId: 'exportPlants',
+          summary: 'Every plant the caller may see, in one streamed answer',
+          description:
+            "Every plant a list with the same `tag`, `garden` and `q` shows, by id, from one consistent snapshot of the store, streamed (no `limit` or `cursor`). NDJSON by default (`{id, name, tag, garden, version}` a line); CSV with `?format=csv` or `Accept: text/csv` (header `id,name,tag,garden`; a cell beginning with `=`, `+`, `-`, `@`, tab, carriage return or `'` is prefixed with `'`, so no spreadsheet runs it as a formula). Either is accepted back by `POST /plants/batch` (with `?ids=drop` for new ids).",
+          tags,
+          security,
+          querystring: ExportQuery,
+          response: {
+            200: {
+              description: 'The plants, streamed.',
+              headers: SUCCESS_HEADERS,
+              content: {
+                'application/x-ndjson': {
+                  schema: Type.String({
+                    examples: ['{"id":1,"name":"Monstera","tag":"indoor","garden":"gdn_3f9a","version":1}\n'],
+                  }),
+                },
+                'text/csv': {
+                  schema: Type.String({ examples: ['id,name,tag,garden\r\n1,Monstera,indoor,gdn_3f9a\r\n'] }),
+                },
+              },
+            },
+            ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const q = request.query;
+        const asCsv = wantsCsv(q.format, request.headers.accept);
+        const scope = await service.scope(request.caller!, q.garden, q.tag);
+        const body = await exportBody(service.export(scope, q), asCsv);
+        reply.type(asCsv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+        if (asCsv) reply.header('content-disposition', 'attachment; filename="plants.csv"');
+        return reply.send(body as unknown as string);
+      },
+    );
+
     methodNotAllowed(root, '/plants', ['GET', 'POST']);
+    methodNotAllowed(root, '/plants/batch', ['POST']);
+    methodNotAllowed(root, '/plants/export', ['GET']);
     methodNotAllowed(root, '/plants/:id', ['DELETE', 'GET', 'PATCH']);
     methodNotAllowed(root, '/gardens/:gid/plants', ['GET', 'POST']);
   };

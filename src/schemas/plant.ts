@@ -110,6 +110,16 @@ export const PlantIdParam = Type.Object(
   { additionalProperties: false },
 );
 
+// Search's text (contract 2's `q`); the rest of its rules (1–100 characters after trimming, at
+// most 8 terms, no control characters) are search-text.ts's, which names the one broken.
+const SearchText = Type.String({
+  minLength: 1,
+  maxLength: 1000,
+  description:
+    'Search by name: 1–100 characters after trimming, up to 8 terms split on whitespace; a plant matches when every term is a prefix of a word of its name (words: runs of letters and digits), ignoring case and accents. `q=mon del` finds "Monstera deliciosa".',
+  examples: ['mon del'],
+});
+
 export const ListQuery = Type.Object(
   {
     limit: Type.Optional(
@@ -137,6 +147,7 @@ export const ListQuery = Type.Object(
         examples: ['gdn_3f9a1c0e5b7d2a4c6e8f0b1d'],
       }),
     ),
+    q: Type.Optional(SearchText),
     cursor: Type.Optional(
       Type.String({
         minLength: 1,
@@ -148,3 +159,70 @@ export const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type ListQuery = Static<typeof ListQuery>;
+
+export const PlantBatch = Type.Object(
+  {
+    plants: Type.Array(PlantCreate, {
+      minItems: 1,
+      maxItems: 1000,
+      description: 'The plants to create, 1 … 1000, each as `POST /plants` takes one.',
+    }),
+    garden: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: "The garden to create them in (else `?garden=`, else the caller's home garden).",
+        examples: ['gdn_3f9a1c0e5b7d2a4c6e8f0b1d'],
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'PlantBatch',
+    examples: [{ plants: [{ name: 'Monstera', tag: 'indoor' }, { name: 'Boston fern' }] }],
+  },
+);
+export type PlantBatch = Static<typeof PlantBatch>;
+
+export const PlantBatchCreated = Type.Object(
+  {
+    created: Type.Integer({ minimum: 1, description: 'How many plants were created (all of them).' }),
+    ids: Type.Array(PlantId, { description: 'Their ids, in the order of the input.' }),
+  },
+  { additionalProperties: false, title: 'PlantBatchCreated' },
+);
+export type PlantBatchCreated = Static<typeof PlantBatchCreated>;
+
+const GardenFilter = ListQuery.properties.garden;
+
+export const BatchQuery = Type.Object(
+  {
+    garden: Type.Optional({
+      ...GardenFilter,
+      description: "The garden for plants that name none (else the caller's home garden).",
+    }),
+    ids: Type.Optional(
+      Type.Literal('drop', {
+        description:
+          '`drop`: ignore the ids given and let the service assign new ones (re-importing an export).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type BatchQuery = Static<typeof BatchQuery>;
+
+export const ExportQuery = Type.Object(
+  {
+    format: Type.Optional(
+      Type.Union([Type.Literal('ndjson'), Type.Literal('csv')], {
+        description: 'ndjson (the default) or csv; without it, `Accept: text/csv` chooses CSV.',
+      }),
+    ),
+    tag: ListQuery.properties.tag,
+    garden: GardenFilter,
+    q: Type.Optional(SearchText),
+  },
+  { additionalProperties: false },
+);
+export type ExportQuery = Static<typeof ExportQuery>;

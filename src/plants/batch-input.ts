@@ -1,0 +1,207 @@
+import { BadRequestError, type ErrorDetail } from '../errors.js';
+import { MAX_PLANT_ID } from '../plant-id.js';
+import { parseCsv, unformula } from './csv.js';
+
+// The plants of a batch create (contract 2, POST /plants/batch) as each body form gives them: a JSON
+// object's `plants`, a CSV body's rows or an NDJSON body's lines, checked row by row so that a 400
+// names every bad row (`/plants/3/name` in JSON, `/rows/4/name` for CSV and NDJSON, rows counted
+// from 1 after the header).
+
+/** Most plants in one batch. */
+export const MAX_BATCH = 1000;
+
+/** One plant of a batch; `garden` null: the batch's garden (`?garden=`, or the caller's home). */
+export interface BatchRow {
+  id: number | null;
+  name: string;
+  tag: string | null;
+  garden: string | null;
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/u;
+const ID_TEXT = /^[1-9][0-9]{0,15}$/;
+const COLUMNS = ['name', 'tag', 'id', 'garden'] as const;
+type Column = (typeof COLUMNS)[number];
+
+// Why a text field breaks section 1's rules (null: it does not), worded as a schema failure is.
+function textProblem(value: string, max: number): string | null {
+  const length = [...value].length;
+  if (length === 0) return 'must not be empty';
+  if (length > max) return `must be at most ${max} characters`;
+  if (CONTROL.test(value)) return 'must not contain control characters';
+  if (value.trim() === '') return 'must not be blank';
+  return null;
+}
+
+const idProblem = `must be a whole number from 1 to ${MAX_PLANT_ID}`;
+
+/** Collects a batch's problems, one detail per bad field. */
+class Problems {
+  readonly details: ErrorDetail[] = [];
+  add(field: string, message: string): void {
+    if (this.details.length < 100) this.details.push({ field, message });
+  }
+  /** Throws the 400 when there was any problem. */
+  check(): void {
+    if (this.details.length === 0) return;
+    const first = this.details[0]!;
+    const more = this.details.length > 1 ? ` (and ${this.details.length - 1} more)` : '';
+    throw new BadRequestError(
+      'invalid_body',
+      `${first.field.slice(1)} ${first.message}${more}`,
+      this.details,
+    );
+  }
+}
+
+function tooMany(count: number): never {
+  throw new BadRequestError('invalid_body', `a batch holds 1 to ${MAX_BATCH} plants; this one has ${count}`, [
+    { field: '', message: `must hold 1 to ${MAX_BATCH} plants` },
+  ]);
+}
+
+/** The plants of a JSON body (already checked against its schema). */
+export function rowsFromJson(
+  plants: { id?: number | null; name: string; tag?: string | null }[],
+): BatchRow[] {
+  return plants.map((p) => ({ id: p.id ?? null, name: p.name, tag: p.tag ?? null, garden: null }));
+}
+
+/**
+ * The plants of a CSV body: RFC 4180 (csv.ts), a header naming columns from name, tag, id and garden
+ * (name required); a cell that an export made formula-safe (a leading `'`) is read back as it was.
+ */
+export function rowsFromCsv(text: string): BatchRow[] {
+  const table = parseCsv(text, MAX_BATCH);
+  if (!table.ok) {
+    const field = table.row === undefined ? '' : `/rows/${table.row}`;
+    throw new BadRequestError('invalid_body', table.problem, [{ field, message: table.problem }]);
+  }
+  const problems = new Problems();
+  const at = new Map<Column, number>();
+  table.header.forEach((name, i) => {
+    const column = COLUMNS.find((c) => c === name);
+    if (column === undefined)
+      problems.add(
+        `/columns/${i + 1}`,
+        `${JSON.stringify(name)} is not a known column (name, tag, id, garden)`,
+      );
+    else if (at.has(column)) problems.add(`/columns/${i + 1}`, `${name} is named twice`);
+    else at.set(column, i);
+  });
+  if (!at.has('name')) problems.add('/columns', 'must include a name column');
+  problems.check();
+  const cell = (cells: string[], column: Column) => {
+    const i = at.get(column);
+    return i === undefined ? '' : unformula(cells[i] ?? '');
+  };
+  const rows = table.rows.map(({ row, cells }) => {
+    const name = cell(cells, 'name');
+    const tag = cell(cells, 'tag');
+    const id = cell(cells, 'id');
+    const garden = cell(cells, 'garden');
+    return {
+      n: row,
+      row: {
+        id: id === '' ? null : Number(id),
+        name,
+        tag: tag === '' ? null : tag,
+        garden: garden === '' ? null : garden,
+      },
+      idText: id,
+    };
+  });
+  for (const { n, row, idText } of rows) {
+    checkRow(problems, `/rows/${n}`, row, idText);
+  }
+  problems.check();
+  return rows.map((r) => r.row);
+}
+
+// The checks of section 1 on one row of a CSV or NDJSON body (JSON bodies have their schema).
+function checkRow(problems: Problems, at: string, row: BatchRow, idText: string | null): void {
+  const name = textProblem(row.name, 200);
+  if (name !== null) problems.add(`${at}/name`, name);
+  if (row.tag !== null) {
+    const tag = textProblem(row.tag, 100);
+    if (tag !== null) problems.add(`${at}/tag`, tag);
+  }
+  if (idText !== null && idText !== '' && (!ID_TEXT.test(idText) || Number(idText) > MAX_PLANT_ID)) {
+    problems.add(`${at}/id`, idProblem);
+  }
+  if (row.garden !== null && (row.garden.length > 200 || CONTROL.test(row.garden))) {
+    problems.add(`${at}/garden`, 'is not a garden id');
+  }
+}
+
+const NDJSON_FIELDS = new Set(['id', 'name', 'tag', 'garden', 'version']);
+
+/**
+ * The plants of an NDJSON body: one JSON object per line (`{id?, name, tag?, garden?}`, and the
+ * `version` an export writes, which is ignored); blank lines are skipped, rows counted from 1.
+ */
+export function rowsFromNdjson(text: string): BatchRow[] {
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  if (lines.length === 0) {
+    throw new BadRequestError('invalid_body', 'the NDJSON body has no plants', [
+      { field: '', message: 'must hold at least one plant' },
+    ]);
+  }
+  if (lines.length > MAX_BATCH) tooMany(lines.length);
+  const problems = new Problems();
+  const rows = lines.map((line, i): BatchRow => {
+    const at = `/rows/${i + 1}`;
+    const none: BatchRow = { id: null, name: '', tag: null, garden: null };
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      problems.add(at, 'is not valid JSON');
+      return none;
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      problems.add(at, 'must be a JSON object');
+      return none;
+    }
+    const o = value as Record<string, unknown>;
+    for (const key of Object.keys(o))
+      if (!NDJSON_FIELDS.has(key)) problems.add(`${at}/${key}`, 'is not a known field');
+    const { id, name, tag, garden, version } = o;
+    if (typeof name !== 'string')
+      problems.add(`${at}/name`, name === undefined ? 'is required' : 'must be a string');
+    if (tag !== undefined && tag !== null && typeof tag !== 'string')
+      problems.add(`${at}/tag`, 'must be a string or null');
+    if (garden !== undefined && garden !== null && typeof garden !== 'string') {
+      problems.add(`${at}/garden`, 'must be a string or null');
+    }
+    if (id !== undefined && id !== null && !(Number.isSafeInteger(id) && (id as number) >= 1)) {
+      problems.add(`${at}/id`, idProblem);
+    }
+    if (version !== undefined && !(Number.isSafeInteger(version) && (version as number) >= 1)) {
+      problems.add(`${at}/version`, 'must be a positive integer');
+    }
+    const row: BatchRow = {
+      id: typeof id === 'number' ? id : null,
+      name: typeof name === 'string' ? name : '',
+      tag: typeof tag === 'string' ? tag : null,
+      garden: typeof garden === 'string' ? garden : null,
+    };
+    if (typeof name === 'string') checkRow(problems, at, row, null);
+    return row;
+  });
+  problems.check();
+  return rows;
+}
+
+/** A 400 naming each row whose id an earlier row of the batch has (`at(i)`: the row's field prefix). */
+export function distinctIds(rows: BatchRow[], at: (i: number) => string): void {
+  const first = new Map<number, number>();
+  const problems = new Problems();
+  rows.forEach((r, i) => {
+    if (r.id === null) return;
+    const earlier = first.get(r.id);
+    if (earlier === undefined) first.set(r.id, i);
+    else problems.add(`${at(i)}/id`, `repeats the id of ${at(earlier).slice(1).replace('/', ' ')}`);
+  });
+  problems.check();
+}

@@ -1,0 +1,99 @@
+import { CsvError, parse } from 'csv-parse/sync';
+
+// CSV as plant batches read it and exports write it (contract 2): RFC 4180, UTF-8, an optional
+// BOM, CRLF or LF; reading is csv-parse's, writing one record is small enough to do here.
+
+/** One data row of a CSV body: `row` counts data rows from 1 (the header is not counted). */
+export interface CsvRow {
+  row: number;
+  cells: string[];
+}
+export type CsvTable =
+  | { ok: true; header: string[]; rows: CsvRow[] }
+  | { ok: false; problem: string; row?: number };
+
+/**
+ * Parses a whole CSV text, its first record the header. Empty lines are skipped. Never throws:
+ * an empty body, a header without rows, a row whose cells do not match the header's columns, a
+ * malformed quote or more than `maxRows` rows is a problem (with the data row, where there is one).
+ */
+export function parseCsv(text: string, maxRows: number): CsvTable {
+  let records: { record: string[]; info: { lines: number } }[];
+  try {
+    records = parse(text, {
+      bom: true,
+      info: true,
+      skip_empty_lines: true,
+      relax_column_count: true,
+      to: maxRows + 2,
+    }) as unknown as { record: string[]; info: { lines: number } }[];
+  } catch (err) {
+    if (!(err instanceof CsvError)) throw err;
+    // The record being read when it failed is the one after the last complete one.
+    const line = (err as CsvError & { lines?: number }).lines;
+    const row = typeof line === 'number' ? rowAtLine(text, line) : undefined;
+    const where = row === undefined ? '' : row === 0 ? ' in the header' : ` in row ${row}`;
+    return {
+      ok: false,
+      problem: `the CSV body is malformed${where}: ${err.message}`,
+      ...(row ? { row } : {}),
+    };
+  }
+  if (records.length === 0) return { ok: false, problem: 'the CSV body is empty' };
+  const header = records[0]!.record;
+  if (records.length === 1) return { ok: false, problem: 'the CSV body has a header but no rows' };
+  if (records.length > maxRows + 1)
+    return { ok: false, problem: `the CSV body has more than ${maxRows} rows` };
+  const rows: CsvRow[] = [];
+  for (let i = 1; i < records.length; i++) {
+    const cells = records[i]!.record;
+    if (cells.length !== header.length) {
+      return {
+        ok: false,
+        problem: `row ${i} has ${cells.length} cells but the header names ${header.length} columns`,
+        row: i,
+      };
+    }
+    rows.push({ row: i, cells });
+  }
+  return { ok: true, header, rows };
+}
+
+// The data row that the record ending at `line` is, counting the non-empty records before it (0: the header).
+function rowAtLine(text: string, line: number): number | undefined {
+  try {
+    const before = text
+      .split(/\r?\n/)
+      .slice(0, Math.max(0, line - 1))
+      .join('\n');
+    const n = (parse(before, { bom: true, skip_empty_lines: true, relax_column_count: true }) as string[][])
+      .length;
+    return n;
+  } catch {
+    return undefined;
+  }
+}
+
+const FORMULA = /^[=+\-@\t\r']/;
+const UNFORMULA = /^'[=+\-@\t\r']/;
+const QUOTE = /[",\r\n]|^ | $/;
+
+/**
+ * A cell that begins with `=`, `+`, `-`, `@`, tab or carriage return (or `'`, so that the rule can
+ * be undone) is prefixed with `'`: no spreadsheet runs it as a formula.
+ */
+export const formulaSafe = (cell: string): string => (FORMULA.test(cell) ? `'${cell}` : cell);
+
+/** formulaSafe undone (import): a cell that begins with `'` and one of those characters loses the `'`. */
+export const unformula = (cell: string): string => (UNFORMULA.test(cell) ? cell.slice(1) : cell);
+
+/** One CSV record ending in CRLF: each cell formula-safe, quoted only where it must be, `"` doubled. */
+export function csvLine(cells: readonly (string | null | undefined)[]): string {
+  let line = '';
+  for (let i = 0; i < cells.length; i++) {
+    const cell = formulaSafe(cells[i] ?? '');
+    if (i > 0) line += ',';
+    line += QUOTE.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
+  }
+  return `${line}\r\n`;
+}
