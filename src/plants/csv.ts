@@ -18,35 +18,37 @@ export type CsvTable =
  * malformed quote or more than `maxRows` rows is a problem (with the data row, where there is one).
  */
 export function parseCsv(text: string, maxRows: number): CsvTable {
-  let records: { record: string[]; info: { lines: number } }[];
+  let records: string[][];
+  // Records read so far: when one fails, it is the one after them (0: the header).
+  let read = 0;
   try {
     records = parse(text, {
       bom: true,
-      info: true,
       skip_empty_lines: true,
       relax_column_count: true,
       to: maxRows + 2,
-    }) as unknown as { record: string[]; info: { lines: number } }[];
+      on_record: (record: string[]) => {
+        read++;
+        return record;
+      },
+    }) as string[][];
   } catch (err) {
     if (!(err instanceof CsvError)) throw err;
-    // The record being read when it failed is the one after the last complete one.
-    const line = (err as CsvError & { lines?: number }).lines;
-    const row = typeof line === 'number' ? rowAtLine(text, line) : undefined;
-    const where = row === undefined ? '' : row === 0 ? ' in the header' : ` in row ${row}`;
+    const where = read === 0 ? ' in the header' : ` in row ${read}`;
     return {
       ok: false,
       problem: `the CSV body is malformed${where}: ${err.message}`,
-      ...(row ? { row } : {}),
+      ...(read > 0 ? { row: read } : {}),
     };
   }
   if (records.length === 0) return { ok: false, problem: 'the CSV body is empty' };
-  const header = records[0]!.record;
+  const header = records[0]!;
   if (records.length === 1) return { ok: false, problem: 'the CSV body has a header but no rows' };
   if (records.length > maxRows + 1)
     return { ok: false, problem: `the CSV body has more than ${maxRows} rows` };
   const rows: CsvRow[] = [];
   for (let i = 1; i < records.length; i++) {
-    const cells = records[i]!.record;
+    const cells = records[i]!;
     if (cells.length !== header.length) {
       return {
         ok: false,
@@ -57,21 +59,6 @@ export function parseCsv(text: string, maxRows: number): CsvTable {
     rows.push({ row: i, cells });
   }
   return { ok: true, header, rows };
-}
-
-// The data row that the record ending at `line` is, counting the non-empty records before it (0: the header).
-function rowAtLine(text: string, line: number): number | undefined {
-  try {
-    const before = text
-      .split(/\r?\n/)
-      .slice(0, Math.max(0, line - 1))
-      .join('\n');
-    const n = (parse(before, { bom: true, skip_empty_lines: true, relax_column_count: true }) as string[][])
-      .length;
-    return n;
-  } catch {
-    return undefined;
-  }
 }
 
 const FORMULA = /^[=+\-@\t\r']/;

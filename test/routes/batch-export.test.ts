@@ -1,0 +1,267 @@
+// POST /plants/batch and GET /plants/export (contract 2): all or nothing with a detail per bad row,
+// hostile CSV and NDJSON bodies refused with nothing created, one event per plant, the garden and
+// role rules of one create, Idempotency-Key over the batch, and exports (CSV and NDJSON, filters,
+// formula-safe cells) accepted back by the batch import.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Client } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+import { createGarden, homeOf, share } from '../helpers/gardens.js';
+import { get } from '../helpers/plants.js';
+import { suiteHarness } from '../helpers/suite.js';
+
+const send = (
+  c: Client,
+  payload: string | Buffer,
+  type: string,
+  query = '',
+  headers: Record<string, string> = {},
+) =>
+  c.request({
+    method: 'POST',
+    url: `/plants/batch${query}`,
+    headers: { 'content-type': type, ...headers },
+    payload,
+  });
+const json = (c: Client, body: unknown, query = '', headers: Record<string, string> = {}) =>
+  send(c, JSON.stringify(body), 'application/json', query, headers);
+const csv = (c: Client, text: string | Buffer, query = '') => send(c, text, 'text/csv', query);
+
+async function names(c: Client): Promise<string[]> {
+  const res = await get(c, '/plants?limit=1000');
+  assert.equal(res.statusCode, 200);
+  return res.json().map((p: { name: string }) => p.name);
+}
+
+for (const engine of ENGINES) {
+  describe(`POST /plants/batch and GET /plants/export (${engine.name})`, { skip: engine.skip }, () => {
+    const h = suiteHarness(engine);
+
+    it('creates every plant of a JSON, CSV or NDJSON batch, in input order, each with its event', async () => {
+      const c = await h.user();
+      const head = await h.store.headPosition();
+      let res = await json(c, { plants: [{ name: 'Fern' }, { name: 'Aloe', tag: 'sun', id: 9_000_001 }] });
+      assert.equal(res.statusCode, 201, res.body);
+      assert.deepEqual(res.json(), { created: 2, ids: [res.json().ids[0], 9_000_001] });
+      res = await csv(c, '\ufeffname,tag\r\n"Pilea, ""coin""",\r\n"two, three",t\r\n');
+      assert.equal(res.statusCode, 201, res.body);
+      res = await send(
+        c,
+        '{"name":"Ivy","tag":null}\n\n{"name":"Moss","version":7}\n',
+        'application/x-ndjson',
+      );
+      assert.equal(res.statusCode, 201, res.body);
+      // In id order: the server's ids follow the client's (SQLite at once, PostgreSQL after the batch).
+      assert.deepEqual((await names(c)).sort(), [
+        'Aloe',
+        'Fern',
+        'Ivy',
+        'Moss',
+        'Pilea, "coin"',
+        'two, three',
+      ]);
+      const after = await h.store.readEvents({
+        after: head,
+        gardens: null,
+        limit: 1000,
+      });
+      const mine = after.events.filter((e) => e.type === 'plant.created' && e.owner === c.user);
+      assert.equal(mine.length, 6, 'one event per plant');
+    });
+
+    it('refuses a bad batch whole, with a detail per bad row, and creates nothing', async () => {
+      const c = await h.user();
+      const cases: [string, () => ReturnType<typeof json>, string[]][] = [
+        [
+          'JSON rows',
+          () => json(c, { plants: [{ name: 'ok' }, { name: '' }, { name: 'x', tag: ' ' }] }),
+          ['/plants/1/name', '/plants/2/tag'],
+        ],
+        ['no plants', () => json(c, { plants: [] }), ['/plants']],
+        [
+          '1,001 plants',
+          () => json(c, { plants: Array.from({ length: 1001 }, () => ({ name: 'p' })) }),
+          ['/plants'],
+        ],
+        ['an unknown field', () => json(c, { plants: [{ name: 'a', colour: 'red' }] }), ['/plants/0/colour']],
+        [
+          'ids repeated',
+          () =>
+            json(c, {
+              plants: [
+                { name: 'a', id: 5 },
+                { name: 'b', id: 5 },
+              ],
+            }),
+          ['/plants/1/id'],
+        ],
+        [
+          'CSV rows',
+          () => csv(c, 'name,tag,id\r\nok,,\r\n,t,\r\nx,\u0007,0\r\n'),
+          ['/rows/2/name', '/rows/3/tag', '/rows/3/id'],
+        ],
+        ['a missing name column', () => csv(c, 'tag\r\nx\r\n'), ['/columns']],
+        ['an unknown column', () => csv(c, 'name,colour\r\nx,red\r\n'), ['/columns/2']],
+        ['too many cells', () => csv(c, 'name,tag\r\na,b\r\nc,d,e\r\n'), ['/rows/2']],
+        ['an unclosed quote', () => csv(c, 'name\r\na\r\n"b\r\n'), ['/rows/2']],
+        ['a line break in a name', () => csv(c, 'name\r\n"two\nlines"\r\n'), ['/rows/1/name']],
+        ['an empty file', () => csv(c, ''), ['']],
+        ['a header alone', () => csv(c, 'name\r\n'), ['']],
+        ['1,001 rows', () => csv(c, `name\n${'p\n'.repeat(1001)}`), ['']],
+        ['invalid UTF-8', () => csv(c, Buffer.from([0x6e, 0x61, 0x6d, 0x65, 0x0a, 0xc3, 0x28, 0x0a])), ['']],
+        [
+          'NDJSON rows',
+          () => send(c, '{"name":"a"}\nnot json\n{"name":3}\n[1]\n', 'application/x-ndjson'),
+          ['/rows/2', '/rows/3/name', '/rows/4'],
+        ],
+      ];
+      for (const [what, run, fields] of cases) {
+        const res = await run();
+        assert.equal(res.statusCode, 400, `${what}: ${res.body}`);
+        assert.deepEqual(
+          res.json().details.map((d: { field: string }) => d.field),
+          fields,
+          what,
+        );
+      }
+      assert.equal((await csv(c, `name\n${'x'.repeat(1024 * 1024)}\n`)).statusCode, 413);
+      assert.equal((await send(c, 'name\nx\n', 'text/plain')).statusCode, 415);
+      assert.deepEqual(await names(c), [], 'nothing was created');
+    });
+
+    it('refuses a batch whose id exists (409 naming it) or whose garden the caller may not write, creating nothing', async () => {
+      const c = await h.user();
+      const owner = await h.user();
+      const viewing = (await createGarden(owner, 'Viewed')).id;
+      await share(owner, viewing, c.user, 'viewer');
+      const taken = (await json(owner, { plants: [{ name: 'taken' }] })).json().ids[0];
+      let res = await json(c, { plants: [{ name: 'new' }, { name: 'dup', id: taken }] });
+      assert.equal(res.statusCode, 409);
+      assert.equal(res.json().code, 'plant_exists');
+      assert.match(res.json().message, new RegExp(String(taken)));
+      res = await csv(c, `name,garden\r\nmine,\r\nthere,${viewing}\r\n`);
+      assert.equal(res.statusCode, 403, res.body);
+      res = await json(c, { plants: [{ name: 'x' }] }, '?garden=gdn_000000000000000000000000');
+      assert.equal(res.statusCode, 404);
+      assert.deepEqual(await names(c), []);
+      assert.deepEqual((await get(owner, '/plants')).json(), [{ name: 'taken' }]);
+    });
+
+    it('replays a batch for its Idempotency-Key and refuses the key for another batch', async () => {
+      const c = await h.user();
+      const key = { 'idempotency-key': `k-${engine.name}` };
+      const body = { plants: [{ name: 'once' }, { name: 'twice?' }] };
+      const first = await json(c, body, '', key);
+      assert.equal(first.statusCode, 201);
+      const again = await json(c, body, '', key);
+      assert.equal(again.statusCode, 201);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(again.json(), first.json());
+      assert.equal((await json(c, { plants: [{ name: 'other' }] }, '', key)).statusCode, 422);
+      assert.deepEqual(await names(c), ['once', 'twice?']);
+    });
+
+    it('exports what the filters show, formula-safe, and the export is accepted back by the batch import', async () => {
+      const c = await h.user();
+      const home = await homeOf(c);
+      const other = (await createGarden(c, 'Other')).id;
+      const tricky = [
+        '=SUM(A1)',
+        '+1',
+        '-2',
+        '@x',
+        "'quoted",
+        "'=both",
+        'a,b "c"',
+        'semi;colon',
+        'Café ☕',
+        ' padded ',
+      ];
+      const made = await json(c, {
+        plants: tricky.map((name, i) => ({ name, ...(i % 2 ? { tag: `-t${i}` } : {}) })),
+      });
+      assert.equal(made.statusCode, 201, made.body);
+      assert.equal((await json(c, { plants: [{ name: 'elsewhere' }], garden: other })).statusCode, 201);
+      const stranger = await h.user();
+      await json(stranger, { plants: [{ name: 'not mine' }] });
+
+      const csvRes = await get(c, '/plants/export?format=csv');
+      assert.equal(csvRes.statusCode, 200);
+      assert.match(String(csvRes.headers['content-type']), /^text\/csv/);
+      const lines = csvRes.body.split('\r\n');
+      assert.equal(lines[0], 'id,name,tag,garden');
+      assert.ok(
+        lines.some((l) => /^\d+,'=SUM\(A1\),,/.test(l)),
+        'a formula is prefixed with a quote',
+      );
+      assert.ok(
+        lines.some((l) => /^\d+,'\+1,'-t1,/.test(l)),
+        'a tag too',
+      );
+      assert.ok(!csvRes.body.includes('not mine'));
+      assert.equal(
+        (await get(c, '/plants/export')).headers['content-type'],
+        'application/x-ndjson; charset=utf-8',
+      );
+      const viaAccept = await c.request({
+        method: 'GET',
+        url: '/plants/export',
+        headers: { accept: 'text/csv' },
+      });
+      assert.equal(viaAccept.body, csvRes.body);
+
+      const nd = (await get(c, `/plants/export?garden=${home}`)).body
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      assert.deepEqual(
+        nd.map((p) => p.name),
+        tricky,
+      );
+      assert.ok(nd.every((p) => p.garden === home && Number.isInteger(p.version) && Number.isInteger(p.id)));
+      const found = (await get(c, '/plants/export?q=cafe&format=ndjson')).body
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).name);
+      assert.deepEqual(found, ['Café ☕']);
+      assert.equal((await get(c, '/plants/export?tag=-t1')).body.trim().split('\n').length, 1);
+      assert.equal((await get(c, '/plants/export?garden=gdn_000000000000000000000000')).statusCode, 404);
+      assert.equal((await get(c, '/plants/export?format=xml')).statusCode, 400);
+      assert.equal((await get(c, '/plants/export?limit=5')).statusCode, 400);
+
+      // Round trips: CSV and NDJSON, into another user's store with new ids, give the same plants.
+      const expected = [...tricky, 'elsewhere'];
+      for (const [body, type] of [
+        [csvRes.body.replaceAll(home, '').replaceAll(other, ''), 'text/csv'],
+        [
+          (await get(c, '/plants/export')).body
+            .replaceAll(`"garden":"${home}",`, '')
+            .replaceAll(`"garden":"${other}",`, ''),
+          'application/x-ndjson',
+        ],
+      ] as const) {
+        const fresh = await h.user();
+        const res = await send(fresh, body, type, '?ids=drop');
+        assert.equal(res.statusCode, 201, `${type}: ${res.body}`);
+        const back = await get(fresh, '/plants?limit=1000');
+        assert.deepEqual(
+          back.json().map((p: { name: string }) => p.name),
+          expected,
+          type,
+        );
+        const tags = (await get(c, '/plants?limit=1000')).json().map((p: { tag?: string }) => p.tag ?? null);
+        assert.deepEqual(
+          back.json().map((p: { tag?: string }) => p.tag ?? null),
+          tags,
+          `${type}: tags`,
+        );
+      }
+      // Without ?ids=drop the export's ids exist: nothing is created.
+      assert.equal((await csv(c, csvRes.body)).statusCode, 409);
+      // Another user naming gardens that are not theirs: 404, nothing created.
+      const intruder = await h.user();
+      assert.equal((await csv(intruder, csvRes.body, '?ids=drop')).statusCode, 404);
+      assert.deepEqual(await names(intruder), []);
+    });
+  });
+}
