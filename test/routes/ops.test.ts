@@ -15,6 +15,9 @@ const CONTRACT: Record<string, Record<string, number[]>> = {
     patch: [200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503],
     delete: [204, 400, 401, 403, 404, 412, 429, 500, 503],
   },
+  // Version 4: batch creates and exports (section 2).
+  '/plants/batch': { post: [201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503] },
+  '/plants/export': { get: [200, 400, 401, 403, 404, 429, 500, 503] },
   // Version 3: gardens (section 3.2).
   '/gardens': {
     post: [201, 400, 401, 403, 409, 413, 415, 429, 500, 503],
@@ -128,6 +131,7 @@ for (const engine of ENGINES) {
         'garden',
         'include',
         'limit',
+        'q',
         'tag',
       ]);
       assert.deepEqual(Object.keys(doc.components.schemas.Error.properties).sort(), [
