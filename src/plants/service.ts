@@ -145,15 +145,7 @@ export class PlantService {
       }
       throw refusal('exists', plant.id);
     }
-    let result: Awaited<ReturnType<Store['createPlant']>>;
-    try {
-      result = await this.store.createPlant(plant, ref, this.event());
-      // A refusal by the garden recorded nothing against the key; an existing id recorded its 409.
-      if ('refused' in result && result.refused !== 'exists') await this.store.releaseIdempotencyKey(ref);
-    } catch (err) {
-      await this.store.releaseIdempotencyKey(ref).catch(() => {});
-      throw err;
-    }
+    const result = await this.underKey(ref, () => this.store.createPlant(plant, ref, this.event()));
     const made = ok(result, plant.id);
     this.onEvent();
     return { plant: made, replayed: false };
@@ -265,16 +257,25 @@ export class PlantService {
       if (status === 409 && plantId !== null) throw refusal('exists', plantId);
       throw this.keyReused();
     }
-    let result: BatchCreateResult;
+    const result = await this.underKey(ref, () => this.store.createPlants(plants, ref, this.event()));
+    return { ids: this.batchMade(result), replayed: false };
+  }
+
+  // A create under a claimed key. A refusal by a garden recorded nothing against the key, and a
+  // failure may have left it pending: either frees it, so that a retry is judged afresh. An id that
+  // exists recorded its 409.
+  private async underKey<R extends object>(
+    ref: { user: string; key: string },
+    write: () => Promise<R>,
+  ): Promise<R> {
     try {
-      result = await this.store.createPlants(plants, ref, this.event());
-      // A refusal by a garden recorded nothing against the key; an existing id recorded its 409.
+      const result = await write();
       if ('refused' in result && result.refused !== 'exists') await this.store.releaseIdempotencyKey(ref);
+      return result;
     } catch (err) {
       await this.store.releaseIdempotencyKey(ref).catch(() => {});
       throw err;
     }
-    return { ids: this.batchMade(result), replayed: false };
   }
 
   // The ids a batch made, or its refusal as an error.
