@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
@@ -19,9 +20,11 @@ import { fastifyInstance } from './http/instance.js';
 import { registerBodyParsers } from './http/json.js';
 import { Metrics } from './http/metrics.js';
 import { BODY_LIMIT } from './http/route-guards.js';
+import { BackupSchedule } from './ops/backups.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis.js';
 import { Runtime } from './runtime.js';
+import { sqlitePath } from './store/index.js';
 import type { Store } from './store/store.js';
 
 export interface AppDeps {
@@ -94,5 +97,18 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(eventsFeature({ events, auth, runtime, deliver: config.webhookDelivery, metrics }));
   await app.register(opsFeature(store, metrics));
   if (config.console) await app.register(consoleFeature(config));
+  if (config.backupDir) {
+    const backups = new BackupSchedule({
+      source: resolve(sqlitePath(config.database)),
+      dir: resolve(config.backupDir),
+      everyMs: config.backupEvery,
+      keep: config.backupKeep,
+      log: app.log,
+      ...(metrics ? { onBackup: metrics.backupTaken, onFailure: metrics.backupFailed } : {}),
+    });
+    backups.start();
+    // Before the store closes (hooks run last-registered first): a backup under way finishes.
+    app.addHook('onClose', () => backups.stop());
+  }
   return app;
 }

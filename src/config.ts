@@ -51,6 +51,12 @@ export interface Config {
   consoleClientId: string;
   /** The scopes the console asks the issuer for. */
   consoleScope: string;
+  /** Where `serve` writes scheduled backups of a SQLite store; empty: none. */
+  backupDir: string;
+  /** Milliseconds between scheduled backups. */
+  backupEvery: number;
+  /** Scheduled backups kept (older ones go once a newer one checks good). */
+  backupKeep: number;
 }
 
 export class ConfigError extends Error {}
@@ -380,6 +386,27 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     parse: scopeList,
     doc: 'the scopes the console asks the issuer for at OpenID sign-in',
   },
+  backupDir: {
+    flag: '--backup-dir',
+    env: 'BACKUP_DIR',
+    default: '',
+    parse: nonEmpty,
+    doc: 'take scheduled backups of the SQLite store into this directory (plantstore-<UTC time>.db)',
+  },
+  backupEvery: {
+    flag: '--backup-every',
+    env: 'BACKUP_EVERY',
+    default: 3_600_000,
+    parse: duration,
+    doc: 'time between scheduled backups (like 1h)',
+  },
+  backupKeep: {
+    flag: '--backup-keep',
+    env: 'BACKUP_KEEP',
+    default: 24,
+    parse: integer(1, 100_000),
+    doc: 'scheduled backups kept; older ones are removed once a new one checks good',
+  },
 };
 
 /** Builds the configuration: a flag beats the environment, which beats the default. */
@@ -406,6 +433,17 @@ export function loadConfig(
     throw new ConfigError(
       `${FIELDS.jwtIssuer.flag} needs ${FIELDS.jwtAudience.flag} (${FIELDS.jwtAudience.env}) too`,
     );
+  }
+  if (config.backupDir && !config.database.startsWith('sqlite:')) {
+    throw new ConfigError(
+      `${FIELDS.backupDir.flag} backs up SQLite stores; on PostgreSQL use its own tools (docs/operations.md)`,
+    );
+  }
+  if (config.backupDir && config.database === 'sqlite::memory:') {
+    throw new ConfigError(`${FIELDS.backupDir.flag} needs a store in a file, not sqlite::memory:`);
+  }
+  if (config.backupDir && config.backupEvery < 1000) {
+    throw new ConfigError(`${FIELDS.backupEvery.flag} must be at least 1s`);
   }
   if (config.consoleClientId && !config.jwtIssuer) {
     throw new ConfigError(

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { backupName } from '../ops/backups.js';
 import { sqlitePath } from '../store/index.js';
 import {
   type BackupCheck,
@@ -27,9 +28,6 @@ function sqliteFile(opts: Record<string, unknown>): string {
   if (!database.startsWith('sqlite:')) throw new UsageError(POSTGRES);
   return resolve(sqlitePath(database));
 }
-
-/** A backup's file name in a directory: plantstore-<UTC time>.db, sortable by time. */
-export const backupName = (at: Date) => `plantstore-${at.toISOString().replace(/[:.]/g, '-')}.db`;
 
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const counts = (c: BackupCheck['counts']) =>

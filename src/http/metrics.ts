@@ -102,6 +102,28 @@ export class Metrics {
   });
   readonly tokenChanged = (action: 'created' | 'revoked'): void => this.tokenChanges.inc({ action });
 
+  // Scheduled backups (contract section 12).
+  private readonly backupLast = new Gauge({
+    name: 'plantstore_backup_last_success_timestamp_seconds',
+    help: 'When the last scheduled backup this process took checked good (Unix time)',
+    registers: [this.registry],
+  });
+  private readonly backupFailures = new Counter({
+    name: 'plantstore_backup_failures_total',
+    help: 'Scheduled backups this process tried that failed',
+    registers: [this.registry],
+  });
+  private readonly backupSize = new Gauge({
+    name: 'plantstore_backup_bytes',
+    help: 'Size of the last scheduled backup this process took',
+    registers: [this.registry],
+  });
+  readonly backupTaken = (made: { bytes: number }): void => {
+    this.backupLast.set(Date.now() / 1000);
+    this.backupSize.set(made.bytes);
+  };
+  readonly backupFailed = (): void => this.backupFailures.inc();
+
   /** Reports the live event streams open in this process. */
   watchStreams(open: () => number): void {
     new Gauge({

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
@@ -208,4 +209,36 @@ export async function restoreStore(file: string, target: string): Promise<Backup
   } finally {
     rmSync(tmp, { force: true });
   }
+}
+
+/** What a backup taken on a thread of its own reports. */
+export interface BackupMade {
+  bytes: number;
+  plants: number;
+  asOf: Date;
+}
+
+/**
+ * backupStore on a worker thread: the serving thread's event loop is not held while the copy is
+ * read and checked. Rejects with the reason when the backup failed (nothing is left under `target`).
+ */
+export function backupOnThread(source: string, target: string): Promise<BackupMade> {
+  const workerData = { source, target };
+  // As the writer's thread (writer.ts): compiled, beside this module; from source, through tsx.
+  const worker = import.meta.url.endsWith('.ts')
+    ? new Worker(
+        `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register();
+         return import(${JSON.stringify(new URL('./backup-thread.ts', import.meta.url).href)}); });`,
+        { eval: true, workerData },
+      )
+    : new Worker(new URL('./backup-thread.js', import.meta.url), { workerData });
+  return new Promise((resolve, reject) => {
+    worker.once('message', (m: { ok?: { bytes: number; plants: number; asOf: number }; error?: string }) => {
+      if (m.ok) resolve({ bytes: m.ok.bytes, plants: m.ok.plants, asOf: new Date(m.ok.asOf) });
+      else reject(new Error(m.error));
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the backup thread exited (${code}) before it reported`)));
+  });
 }
