@@ -45,7 +45,26 @@ export interface PlantQuery<I extends PlantInclude = never> {
   garden?: string;
   /** Also each plant's garden and/or version. */
   include?: readonly I[];
+  /**
+   * Search by name: every term (split on whitespace) a prefix of a word of the name, ignoring case
+   * and accents (`mon del` finds "Monstera deliciosa").
+   */
+  q?: string;
 }
+/** What an export reads: the list's filters, without pages. */
+export type ExportQuery = Pick<PlantQuery, 'tag' | 'garden' | 'q'>;
+/** A plant as an export gives it (NDJSON): `{id, name, tag?, garden, version}`. */
+export interface ExportedPlant {
+  id: number;
+  name: string;
+  tag?: string;
+  garden: string;
+  version: number;
+}
+/** A batch create's answer: how many plants it made (all of them) and their ids, in input order. */
+export type BatchCreated = Json<operations['createPlantsBatch']['responses'][201]>;
+/** A batch's plants: JSON plants, or a CSV or NDJSON text as an export writes (or a spreadsheet saves). */
+export type BatchInput = PlantCreate[] | { csv: string } | { ndjson: string };
 /** A garden as the service answers it: `{id, name, home, role, createdAt}`, `role` the caller's own. */
 export type Garden = Json<operations['getGarden']['responses'][200]>;
 /** Who the credential is (GET /me). */
@@ -158,6 +177,8 @@ export class PlantStore {
   readonly webhooks: Webhooks;
   /** Tokens over HTTP (CONTRACT.md section 3.3; scope `tokens:manage`): `store.tokens.create()`. */
   readonly tokens: Tokens;
+  /** Search, batch creates and exports (CONTRACT.md section 2, version 4): `store.plants.search('mon')`. */
+  readonly plants: Plants;
 
   constructor(private readonly opts: PlantStoreOptions) {
     this.base = withoutTrailingSlashes(opts.url);
@@ -168,6 +189,7 @@ export class PlantStore {
     this.gardens = new Gardens(call);
     this.webhooks = new Webhooks(call);
     this.tokens = new Tokens(call);
+    this.plants = new Plants(call, (q) => this.list(q));
   }
 
   /**
@@ -251,6 +273,7 @@ export class PlantStore {
       if (q.limit !== undefined) params.set('limit', String(q.limit));
       if (q.tag !== undefined) params.set('tag', q.tag);
       if (q.garden !== undefined) params.set('garden', q.garden);
+      if (q.q !== undefined) params.set('q', q.q);
       path = `/plants?${params}`;
     }
     const res = await this.call('GET', path, { retryable: true });
@@ -348,6 +371,11 @@ export class PlantStore {
       if (left <= 0)
         throw new PlantStoreError(0, 'deadline_exceeded', `no answer within ${this.deadlineMs} ms`);
       let res: Response;
+      // A streamed answer's body may take longer than the deadline: only its headers are timed
+      // here (its reader bounds each wait for more: readLines).
+      const abort = o.streamed ? new AbortController() : undefined;
+      const timer =
+        abort && setTimeout(() => abort.abort(new DOMException('deadline', 'TimeoutError')), left);
       try {
         res = await this.fetch(`${this.base}${path}`, {
           method,
@@ -357,13 +385,16 @@ export class PlantStore {
             ...o.headers,
           },
           ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) }),
-          signal: AbortSignal.timeout(left),
+          ...(o.text === undefined ? {} : { body: o.text }),
+          signal: abort?.signal ?? AbortSignal.timeout(left),
         });
       } catch (err) {
+        clearTimeout(timer);
         if (o.retryable !== true || attempt >= this.retries) throw unreachable(err);
         await this.wait(backoff(attempt + 1), deadline);
         continue;
       }
+      clearTimeout(timer);
       if (res.ok) return res;
       const error = await refusal(res);
       const again =
@@ -386,11 +417,124 @@ export class PlantStore {
 
 interface CallOptions {
   body?: unknown;
+  /** A body sent as it is, with its own content-type header (CSV, NDJSON). */
+  text?: string;
+  /** The answer's body is read as a stream for as long as it takes: the deadline covers its headers only. */
+  streamed?: boolean;
   headers?: Record<string, string>;
   /** true: safe to repeat; 'refused': only after a 429 or 503 (the service did nothing); false: never. */
   retryable: boolean | 'refused';
 }
 type Call = (method: string, path: string, o: CallOptions) => Promise<Response>;
+
+/**
+ * Search, batch creates and exports (CONTRACT.md section 2, version 4), as `store.plants`. A bad
+ * query or batch is a PlantStoreError 400 whose `details` name each bad field (`/q`, `/plants/3/name`,
+ * `/rows/4/name`); an id that exists is a 409 `plant_exists`, and nothing of the batch is created.
+ */
+export class Plants {
+  constructor(
+    private readonly call: Call,
+    private readonly lister: (q: PlantQuery<PlantInclude>) => AsyncGenerator<ListedPlant<PlantInclude>>,
+  ) {}
+
+  /**
+   * The plants whose name has a word starting with each term of `text` (case and accents ignored),
+   * every page read through `Link`, in id order: `for await (const p of store.plants.search('mon del'))`.
+   */
+  search<I extends PlantInclude = never>(
+    text: string,
+    q: Omit<PlantQuery<I>, 'q'> = {},
+  ): AsyncGenerator<ListedPlant<I>> {
+    return this.lister({ ...q, q: text }) as AsyncGenerator<ListedPlant<I>>;
+  }
+
+  /**
+   * Creates 1 … 1000 plants at once, all or none, each with its own event: JSON plants, or a CSV or
+   * NDJSON text. Plants without a garden go to `garden`, else to the caller's home garden; `newIds`
+   * ignores the ids given (re-importing an export). Retried safely under one Idempotency-Key (made
+   * here unless given).
+   */
+  async batch(
+    plants: BatchInput,
+    opts: { garden?: string; newIds?: boolean; idempotencyKey?: string } = {},
+  ): Promise<BatchCreated> {
+    const params = new URLSearchParams();
+    if (opts.garden !== undefined) params.set('garden', opts.garden);
+    if (opts.newIds) params.set('ids', 'drop');
+    const path = `/plants/batch${params.size ? `?${params}` : ''}`;
+    const headers = { 'idempotency-key': opts.idempotencyKey ?? crypto.randomUUID() };
+    const body: Pick<CallOptions, 'body' | 'text' | 'headers'> = Array.isArray(plants)
+      ? { body: { plants }, headers }
+      : 'csv' in plants
+        ? { text: plants.csv, headers: { ...headers, 'content-type': 'text/csv; charset=utf-8' } }
+        : {
+            text: plants.ndjson,
+            headers: { ...headers, 'content-type': 'application/x-ndjson; charset=utf-8' },
+          };
+    const res = await this.call('POST', path, { ...body, retryable: true });
+    return (await res.json()) as BatchCreated;
+  }
+
+  /**
+   * Every plant a list with these filters shows, from one snapshot of the store, read as the
+   * service streams it (memory does not grow with the plants): `for await (const p of store.plants.export())`.
+   */
+  async *export(q: ExportQuery = {}): AsyncGenerator<ExportedPlant> {
+    for await (const line of this.exportText(q, 'ndjson')) {
+      if (line.trim() !== '') yield JSON.parse(line) as ExportedPlant;
+    }
+  }
+
+  /** The export as the service writes it, line by line (each with its line end): NDJSON or CSV. */
+  async *exportText(q: ExportQuery = {}, format: 'ndjson' | 'csv' = 'csv'): AsyncGenerator<string> {
+    const params = new URLSearchParams({ format });
+    if (q.tag !== undefined) params.set('tag', q.tag);
+    if (q.garden !== undefined) params.set('garden', q.garden);
+    if (q.q !== undefined) params.set('q', q.q);
+    const res = await this.call('GET', `/plants/export?${params}`, { retryable: true, streamed: true });
+    yield* readLines(res.body!, EXPORT_IDLE_MS);
+  }
+}
+
+/** How long an export's reader waits for more of the body before it gives up. */
+const EXPORT_IDLE_MS = 60_000;
+
+/**
+ * The lines of a body as they arrive (each with its `\n`; the last one as it ends), never the whole
+ * body at once. An export's cells hold no line breaks (names and tags have no control characters),
+ * so each line is one record. Each wait for more is bounded by `idleMs`.
+ */
+async function* readLines(body: ReadableStream<Uint8Array>, idleMs: number): AsyncGenerator<string> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let rest = '';
+  try {
+    for (;;) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const idle = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(new PlantStoreError(0, 'deadline_exceeded', `no more of the export within ${idleMs} ms`)),
+          idleMs,
+        );
+      });
+      const { done, value } = await Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
+      if (done) break;
+      rest += decoder.decode(value, { stream: true });
+      let at = rest.indexOf('\n');
+      while (at >= 0) {
+        yield rest.slice(0, at + 1);
+        rest = rest.slice(at + 1);
+        at = rest.indexOf('\n');
+      }
+    }
+    rest += decoder.decode();
+    if (rest !== '') yield rest;
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
 
 /**
  * Gardens and their members (CONTRACT.md section 3.2), as `store.gardens`. A garden the caller is not
