@@ -3,6 +3,7 @@ import { type ListedPlant, type PlantPatch, type PlantStore, PlantStoreError } f
 import { ID_TEXT, LIMIT_TEXT } from '../schemas/plant.js';
 import { UsageError } from '../usage-error.js';
 import { type ClientOpts, connect, gardenId, out, withClient } from './client.js';
+import { plantFileCommands } from './plant-files.js';
 
 function plantId(text: string): number {
   const id = Number(text);
@@ -20,7 +21,7 @@ const listLine = (p: ListedPlant<'garden'>) => `${p.id}\t${p.name}\t${p.tag ?? '
 export function plantCommands(program: Command): void {
   const plants = program
     .command('plants')
-    .description('create, list, read and delete plants on a running service');
+    .description('create, list, search, read, delete, export and import plants on a running service');
 
   withClient(
     plants
@@ -131,4 +132,6 @@ export function plantCommands(program: Command): void {
       else process.stderr.write(`deleted plant ${n}\n`);
     },
   );
+
+  plantFileCommands(plants);
 }

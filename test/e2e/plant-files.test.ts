@@ -1,0 +1,93 @@
+// The version 4 plant commands against a running service (contract section 7): plants search,
+// plants export (CSV and NDJSON, to stdout) and plants import FILE (1,000 rows a request, a progress
+// line on stderr, the first refused batch named by its file rows, exit 1, nothing of it created).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { cli, type Server, serve } from './process.js';
+
+describe('plants search, export and import (CONTRACT.md section 7)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-plant-files-'));
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` };
+  let server: Server;
+  const as: Record<string, string> = {};
+  const other: Record<string, string> = {};
+  before(async () => {
+    server = await serve([], env);
+    for (const [who, into] of [
+      ['files-user', as],
+      ['files-other', other],
+    ] as const) {
+      const token = (await cli(['token', 'create', '--user', who], env)).stdout.trim();
+      Object.assign(into, { PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: token });
+    }
+  });
+  after(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('imports a CSV file in batches with progress, searches it, and exports it back into another store', async () => {
+    const rows = Array.from({ length: 2100 }, (_, i) => `"Plant ${i}, ""n""",${i % 2 ? 'odd' : ''}`);
+    rows[5] = '=Monstera deliciosa,big';
+    const file = join(dir, 'plants.csv');
+    writeFileSync(file, `\uFEFFname,tag\r\n${rows.join('\r\n')}\r\n`);
+    const imported = await cli(['plants', 'import', file], as);
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.equal(imported.stdout, 'imported 2100 plants\n');
+    assert.deepEqual(imported.stderr.trim().split('\n'), [
+      'imported 1000/2100',
+      'imported 2000/2100',
+      'imported 2100/2100',
+    ]);
+
+    const found = await cli(['plants', 'search', 'MON del'], as);
+    assert.equal(found.code, 0, found.stderr);
+    assert.match(found.stdout, /^\d+\t=Monstera deliciosa\tbig\tgdn_\w+\n$/);
+    const json = await cli(['plants', 'search', 'plant 20', '--json'], as);
+    assert.equal(JSON.parse(json.stdout).length, 1 + 10 + 100, 'Plant 20, 200–209, 2000–2099');
+
+    const csv = await cli(['plants', 'export', '--format', 'csv', '--tag', 'big'], as);
+    assert.equal(csv.code, 0, csv.stderr);
+    assert.match(csv.stdout, /^id,name,tag,garden\r\n\d+,'=Monstera deliciosa,big,gdn_\w+\r\n$/);
+    const nd = await cli(['plants', 'export'], as);
+    const lines = nd.stdout.trim().split('\n');
+    assert.equal(lines.length, 2100);
+    // Into another user's store with new ids: gardens removed, so theirs is used.
+    const mine = lines.map((l) => {
+      const { garden: _g, id: _i, ...rest } = JSON.parse(l);
+      return JSON.stringify(rest);
+    });
+    const ndFile = join(dir, 'export.ndjson');
+    writeFileSync(ndFile, `${mine.join('\n')}\n`);
+    const again = await cli(['plants', 'import', ndFile, '--new-ids', '--json'], other);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(JSON.parse(again.stdout).created, 2100);
+    const theirs = await cli(['plants', 'export', '--q', 'monstera'], other);
+    assert.equal(JSON.parse(theirs.stdout).name, '=Monstera deliciosa');
+  });
+
+  it('stops at the first refused batch, naming its rows in the file, and creates none of it', async () => {
+    const rows = Array.from({ length: 1500 }, (_, i) => (i === 1203 ? ',x' : `Fern ${i},`));
+    const file = join(dir, 'bad.csv');
+    writeFileSync(file, `name,tag\n${rows.join('\n')}\n`);
+    const before = JSON.parse(
+      (await cli(['plants', 'export', '--q', 'fern', '--format', 'ndjson'], other)).stdout || 'null',
+    );
+    assert.equal(before, null, 'no ferns yet');
+    const r = await cli(['plants', 'import', file], other);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /rows 1001–1500 refused, none of them created: row 1204 name must not be empty \(1000 plants imported before them\)/,
+    );
+    const ferns = (await cli(['plants', 'export', '--q', 'fern'], other)).stdout.trim().split('\n');
+    assert.equal(ferns.length, 1000, 'the first batch stays, the refused one is not there');
+    const usage = await cli(['plants', 'export', '--format', 'xml'], other);
+    assert.equal(usage.code, 2);
+    const missing = await cli(['plants', 'import', join(dir, 'nope.csv')], other);
+    assert.equal(missing.code, 2);
+  });
+});
