@@ -4,7 +4,7 @@ import { useApi } from './api.js';
 
 /** What the console's text fields set besides their value. */
 interface InputProps {
-  type?: 'url' | 'datetime-local';
+  type?: 'url' | 'datetime-local' | 'search';
   required?: boolean;
   maxLength?: number;
   pattern?: string;

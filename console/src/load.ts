@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from './api.js';
 
 /** What a view read, the failure to show (of that read or of the view's own actions), and how to act. */
@@ -35,7 +35,16 @@ export function useLoad<T>(read: () => Promise<T>): Loaded<T> {
     },
     [fail],
   );
-  const reload = useCallback(() => attempt(async () => setData(await read())), [attempt, read]);
+  // Only the newest read's answer is shown: one that comes back after a later one (a search typed
+  // on) is dropped.
+  const latest = useRef(0);
+  const reload = useCallback(() => {
+    const n = ++latest.current;
+    return attempt(async () => {
+      const got = await read();
+      if (n === latest.current) setData(got);
+    });
+  }, [attempt, read]);
   useEffect(() => {
     void reload();
   }, [reload]);

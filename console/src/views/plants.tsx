@@ -1,19 +1,31 @@
 import { can, capabilities, etagOf, type Garden, type ListedPlant } from 'plantstore/client';
-import { useCallback, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
 import { FormButtons, FormPanel, SelectField, TextField, useForm } from '../fields.js';
 import { useLoad } from '../load.js';
 import { isStatus, newKey } from '../session.js';
 import { DeleteButton, RowButton, Table } from '../table.js';
 import { Confirm, Dialog, ErrorText, Opener, Status, useAsking, View } from '../ui.js';
+import { ExportLink, ImportButton } from './plant-files.js';
 
 type Item = ListedPlant<'garden' | 'version'>;
 const PAGE = 20;
 
 export function PlantsView() {
   const { store, me } = useApi();
-  const [filter, setFilter] = useState({ garden: '', tag: '' });
+  const [filter, setFilter] = useState({ garden: '', tag: '', q: '' });
   const [draft, setDraft] = useState({ garden: '', tag: '' });
+  // What is typed in "Search plants": searched a moment after the typing stops.
+  const [typed, setTyped] = useState('');
+  useEffect(() => {
+    const q = typed.trim();
+    if (q === filter.q) return;
+    const timer = setTimeout(() => {
+      setFilter((f) => ({ ...f, q }));
+      setStarts([null]);
+    }, 250);
+    return () => clearTimeout(timer);
+  }, [typed, filter.q]);
   // The `next` path that each page read so far starts at (null: the first); the last is shown.
   const [starts, setStarts] = useState<(string | null)[]>([null]);
   const [status, setStatus] = useState('');
@@ -29,6 +41,7 @@ export function PlantsView() {
           include: ['garden', 'version'],
           ...(filter.garden ? { garden: filter.garden } : {}),
           ...(filter.tag ? { tag: filter.tag } : {}),
+          ...(filter.q ? { q: filter.q } : {}),
           next: starts[starts.length - 1] ?? null,
         }),
       [store, filter, starts],
@@ -47,7 +60,7 @@ export function PlantsView() {
 
   const applyFilter = (e: Event) => {
     e.preventDefault();
-    setFilter(draft);
+    setFilter({ ...draft, q: typed.trim() });
     setStarts([null]);
   };
 
@@ -82,6 +95,15 @@ export function PlantsView() {
   return (
     <View id="plants" title="Plants" heading={heading}>
       <form class="toolbar" onSubmit={applyFilter} aria-label="Filter plants">
+        <TextField
+          id="search-plants"
+          label="Search plants"
+          type="search"
+          value={typed}
+          onValue={setTyped}
+          maxLength={100}
+          autocomplete="off"
+        />
         <SelectField
           id="filter-garden"
           label="Filter by garden"
@@ -101,6 +123,17 @@ export function PlantsView() {
         <button type="submit">Show</button>
       </form>
 
+      <div class="actions">
+        <ExportLink
+          query={{
+            ...(filter.garden ? { garden: filter.garden } : {}),
+            ...(filter.tag ? { tag: filter.tag } : {}),
+            ...(filter.q ? { q: filter.q } : {}),
+          }}
+          onError={setStatus}
+        />
+        {can(me, 'plants:write') && <ImportButton garden={filter.garden || undefined} onDone={done} />}
+      </div>
       {can(me, 'plants:write') && (
         <Opener
           label="New plant"
@@ -122,7 +155,7 @@ export function PlantsView() {
       {deleting.error && !deleting.about && <ErrorText error={deleting.error} />}
 
       {page.data && page.data.plants.length === 0 && (
-        <p>No plants here{filter.tag || filter.garden ? ' with this filter' : ' yet'}.</p>
+        <p>No plants here{filter.tag || filter.garden || filter.q ? ' with this filter' : ' yet'}.</p>
       )}
       {page.data && page.data.plants.length > 0 && (
         <Table caption={`Plants, page ${starts.length}`} columns={['Name', 'Tag', 'Garden', 'Id']} actions>
