@@ -16,6 +16,9 @@
  *                                          thousands of open streams with creates at a steady rate,
  *                                          and webhook throughput; the other options are that script's
  *                                          (--streams 1000,10000 --engine sqlite|postgres --only … --write)
+ *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
+ *                                          (bench/search-bulk.ts); the other options are that
+ *                                          script's (--engine sqlite|postgres --rounds … --write)
  *   options: --rounds N --duration S --plants N --connections N --pg URL --load wrk|autocannon
  *            --no-write (print the results only; docs/ is left as it is: for smoke runs)
  */
@@ -56,6 +59,17 @@ if (process.argv.includes('--events-scale')) {
     {
       stdio: 'inherit',
     },
+  );
+  process.exit(run.status ?? 1);
+}
+
+// So are search, batch and export at scale.
+if (process.argv.includes('--search-bulk')) {
+  const args = process.argv.slice(2).filter((a) => a !== '--search-bulk');
+  const run = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'search-bulk.ts'), ...args],
+    { stdio: 'inherit' },
   );
   process.exit(run.status ?? 1);
 }
