@@ -9,7 +9,8 @@ import { type ClientOpts, connect, gardenId, out, withClient } from './client.js
 // export through the client; an import sends a CSV or NDJSON file 1,000 rows (and under 1 MiB) a
 // request, saying how far it got on stderr, and stops at the first batch the service refuses.
 
-const listLine = (p: ListedPlant<'garden'>) => `${p.id}\t${p.name}\t${p.tag ?? ''}\t${p.garden}`;
+/** A list line (contract version 3): id, name, tag (empty when none) and garden, always four fields. */
+export const listLine = (p: ListedPlant<'garden'>) => `${p.id}\t${p.name}\t${p.tag ?? ''}\t${p.garden}`;
 const ROWS = 1000;
 // Under the service's 1 MiB, with room for the header.
 const BYTES = 1_000_000;

@@ -3,7 +3,7 @@ import { type ListedPlant, type PlantPatch, type PlantStore, PlantStoreError } f
 import { ID_TEXT, LIMIT_TEXT } from '../schemas/plant.js';
 import { UsageError } from '../usage-error.js';
 import { type ClientOpts, connect, gardenId, out, withClient } from './client.js';
-import { plantFileCommands } from './plant-files.js';
+import { listLine, plantFileCommands } from './plant-files.js';
 
 function plantId(text: string): number {
   const id = Number(text);
@@ -14,8 +14,6 @@ function plantId(text: string): number {
 }
 
 const line = (p: ListedPlant) => `${p.id}\t${p.name}${p.tag === undefined ? '' : `\t${p.tag}`}`;
-// A list line (contract version 3): id, name, tag (empty when none) and garden, always four fields.
-const listLine = (p: ListedPlant<'garden'>) => `${p.id}\t${p.name}\t${p.tag ?? ''}\t${p.garden}`;
 
 /** `plantstore plants create|list|get|update|delete`, on a running service. */
 export function plantCommands(program: Command): void {
