@@ -55,7 +55,12 @@ function csvChunks(text: string): Chunk[] {
     throw new UsageError(`the file is not CSV: ${(err as Error).message}`);
   }
   if (records.length < 2) throw new UsageError('the CSV file has no rows after its header');
-  const raw = records.map((r) => r.raw.replace(/[\r\n]+$/, ''));
+  // Each record's text without the line end csv-parse leaves on it (a loop: no regex to backtrack).
+  const raw = records.map((r) => {
+    let end = r.raw.length;
+    while (end > 0 && (r.raw[end - 1] === '\n' || r.raw[end - 1] === '\r')) end--;
+    return r.raw.slice(0, end);
+  });
   return chunks(`${raw[0]}\r\n`, raw.slice(1), '\r\n');
 }
 

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import type { Client } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { createGarden, homeOf, share } from '../helpers/gardens.js';
+import { logSettled } from '../helpers/log.js';
 import { get } from '../helpers/plants.js';
 import { suiteHarness } from '../helpers/suite.js';
 
@@ -60,6 +61,8 @@ for (const engine of ENGINES) {
         'Pilea, "coin"',
         'two, three',
       ]);
+      // On PostgreSQL the log is readable up to the oldest transaction running on the server.
+      await logSettled(h.store);
       const after = await h.store.readEvents({
         after: head,
         gardens: null,
