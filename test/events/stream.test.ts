@@ -296,9 +296,8 @@ for (const engine of ENGINES) {
         );
         streams.nudge();
       }
-      const ids = (await store.readEvents({ after: head, gardens: ['gdn_lag'], limit: 10_000 })).events.map(
-        (e) => e.id,
-      );
+      // Readable once no transaction older than the writes is open anywhere on the server (PostgreSQL).
+      const ids = await readable(head, 'gdn_lag', n);
       assert.equal(ids.length, n);
       await until('the fast reader has every event', () => fast.reader.ids().length >= n);
       assert.deepEqual(fast.reader.ids(), ids);
