@@ -459,6 +459,18 @@ function rss(pid: number): { rss: number; anon: number } {
   }
 }
 
+/** The server's V8 heap (committed and used) and external memory, MB, from its /metrics. */
+async function heap(url: string): Promise<{ total: number; used: number; external: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const mb = (name: string) =>
+    Number(new RegExp(`^plantstore_${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(text)?.[1]) / 2 ** 20;
+  return {
+    total: mb('nodejs_heap_size_total_bytes'),
+    used: mb('nodejs_heap_size_used_bytes'),
+    external: mb('nodejs_external_memory_bytes'),
+  };
+}
+
 /** CPU ticks of the server and (PostgreSQL) of the database's backends, read together. */
 interface Cpu {
   server: number;
@@ -702,6 +714,9 @@ interface ExportResult {
   after: { rss: number; anon: number };
   /** The highest RSS sample in each tenth of the export, MB. */
   rssByTenth: number[];
+  /** The V8 heap and external memory just before and just after (from /metrics). */
+  heapBefore: { total: number; used: number; external: number };
+  heapAfter: { total: number; used: number; external: number };
 }
 
 async function exportOnce(
@@ -711,6 +726,7 @@ async function exportOnce(
   query: string,
 ): Promise<ExportResult> {
   await waitIdle(server);
+  const heapBefore = await heap(server.url);
   const before = rss(server.pid);
   const samples: { at: number; rss: number; anon: number }[] = [];
   const a = await server.cpu();
@@ -730,6 +746,7 @@ async function exportOnce(
   clearInterval(timer);
   samples.push({ at: end, ...rss(server.pid) });
   const b = await server.cpu();
+  const heapAfter = await heap(server.url);
   const used = Server.used(a, b);
   const tenths = Array.from({ length: 10 }, (_, k) => {
     const from = start + ((end - start) * k) / 10;
@@ -751,9 +768,11 @@ async function exportOnce(
     },
     after: rss(server.pid),
     rssByTenth: tenths,
+    heapBefore,
+    heapAfter,
   };
   process.stderr.write(
-    `  ${label}: ${n0(result.plants)} plants in ${result.seconds.toFixed(2)} s (${n0(result.plants / result.seconds)}/s), RSS ${result.before.rss.toFixed(0)} → ${tenths.map((x) => x.toFixed(0)).join(' ')} → ${result.after.rss.toFixed(0)} MB (anon ${result.before.anon.toFixed(0)} → peak ${result.peak.anon.toFixed(0)})\n`,
+    `  ${label}: ${n0(result.plants)} plants in ${result.seconds.toFixed(2)} s (${n0(result.plants / result.seconds)}/s), RSS ${result.before.rss.toFixed(0)} → ${tenths.map((x) => x.toFixed(0)).join(' ')} → ${result.after.rss.toFixed(0)} MB (anon ${result.before.anon.toFixed(0)} → peak ${result.peak.anon.toFixed(0)}), V8 heap ${hp(heapBefore)} → ${hp(heapAfter)}\n`,
   );
   return result;
 }
@@ -808,6 +827,9 @@ async function explainSearches(url: string): Promise<string> {
 // ---------------------------------------------------------------------------------------------
 // Reporting.
 
+/** A heap reading: committed (used), external. */
+const hp = (h: { total: number; used: number; external: number }) =>
+  `${h.total.toFixed(0)} (${h.used.toFixed(0)}) MB, external ${h.external.toFixed(0)} MB`;
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => `${+x.toFixed(2)} ms`;
 const yes = (ok: boolean) => (ok ? 'yes' : '**no**');
@@ -836,13 +858,13 @@ function report(
   }
   lines.push(
     '',
-    '| export (NDJSON, admin token) | plants | seconds | plants/s | server CPU µs/plant | RSS before → peak → after | of which anonymous, before → peak |',
-    '|---|---:|---:|---:|---:|---|---|',
+    '| export (NDJSON, admin token) | plants | seconds | plants/s | server CPU µs/plant | RSS before → peak → after | of which anonymous, before → peak | V8 heap committed (used), external: before → after |',
+    '|---|---:|---:|---:|---:|---|---|---|',
   );
   for (const e of exports) {
     const cpu = `${e.cpuUsPerPlant.toFixed(2)}${e.pgCpuUsPerPlant === null ? '' : ` (+ backends ${e.pgCpuUsPerPlant.toFixed(2)})`}`;
     lines.push(
-      `| ${e.label} | ${n0(e.plants)} | ${e.seconds.toFixed(2)} | ${n0(e.plants / e.seconds)} | ${cpu} | ${e.before.rss.toFixed(0)} → ${e.peak.rss.toFixed(0)} → ${e.after.rss.toFixed(0)} MB | ${e.before.anon.toFixed(0)} → ${e.peak.anon.toFixed(0)} MB |`,
+      `| ${e.label} | ${n0(e.plants)} | ${e.seconds.toFixed(2)} | ${n0(e.plants / e.seconds)} | ${cpu} | ${e.before.rss.toFixed(0)} → ${e.peak.rss.toFixed(0)} → ${e.after.rss.toFixed(0)} MB | ${e.before.anon.toFixed(0)} → ${e.peak.anon.toFixed(0)} MB | ${hp(e.heapBefore)} → ${hp(e.heapAfter)} |`,
     );
   }
   const searches = rows.filter((r) => r.matches !== null);
