@@ -1,10 +1,11 @@
 import type Database from 'better-sqlite3';
 import { roleOf } from '../../access/policy.js';
+import { nameMatches } from '../../search-text.js';
 import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import type { ListMarks, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
 import type { GardenIdLists } from './garden-ids.js';
 import type { LocalMarks } from './local-marks.js';
-import { matchQuery } from './search.js';
+import { matchQuery, shortTerm } from './search.js';
 
 // A page's row: id, garden, name, tag (and version, when asked).
 type Row = [number, string, string, string | null];
@@ -265,23 +266,40 @@ export class SqlitePlantReads {
     return this.snapshot(() => this.fromIdList(gardens, q) ?? this.acrossGardens(gardens, q, read));
   }
 
-  // A page of search's matches: one statement along the FTS5 index, whatever the gardens.
+  // A page of search's matches along the FTS5 index, whatever the gardens. A term longer than the
+  // longest prefix index (3 characters) is asked of FTS5 by its first 3, which FTS5 reads along that
+  // index a row at a time; a whole-term prefix would make it merge the entries of every word starting
+  // with the term, in the whole store, before the first row. The rows found are then checked against
+  // the whole terms here, and read on until the page is full: the work follows the caller's matches,
+  // never the store's size.
   private search(q: PageQuery, terms: string[]): PagePlant[] {
     if (q.gardens?.length === 0) return [];
-    const match = matchQuery(q.gardens, terms);
-    const s = this.s;
-    if (q.withVersion) {
-      const rows =
-        q.tag === null
-          ? s.searchV.all(match, q.afterId, q.limit)
-          : s.searchTagV.all(match, q.afterId, q.tag, q.limit);
-      return rows.map(toVersionedPagePlant);
+    const short = terms.map((t) => shortTerm(t));
+    const exact = short.every((t, i) => t === terms[i]);
+    const match = matchQuery(q.gardens, short);
+    const read = (after: number, n: number): PagePlant[] => {
+      const s = this.s;
+      if (q.withVersion) {
+        const rows =
+          q.tag === null ? s.searchV.all(match, after, n) : s.searchTagV.all(match, after, q.tag, n);
+        return rows.map(toVersionedPagePlant);
+      }
+      const rows = q.tag === null ? s.search.all(match, after, n) : s.searchTag.all(match, after, q.tag, n);
+      return (rows as Row[]).map(toPagePlant);
+    };
+    if (exact) return read(q.afterId, q.limit);
+    const page: PagePlant[] = [];
+    // As many rows as the page still needs, then four times more each round, while few match.
+    for (let after = q.afterId, batch = q.limit; ; batch = Math.min(4 * batch, 4096)) {
+      const rows = read(after, batch);
+      for (const p of rows) {
+        if (!nameMatches(p.name, terms)) continue;
+        page.push(p);
+        if (page.length === q.limit) return page;
+      }
+      if (rows.length < batch) return page;
+      after = rows[rows.length - 1]!.id;
     }
-    const rows =
-      q.tag === null
-        ? s.search.all(match, q.afterId, q.limit)
-        : s.searchTag.all(match, q.afterId, q.tag, q.limit);
-    return (rows as Row[]).map(toPagePlant);
   }
 
   /**

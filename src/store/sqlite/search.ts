@@ -12,6 +12,15 @@ import { indexedWords } from '../../search-text.js';
 export const SEARCH_TABLE = `CREATE VIRTUAL TABLE plant_search USING fts5(garden, words,
   content='', contentless_delete=1, tokenize='ascii', prefix='1 2 3', detail='column')`;
 
+/** The longest prefix FTS5 keeps an index of (the table's prefix='1 2 3'). */
+const LONGEST_PREFIX = 3;
+
+/** A term as FTS5 is asked for it: its first 3 characters, for which it has an index. */
+export function shortTerm(term: string): string {
+  const chars = [...term];
+  return chars.length <= LONGEST_PREFIX ? term : chars.slice(0, LONGEST_PREFIX).join('');
+}
+
 /** A garden's id as one token the ascii tokenizer keeps whole. */
 export const gardenToken = (garden: string): string => Buffer.from(garden, 'utf8').toString('hex');
 
