@@ -878,8 +878,9 @@ function report(
   const batchTarget = engine === 'SQLite' ? 50_000 : 20_000;
   const quarter = exports[0]!;
   const all = exports.slice(1);
-  const slowestAll = all.reduce((w, e) => (e.plants / e.seconds < w.plants / w.seconds ? e : w));
-  const exRate = slowestAll.plants / slowestAll.seconds;
+  // Every export is of more than 200,000 plants: the slowest of them is judged.
+  const slowestExport = exports.reduce((w, e) => (e.plants / e.seconds < w.plants / w.seconds ? e : w));
+  const exRate = slowestExport.plants / slowestExport.seconds;
   const peakAll = all[0]!.peak.rss;
   const flat = peakAll <= 1.1 * quarter.peak.rss;
   lines.push(
@@ -896,7 +897,7 @@ function report(
     `| search p99 ≤ 15 ms at ${CONNECTIONS} connections | worst ${ms(worstP99.r.p99)} (${worstP99.op}) | ${yes(worstP99.r.p99 <= 15)} |`,
     `| no match as fast as a match (≥ 0.9 × the slowest matching query's req/s) | ${n0(noMatch.r.rps)} against ${n0(slowest.r.rps)} req/s (${slowest.op}) | ${yes(noMatchOk)} |`,
     `| batch ≥ ${n0(batchTarget)} plants/s | ${n0(batch.plantsPerSecond)} | ${yes(batch.plantsPerSecond >= batchTarget)} |`,
-    `| export ≥ 200,000 plants/s (the slower ${n0(PLANTS)}-plant export) | ${n0(exRate)} | ${yes(exRate >= 200_000)} |`,
+    `| export ≥ 200,000 plants/s, the slowest of the three | ${n0(exRate)} (${slowestExport.label}) | ${yes(exRate >= 200_000)} |`,
     `| export memory flat: peak RSS exporting ${n0(all[0]!.plants)} ≤ 1.1 × exporting ${n0(quarter.plants)}, each on a fresh server | ${peakAll.toFixed(0)} MB against ${quarter.peak.rss.toFixed(0)} MB | ${yes(flat)} |`,
   );
   if (explain !== null)
@@ -969,8 +970,12 @@ async function runEngine(
   );
   const minutes = (performance.now() - started) / 60_000;
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const tree = spawnSync('git', ['rev-parse', '--short', 'HEAD'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  }).stdout.trim();
   const env = [
-    `${new Date().toISOString().slice(0, 10)}`,
+    `${new Date().toISOString().slice(0, 10)}, tree ${tree || 'unknown'}`,
     engine === 'postgres' ? `PostgreSQL ${version} on the same machine` : 'durability full',
     `${n0(PLANTS)} plants (store ${built}), the caller in 3 gardens seeing ${n0(VISIBLE)}`,
     `${availableParallelism()} vCPUs (${cpu}) shared with other work, Node ${process.version}`,
