@@ -36,6 +36,15 @@ export class SqlitePlantWrites {
   private readonly s;
   /** The last plant version given, in the open transaction (undefined: not read yet). */
   private rev: number | undefined;
+  /**
+   * The search index's changes of the open transaction, in order: [id] unindexes the plant,
+   * [id, garden token, words] indexes it. Written last, just before COMMIT (flushWords): FTS5 writes
+   * its pending terms to disk as a new segment whenever a statement of the transaction opens a
+   * statement journal (each plant insert does, for the write clock's trigger), so words written
+   * between the plant rows made one segment, and its merges, per plant — 20 µs of a create's CPU
+   * against 7 written together. Nothing reads the index in the writer's own transaction.
+   */
+  private words: ([number] | [number, string, string])[] = [];
 
   constructor(
     db: Database.Database,
@@ -64,9 +73,7 @@ export class SqlitePlantWrites {
         'INSERT INTO plant_search (rowid, garden, words) VALUES (?, ?, ?)',
       ),
       unindexWords: db.prepare<[number]>('DELETE FROM plant_search WHERE rowid = ?'),
-      savepoint: db.prepare('SAVEPOINT plants_batch'),
-      release: db.prepare('RELEASE plants_batch'),
-      rollbackTo: db.prepare('ROLLBACK TO plants_batch'),
+      plantExists: db.prepare<[number], number>('SELECT 1 FROM plants WHERE id = ?').pluck(),
       finishIdem: db.prepare<[number, number | null, string | null, string, string]>(
         `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ?, response = ? WHERE user_id = ? AND key = ?`,
       ),
@@ -80,6 +87,27 @@ export class SqlitePlantWrites {
    */
   begin(): void {
     this.rev = undefined;
+    this.words = [];
+  }
+
+  /** Where the transaction's search changes stand, to rewind to (a write rolled back to a savepoint). */
+  markWords(): number {
+    return this.words.length;
+  }
+
+  /** Forgets the search changes made after `mark`. */
+  rewindWords(mark: number): void {
+    this.words.length = mark;
+  }
+
+  /** Writes the transaction's search changes to the index, in order; the transaction commits next. */
+  flushWords(): void {
+    const words = this.words;
+    this.words = [];
+    for (const w of words) {
+      if (w.length === 1) this.s.unindexWords.run(w[0]);
+      else this.s.indexWords.run(w[0], w[1], w[2]);
+    }
   }
 
   /** The last version the open transaction gave; undefined: none. */
@@ -108,7 +136,7 @@ export class SqlitePlantWrites {
     const row = this.s.insertPlant.get(plant.id, plant.owner, plant.garden, plant.name, plant.tag, version);
     if (!row) return null;
     if (row.id > MAX_PLANT_ID) throw new IdSpaceExhaustedError();
-    this.s.indexWords.run(row.id, gardenToken(plant.garden), indexedWords(plant.name));
+    this.words.push([row.id, gardenToken(plant.garden), indexedWords(plant.name)]);
     if (event) {
       const data = eventData(row.id, plant.name, plant.tag, plant.garden);
       this.events().record(event, 'plant.created', plant.owner, plant.garden, data);
@@ -131,8 +159,10 @@ export class SqlitePlantWrites {
 
   /**
    * Creates every plant or none per Store.createPlants, under the write lock: each garden checked
-   * once, then the plants written inside a savepoint that an existing id rolls back (with the
-   * events recorded so far).
+   * once, and every id the batch gives looked up, before anything is written. Checked first rather
+   * than rolled back to a savepoint: with a savepoint open, every statement that opens a statement
+   * journal (each insert does, for the write clock's trigger) copies the pages it changes into the
+   * sub-journal — 17 µs a plant against 6 without, measured on 100 batches of 1,000.
    */
   createMany(plants: NewPlant[], idem?: IdempotencyRef, event?: NewEvent): BatchCreateResult {
     const checked = new Set<string>();
@@ -142,22 +172,22 @@ export class SqlitePlantWrites {
       if (refusal !== null) return { refused: refusal, garden: plant.garden };
       checked.add(plant.garden);
     }
-    const mark = this.events().mark();
-    const made: VersionedPlant[] = [];
-    this.s.savepoint.run();
-    try {
-      for (const plant of plants) {
-        const one = this.insert(plant, event);
-        if (one === null) {
-          this.s.rollbackTo.run();
-          this.events().rewind(mark);
-          if (idem) this.s.finishIdem.run(409, plant.id, null, idem.user, idem.key);
-          return { refused: 'exists', id: plant.id! };
-        }
-        made.push(one);
+    const given = new Set<number>();
+    for (const plant of plants) {
+      if (plant.id === null) continue;
+      // An id given twice in the batch is refused as one that exists (the second would find the first).
+      if (given.has(plant.id) || this.s.plantExists.get(plant.id) !== undefined) {
+        if (idem) this.s.finishIdem.run(409, plant.id, null, idem.user, idem.key);
+        return { refused: 'exists', id: plant.id };
       }
-    } finally {
-      this.s.release.run();
+      given.add(plant.id);
+    }
+    const made: VersionedPlant[] = [];
+    for (const plant of plants) {
+      const one = this.insert(plant, event);
+      // Checked above under the same write lock; throwing rolls the writer's transaction back whole.
+      if (one === null) throw new Error(`plant ${plant.id} appeared under the write lock`);
+      made.push(one);
     }
     if (idem) {
       const shown = shownBatch(made.map((p) => p.id));
@@ -196,8 +226,7 @@ export class SqlitePlantWrites {
     if (changed) {
       this.s.updatePlant.run(name, tag, now.version, id);
       if (name !== was.name) {
-        this.s.unindexWords.run(id);
-        this.s.indexWords.run(id, gardenToken(was.garden), indexedWords(name));
+        this.words.push([id], [id, gardenToken(was.garden), indexedWords(name)]);
       }
       if (event) {
         const data = eventData(id, name, tag, was.garden, previous);
@@ -227,7 +256,7 @@ export class SqlitePlantWrites {
     const gone = found.plant;
     if (ifVersions && !ifVersions.includes(gone.version)) return refused('mismatch');
     this.s.deletePlant.run(id);
-    this.s.unindexWords.run(id);
+    this.words.push([id]);
     if (event) {
       const data = eventData(gone.id, gone.name, gone.tag, gone.garden);
       this.events().record(event, 'plant.deleted', gone.owner, gone.garden, data);

@@ -180,6 +180,8 @@ export class SqliteWrites {
       queued = this.eventsSql?.writeEvents() ?? 0;
       const changed = plantsChanged(batch, outcomes);
       if (changed > 0) s.tick.run({ writer: this.writer, changed, rev: this.plantsSql?.lastVersion ?? 0 });
+      // Last: no statement after it opens a statement journal, which would make FTS5 flush (plant-writes.ts).
+      this.plantsSql?.flushWords();
       s.commit.run();
       return { outcomes, queued };
     } catch (err) {
@@ -206,11 +208,13 @@ export class SqliteWrites {
       // Prepared SAVEPOINT statements: no transaction wrapper built per write.
       s.savepoint.run();
       const mark = this.eventsSql?.mark() ?? 0;
+      const wordsMark = this.plantsSql?.markWords() ?? 0;
       try {
         outcomes.push({ ok: true, value: fn.apply(this, args) });
       } catch (error) {
         s.rollbackTo.run();
         this.eventsSql?.rewind(mark);
+        this.plantsSql?.rewindWords(wordsMark);
         outcomes.push({ ok: false, error });
       }
       s.release.run();
