@@ -11,7 +11,9 @@
  *    with one whole word (longer than SQLite's prefix indexes), and a `q` that matches nothing
  *    (letters only, so that it reaches the store) — rounds × seconds each, interleaved, medians.
  *    Targets: search ≥ 0.5 × the plain list's req/s, p99 ≤ 15 ms, and the no-match query as fast
- *    as the matching ones. On PostgreSQL the script also prints `EXPLAIN (ANALYZE, BUFFERS)` of
+ *    as the matching ones, judged as served (repeated pages come from the list cache, plain and
+ *    search alike); the same runs again on a server started with `--list-cache 0`, where every
+ *    page is read from the store, and are reported beside them. On PostgreSQL the script also prints `EXPLAIN (ANALYZE, BUFFERS)` of
  *    each search statement as the server sends it (src/store/postgres/search.ts).
  * 2. Export. `GET /plants/export` (NDJSON) by an admin token (plants:admin): the plants tagged
  *    `indoor` (a quarter of them) on a freshly started server, then every plant (1,000,000) twice on
@@ -513,9 +515,14 @@ class Server {
   }
 }
 
-async function startServer(database: string, pin: boolean, pgDb: string | null): Promise<Server> {
+async function startServer(
+  database: string,
+  pin: boolean,
+  pgDb: string | null,
+  flags: string[] = [],
+): Promise<Server> {
   const port = await freePort();
-  const args = [BIN, 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS];
+  const args = [BIN, 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS, ...flags];
   const [cmd, ...rest] = pin ? ['taskset', '-c', '0', ...args] : args;
   const child = spawn(cmd!, rest, { stdio: 'inherit' });
   children.add(child);
@@ -838,24 +845,41 @@ function report(
   engine: string,
   env: string,
   rows: SearchRow[],
+  coldRows: SearchRow[],
   batch: BatchResult,
   exports: ExportResult[],
   explain: string | null,
 ): { markdown: string; allMet: boolean } {
   const pgCol = rows[0]!.r.pgCpuUs !== null;
-  const lines = [
-    `**${engine}** (${env})`,
-    '',
-    `| operation | path | matches among the caller's ${n0(VISIBLE)} | req/s | × plain list (per round) | p50 | p99 | server CPU µs/req${pgCol ? ' | PostgreSQL backends CPU µs/req' : ''} | non-2xx |`,
-    `|---|---|---:|---:|---|---:|---:|---:|${pgCol ? '---:|' : ''}---:|`,
-  ];
-  for (const row of rows) {
-    const ratio = `${median(row.ratios).toFixed(2)} (${row.ratios.map((x) => x.toFixed(2)).join(', ')})`;
-    const matched = row.matches === null ? 'all' : n0(row.matches);
+  const lines = [`**${engine}** (${env})`];
+  const table = (title: string, rs: SearchRow[]) => {
     lines.push(
-      `| ${row.op} | \`${decodeURIComponent(row.path)}\` | ${matched} | ${n0(row.r.rps)} | ${ratio} | ${ms(row.r.p50)} | ${ms(row.r.p99)} | ${n0(row.r.cpuUs)}${pgCol ? ` | ${n0(row.r.pgCpuUs!)}` : ''} | ${row.r.non2xx + row.r.errors} |`,
+      '',
+      title,
+      '',
+      `| operation | path | matches among the caller's ${n0(VISIBLE)} | req/s | × plain list (per round) | p50 | p99 | server CPU µs/req${pgCol ? ' | PostgreSQL backends CPU µs/req' : ''} | non-2xx |`,
+      `|---|---|---:|---:|---|---:|---:|---:|${pgCol ? '---:|' : ''}---:|`,
     );
-  }
+    for (const row of rs) {
+      const ratio = `${median(row.ratios).toFixed(2)} (${row.ratios.map((x) => x.toFixed(2)).join(', ')})`;
+      const matched = row.matches === null ? 'all' : n0(row.matches);
+      lines.push(
+        `| ${row.op} | \`${decodeURIComponent(row.path)}\` | ${matched} | ${n0(row.r.rps)} | ${ratio} | ${ms(row.r.p50)} | ${ms(row.r.p99)} | ${n0(row.r.cpuUs)}${pgCol ? ` | ${n0(row.r.pgCpuUs!)}` : ''} | ${row.r.non2xx + row.r.errors} |`,
+      );
+    }
+  };
+  table(
+    'As served (the default `--list-cache 16`: a page asked again is answered from the list cache while it is exact):',
+    rows,
+  );
+  table('With `--list-cache 0` (every page, plain or search, read from the store; not judged):', coldRows);
+  const coldSearches = coldRows.filter((r) => r.matches !== null);
+  const coldWorst = coldSearches.reduce((w, r) => (median(r.ratios) < median(w.ratios) ? r : w));
+  const coldP99 = coldSearches.reduce((w, r) => (r.r.p99 > w.r.p99 ? r : w));
+  lines.push(
+    '',
+    `Without the cache the worst search is ${median(coldWorst.ratios).toFixed(2)} × the plain list (${coldWorst.op}, ${n0(coldWorst.r.cpuUs)} µs of server CPU a request), and the worst p99 ${ms(coldP99.r.p99)} (${coldP99.op}).`,
+  );
   lines.push(
     '',
     '| export (NDJSON, admin token) | plants | seconds | plants/s | server CPU µs/plant | RSS before → peak → after | of which anonymous, before → peak | V8 heap committed (used), external: before → after |',
@@ -957,6 +981,11 @@ async function runEngine(
   process.stderr.write(`${engine}: search\n`);
   const rows = await searchPhase(server, tokens.caller, pin, names);
   await server.stop();
+  // The same with no page kept: what each search costs the store, every time.
+  process.stderr.write(`${engine}: search, --list-cache 0\n`);
+  const coldServer = await startServer(database, pin, pgDb, ['--list-cache', '0']);
+  const coldRows = await searchPhase(coldServer, tokens.caller, pin, names);
+  await coldServer.stop();
   const explain = engine === 'postgres' ? await explainSearches(database) : null;
   if (explain !== null) process.stderr.write(`${explain}\n`);
   process.stderr.write(`${engine}: export\n`);
@@ -984,7 +1013,15 @@ async function runEngine(
     `the engine's whole run took ${minutes.toFixed(1)} min`,
     `load average (1 min) ${loadBefore.toFixed(1)} at its start, ${loadavg()[0]!.toFixed(1)} at its end`,
   ].join('; ');
-  const out = report(engine === 'sqlite' ? 'SQLite' : 'PostgreSQL', env, rows, batch, exports, explain);
+  const out = report(
+    engine === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+    env,
+    rows,
+    coldRows,
+    batch,
+    exports,
+    explain,
+  );
   console.log(`\n${out.markdown}\n`);
   if (opt.write) writeSection(join(ROOT, 'docs/benchmarks.md'), `search-bulk-${engine}`, out.markdown);
   return out;

@@ -57,6 +57,8 @@ export interface Config {
   backupEvery: number;
   /** Scheduled backups kept (older ones go once a newer one checks good). */
   backupKeep: number;
+  /** MiB of rendered list and search pages kept per process (src/plants/list-cache.ts); 0: none. */
+  listCache: number;
 }
 
 export class ConfigError extends Error {}
@@ -406,6 +408,13 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: 24,
     parse: integer(1, 100_000),
     doc: 'scheduled backups kept; older ones are removed once a new one checks good',
+  },
+  listCache: {
+    flag: '--list-cache',
+    env: 'LIST_CACHE',
+    default: 16,
+    parse: integer(0, 65_536),
+    doc: 'MiB of rendered list and search pages each process keeps while they are exact; 0: none',
   },
 };
 

@@ -14,10 +14,12 @@ export interface PlantsOptions {
   auth: AuthDeps;
   /** Told after a change and its event have committed in this process (the store's onEvents tells the streams). */
   onEvent?: () => void;
+  /** Bytes of rendered pages kept (ListCache); 0: none. */
+  listCacheBytes?: number;
 }
 
 /** The plant API: /plants and /gardens/{gid}/plants. */
 export function plantsFeature(opts: PlantsOptions): FastifyPluginAsync {
   const service = new PlantService(opts.store, opts.gardens, undefined, opts.onEvent);
-  return plantRoutes(service, opts.auth);
+  return plantRoutes(service, opts.auth, opts.listCacheBytes);
 }

@@ -21,7 +21,13 @@ export interface ListQuery {
   cursor?: string;
   include?: string;
   withVersion?: boolean;
-  /** Search (contract 2's `q`): its pages are never kept (the marks do not follow a page of matches). */
+  /**
+   * Search (contract 2's `q`). Its pages are kept under the same marks as the list's: a page of
+   * matches is the list's page with the plants that do not match left out, in the same order, so
+   * what changes a list page (a delete, a change — a rename moves the marks like any change —, a
+   * create below the newest id) is what changes a page of matches, and a plant created after every
+   * other one lands only on the last.
+   */
   q?: string;
 }
 
@@ -87,18 +93,14 @@ export class ListCache {
     render: (page: Page<PagePlant>) => string,
   ): Promise<RenderedPage> {
     // Read the marks before the store: a write landing in between only makes the entry stale.
-    if (q.q !== undefined) {
-      const page = await this.service.list(caller, scope, q);
-      return { body: render(page), next: page.next, limit: page.limit };
-    }
-    const asked = this.service.listMarks(scope, q.tag);
+    const asked = this.maxBytes === 0 ? undefined : this.service.listMarks(scope, q.tag);
     const marks = asked instanceof Promise ? await asked : asked;
     if (marks === undefined || marks === null) {
       const page = await this.service.list(caller, scope, q);
       return { body: render(page), next: page.next, limit: page.limit };
     }
     const gardens = scope.gardens === null ? '*' : this.joined(scope.gardens);
-    const key = `${caller.user}\0${gardens}\0${scope.garden}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}`;
+    const key = `${caller.user}\0${gardens}\0${scope.garden}\0${q.limit}\0${q.tag ?? '\u0001'}\0${q.cursor}\0${q.include}\0${q.q ?? '\u0001'}`;
     const hit = this.lookup(key, marks);
     if (hit) return hit;
     const flight = `${key}\0${marks.reorder}\0${marks.top}`;

@@ -158,8 +158,8 @@ function plantId(raw: string): number {
 }
 
 /** The plant API of the interface document: HTTP only; the rules live in PlantService. */
-export function plantRoutes(service: PlantService, auth: AuthDeps) {
-  const lists = new ListCache(service);
+export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheBytes?: number) {
+  const lists = new ListCache(service, listCacheBytes);
 
   async function create(request: FastifyRequest, reply: FastifyReply, garden: string | undefined) {
     const key = request.headers['idempotency-key'] as string | undefined;

@@ -218,6 +218,44 @@ for (const engine of ENGINES) {
       assert.equal((await get(c, `/plants?limit=2&cursor=${cursor}`)).statusCode, 400);
     });
 
+    it('answers a repeated search from the list cache only while it is exact: after each write the page follows', async () => {
+      const a = await h.user();
+      const b = await h.user();
+      const home = await homeOf(a);
+      const shared = (await createGarden(b, 'Shared')).id;
+      const [m1, f2] = await batch(a, home, [{ name: 'Monstera one' }, { name: 'Ficus two' }]);
+      const found = async (q: string, more = '') => {
+        const res = await get(a, `/plants?include=id&q=${encodeURIComponent(q)}${more}`);
+        assert.equal(res.statusCode, 200, `${q}: ${res.body}`);
+        return res.json().map((p: { id: number }) => p.id);
+      };
+      assert.deepEqual(await found('mon'), [m1]);
+      assert.deepEqual(await found('mon'), [m1], 'asked again, nothing written');
+      assert.equal((await patch(a, f2!, { name: 'Monstera two' }, { 'if-match': '*' })).statusCode, 200);
+      assert.deepEqual(await found('mon'), [m1, f2], 'a rename into the matches');
+      assert.deepEqual(await found('fic'), []);
+      const [m3] = await batch(a, home, [{ name: 'monstera three' }]);
+      assert.deepEqual(await found('mon'), [m1, f2, m3], 'a create after every other plant');
+      assert.equal((await patch(a, m1!, { name: 'Ficus again' }, { 'if-match': '*' })).statusCode, 200);
+      assert.deepEqual(await found('mon'), [f2, m3], 'a rename out of the matches');
+      assert.deepEqual(await found('fic'), [m1]);
+      assert.equal((await del(a, m3!)).statusCode, 204);
+      assert.deepEqual(await found('mon'), [f2], 'a delete');
+      // Pages: a kept first page stays exact when a new match lands on the last one.
+      const first = await get(a, '/plants?include=id&limit=1&q=mon');
+      const [m4] = await batch(a, home, [{ name: 'Monstera four' }]);
+      const again = await get(a, '/plants?include=id&limit=1&q=mon');
+      assert.equal(again.body, first.body);
+      assert.deepEqual(await found('mon', '&limit=5'), [f2, m4]);
+      // Membership: a garden joined shows its matches at once, and a garden left hides them at once.
+      const [b1] = await batch(b, shared, [{ name: 'Monstera of b' }]);
+      assert.deepEqual(await found('mon'), [f2, m4]);
+      await share(b, shared, a.user, 'viewer');
+      assert.deepEqual(await found('mon'), [f2, m4, b1]);
+      await unshare(b, shared, a.user);
+      assert.deepEqual(await found('mon'), [f2, m4]);
+    });
+
     it('agrees with a model over random names, with writes and membership changes between pages', async () => {
       const r = rng(Number(process.env.SEARCH_SEED ?? 20261124));
       const a = await h.user();
