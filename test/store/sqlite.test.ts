@@ -195,6 +195,52 @@ describe('SQLite store specifics', () => {
     db.close();
   });
 
+  it('indexes words as the last write of a transaction left them, rolled-back writes and batches leaving none', async () => {
+    const path = join(dir, 'words.db');
+    const store = new SqliteStore({ path, durability: 'full' });
+    await store.migrate();
+    await seedGardens(store);
+    const found = async (term: string) =>
+      (await store.listPlants({ gardens: ['gdn_o'], tag: null, afterId: 0, limit: 50, terms: [term] })).map(
+        (p) => p.id,
+      );
+    const make = (id: number | null, name: string) => ({
+      id,
+      owner: 'o',
+      garden: 'gdn_o',
+      admin: true,
+      name,
+      tag: null,
+    });
+    // One turn, one transaction: created, renamed twice, another created and deleted.
+    const [a] = await Promise.all([
+      store.createPlant(make(10, 'alpha')),
+      store.updatePlant(10, null, { name: 'beta' }, null),
+      store.updatePlant(10, null, { name: 'gamma' }, null),
+      store.createPlant(make(11, 'delta')),
+      store.deletePlant(11, null),
+    ]);
+    assert.ok('ok' in a);
+    assert.deepEqual(await found('alp'), []);
+    assert.deepEqual(await found('bet'), []);
+    assert.deepEqual(await found('gam'), [10]);
+    assert.deepEqual(await found('del'), []);
+    // A batch refused for an id that exists (here given twice) writes no words; one that fails
+    // alone in a turn (its id taken by a create before it) leaves the others' words.
+    const refused = await store.createPlants([make(20, 'epsilon'), make(20, 'epsilon again')]);
+    assert.deepEqual(refused, { refused: 'exists', id: 20 });
+    const [, batch] = await Promise.all([
+      store.createPlant(make(30, 'zeta one')),
+      store.createPlants([make(31, 'zeta two'), make(30, 'zeta taken')]),
+      store.createPlant(make(32, 'zeta three')),
+    ]);
+    assert.deepEqual(batch, { refused: 'exists', id: 30 });
+    assert.deepEqual(await found('eps'), []);
+    assert.deepEqual(await found('zet'), [30, 32]);
+    assert.deepEqual(await found('tak'), []);
+    await store.close();
+  });
+
   it('answers 503-style errors once closed', async () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
