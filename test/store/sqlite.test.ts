@@ -12,6 +12,7 @@ import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { sqliteAtVersion } from '../helpers/engines.js';
 import { acknowledged, claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
+import { until } from '../helpers/wait.js';
 
 // The gardens these tests put plants into as plants:admin (an admin create needs its garden to exist).
 const GARDENS = ['gdn_o', 'gdn_p', 'gdn_o0', 'gdn_o1', 'gdn_o2', 'gdn_a', 'gdn_c'];
@@ -238,6 +239,62 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(await found('eps'), []);
     assert.deepEqual(await found('zet'), [30, 32]);
     assert.deepEqual(await found('tak'), []);
+    await store.close();
+  });
+
+  it('merges the search index into one segment once writes are quiet, answering the same', async () => {
+    const path = join(dir, 'merge.db');
+    const store = new SqliteStore({ path, durability: 'normal', searchMergeQuietMs: 100 });
+    await store.migrate();
+    await seedGardens(store);
+    const found = async (term: string) =>
+      (
+        await store.listPlants({
+          gardens: ['gdn_o', 'gdn_p'],
+          tag: null,
+          afterId: 0,
+          limit: 1000,
+          terms: [term],
+        })
+      ).map((p) => p.id);
+    // 30 commits, so 30 segments before FTS5's own merging; then renames and deletes.
+    const alpha: number[] = [];
+    for (let b = 0; b < 30; b++) {
+      const r = await store.createPlants(
+        Array.from({ length: 20 }, (_, i) => ({
+          id: null,
+          owner: 'o',
+          garden: i % 2 ? 'gdn_o' : 'gdn_p',
+          admin: true,
+          name: i % 3 ? `alpha ${b} ${i}` : `beta ${b}`,
+          tag: null,
+        })),
+      );
+      assert.ok('ok' in r);
+      for (const p of r.ok) if (p.name.startsWith('alpha')) alpha.push(p.id);
+    }
+    for (const id of alpha.splice(0, 10)) await store.deletePlant(id, null);
+    const renamed = alpha.splice(0, 5);
+    for (const id of renamed) await store.updatePlant(id, null, { name: 'gamma' }, null);
+    const want = { alp: await found('alp'), bet: await found('bet'), gam: await found('gam') };
+    assert.deepEqual(want.alp, alpha);
+    assert.deepEqual(want.gam, renamed);
+    // FTS5's structure record (row 10 of its data table) lists every segment: it shrinks as they merge.
+    const look = new Database(path, { readonly: true });
+    const structure = () =>
+      look.prepare('SELECT length(block) FROM plant_search_data WHERE id = 10').pluck().get() as number;
+    const before = structure();
+    const merged = await until('the search index merged', () => {
+      const n = structure();
+      return n < before / 2 && n;
+    });
+    assert.ok(merged < before, `${merged} < ${before}`);
+    assert.deepEqual(
+      { alp: await found('alp'), bet: await found('bet'), gam: await found('gam') },
+      want,
+      'the same answers after merging',
+    );
+    look.close();
     await store.close();
   });
 

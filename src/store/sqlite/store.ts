@@ -47,6 +47,7 @@ import { type GardenRow, toGarden } from './gardens.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { SqlitePlantReads } from './plant-reads.js';
+import { SearchMerger } from './search-merge.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
 
 export interface SqliteOptions {
@@ -64,6 +65,11 @@ export interface SqliteOptions {
    * 100,000; 0 keeps none: every such page reads the store).
    */
   keptIdsPerList?: number;
+  /**
+   * Milliseconds without a plant write after which the search index is merged into one segment
+   * (search-merge.ts; default 2,000). Not for ':memory:', whose writes hold the event loop.
+   */
+  searchMergeQuietMs?: number;
 }
 
 interface TokenRow {
@@ -145,7 +151,12 @@ export class SqliteStore implements Store {
       opts.path === ':memory:' || opts.writer === 'inline'
         ? new InlineWriter(this.db, me, translate)
         : new ThreadWriter(opts.path, opts.durability, me, translate);
+    if (opts.path !== ':memory:')
+      this.merger = new SearchMerger(() => this.writer.write('mergeSearch'), opts.searchMergeQuietMs ?? 2000);
   }
+
+  /** Merges the search index while plant writes are quiet (none for ':memory:'). */
+  private readonly merger: SearchMerger | undefined;
 
   private get s() {
     this.stmts ??= this.prepare();
@@ -347,13 +358,18 @@ export class SqliteStore implements Store {
     });
     // Serving starts after migrating: by then the writer takes writes at once.
     await this.writer.ready;
+    // A store opened with its index in many segments has them merged at its first quiet spell.
+    this.merger?.wrote();
     return applied;
   }
 
   // The marks move before the write is answered, so no page kept afterwards misses it.
   async createPlant(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
     const r = await this.writer.write('createPlant', plant, idem, event);
-    if ('ok' in r) this.marks.created(plant.garden, plant.tag, r.ok.id, plant.id === null);
+    if ('ok' in r) {
+      this.marks.created(plant.garden, plant.tag, r.ok.id, plant.id === null);
+      this.merger?.wrote();
+    }
     return r;
   }
 
@@ -368,6 +384,7 @@ export class SqliteStore implements Store {
       r.ok.forEach((p, i) => {
         this.marks.created(p.garden, p.tag, p.id, plants[i]!.id === null);
       });
+      this.merger?.wrote();
     }
     return r;
   }
@@ -525,7 +542,10 @@ export class SqliteStore implements Store {
   async updatePlant(...change: Parameters<Store['updatePlant']>): Promise<UpdateResult> {
     const r = await this.writer.write('updatePlant', ...change);
     // A change may move a plant between tag filters or change what any page of its garden shows.
-    if ('ok' in r && r.ok.changed) this.marks.deleted(r.ok.plant.garden);
+    if ('ok' in r && r.ok.changed) {
+      this.marks.deleted(r.ok.plant.garden);
+      this.merger?.wrote();
+    }
     return r;
   }
 
@@ -538,6 +558,7 @@ export class SqliteStore implements Store {
     const r = await this.writer.write('deletePlant', id, actor, event, ifVersions);
     if ('refused' in r) return r;
     this.marks.deleted(r.ok);
+    this.merger?.wrote();
     return { ok: true };
   }
 
@@ -680,6 +701,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     clearInterval(this.eventsPoll);
+    this.merger?.close();
     // Writes first: every queued write is committed and answered before the connections close.
     await this.writer.close();
     if (this.db.open) this.reads.drainNow();

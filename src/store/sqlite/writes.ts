@@ -23,6 +23,7 @@ import {
 import { SqliteEvents } from './events.js';
 import { SqliteGardenWrites } from './gardens.js';
 import { SqlitePlantWrites } from './plant-writes.js';
+import { MERGE_STEP_PAGES, MERGE_STEP_SQL } from './search-merge.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
 export function openConnection(path: string, durability: 'full' | 'normal'): Database.Database {
@@ -134,6 +135,8 @@ export class SqliteWrites {
         'UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
       ),
       tokenExists: db.prepare<[string], number>('SELECT 1 FROM tokens WHERE id = ?').pluck(),
+      mergeSearch: db.prepare<[number]>(MERGE_STEP_SQL),
+      totalChanges: db.prepare<[], number>('SELECT total_changes()').pluck(),
       touchToken: db.prepare<[number, string, number]>(
         'UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
       ),
@@ -336,6 +339,14 @@ export class SqliteWrites {
   revokeToken(id: string, at: number): Change<true, TokenRefusal> {
     if (this.s.revokeToken.run(at, id).changes > 0) return { ok: true };
     return refused(this.s.tokenExists.get(id) === undefined ? 'missing' : 'revoked');
+  }
+
+  /** One step of merging the search index (search-merge.ts); whether it merged anything. */
+  mergeSearch(): boolean {
+    const before = this.s.totalChanges.get()!;
+    this.s.mergeSearch.run(-MERGE_STEP_PAGES);
+    // The statement counts as one change of its own; a step with nothing to merge writes nothing else.
+    return this.s.totalChanges.get()! - before > 1;
   }
 
   touchTokens(ids: string[], minute: number): number {
