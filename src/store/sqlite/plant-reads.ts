@@ -289,8 +289,10 @@ export class SqlitePlantReads {
     };
     if (exact) return read(q.afterId, q.limit);
     const page: PagePlant[] = [];
-    // As many rows as the page still needs, then four times more each round, while few match.
-    for (let after = q.afterId, batch = q.limit; ; batch = Math.min(4 * batch, 4096)) {
+    // Twice the page's rows first (a query's fixed cost, about 50 µs on a 1,000,000-plant store,
+    // is that of reading 20 more rows: asking again for the few a page still lacked cost more), then
+    // four times more each round, while few match.
+    for (let after = q.afterId, batch = 2 * q.limit; ; batch = Math.min(4 * batch, 4096)) {
       const rows = read(after, batch);
       for (const p of rows) {
         if (!nameMatches(p.name, terms)) continue;
