@@ -18,6 +18,13 @@ const { path, durability, writer } = workerData as {
   writer: string;
 };
 const db = openConnection(path, durability);
+// Statement journals and RETURNING's rows in memory. With SQLite's default (temp files, which start
+// as a 64 KiB spill buffer), every plant insert paid for one of each: its write clock trigger makes
+// it a multi-row statement, and `ON CONFLICT … RETURNING` gathers its row in a temporary table. The
+// insert took 39 µs of CPU in a 1,000-plant transaction, 10 µs with this (bench/store-create-cost.ts
+// and docs/benchmarks.md). This connection only writes a transaction's few rows at a time: nothing
+// it does sorts or spills more than a batch's pages.
+db.pragma('temp_store = MEMORY');
 const writes = new SqliteWrites(db, writer);
 port.postMessage('ready');
 let queue: Sent[] = [];
