@@ -239,6 +239,17 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(await found('eps'), []);
     assert.deepEqual(await found('zet'), [30, 32]);
     assert.deepEqual(await found('tak'), []);
+    // The writer answers a batch with its ids and first version only; the plants the store gives
+    // back are rebuilt from those, in one turn with other writes: each as stored.
+    const [, made] = await Promise.all([
+      store.createPlant(make(null, 'eta one')),
+      store.createPlants([make(null, 'theta'), { ...make(40, 'iota'), tag: 'kept' }, make(null, 'kappa')]),
+      store.updatePlant(32, null, { name: 'zeta renamed' }, null),
+    ]);
+    assert.ok('ok' in made);
+    assert.deepEqual(made.ok[1]!.id, 40);
+    assert.equal(new Set(made.ok.map((p) => p.version)).size, 3);
+    for (const p of made.ok) assert.deepEqual(await store.getPlant(p.id), p);
     await store.close();
   });
 

@@ -379,14 +379,22 @@ export class SqliteStore implements Store {
     event?: NewEvent,
   ): Promise<BatchCreateResult> {
     const r = await this.writer.write('createPlants', plants, idem, event);
+    if (!('made' in r)) return r;
+    const { ids, version } = r.made;
+    const made = plants.map(({ owner, garden, name, tag }, i) => ({
+      id: ids[i]!,
+      owner,
+      garden,
+      name,
+      tag,
+      version: version + i,
+    }));
     // As createPlant: the marks move before the batch is answered.
-    if ('ok' in r) {
-      r.ok.forEach((p, i) => {
-        this.marks.created(p.garden, p.tag, p.id, plants[i]!.id === null);
-      });
-      this.merger?.wrote();
-    }
-    return r;
+    made.forEach((p, i) => {
+      this.marks.created(p.garden, p.tag, p.id, plants[i]!.id === null);
+    });
+    this.merger?.wrote();
+    return { ok: made };
   }
 
   /**

@@ -4,7 +4,6 @@ import Database from 'better-sqlite3';
 import { IdSpaceExhaustedError } from '../../errors.js';
 import { recordedOutcome } from '../plant-changes.js';
 import {
-  type BatchCreateResult,
   type Change,
   type Claim,
   type ClaimQuery,
@@ -22,7 +21,7 @@ import {
 } from '../store.js';
 import { SqliteEvents } from './events.js';
 import { SqliteGardenWrites } from './gardens.js';
-import { SqlitePlantWrites } from './plant-writes.js';
+import { SqlitePlantWrites, type WrittenBatch } from './plant-writes.js';
 import { MERGE_STEP_PAGES, MERGE_STEP_SQL } from './search-merge.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
@@ -363,8 +362,8 @@ function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
     const o = outcomes[i]!;
     if (!o.ok) return;
     if (op === 'createPlants') {
-      const r = o.value as BatchCreateResult;
-      if ('ok' in r) n += r.ok.length;
+      const r = o.value as WrittenBatch;
+      if ('made' in r) n += r.made.ids.length;
     } else if (op === 'createPlant' || op === 'deletePlant') {
       if ('ok' in (o.value as CreateResult)) n++;
     } else if (op === 'updatePlant') {
