@@ -547,6 +547,30 @@ interface LoadResult {
   errors: number;
 }
 
+/** One export read to its end by bench/read-export.mjs, in a process of its own (on core 1 when pinning). */
+function readExport(
+  url: string,
+  token: string,
+  pin: boolean,
+): Promise<{ status: number; lines: number; bytes: number; ms: number }> {
+  const args = [join(ROOT, 'bench/read-export.mjs'), url, token];
+  const [cmd, ...rest] = pin
+    ? ['taskset', '-c', '1', process.execPath, ...args]
+    : [process.execPath, ...args];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`export reader failed: ${err}`));
+      else resolve(JSON.parse(out));
+    });
+  });
+}
+
 /** One autocannon run (bench/load.mjs) in a process of its own, on core 1 when pinning. */
 function autocannon(spec: Record<string, unknown>, pin: boolean): Promise<LoadResult> {
   const args = [join(ROOT, 'bench/load.mjs'), JSON.stringify(spec)];
@@ -735,25 +759,22 @@ async function exportOnce(
   token: string,
   label: string,
   query: string,
+  pin: boolean,
 ): Promise<ExportResult> {
   await waitIdle(server);
   const heapBefore = await heap(server.url);
   const before = rss(server.pid);
   const samples: { at: number; rss: number; anon: number }[] = [];
   const a = await server.cpu();
-  const start = performance.now();
   const timer = setInterval(() => samples.push({ at: performance.now(), ...rss(server.pid) }), 50);
-  const res = await fetch(`${server.url}/plants/export${query}`, {
-    headers: { authorization: `Bearer ${token}`, accept: 'application/x-ndjson' },
-  });
-  if (res.status !== 200 || res.body === null) throw new Error(`export: ${res.status}`);
-  let lines = 0;
-  let bytes = 0;
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-    bytes += chunk.length;
-    for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++;
-  }
+  // Read in a process of its own, on core 1 when pinning: read here, the lines were counted on
+  // whichever core this process had, the server's included.
+  const got = await readExport(`${server.url}/plants/export${query}`, token, pin);
+  if (got.status !== 200) throw new Error(`export: ${got.status}`);
+  const { lines, bytes } = got;
   const end = performance.now();
+  // The child's own span, from its request to the last byte (its start-up left out).
+  const start = end - got.ms;
   clearInterval(timer);
   samples.push({ at: end, ...rss(server.pid) });
   const b = await server.cpu();
@@ -805,7 +826,7 @@ async function exportPhase(
   ];
   for (const runs of series) {
     const server = await startServer(database, pin, pgDb);
-    for (const [label, query] of runs) out.push(await exportOnce(server, token, label, query));
+    for (const [label, query] of runs) out.push(await exportOnce(server, token, label, query, pin));
     await server.stop();
   }
   return out;
