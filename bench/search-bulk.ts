@@ -17,7 +17,8 @@
  *    each search statement as the server sends it (src/store/postgres/search.ts).
  * 2. Export. `GET /plants/export` (NDJSON) by an admin token (plants:admin): the plants tagged
  *    `indoor` (a quarter of them) on a freshly started server, then every plant (1,000,000) twice on
- *    another fresh server; plants/s (target ≥ 200,000/s) and the server's RSS sampled every 50 ms
+ *    another fresh server, each read by bench/read-export.mjs in a process of its own (on core 1
+ *    when pinning); plants/s (target ≥ 200,000/s) and the server's RSS sampled every 50 ms
  *    (it should stay flat: the export of 1,000,000 should not take more memory than that of 250,000).
  * 3. Batch. `POST /plants/batch` with 1,000-plant JSON bodies from 6 concurrent clients: plants/s
  *    (targets ≥ 50,000/s on SQLite, ≥ 20,000/s on PostgreSQL) and the server's CPU µs per plant.
