@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
 /** A TCP port free on 127.0.0.1 right now, for a server the benchmark starts. */
@@ -22,3 +23,25 @@ export async function waitReady(url: string, path: string): Promise<void> {
 
 /** `serve` flags every benchmarked plantstore gets: quiet logs, no rate limits in the way. */
 export const BENCH_SERVE_FLAGS = ['--log-level', 'warn', '--rate-limit', '0', '--auth-failure-limit', '0'];
+
+/**
+ * Runs a Node script of the benchmark in a process of its own — on core 1 when `pin`, the core the
+ * load generator has — and resolves with the JSON of the last line it printed; rejects naming
+ * `what` with its stderr when it fails. Asynchronous, so that a Ctrl-C is handled at once.
+ */
+export function runPinned<T>(script: string, args: string[], pin: boolean, what: string): Promise<T> {
+  const all = [script, ...args];
+  const [cmd, ...rest] = pin ? ['taskset', '-c', '1', process.execPath, ...all] : [process.execPath, ...all];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`${what} failed: ${err}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop()!));
+    });
+  });
+}

@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
+import { BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
 import {
   chart,
   median,
@@ -363,22 +363,7 @@ const NOT_DEEP = OPS.filter((op) => op.ids !== 'deep').map((op) => op.name);
 
 /** One load-generator run, in its own process (asynchronous, so a Ctrl-C is handled at once). */
 function load(spec: Record<string, unknown>, pin: boolean): Promise<Result> {
-  const args = [LOADERS[LOADER]!, JSON.stringify(spec)];
-  const [cmd, ...rest] = pin
-    ? ['taskset', '-c', '1', process.execPath, ...args]
-    : [process.execPath, ...args];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`load generator failed: ${err}`));
-      else resolve(JSON.parse(out.trim().split('\n').pop()!));
-    });
-  });
+  return runPinned(LOADERS[LOADER]!, [JSON.stringify(spec)], pin, 'load generator');
 }
 
 /**

@@ -58,7 +58,7 @@ import { searchPage } from '../src/store/postgres/search.js';
 import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { NewPlant, Store } from '../src/store/store.js';
-import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
+import { BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
 import { median, writeSection } from './report.js';
 
 const { values: opt } = parseArgs({
@@ -554,42 +554,12 @@ function readExport(
   token: string,
   pin: boolean,
 ): Promise<{ status: number; lines: number; bytes: number; ms: number }> {
-  const args = [join(ROOT, 'bench/read-export.mjs'), url, token];
-  const [cmd, ...rest] = pin
-    ? ['taskset', '-c', '1', process.execPath, ...args]
-    : [process.execPath, ...args];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`export reader failed: ${err}`));
-      else resolve(JSON.parse(out));
-    });
-  });
+  return runPinned(join(ROOT, 'bench/read-export.mjs'), [url, token], pin, 'export reader');
 }
 
 /** One autocannon run (bench/load.mjs) in a process of its own, on core 1 when pinning. */
 function autocannon(spec: Record<string, unknown>, pin: boolean): Promise<LoadResult> {
-  const args = [join(ROOT, 'bench/load.mjs'), JSON.stringify(spec)];
-  const [cmd, ...rest] = pin
-    ? ['taskset', '-c', '1', process.execPath, ...args]
-    : [process.execPath, ...args];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`load generator failed: ${err}`));
-      else resolve(JSON.parse(out.trim().split('\n').pop()!));
-    });
-  });
+  return runPinned(join(ROOT, 'bench/load.mjs'), [JSON.stringify(spec)], pin, 'load generator');
 }
 
 /** Waits until the server has gone quiet after the previous run (a backlog, a checkpoint). */
