@@ -26,9 +26,6 @@ describe('serve --backup-dir (SQLite)', () => {
     const server = await serve(['--backup-dir', shelf, '--backup-every', '1s', '--backup-keep', '2'], env);
     try {
       await until('three backups', () => taken(server) >= 3, 30_000);
-      const files = readdirSync(shelf).filter((f) => TIME.test(f));
-      assert.equal(files.length, 2, `${files}`);
-      for (const f of files) assert.equal((await cli(['backup', 'verify', join(shelf, f)], env)).code, 0);
       const metrics = await (await fetch(`${server.url}/metrics`)).text();
       const last = Number(/^plantstore_backup_last_success_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
       assert.ok(last > Date.now() / 1000 - 60, metrics.slice(0, 200));
@@ -37,6 +34,11 @@ describe('serve --backup-dir (SQLite)', () => {
     } finally {
       await server.stop();
     }
+    // Counted once stopped: a stop waits for a backup under way, its rotation included. Counted while
+    // serving, a fourth backup could be under its final name and not yet rotated (once on Node 22).
+    const files = readdirSync(shelf).filter((f) => TIME.test(f));
+    assert.equal(files.length, 2, `${files}`);
+    for (const f of files) assert.equal((await cli(['backup', 'verify', join(shelf, f)], env)).code, 0);
   });
 
   it('logs and counts a failed backup and goes on serving', async () => {
