@@ -9,6 +9,7 @@ import { gardenCommands } from './gardens.js';
 import { migrateCommand } from './migrate.js';
 import { plantCommands } from './plants.js';
 import { serveCommand } from './serve.js';
+import { storeFileCommands } from './store-file.js';
 import { tokenCommands } from './token.js';
 
 /** `plantstore`: the service's commands, then the client commands, in the order --help lists them. */
@@ -22,6 +23,7 @@ export function buildCli(): Command {
   deliverCommand(program);
   migrateCommand(program);
   backupCommand(program);
+  storeFileCommands(program);
   tokenCommands(program);
   plantCommands(program);
   gardenCommands(program);

@@ -1,0 +1,198 @@
+import { type Static, Type } from 'typebox';
+
+// The records of an export file (contract section 12): one JSON line each, the same from either
+// engine. Times are ISO 8601 strings; event types and roles are the API's words; an endpoint's
+// progress is the id of the last kept event at or before its position (null: before them all).
+
+const Str = Type.String();
+const Id = Type.String({ minLength: 1, maxLength: 200 });
+const Time = Type.String({ format: 'date-time' });
+const MaybeTime = Type.Union([Time, Type.Null()]);
+const MaybeStr = Type.Union([Str, Type.Null()]);
+const Int = (min = 0) => Type.Integer({ minimum: min, maximum: Number.MAX_SAFE_INTEGER });
+const strict = { additionalProperties: false } as const;
+
+const EventTypeName = Type.Union([
+  Type.Literal('plant.created'),
+  Type.Literal('plant.updated'),
+  Type.Literal('plant.deleted'),
+]);
+
+export const GardenLine = Type.Object(
+  {
+    kind: Type.Literal('garden'),
+    id: Id,
+    name: Str,
+    homeUser: MaybeStr,
+    createdBy: Str,
+    createdAt: Time,
+    seq: Int(1),
+  },
+  strict,
+);
+
+export const MemberLine = Type.Object(
+  {
+    kind: Type.Literal('member'),
+    garden: Id,
+    user: Id,
+    role: Type.Union([Type.Literal('viewer'), Type.Literal('editor'), Type.Literal('owner')]),
+    addedAt: Time,
+  },
+  strict,
+);
+
+export const PlantLine = Type.Object(
+  {
+    kind: Type.Literal('plant'),
+    id: Int(1),
+    garden: Id,
+    owner: Str,
+    name: Str,
+    tag: MaybeStr,
+    version: Int(1),
+  },
+  strict,
+);
+
+export const TokenLine = Type.Object(
+  {
+    kind: Type.Literal('token'),
+    id: Id,
+    user: Id,
+    name: MaybeStr,
+    scopes: Type.Array(Str),
+    hash: Type.String({ minLength: 1 }),
+    createdAt: Time,
+    expiresAt: MaybeTime,
+    revokedAt: MaybeTime,
+    lastUsedAt: MaybeTime,
+    seq: Int(1),
+  },
+  strict,
+);
+
+export const EventLine = Type.Object(
+  {
+    kind: Type.Literal('event'),
+    id: Type.String({ pattern: '^evt_[0-9A-Za-z_-]{1,64}$' }),
+    type: EventTypeName,
+    owner: Str,
+    garden: Str,
+    plant: Type.Object({ id: Int(1), name: Str, tag: MaybeStr }, strict),
+    previous: Type.Union([
+      Type.Object({ name: Type.Optional(Str), tag: Type.Optional(MaybeStr) }, strict),
+      Type.Null(),
+    ]),
+    createdAt: Time,
+  },
+  strict,
+);
+
+export const WebhookLine = Type.Object(
+  {
+    kind: Type.Literal('webhook'),
+    id: Id,
+    owner: Id,
+    admin: Type.Boolean(),
+    adminToken: MaybeStr,
+    adminUntil: MaybeTime,
+    url: Type.String({ minLength: 1 }),
+    events: Type.Array(EventTypeName, { minItems: 1 }),
+    description: MaybeStr,
+    secret: Type.String({ minLength: 1 }),
+    previousSecret: MaybeStr,
+    previousSecretUntil: MaybeTime,
+    status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
+    disabledReason: MaybeStr,
+    createdAt: Time,
+    lastSuccessAt: MaybeTime,
+    failingSince: MaybeTime,
+    seq: Int(1),
+    /** Every event of its up to and including this one was sent or queued; null: none yet. */
+    after: MaybeStr,
+  },
+  strict,
+);
+
+export const DeliveryLine = Type.Object(
+  {
+    kind: Type.Literal('delivery'),
+    event: Id,
+    endpoint: Id,
+    attempts: Int(),
+    nextAttemptAt: Time,
+    createdAt: Time,
+  },
+  strict,
+);
+
+export const IdempotencyLine = Type.Object(
+  {
+    kind: Type.Literal('idempotency'),
+    user: Str,
+    key: Str,
+    requestHash: Str,
+    state: Type.Union([Type.Literal('pending'), Type.Literal('done')]),
+    status: Type.Union([Type.Integer(), Type.Null()]),
+    plantId: Type.Union([Int(), Type.Null()]),
+    response: MaybeStr,
+    createdAt: Time,
+    lockedAt: Time,
+  },
+  strict,
+);
+
+/** The largest plant id and plant version ever given: new ones start after them. */
+export const CountersLine = Type.Object(
+  { kind: Type.Literal('counters'), plantId: Int(), version: Int() },
+  strict,
+);
+
+export const StoreRecord = Type.Union([
+  GardenLine,
+  MemberLine,
+  PlantLine,
+  TokenLine,
+  EventLine,
+  WebhookLine,
+  DeliveryLine,
+  IdempotencyLine,
+  CountersLine,
+]);
+
+export type GardenLine = Static<typeof GardenLine>;
+export type MemberLine = Static<typeof MemberLine>;
+export type PlantLine = Static<typeof PlantLine>;
+export type TokenLine = Static<typeof TokenLine>;
+export type EventLine = Static<typeof EventLine>;
+export type WebhookLine = Static<typeof WebhookLine>;
+export type DeliveryLine = Static<typeof DeliveryLine>;
+export type IdempotencyLine = Static<typeof IdempotencyLine>;
+export type CountersLine = Static<typeof CountersLine>;
+export type StoreRecord = Static<typeof StoreRecord>;
+export type RecordKind = StoreRecord['kind'];
+
+/** The kinds in the order an export writes them: what a record refers to comes before it. */
+export const RECORD_KINDS: readonly RecordKind[] = [
+  'garden',
+  'member',
+  'plant',
+  'token',
+  'event',
+  'webhook',
+  'delivery',
+  'idempotency',
+  'counters',
+];
+
+export const StoreFileHeader = Type.Object(
+  {
+    format: Type.Literal('plantstore-export'),
+    version: Type.Literal(1),
+    schema: Type.Object({ engine: Type.String(), migration: Type.Integer({ minimum: 0 }) }),
+    createdAt: Time,
+  },
+  strict,
+);
+export type StoreFileHeader = Static<typeof StoreFileHeader>;

@@ -1,0 +1,277 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import { after, before, describe, it } from 'node:test';
+import { createToken } from '../../src/identity/tokens.js';
+import { StoreFileReader, StoreFileRefused, StoreFileWriter } from '../../src/ops/store-file.js';
+import type { StoreRecord } from '../../src/schemas/store-file.js';
+import { dumpStore, loadStore, RecordRefused, StoreNotEmpty, storeSchema } from '../../src/store/dump.js';
+import { openStore } from '../../src/store/index.js';
+import type { FinishedAttempt, Store } from '../../src/store/store.js';
+import { ENGINES } from '../helpers/engines.js';
+import { claimAll, endpoint, home, plant, takeAll, team } from '../helpers/gardens.js';
+import { logSettled } from '../helpers/log.js';
+
+// Export and import (contract section 12) between every pair of engines: a store with every kind
+// of record, exported and imported, answers as the source did; new ids, versions and events come
+// after the imported ones; a file that is truncated, altered or of another version, and a store
+// that holds data, are refused with nothing written.
+
+const dir = mkdtempSync(join(tmpdir(), 'plantstore-dump-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Opened {
+  url: string;
+  store: Store;
+  drop(): Promise<void>;
+}
+async function fresh(engine: (typeof ENGINES)[number]): Promise<Opened> {
+  const db = await engine.database();
+  const store = await openStore({ url: db.url, durability: 'full', poolSize: 4 });
+  await store.migrate();
+  const drop = async () => {
+    await store.close();
+    await db.drop();
+  };
+  return { url: db.url, store, drop };
+}
+
+async function exportTo(url: string, file: string): Promise<StoreRecord[]> {
+  const out = createWriteStream(file, { mode: 0o600 });
+  const w = new StoreFileWriter(out, await storeSchema(url));
+  const records: StoreRecord[] = [];
+  for await (const r of dumpStore(url)) {
+    records.push(r);
+    await w.write(r);
+  }
+  await w.end();
+  out.end();
+  await finished(out);
+  return records;
+}
+
+const records = async (url: string) => {
+  const all: StoreRecord[] = [];
+  for await (const r of dumpStore(url)) all.push(r);
+  return all;
+};
+const meaningful = (rs: StoreRecord[]) => rs.filter((r) => r.kind !== 'counters');
+
+/** Fills a store with a record of every kind; answers what the checks need. */
+async function fill(store: Store) {
+  const { o, e, v, g } = await team(store);
+  const h = await home(store, o);
+  const ps = [];
+  for (let i = 0; i < 6; i++)
+    ps.push(
+      await plant(store, o, i % 2 ? g : h, {
+        name: `Plant ${i} Ümlaut`,
+        tag: i % 3 ? 'indoor' : null,
+        at: new Date(),
+      }),
+    );
+  const changed = await store.updatePlant(ps[1]!.id, e, { name: 'Renamed' }, null, undefined, {
+    at: new Date(),
+  });
+  assert.ok('ok' in changed);
+  const gone = await plant(store, o, g, { id: 900_000, name: 'client id', at: new Date() });
+  assert.deepEqual(await store.deletePlant(gone.id, o, { at: new Date() }), { ok: true });
+  const t = await createToken(store, { user: e, scopes: ['plants:read'], name: 'reader', expiresInMs: null });
+  // An endpoint that has taken the log so far; one event after it waits to be retried as a
+  // queued delivery, and the events after that are still in its log.
+  const w = await endpoint(store, o);
+  await takeAll(store);
+  await plant(store, o, g, { name: 'retried', at: new Date() });
+  await logSettled(store);
+  const owner = `test-${randomUUID()}`;
+  const claim = await store.claimDeliveries({
+    now: new Date(),
+    leaseMs: 60_000,
+    leaseOwner: owner,
+    limit: 10,
+    perEndpoint: 10,
+    skipEndpoints: [],
+  });
+  assert.equal(claim.jobs.length, 1);
+  const job = claim.jobs[0]!;
+  const retry: FinishedAttempt = {
+    deliveryId: job.id,
+    leaseOwner: owner,
+    disableEndpoint: null,
+    attempt: {
+      deliveryId: job.id,
+      endpointId: w.id,
+      eventId: job.event.id,
+      eventType: job.event.type,
+      attempt: 1,
+      at: new Date(),
+      status: 500,
+      outcome: 'retrying',
+      error: 'HTTP 500',
+      durationMs: 3,
+      nextAttemptAt: new Date(Date.now() - 1000),
+    },
+  };
+  await store.finishDeliveries(
+    [retry],
+    [{ endpointId: w.id, leaseOwner: owner, position: claim.windows[w.id]!, leaseUntil: null }],
+  );
+  await plant(store, o, g, { name: 'pending one', at: new Date() });
+  await plant(store, o, h, { name: 'pending two', tag: 'indoor', at: new Date() });
+  assert.ok(
+    'ok' in
+      (await store.claimIdempotencyKey({ user: o, key: 'k-1' }, 'hash-1', {
+        now: new Date(),
+        staleAfterMs: 60_000,
+        retainMs: 86_400_000,
+      })),
+  );
+  await logSettled(store);
+  return { o, e, v, g, h, w, token: t, retried: job.event.id };
+}
+
+const pairs = ENGINES.flatMap((from) => ENGINES.map((to) => ({ from, to })));
+for (const { from, to } of pairs) {
+  describe(`export ${from.name} → import ${to.name}`, { skip: from.skip || to.skip }, () => {
+    let source: Opened;
+    let target: Opened;
+    let file: string;
+    let filled: Awaited<ReturnType<typeof fill>>;
+    let exported: StoreRecord[];
+    before(async () => {
+      source = await fresh(from);
+      target = await fresh(to);
+      filled = await fill(source.store);
+      file = join(dir, `${from.name}-${to.name}.ndjson`);
+      exported = await exportTo(source.url, file);
+    });
+    after(async () => {
+      await source?.drop();
+      await target?.drop();
+    });
+
+    it('refuses a truncated, altered or unknown file, writing nothing', async () => {
+      const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+      const bad = {
+        truncated: [lines.slice(0, -1), /truncated: no trailer/],
+        altered: [lines.map((l) => l.replace('Renamed', 'Renamec')), /altered: the SHA-256/],
+        'another version': [
+          [lines[0]!.replace('"version":1', '"version":2'), ...lines.slice(1)],
+          /format version 2/,
+        ],
+        'not an export': [['{"hello":1}'], /not a plantstore export/],
+        'an unknown kind': [
+          [lines[0]!, '{"kind":"wormhole","id":"x"}', ...lines.slice(1)],
+          /line 2: .*wormhole|line 2:/,
+        ],
+        empty: [[], /empty/],
+      } as const;
+      for (const [what, [content, reason]] of Object.entries(bad)) {
+        const f = join(dir, `${from.name}-${to.name}-${what}.ndjson`);
+        writeFileSync(f, content.length ? `${content.join('\n')}\n` : '');
+        await assert.rejects(loadStore(target.url, new StoreFileReader(f).records()), (err: Error) => {
+          assert.ok(err instanceof StoreFileRefused, `${what}: ${err.stack}`);
+          assert.match(err.message, reason, what);
+          return true;
+        });
+        assert.deepEqual(meaningful(await records(target.url)), [], `${what}: nothing written`);
+      }
+      // A record the database refuses (a member of a garden the file does not hold) refuses the whole file.
+      const orphan = lines.map((l) =>
+        l.includes('"kind":"member"')
+          ? l.replace(/"garden":"gdn_[0-9a-z]+"/, '"garden":"gdn_000000000000000000000000"')
+          : l,
+      );
+      const f = join(dir, `${from.name}-${to.name}-orphan.ndjson`);
+      writeFileSync(f, `${orphan.join('\n')}\n`);
+      await assert.rejects(
+        loadStore(target.url, new StoreFileReader(f).records()),
+        (err: Error) => err instanceof RecordRefused || err instanceof StoreFileRefused,
+      );
+      assert.deepEqual(meaningful(await records(target.url)), []);
+    });
+
+    it('imports everything: the same records, answers, tokens, log positions and pending deliveries', async () => {
+      const reader = new StoreFileReader(file);
+      await loadStore(target.url, reader.records());
+      assert.equal(reader.summary!.counts.plant, exported.filter((r) => r.kind === 'plant').length);
+      const again = await records(target.url);
+      assert.deepEqual(meaningful(again), meaningful(exported));
+      const [k0] = exported.filter((r) => r.kind === 'counters');
+      const [k1] = again.filter((r) => r.kind === 'counters');
+      assert.ok(k0 && k1 && k1.kind === 'counters' && k0.kind === 'counters');
+      assert.ok(k1.plantId >= 900_000 && k1.plantId >= k0.plantId && k1.version >= k0.version);
+
+      const s = source.store;
+      const t = target.store;
+      // Reads answer as before.
+      for (const u of [filled.o, filled.e, filled.v]) {
+        const q = {
+          gardens: (await s.memberships(u)).map((m) => m.garden),
+          tag: null,
+          afterId: 0,
+          limit: 100,
+        };
+        const q2 = { ...q, gardens: (await t.memberships(u)).map((m) => m.garden) };
+        assert.deepEqual(q2.gardens.sort(), q.gardens.sort());
+        assert.deepEqual(await t.listPlants(q2), await s.listPlants(q));
+      }
+      assert.deepEqual(
+        await t.findTokenByHash(filled.token.record.hash),
+        await s.findTokenByHash(filled.token.record.hash),
+      );
+      assert.deepEqual(await t.getEndpoint(filled.w.id), await s.getEndpoint(filled.w.id));
+
+      // A stream resumes from an event id issued before the export.
+      const events = exported.filter((r) => r.kind === 'event');
+      const mid = events[2]!.id;
+      const tp = await t.eventPosition(mid);
+      assert.ok(tp, 'the imported log knows the event');
+      const after = async (st: Store, p: string) =>
+        (await st.readEvents({ after: p, gardens: null, limit: 100 })).events.map((e) => [
+          e.id,
+          e.type,
+          e.data,
+        ]);
+      assert.deepEqual(await after(t, tp), await after(s, (await s.eventPosition(mid))!));
+
+      // Pending work is claimed in the target as in the source: the queued retry and the log's events.
+      const jobs = async (st: Store) =>
+        (await claimAll(st, new Date(Date.now() + 86_400_000)))
+          .map((j) => `${j.endpoint.id} ${j.event.id} ${j.attempts}`)
+          .sort();
+      const wanted = await jobs(s);
+      assert.equal(wanted.length, 3);
+      assert.ok(wanted.some((j) => j.includes(filled.retried)));
+      assert.deepEqual(await jobs(t), wanted);
+
+      // The Idempotency-Key is still held; new ids, versions and events come after the imported ones.
+      assert.deepEqual(
+        await t.claimIdempotencyKey({ user: filled.o, key: 'k-1' }, 'hash-1', {
+          now: new Date(),
+          staleAfterMs: 60_000,
+          retainMs: 86_400_000,
+        }),
+        { refused: 'in_flight' },
+      );
+      const made = await plant(t, filled.o, filled.g, { name: 'after the move', at: new Date() });
+      assert.ok(made.id > k0.plantId, `id ${made.id} after ${k0.plantId}`);
+      assert.ok(made.version > k0.version, `version ${made.version} after ${k0.version}`);
+      await logSettled(t);
+      const last = (await t.eventPosition(events.at(-1)!.id))!;
+      const next = await t.readEvents({ after: last, gardens: null, limit: 10 });
+      assert.deepEqual(
+        next.events.map((e) => e.data.id),
+        [made.id],
+      );
+      assert.ok(!events.some((e) => e.id === next.events[0]!.id), 'a new event id');
+
+      // A store that holds data is refused, and keeps what it had.
+      await assert.rejects(loadStore(target.url, new StoreFileReader(file).records()), StoreNotEmpty);
+      assert.ok((await t.getPlant(made.id)) !== null);
+    });
+  });
+}
