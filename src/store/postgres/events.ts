@@ -313,13 +313,14 @@ export const EVENT_QUERIES = {
   position: 'SELECT xid::text AS xid, seq FROM events WHERE id = $1',
   // Events of every transaction at or after the oldest one still running have yet to be read.
   head: `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`,
+  // Ordered by the columns (xid8), never by the text alias \`xid\` an unqualified name would mean.
   // Each read also answers the snapshot's xmin (\`head\`: every event of a transaction before it has
   // committed or never will), on a row of its own when there is no event: where a reader that found
   // fewer than it asked for goes on from (readEvents).
   eventsAll: `SELECT h.xmin::text AS head, e.* FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) h
     LEFT JOIN LATERAL (SELECT xid AS x, ${EVENT_COLS()} FROM events
       WHERE (xid, seq) > ($1::xid8, $2::bigint) AND xid < h.xmin
-      ORDER BY xid, seq LIMIT $3) e ON true
+      ORDER BY events.xid, events.seq LIMIT $3) e ON true
     ORDER BY e.x, e.seq`,
   // The gardens' events ($4), each garden's read along events_garden_position and merged, as a
   // plant list page is.
