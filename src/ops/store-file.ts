@@ -168,8 +168,13 @@ function firstError(
   return e ? `${kind}${e.instancePath || '/'} ${e.message}` : `${kind}not a record of this format`;
 }
 
-/** "12 plants, 3 gardens, …", the kinds that are there. */
+const PLURAL: Partial<Record<RecordKind, string>> = {
+  delivery: 'deliveries',
+  idempotency: 'idempotency keys',
+};
+
+/** "12 plants, 3 gardens, …", every kind but the counters. */
 export const describeCounts = (c: Counts): string =>
   RECORD_KINDS.filter((k) => k !== 'counters')
-    .map((k) => `${c[k]} ${k === 'idempotency' ? 'idempotency keys' : `${k}s`}`)
+    .map((k) => `${c[k]} ${PLURAL[k] ?? `${k}s`}`)
     .join(', ');
