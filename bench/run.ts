@@ -16,6 +16,8 @@
  *                                          thousands of open streams with creates at a steady rate,
  *                                          and webhook throughput; the other options are that script's
  *                                          (--streams 1000,10000 --engine sqlite|postgres --only … --write)
+ *   npm run bench -- --store-move          only export and import of a whole store between engines
+ *                                          (bench/store-move.ts; its options are that script's)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
  *                                          (bench/search-bulk.ts); the other options are that
  *                                          script's (--engine sqlite|postgres --rounds … --write)
@@ -70,6 +72,19 @@ if (process.argv.includes('--search-bulk')) {
     process.execPath,
     ['--import', 'tsx', join(import.meta.dirname, 'search-bulk.ts'), ...args],
     { stdio: 'inherit' },
+  );
+  process.exit(run.status ?? 1);
+}
+
+// And moving a whole store between engines (export and import).
+if (process.argv.includes('--store-move')) {
+  const args = process.argv.slice(2).filter((a) => a !== '--store-move');
+  const run = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'store-move.ts'), ...args],
+    {
+      stdio: 'inherit',
+    },
   );
   process.exit(run.status ?? 1);
 }
