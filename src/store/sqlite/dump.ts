@@ -234,7 +234,6 @@ const HOLDS = ['plants', 'gardens', 'tokens', 'webhook_endpoints', 'deliveries',
  */
 export const loadSqlite: LoadTarget = async (path, records) => {
   const db = openConnection(path, 'full');
-  db.pragma('temp_store = MEMORY');
   try {
     db.exec('BEGIN IMMEDIATE');
     try {
