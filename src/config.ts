@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { parseDuration } from './durations.js';
+import { isMultiHost, PgUrlError, parsePgUrl } from './store/postgres/hosts.js';
 
 /** Service configuration, read once from flags and environment and validated at start. */
 export interface Config {
@@ -169,6 +170,15 @@ const redisUrl: Parser<string> = (raw, name) => {
 };
 
 const database: Parser<string> = (raw, name) => {
+  if (/^postgres(ql)?:\/\/.+/.test(raw) && isMultiHost(raw)) {
+    // Several hosts (contract 6): checked as libpq would, at start-up.
+    try {
+      parsePgUrl(raw);
+    } catch (err) {
+      if (err instanceof PgUrlError) throw new ConfigError(`${name}: ${err.message}`);
+      throw err;
+    }
+  }
   if (/^sqlite:.+/.test(raw) || /^postgres(ql)?:\/\/.+/.test(raw)) return raw;
   throw new ConfigError(`${name} must be sqlite:PATH or postgres://…, got ${JSON.stringify(raw)}`);
 };
@@ -196,7 +206,7 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     env: 'DATABASE_URL',
     default: 'sqlite:./data/plantstore.db',
     parse: database,
-    doc: 'sqlite:PATH (file and folder created on first start) or postgres://…',
+    doc: 'sqlite:PATH (file and folder created on first start) or postgres://… (several hosts: postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write)',
   },
   durability: {
     flag: '--durability',

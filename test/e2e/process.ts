@@ -75,6 +75,8 @@ export interface Server {
   logs: string[];
   /** Stops it (SIGKILL after 15 s) and resolves once it has exited and its output has all been read. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Everything it wrote on stderr so far (a crash's stack, say). */
+  stderr(): string;
 }
 
 /** Starts `bin/plantstore serve --port 0` (or `bin`'s) and resolves once it listens. */
@@ -122,6 +124,7 @@ export async function serve(args: string[], env: Record<string, string> = {}, bi
     child,
     url,
     logs,
+    stderr: () => stderr,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = once(child, 'exit');

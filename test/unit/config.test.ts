@@ -25,6 +25,14 @@ describe('configuration', () => {
     [{ PORT: '70000' }, /PORT must be a whole number from 0 to 65535/],
     [{ PORT: '3e3' }, /PORT/],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must be sqlite:PATH or postgres/],
+    [
+      { DATABASE_URL: 'postgres://h1:5432,h2:70000/db' },
+      /DATABASE_URL: the port of "h2:70000" must be 1-65535/,
+    ],
+    [
+      { DATABASE_URL: 'postgres://h1,h2/db?target_session_attrs=standby' },
+      /DATABASE_URL: target_session_attrs must be/,
+    ],
     [{ DURABILITY: 'none' }, /DURABILITY must be one of full, normal/],
     [{ METRICS: 'maybe' }, /METRICS must be true or false/],
     [{ RATE_LIMIT: '-1' }, /RATE_LIMIT/],

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 
 /** The channel on which a process that wrote events tells the others, after its commit. */
 const CHANNEL = 'plantstore_events';
@@ -24,7 +24,8 @@ export class EventNotices {
   private again = false;
 
   constructor(
-    private readonly url: string,
+    /** Opens a connection of its own (to a host that suits, when the URL names several). */
+    private readonly open: () => Promise<pg.Client>,
     /** This process's NOTIFYs carry it, so that it does not wake itself a second time. */
     private readonly instance: string,
     private readonly heard: () => void,
@@ -34,16 +35,12 @@ export class EventNotices {
   listen(): void {
     if (this.client || this.connecting || this.closed || this.retry) return;
     this.connecting = true;
-    const client = new pg.Client({
-      connectionString: this.url,
-      keepAlive: true,
-      connectionTimeoutMillis: 3_000,
-    });
+    let client: pg.Client | undefined;
     const lost = () => {
-      if (this.client !== client && !this.connecting) return;
+      if (client !== undefined && this.client !== client && !this.connecting) return;
       this.client = undefined;
       this.connecting = false;
-      client.end().catch(() => {});
+      client?.end().catch(() => {});
       if (this.closed) return;
       this.retry = setTimeout(() => {
         this.retry = undefined;
@@ -51,19 +48,21 @@ export class EventNotices {
       }, RECONNECT_MS);
       this.retry.unref();
     };
-    client.on('error', lost);
-    client.on('end', lost);
-    client.on('notification', (n) => {
-      if (n.payload !== this.instance) this.heard();
-    });
-    client
-      .connect()
-      .then(() => client.query(`LISTEN ${CHANNEL}`))
+    this.open()
+      .then((c) => {
+        client = c;
+        c.on('error', lost);
+        c.on('end', lost);
+        c.on('notification', (n) => {
+          if (n.payload !== this.instance) this.heard();
+        });
+        return c.query(`LISTEN ${CHANNEL}`);
+      })
       .then(
         () => {
           this.connecting = false;
           if (this.closed) {
-            client.end().catch(() => {});
+            client!.end().catch(() => {});
             return;
           }
           this.client = client;

@@ -57,6 +57,7 @@ import {
   toEvent,
 } from './events.js';
 import { GARDEN_QUERIES, PgGardens } from './gardens.js';
+import { connectToSuitable, HostChooser, isMultiHost, multiHostPool, parsePgUrl } from './hosts.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { EventNotices } from './notices.js';
 import { PLANT_QUERIES } from './plant-queries.js';
@@ -83,6 +84,11 @@ const types = {
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
 };
 
+/** With several hosts: how long one connection attempt may take before the next host is tried. */
+const HOST_CONNECT_MS = 1_000;
+/** With several hosts: how long a request waits for a host that suits before its 503. */
+const FAILOVER_WAIT_MS = 3_000;
+
 // SQLSTATE classes and driver errors that mean "cannot serve now", as opposed to a bug in a query.
 function isUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
@@ -90,7 +96,8 @@ function isUnavailable(err: unknown): boolean {
     return err instanceof Error && /timeout|terminat|Connection|after calling end/i.test(err.message);
   }
   return (
-    /^(08|53|57P0|58)/.test(code) ||
+    // 25006: a write on a host that turned read-only (a demoted primary, contract 6).
+    /^(08|53|57P0|58|25006)/.test(code) ||
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN'].includes(
       code,
     )
@@ -169,20 +176,55 @@ export class PgStore implements Store {
   private readonly instance = randomBytes(8).toString('hex');
 
   constructor(opts: PgOptions) {
-    this.events = new EventNotices(opts.url, this.instance, () => this.eventsCommitted());
-    this.pool = new pg.Pool({
-      connectionString: opts.url,
+    const common = {
       max: opts.poolSize,
-      connectionTimeoutMillis: 3_000,
       idleTimeoutMillis: 30_000,
       // A connection that goes silent (a cut network) fails its query instead of hanging it.
       query_timeout: 10_000,
       keepAlive: true,
       types,
-    });
+    };
+    if (isMultiHost(opts.url)) {
+      // Several hosts (contract 6): a dead one costs at most a second before the next is tried.
+      const chooser = new HostChooser(parsePgUrl(opts.url));
+      const base = { keepAlive: true, connectionTimeoutMillis: HOST_CONNECT_MS };
+      this.events = new EventNotices(
+        () => connectToSuitable(chooser, base),
+        this.instance,
+        () => this.eventsCommitted(),
+      );
+      this.pool = multiHostPool(
+        chooser,
+        { ...common, connectionTimeoutMillis: HOST_CONNECT_MS },
+        FAILOVER_WAIT_MS,
+      );
+    } else {
+      const open = async () => {
+        const c = new pg.Client({
+          connectionString: opts.url,
+          keepAlive: true,
+          connectionTimeoutMillis: 3_000,
+        });
+        c.on('error', () => {});
+        try {
+          await c.connect();
+        } catch (err) {
+          await c.end().catch(() => {});
+          throw err;
+        }
+        return c;
+      };
+      this.events = new EventNotices(open, this.instance, () => this.eventsCommitted());
+      this.pool = new pg.Pool({ ...common, connectionString: opts.url, connectionTimeoutMillis: 3_000 });
+    }
     // An idle connection that breaks (server restart, network cut) must not crash the process;
     // the pool drops it and the next query opens a fresh one.
     this.pool.on('error', () => {});
+    // A connection that dies while lent out between two statements of a transaction (every
+    // backend of a primary killed says so at once) emits 'error' with no query to fail: without a
+    // listener that would end the process. Its next statement fails instead, and the connection is
+    // released as broken.
+    this.pool.on('connect', (client) => client.on('error', () => {}));
   }
 
   // What the code of each concern borrows: the prepared statements and transactions.
@@ -237,15 +279,30 @@ export class PgStore implements Store {
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.connect();
     let broken = false;
+    let committing = false;
     try {
       await client.query('BEGIN');
       const out = await fn(client);
+      committing = true;
       await client.query('COMMIT');
       return out;
     } catch (err) {
+      // A connection lost (or a host turned read-only) goes, rather than back to the pool.
+      if (isUnavailable(err)) broken = true;
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
+      if (committing && isUnavailable(err)) {
+        // The COMMIT was sent and no answer came: it may or may not have taken effect. Logged as
+        // such with the 503; a retry with the request's Idempotency-Key is safe either way.
+        throw new StoreUnavailableError(
+          undefined,
+          new Error(
+            `the outcome of a COMMIT is unknown (${(err as Error).message}): it may have been applied; a retry with the same Idempotency-Key is safe`,
+            { cause: err },
+          ),
+        );
+      }
       throw this.translate(err);
     } finally {
       client.release(broken);
