@@ -16,6 +16,7 @@
  *                                          thousands of open streams with creates at a steady rate,
  *                                          and webhook throughput; the other options are that script's
  *                                          (--streams 1000,10000 --engine sqlite|postgres --only … --write)
+ *   npm run bench -- --failover            only the loss of the PostgreSQL primary (bench/failover.ts)
  *   npm run bench -- --store-move          only export and import of a whole store between engines
  *                                          (bench/store-move.ts; its options are that script's)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
@@ -72,6 +73,19 @@ if (process.argv.includes('--search-bulk')) {
     process.execPath,
     ['--import', 'tsx', join(import.meta.dirname, 'search-bulk.ts'), ...args],
     { stdio: 'inherit' },
+  );
+  process.exit(run.status ?? 1);
+}
+
+// And losing the PostgreSQL primary (two clusters of its own).
+if (process.argv.includes('--failover')) {
+  const args = process.argv.slice(2).filter((a) => a !== '--failover');
+  const run = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'failover.ts'), ...args],
+    {
+      stdio: 'inherit',
+    },
   );
   process.exit(run.status ?? 1);
 }

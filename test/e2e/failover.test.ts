@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { CLUSTER_SKIP, type Cluster, primaryAndStandby } from '../helpers/pg-cluster.js';
+import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { openStream } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 import { cli, type Server, serve } from './process.js';
 
@@ -24,8 +26,11 @@ describe('several PostgreSQL hosts: failover', { skip: CLUSTER_SKIP }, () => {
   let ha: Awaited<ReturnType<typeof primaryAndStandby>>;
   let env: Record<string, string>;
   let token: string;
+  let watcher: string;
+  let receiver: Receiver;
   const servers: Server[] = [];
   before(async () => {
+    receiver = await startReceiver();
     ha = await primaryAndStandby();
     const hosts = [
       `127.0.0.1:${await deadPort()}`,
@@ -36,10 +41,13 @@ describe('several PostgreSQL hosts: failover', { skip: CLUSTER_SKIP }, () => {
       DATABASE_URL: `postgres://postgres@${hosts.join(',')}/postgres`,
       RATE_LIMIT: '0',
       LOG_LEVEL: 'info',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s',
     };
     const made = await cli(['token', 'create', '--user', 'writer'], env);
     assert.equal(made.code, 0, made.stderr);
     token = made.stdout.trim();
+    watcher = (await cli(['token', 'create', '--user', 'watcher'], env)).stdout.trim();
   });
   after(async () => {
     for (const s of servers) {
@@ -56,14 +64,15 @@ describe('several PostgreSQL hosts: failover', { skip: CLUSTER_SKIP }, () => {
         );
     }
     await ha?.close();
+    await receiver?.close();
   });
 
-  const create = async (url: string, name: string) => {
+  const create = async (url: string, name: string, as = token) => {
     try {
       const res = await fetch(`${url}/plants`, {
         method: 'POST',
         headers: {
-          authorization: `Bearer ${token}`,
+          authorization: `Bearer ${as}`,
           'content-type': 'application/json',
           'idempotency-key': name,
         },
@@ -83,6 +92,14 @@ describe('several PostgreSQL hosts: failover', { skip: CLUSTER_SKIP }, () => {
     const server = await serve([], env);
     servers.push(server);
     assert.equal((await fetch(`${server.url}/readyz`)).status, 200);
+    // Another user's webhook endpoint and live stream, both to go on across the switch.
+    const hook = await fetch(`${server.url}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${watcher}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${receiver.url}/hook`, events: ['plant.created'] }),
+    });
+    assert.equal(hook.status, 201, await hook.text());
+    const stream = await openStream(`${server.url}/events`, { authorization: `Bearer ${watcher}` });
     const acknowledged: string[] = [];
     const answers = new Map<string | number, number>();
     let stop = false;
@@ -110,6 +127,21 @@ describe('several PostgreSQL hosts: failover', { skip: CLUSTER_SKIP }, () => {
       stop = true;
       await Promise.all(writers);
     }
+    // Events written on the new primary reach the open stream (its LISTEN connection found the new
+    // primary) and the webhook endpoint (the dispatcher's claims did).
+    const marker = `after-the-switch-${randomUUID()}`;
+    assert.equal(await create(server.url, marker, watcher), 201);
+    await until(
+      'the stream event of a plant made after the switch',
+      () => stream.messages.some((m) => m.data?.includes(marker)),
+      30_000,
+    );
+    stream.close();
+    await until(
+      'the webhook delivery of a plant made after the switch',
+      () => receiver.received.some((d) => d.body.includes(marker)),
+      30_000,
+    );
     const statuses = [...answers.keys()];
     assert.ok(
       statuses.every((s) => s === 201 || s === 503),
