@@ -14,6 +14,11 @@
  *   npx tsx bench/failover.ts [--writers 20] [--settle 5] [--after 10] [--write]
  *   npm run bench -- --failover [options]       the same, after a build
  *
+ * Beside them, an owner adds, changes and removes 10 members of a garden, and a watcher's writer
+ * creates plants that a webhook endpoint of the watcher's receives (a receiver on 127.0.0.1): every
+ * acknowledged membership is checked on the new primary, and every acknowledged create of the
+ * watcher's must reach the receiver.
+ *
  * --write puts the table into docs/scale-out.md ("Failover, measured"). Run as root (the clusters
  * run as the postgres user).
  */
@@ -22,6 +27,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { primaryAndStandby } from '../test/helpers/pg-cluster.js';
+import { startReceiver } from '../test/helpers/receiver.js';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 import { writeSection } from './report.js';
 
@@ -38,7 +44,13 @@ const BIN = join(import.meta.dirname, '..', 'bin', 'plantstore');
 
 const ha = await primaryAndStandby();
 const url = `postgres://postgres@127.0.0.1:${ha.primary.port},127.0.0.1:${ha.standby.port}/postgres`;
-const env = { ...process.env, DATABASE_URL: url };
+const env = {
+  ...process.env,
+  DATABASE_URL: url,
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+  WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s',
+};
+const receiver = await startReceiver();
 const token = spawnSync(BIN, ['token', 'create', '--user', 'writer'], {
   env,
   encoding: 'utf8',
@@ -50,6 +62,25 @@ for (let i = 0; i < 2; i++) {
   instances.push({ child, base: `http://127.0.0.1:${port}`, back: null as number | null });
   await waitReady(`http://127.0.0.1:${port}`, '/readyz');
 }
+
+// Membership changes: an owner adding, changing and removing 10 users in a garden of its own. And a
+// watcher whose plants (made by a writer of their own) go to a webhook endpoint.
+const tokenOf = (user: string) =>
+  spawnSync(BIN, ['token', 'create', '--user', user], { env, encoding: 'utf8' }).stdout.trim();
+const owner = tokenOf('gardener');
+const watcher = tokenOf('watcher');
+const made = await fetch(`${instances[0]!.base}/gardens`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${owner}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ name: 'Shared' }),
+});
+const garden = ((await made.json()) as { id: string }).id;
+const hook = await fetch(`${instances[0]!.base}/webhooks`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${watcher}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ url: `${receiver.url}/hook`, events: ['plant.created'] }),
+});
+if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${await hook.text()}`);
 
 type Op = 'create' | 'change' | 'delete';
 interface Known {
@@ -71,12 +102,13 @@ async function call(
   path: string,
   body?: unknown,
   extra: Record<string, string> = {},
+  as = token,
 ) {
   try {
     const res = await fetch(`${base}${path}`, {
       method,
       headers: {
-        authorization: `Bearer ${token}`,
+        authorization: `Bearer ${as}`,
         ...extra,
         ...(body
           ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }
@@ -130,8 +162,49 @@ async function writer(w: number) {
   }
 }
 
+// The garden's members as the last acknowledged change left them (null: not a member), unless a
+// later change got no answer or a 503.
+const members = new Map<string, { role: string | null; unsure: boolean }>();
+const memberAcks = { ok: 0, failed: 0 };
+async function gardener() {
+  const roles = ['viewer', 'editor', null];
+  for (let n = 0; !stop; n++) {
+    const u = `member${n % 10}`;
+    const role = roles[Math.floor(n / 10) % 3]!;
+    const r =
+      role === null
+        ? await call(instances[1]!.base, 'DELETE', `/gardens/${garden}/members/${u}`, undefined, {}, owner)
+        : await call(instances[1]!.base, 'PUT', `/gardens/${garden}/members/${u}`, { role }, {}, owner);
+    statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    if (/^2/.test(r.status) || (role === null && r.status === '404')) {
+      members.set(u, { role, unsure: false });
+      memberAcks.ok++;
+    } else {
+      members.set(u, { role: members.get(u)?.role ?? null, unsure: true });
+      memberAcks.failed++;
+    }
+  }
+}
+// The watcher's acknowledged creates, each to reach the receiver.
+const watched: string[] = [];
+async function watchedWriter() {
+  for (let n = 0; !stop; n++) {
+    const name = `watched-${n}`;
+    const r = await call(
+      instances[n % 2]!.base,
+      'POST',
+      '/plants',
+      { name },
+      { 'idempotency-key': name },
+      watcher,
+    );
+    statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    if (r.status === '201') watched.push(name);
+  }
+}
+
 const started = loadavg()[0]!;
-const writers = Array.from({ length: WRITERS }, (_, w) => writer(w));
+const writers = [...Array.from({ length: WRITERS }, (_, w) => writer(w)), gardener(), watchedWriter()];
 await new Promise((r) => setTimeout(r, Number(opt.settle) * 1000));
 const killAt = performance.now();
 await ha.primary.kill9();
@@ -152,8 +225,31 @@ for (const [id, k] of known) {
   checked++;
   if ((stored.get(id) ?? null) !== k.name) lost++;
 }
+const memberRows = await ha.standby.query<{ user_id: string; role: string }>(
+  `SELECT user_id, role FROM garden_members WHERE garden_id = '${garden}' AND user_id LIKE 'member%'`,
+);
+const roleNow = new Map(memberRows.map((r) => [r.user_id, r.role]));
+let membersLost = 0;
+let membersChecked = 0;
+for (const [u, k] of members) {
+  if (k.unsure) continue;
+  membersChecked++;
+  if ((roleNow.get(u) ?? null) !== k.role) membersLost++;
+}
+// Every acknowledged create of the watcher's is delivered (at least once), from either instance.
+const deliveredBy = performance.now() + 30_000;
+const undelivered = () => {
+  const got = new Set(
+    receiver.received.map((d) => (JSON.parse(d.body) as { data: { name: string } }).data.name),
+  );
+  return watched.filter((n) => !got.has(n));
+};
+while (undelivered().length > 0 && performance.now() < deliveredBy)
+  await new Promise((r) => setTimeout(r, 100));
+const notDelivered = undelivered().length;
 for (const i of instances) i.child.kill('SIGTERM');
 await ha.close();
+await receiver.close();
 
 const answers = [...statuses]
   .sort()
@@ -169,7 +265,9 @@ const table = [
   `| answers | ${answers} | only 2xx and 503 | ${onlyOk ? 'yes' : 'no'} |`,
   `| acknowledged before the kill | ${acked.before.create} creates, ${acked.before.change} changes, ${acked.before.delete} deletes | | |`,
   `| acknowledged after the promotion | ${acked.after.create} creates, ${acked.after.change} changes, ${acked.after.delete} deletes | | |`,
-  `| acknowledged writes lost | ${lost} of ${checked} plants checked on the new primary | 0 | ${lost === 0 ? 'yes' : 'no'} |`,
+  `| acknowledged plant writes lost | ${lost} of ${checked} plants checked on the new primary | 0 | ${lost === 0 ? 'yes' : 'no'} |`,
+  `| membership changes (one owner, 10 users: added, role changed, removed) | ${memberAcks.ok} acknowledged, ${memberAcks.failed} not; ${membersLost} of ${membersChecked} members' last acknowledged role not on the new primary | 0 lost | ${membersLost === 0 ? 'yes' : 'no'} |`,
+  `| webhook deliveries of a watcher's ${watched.length} acknowledged creates | ${watched.length - notDelivered} delivered within 30 s of the end, ${notDelivered} not | all | ${notDelivered === 0 ? 'yes' : 'no'} |`,
   `| first 2xx after the promotion, each instance | ${backs.join(', ')} | ≤ 2 s | ${instances.every((i) => i.back !== null && i.back <= 2000) ? 'yes' : 'no'} |`,
 ].join('\n');
 console.log(table);

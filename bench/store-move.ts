@@ -17,7 +17,7 @@
  *   npx tsx bench/store-move.ts [--plants 1000000] [--events 100000] [--pg URL] [--write]
  *   npm run bench -- --store-move [options]    the same, after a build
  *
- * --write puts the table into docs/benchmarks.md ("Moving a store"). The stores are built in-process
+ * --write puts the table into docs/operations.md ("How fast"). The stores are built in-process
  * through the store's own createPlants; PostgreSQL databases are made and dropped by the script.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -206,4 +206,4 @@ const table = [
   ...rows,
 ].join('\n');
 console.log(`\n${table}`);
-if (opt.write) writeSection(join(import.meta.dirname, '..', 'docs', 'benchmarks.md'), 'store-move', table);
+if (opt.write) writeSection(join(import.meta.dirname, '..', 'docs', 'operations.md'), 'store-move', table);
