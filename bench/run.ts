@@ -200,6 +200,24 @@ async function stopAll(children: ChildProcess[]): Promise<void> {
   );
 }
 
+/** One clock tick of /proc's CPU times, in µs (USER_HZ is 100 on Linux). */
+const TICK_US = 10_000;
+
+/** Busy and total ticks of one core, from /proc/stat. */
+function coreTimes(core: number): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`cpu${core} `));
+  if (!line) return { busy: 0, total: 0 };
+  const f = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  // idle and iowait are not busy
+  return { busy: total - f[3]! - f[4]!, total };
+}
+
+const coreBusy = (a: { busy: number; total: number }, b: { busy: number; total: number }) =>
+  b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : 0;
+
 function cpuTicks(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -472,13 +490,21 @@ async function measure(
           spec.idsFile = idsFile.replace('.ids', '.read');
         }
         await waitIdle(allPids);
+        const ticks0 = t.pids.reduce((n, p) => n + cpuTicks(p), 0);
+        const core0 = coreTimes(1);
         const r: Result =
           spec.amount === 0
             ? { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 }
             : await withOthersStopped(othersOf(t), () => load(spec, pin));
+        if (r.rps > 0) {
+          // Answers: the load generator's rate over its own run (a fixed amount, for deletes).
+          const answers = spec.amount !== undefined ? Number(spec.amount) : r.rps * DURATION;
+          r.cpuUs = ((t.pids.reduce((n, p) => n + cpuTicks(p), 0) - ticks0) * TICK_US) / answers;
+          r.loaderBusy = coreBusy(core0, coreTimes(1));
+        }
         if (spec.start !== undefined) deepAt.set(t, Number(spec.start) + Math.ceil(r.rps * DURATION) + 1000);
         process.stderr.write(
-          `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx ${r.non2xx}  (ended ${new Date().toISOString().slice(11, 23)})\n`,
+          `round ${round + 1} ${t.name.padEnd(28)} ${op.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  ${(r.cpuUs ?? 0).toFixed(1).padStart(6)} µs/req  loader core ${(100 * (r.loaderBusy ?? 0)).toFixed(0)} %  p99 ${r.p99} ms  non-2xx ${r.non2xx}  (ended ${new Date().toISOString().slice(11, 23)})\n`,
         );
         const byOp = samples.get(t.name) ?? new Map<string, Result[]>();
         byOp.set(op.name, [...(byOp.get(op.name) ?? []), r]);
@@ -496,6 +522,10 @@ async function measure(
         p99: median(rs.map((r) => r.p99)),
         non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
         errors: rs.reduce((n, r) => n + r.errors, 0),
+        ...(rs.every((r) => r.cpuUs !== undefined) ? { cpuUs: median(rs.map((r) => r.cpuUs!)) } : {}),
+        ...(rs.every((r) => r.loaderBusy !== undefined)
+          ? { loaderBusy: median(rs.map((r) => r.loaderBusy!)) }
+          : {}),
       });
     }
     out.set(t, m);
@@ -505,14 +535,14 @@ async function measure(
 
 function table(results: Map<string, Map<string, Result>>): string {
   const lines = [
-    '| target | operation | req/s | p50 ms | p99 ms | non-2xx |',
-    '|---|---|---:|---:|---:|---:|',
+    '| target | operation | req/s | CPU µs/request | p50 ms | p99 ms | non-2xx |',
+    '|---|---|---:|---:|---:|---:|---:|',
   ];
   for (const [t, byOp] of results) {
     // Rounded: a median of an even number of rounds is a mean of two.
     for (const [op, r] of byOp)
       lines.push(
-        `| ${t} | ${op} | ${r.rps.toFixed(0)} | ${+r.p50.toFixed(2)} | ${+r.p99.toFixed(2)} | ${r.non2xx} |`,
+        `| ${t} | ${op} | ${r.rps.toFixed(0)} | ${r.cpuUs === undefined ? '—' : r.cpuUs.toFixed(1)} | ${+r.p50.toFixed(2)} | ${+r.p99.toFixed(2)} | ${r.non2xx} |`,
       );
   }
   return lines.join('\n');
