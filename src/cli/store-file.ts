@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, createWriteStream, existsSync, fsyncSync, linkSync, openSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, linkSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { describeCounts, StoreFileReader, StoreFileWriter } from '../ops/store-file.js';
 import { dumpStore, loadStore, storeSchema } from '../store/dump.js';
 import { openStore } from '../store/index.js';
+import { fsyncPath } from '../store/sqlite/backup.js';
 import { UsageError } from '../usage-error.js';
 import { configFrom, withDatabase } from './options.js';
 
@@ -51,7 +52,7 @@ export function storeFileCommands(program: Command): void {
       const counts = await writer.end();
       out.end();
       await finished(out);
-      syncPath(temp);
+      fsyncPath(temp);
       try {
         linkSync(temp, target);
       } catch (err) {
@@ -59,7 +60,7 @@ export function storeFileCommands(program: Command): void {
           throw new UsageError(`${target} exists already; choose a new file`);
         throw err;
       }
-      syncPath(dirname(target));
+      fsyncPath(dirname(target));
       process.stderr.write(`exported ${describeCounts(counts)} to ${target} (mode 0600: ${SECRETS})\n`);
     } finally {
       out.destroy();
@@ -90,13 +91,4 @@ export function storeFileCommands(program: Command): void {
       `imported ${describeCounts(counts)} (exported from ${header.schema.engine} at ${header.createdAt})\n`,
     );
   });
-}
-
-function syncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { CLUSTER_SKIP, type Cluster, primaryAndStandby } from '../helpers/pg-cluster.js';
+import { CLUSTER_SKIP, type Cluster, freePort, primaryAndStandby } from '../helpers/pg-cluster.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import { openStream } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
@@ -13,14 +12,6 @@ import { cli, type Server, serve } from './process.js';
 // writers and the standby promoted: the service carries on with no restart, answering only 201 or
 // 503, and every create it acknowledged is on the new primary; the old primary back as a read-only
 // standby is passed over; every host down gives 503 (and /readyz 503), then service again.
-
-async function deadPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 describe('several PostgreSQL hosts: failover', { skip: CLUSTER_SKIP }, () => {
   let ha: Awaited<ReturnType<typeof primaryAndStandby>>;
@@ -33,7 +24,7 @@ describe('several PostgreSQL hosts: failover', { skip: CLUSTER_SKIP }, () => {
     receiver = await startReceiver();
     ha = await primaryAndStandby();
     const hosts = [
-      `127.0.0.1:${await deadPort()}`,
+      `127.0.0.1:${await freePort()}`,
       `127.0.0.1:${ha.primary.port}`,
       `127.0.0.1:${ha.standby.port}`,
     ];

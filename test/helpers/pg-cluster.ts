@@ -29,7 +29,8 @@ const asPostgres = (cmd: string, args: string[]) =>
     ? run('runuser', ['-u', 'postgres', '--', join(BIN, cmd), ...args])
     : run(join(BIN, cmd), args);
 
-async function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export async function freePort(): Promise<number> {
   const s = createServer();
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
   const port = (s.address() as { port: number }).port;

@@ -2,8 +2,10 @@ import pg from 'pg';
 import type { StoreRecord } from '../../schemas/store-file.js';
 import { indexedWords } from '../../search-text.js';
 import { type LoadTarget, RecordRefused, StoreNotEmpty } from '../dump.js';
-import { maskOf, typesOf } from '../event-mask.js';
+import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
+import { maskOf } from '../event-mask.js';
 import type { EventData } from '../store.js';
+import { types } from './store.js';
 
 // Export and import of a PostgreSQL store (contract section 12; the file: src/ops/store-file.ts).
 // An export reads one REPEATABLE READ snapshot through cursors, a page at a time. An import is one
@@ -21,19 +23,12 @@ const PAGE = 1000;
  */
 const FETCH = 200;
 
-const types = {
-  getTypeParser: (oid: number, format?: string) =>
-    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
-};
-
 async function connect(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url, types });
   await c.connect();
   c.on('error', () => {});
   return c;
 }
-
-const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
 /** The schema version of the store at `url`. */
 export async function postgresSchema(url: string): Promise<number> {
@@ -51,86 +46,11 @@ export async function postgresSchema(url: string): Promise<number> {
 /** Every record of the store at `url`, in the file's order, from one snapshot. */
 export async function* dumpPostgres(url: string): AsyncGenerator<StoreRecord> {
   const c = await connect(url);
+  const iso = (t: unknown) => (t as Date).toISOString();
   try {
     await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    for await (const r of pages<{
-      id: string;
-      name: string;
-      home_user: string | null;
-      created_by: string;
-      created_at: Date;
-      seq: number;
-    }>(c, 'SELECT id, name, home_user, created_by, created_at, seq FROM gardens ORDER BY seq')) {
-      yield {
-        kind: 'garden',
-        id: r.id,
-        name: r.name,
-        homeUser: r.home_user,
-        createdBy: r.created_by,
-        createdAt: r.created_at.toISOString(),
-        seq: r.seq,
-      };
-    }
-    for await (const r of pages<{
-      garden_id: string;
-      user_id: string;
-      role: 'viewer' | 'editor' | 'owner';
-      added_at: Date;
-    }>(c, 'SELECT garden_id, user_id, role, added_at FROM garden_members ORDER BY garden_id, user_id')) {
-      yield {
-        kind: 'member',
-        garden: r.garden_id,
-        user: r.user_id,
-        role: r.role,
-        addedAt: r.added_at.toISOString(),
-      };
-    }
-    for await (const r of pages<{
-      id: number;
-      garden: string;
-      owner: string;
-      name: string;
-      tag: string | null;
-      version: number;
-    }>(c, 'SELECT id, garden, owner, name, tag, version FROM plants ORDER BY id')) {
-      yield {
-        kind: 'plant',
-        id: r.id,
-        garden: r.garden,
-        owner: r.owner,
-        name: r.name,
-        tag: r.tag,
-        version: r.version,
-      };
-    }
-    for await (const r of pages<{
-      id: string;
-      user_id: string;
-      name: string | null;
-      scopes: string;
-      hash: string;
-      created_at: Date;
-      expires_at: Date | null;
-      revoked_at: Date | null;
-      last_used_at: Date | null;
-      seq: number;
-    }>(
-      c,
-      'SELECT id, user_id, name, scopes, hash, created_at, expires_at, revoked_at, last_used_at, seq FROM tokens ORDER BY seq',
-    )) {
-      yield {
-        kind: 'token',
-        id: r.id,
-        user: r.user_id,
-        name: r.name,
-        scopes: r.scopes.split(' ').filter(Boolean),
-        hash: r.hash,
-        createdAt: r.created_at.toISOString(),
-        expiresAt: iso(r.expires_at),
-        revokedAt: iso(r.revoked_at),
-        lastUsedAt: iso(r.last_used_at),
-        seq: r.seq,
-      };
+    for (const t of TABLES_BEFORE_EVENTS) {
+      for await (const r of pages<Record<string, unknown>>(c, t.sql)) yield t.record(r, iso);
     }
     // Log order is (xid, seq), compared as xid8: never as the text of the xid.
     for await (const r of pages<{
@@ -150,7 +70,7 @@ export async function* dumpPostgres(url: string): AsyncGenerator<StoreRecord> {
         garden: r.garden,
         plant: { id: d.id, name: d.name, tag: d.tag ?? null },
         previous: d.previous ?? null,
-        createdAt: r.created_at.toISOString(),
+        createdAt: iso(r.created_at),
       };
     }
     for await (const r of pages<Record<string, unknown> & { after: string | null }>(
@@ -159,73 +79,10 @@ export async function* dumpPostgres(url: string): AsyncGenerator<StoreRecord> {
          ORDER BY e.xid DESC, e.seq DESC LIMIT 1) AS after
        FROM webhook_endpoints w ORDER BY w.seq`,
     )) {
-      yield {
-        kind: 'webhook',
-        id: r.id as string,
-        owner: r.owner as string,
-        admin: r.admin as boolean,
-        adminToken: r.admin_token as string | null,
-        adminUntil: iso(r.admin_until as Date | null),
-        url: r.url as string,
-        events: typesOf(r.events as number),
-        description: r.description as string | null,
-        secret: r.secret as string,
-        previousSecret: r.previous_secret as string | null,
-        previousSecretUntil: iso(r.previous_secret_until as Date | null),
-        status: r.status as 'enabled' | 'disabled',
-        disabledReason: r.disabled_reason as string | null,
-        createdAt: (r.created_at as Date).toISOString(),
-        lastSuccessAt: iso(r.last_success_at as Date | null),
-        failingSince: iso(r.failing_since as Date | null),
-        seq: r.seq as number,
-        after: r.after,
-      };
+      yield webhookRecord(r, iso, r.after);
     }
-    for await (const r of pages<{
-      event_id: string;
-      endpoint_id: string;
-      attempts: number;
-      next_attempt_at: Date;
-      created_at: Date;
-    }>(
-      c,
-      "SELECT event_id, endpoint_id, attempts, next_attempt_at, created_at FROM deliveries WHERE state = 'pending' ORDER BY id",
-    )) {
-      yield {
-        kind: 'delivery',
-        event: r.event_id,
-        endpoint: r.endpoint_id,
-        attempts: r.attempts,
-        nextAttemptAt: r.next_attempt_at.toISOString(),
-        createdAt: r.created_at.toISOString(),
-      };
-    }
-    for await (const r of pages<{
-      user_id: string;
-      key: string;
-      request_hash: string;
-      state: 'pending' | 'done';
-      status: number | null;
-      plant_id: number | null;
-      response: string | null;
-      created_at: Date;
-      locked_at: Date;
-    }>(
-      c,
-      'SELECT user_id, key, request_hash, state, status, plant_id, response, created_at, locked_at FROM idempotency_keys ORDER BY user_id, key',
-    )) {
-      yield {
-        kind: 'idempotency',
-        user: r.user_id,
-        key: r.key,
-        requestHash: r.request_hash,
-        state: r.state,
-        status: r.status,
-        plantId: r.plant_id,
-        response: r.response,
-        createdAt: r.created_at.toISOString(),
-        lockedAt: r.locked_at.toISOString(),
-      };
+    for (const t of TABLES_AFTER_WEBHOOKS) {
+      for await (const r of pages<Record<string, unknown>>(c, t.sql)) yield t.record(r, iso);
     }
     // A sequence's last_value is the last one given once is_called; before, the one it gives next.
     const {

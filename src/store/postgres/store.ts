@@ -79,7 +79,8 @@ const MIGRATION_LOCK = 727_001;
 const EXPORT_PAGE = 1000;
 
 // bigint ids fit in a JS number (the contract caps them at 2^53−1).
-const types = {
+/** Type parsers: bigint (int8) as a number (every id and counter is below 2^53). */
+export const types = {
   getTypeParser: (oid: number, format?: string) =>
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
 };

@@ -103,7 +103,7 @@ export function checkBackup(file: string): BackupCheck {
 }
 
 // Makes a rename durable: the directory's entry is fsynced too.
-function fsyncPath(path: string): void {
+export function fsyncPath(path: string): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);

@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
 import type { StoreRecord } from '../../schemas/store-file.js';
 import { type Loader, type LoadTarget, RecordRefused, recordName, StoreNotEmpty } from '../dump.js';
-import { maskOf, typeBit, typeOfBit, typesOf } from '../event-mask.js';
+import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
+import { maskOf, typeBit, typeOfBit } from '../event-mask.js';
 import { fillSearch } from './search.js';
 import { openConnection } from './writes.js';
 
@@ -9,14 +10,13 @@ import { openConnection } from './writes.js';
 // An export reads one snapshot: a read transaction on a connection of its own, which a serving
 // process's commits do not disturb. An import is one write transaction into an empty store.
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-const isoOf = (ms: number): string => new Date(ms).toISOString();
 const ms = (t: string | null): number | null => (t === null ? null : Date.parse(t));
 
 /** Every record of the store at `path`, in the file's order, from one snapshot. */
 export async function* dumpSqlite(path: string): AsyncGenerator<StoreRecord> {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
+  const iso = (t: unknown) => new Date(t as number).toISOString();
   try {
     db.exec('BEGIN');
     // The snapshot starts at the transaction's first read.
@@ -24,82 +24,8 @@ export async function* dumpSqlite(path: string): AsyncGenerator<StoreRecord> {
     const eventId = (legacy: string | null, seq: number) =>
       legacy ?? `evt_${key}${seq.toString(16).padStart(16, '0')}`;
     const rows = <T>(sql: string) => db.prepare<[], T>(sql).iterate();
-
-    for (const r of rows<{
-      id: string;
-      name: string;
-      home_user: string | null;
-      created_by: string | null;
-      created_at: number;
-      seq: number;
-    }>('SELECT id, name, home_user, created_by, created_at, seq FROM gardens ORDER BY seq')) {
-      yield {
-        kind: 'garden',
-        id: r.id,
-        name: r.name,
-        homeUser: r.home_user,
-        createdBy: r.created_by ?? '',
-        createdAt: isoOf(r.created_at),
-        seq: r.seq,
-      };
-    }
-    for (const r of rows<{
-      garden_id: string;
-      user_id: string;
-      role: 'viewer' | 'editor' | 'owner';
-      added_at: number;
-    }>('SELECT garden_id, user_id, role, added_at FROM garden_members ORDER BY garden_id, user_id')) {
-      yield {
-        kind: 'member',
-        garden: r.garden_id,
-        user: r.user_id,
-        role: r.role,
-        addedAt: isoOf(r.added_at),
-      };
-    }
-    for (const r of rows<{
-      id: number;
-      garden: string;
-      owner: string;
-      name: string;
-      tag: string | null;
-      version: number;
-    }>('SELECT id, garden, owner, name, tag, version FROM plants ORDER BY id')) {
-      yield {
-        kind: 'plant',
-        id: r.id,
-        garden: r.garden,
-        owner: r.owner,
-        name: r.name,
-        tag: r.tag,
-        version: r.version,
-      };
-    }
-    for (const r of rows<{
-      id: string;
-      user_id: string;
-      name: string | null;
-      scopes: string;
-      hash: string;
-      created_at: number;
-      expires_at: number | null;
-      revoked_at: number | null;
-      last_used_at: number | null;
-      seq: number;
-    }>('SELECT * FROM tokens ORDER BY seq')) {
-      yield {
-        kind: 'token',
-        id: r.id,
-        user: r.user_id,
-        name: r.name,
-        scopes: r.scopes.split(' ').filter(Boolean),
-        hash: r.hash,
-        createdAt: isoOf(r.created_at),
-        expiresAt: iso(r.expires_at),
-        revokedAt: iso(r.revoked_at),
-        lastUsedAt: iso(r.last_used_at),
-        seq: r.seq,
-      };
+    for (const t of TABLES_BEFORE_EVENTS) {
+      for (const r of rows<Record<string, unknown>>(t.sql)) yield t.record(r, iso);
     }
     // An emptied row (type 0) only keeps the log's last seq after a purge: it is no event.
     for (const r of rows<{
@@ -124,7 +50,7 @@ export async function* dumpSqlite(path: string): AsyncGenerator<StoreRecord> {
         garden: r.garden,
         plant: { id: r.plant_id, name: r.name, tag: r.tag },
         previous: r.previous === null ? null : JSON.parse(r.previous),
-        createdAt: isoOf(r.created_at),
+        createdAt: iso(r.created_at),
       };
     }
     for (const r of rows<Record<string, unknown> & { after_seq: number | null; after_legacy: string | null }>(
@@ -132,71 +58,10 @@ export async function* dumpSqlite(path: string): AsyncGenerator<StoreRecord> {
        LEFT JOIN events a ON a.seq = (SELECT max(seq) FROM events e WHERE e.seq <= w.position AND e.type != 0)
        ORDER BY w.seq`,
     )) {
-      yield {
-        kind: 'webhook',
-        id: r.id as string,
-        owner: r.owner as string,
-        admin: r.admin === 1,
-        adminToken: r.admin_token as string | null,
-        adminUntil: iso(r.admin_until as number | null),
-        url: r.url as string,
-        events: typesOf(r.events as number),
-        description: r.description as string | null,
-        secret: r.secret as string,
-        previousSecret: r.previous_secret as string | null,
-        previousSecretUntil: iso(r.previous_secret_until as number | null),
-        status: r.status as 'enabled' | 'disabled',
-        disabledReason: r.disabled_reason as string | null,
-        createdAt: isoOf(r.created_at as number),
-        lastSuccessAt: iso(r.last_success_at as number | null),
-        failingSince: iso(r.failing_since as number | null),
-        seq: r.seq as number,
-        after: r.after_seq === null ? null : eventId(r.after_legacy, r.after_seq),
-      };
+      yield webhookRecord(r, iso, r.after_seq === null ? null : eventId(r.after_legacy, r.after_seq));
     }
-    for (const r of rows<{
-      event_id: string;
-      endpoint_id: string;
-      attempts: number;
-      next_attempt_at: number;
-      created_at: number;
-    }>(
-      "SELECT event_id, endpoint_id, attempts, next_attempt_at, created_at FROM deliveries WHERE state = 'pending' ORDER BY id",
-    )) {
-      yield {
-        kind: 'delivery',
-        event: r.event_id,
-        endpoint: r.endpoint_id,
-        attempts: r.attempts,
-        nextAttemptAt: isoOf(r.next_attempt_at),
-        createdAt: isoOf(r.created_at),
-      };
-    }
-    for (const r of rows<{
-      user_id: string;
-      key: string;
-      request_hash: string;
-      state: 'pending' | 'done';
-      status: number | null;
-      plant_id: number | null;
-      response: string | null;
-      created_at: number;
-      locked_at: number;
-    }>(
-      'SELECT user_id, key, request_hash, state, status, plant_id, response, created_at, locked_at FROM idempotency_keys ORDER BY user_id, key',
-    )) {
-      yield {
-        kind: 'idempotency',
-        user: r.user_id,
-        key: r.key,
-        requestHash: r.request_hash,
-        state: r.state,
-        status: r.status,
-        plantId: r.plant_id,
-        response: r.response,
-        createdAt: isoOf(r.created_at),
-        lockedAt: isoOf(r.locked_at),
-      };
+    for (const t of TABLES_AFTER_WEBHOOKS) {
+      for (const r of rows<Record<string, unknown>>(t.sql)) yield t.record(r, iso);
     }
     const counters = db
       .prepare<[], { plant_id: number; version: number }>(
