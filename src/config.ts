@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { parseDuration } from './durations.js';
-import { isMultiHost, PgUrlError, parsePgUrl } from './store/postgres/hosts.js';
+import { isMultiHost, PgUrlError, parsePgUrl } from './pg-url.js';
 
 /** Service configuration, read once from flags and environment and validated at start. */
 export interface Config {

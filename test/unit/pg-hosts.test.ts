@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { HostChooser, isMultiHost, PgUrlError, parsePgUrl } from '../../src/store/postgres/hosts.js';
+import { isMultiHost, PgUrlError, parsePgUrl } from '../../src/pg-url.js';
+import { HostChooser } from '../../src/store/postgres/hosts.js';
 
-// libpq's multi-host connection strings (contract section 6), as src/store/postgres/hosts.ts reads them.
+// libpq's multi-host connection strings (contract section 6), as src/pg-url.ts reads them, and the
+// host chooser of src/store/postgres/hosts.ts.
 
 describe('several PostgreSQL hosts: the connection string', () => {
   it('reads hosts with their own ports, IPv6 in brackets, and target_session_attrs', () => {
