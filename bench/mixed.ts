@@ -578,9 +578,9 @@ say(
   `${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, Node ${process.version}, ${USERS} users × ${PER_USER} plants, wrk ${opt.connections} connections, ${opt.rounds} rounds × ${opt.duration} s (medians); SQLite servers and the ceiling pinned to core 0, wrk to core 1\n`,
 );
 say(
-  '| workload | server | req/s | ceiling req/s | ratio to the ceiling (per round) | p50 | p99 | per class: p50 / p99 / longest (ms) |',
+  '| workload | server | req/s | ceiling req/s | ratio to the ceiling (per round) | CPU µs/request: server / ceiling | efficiency (ceiling µs ÷ server µs) | p50 | p99 | per class: p50 / p99 / longest (ms) |',
 );
-say('|---|---|---|---|---|---|---|---|');
+say('|---|---|---|---|---|---|---|---|---|---|');
 const against: string[] = [];
 for (const mix of opt.mix!) {
   const ours = new Map<Server, Run[]>(servers.map((s) => [s, []]));
@@ -592,7 +592,7 @@ for (const mix of opt.mix!) {
     for (let k = 0; k < round % order.length; k++) order.push(order.shift()!);
     for (const who of order) {
       if (who === null) {
-        theirs.push(measured(ceil, () => wrk(ceiling, mix, Number(opt.duration))));
+        theirs.push(measured(ceil, () => withCpu(ceil.pid, () => wrk(ceiling, mix, Number(opt.duration)))));
         continue;
       }
       const run = measured(who.child, () =>
@@ -607,6 +607,15 @@ for (const mix of opt.mix!) {
     );
   }
   const crps = median(theirs.map((r) => r.rps));
+  // CPU per answer of the server's own process (every thread; PostgreSQL's backends not counted),
+  // which does not move with how fast wrk's core is (docs/benchmarks.md, "CPU per request").
+  const usPerRequest = (r: Run) =>
+    (Object.entries(r.cpu ?? {})
+      .filter(([k]) => k !== 'postgres')
+      .reduce((n, [, v]) => n + v, 0) *
+      1e6) /
+    r.rps;
+  const ceilingUs = median(theirs.map(usPerRequest));
   for (const s of servers) {
     const runs = ours.get(s)!;
     const rps = median(runs.map((r) => r.rps));
@@ -631,8 +640,9 @@ for (const mix of opt.mix!) {
           ', ',
         )}; its event loop waited for a CPU ${waited} of the time; other processes used ${median(others).toFixed(2)} of core 0 (max ${Math.max(...others).toFixed(2)})`,
     );
+    const serverUs = median(runs.map(usPerRequest));
     say(
-      `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | **${median(ratios).toFixed(2)}** (${ratios.map((x) => x.toFixed(2)).join(', ')}) | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
+      `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(', ')}) | ${serverUs.toFixed(1)} / ${ceilingUs.toFixed(1)} | **${(ceilingUs / serverUs).toFixed(2)}** | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
     );
   }
   // Each variant against the first (the endpoints' cost, the disk's, sharing's), round by round.
