@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import pg from 'pg';
 
 /** A TCP port free on 127.0.0.1 right now, for a server the benchmark starts. */
 export const freePort = () =>
@@ -44,4 +45,28 @@ export function runPinned<T>(script: string, args: string[], pin: boolean, what:
       else resolve(JSON.parse(out.trim().split('\n').pop()!));
     });
   });
+}
+
+/**
+ * A PostgreSQL database of the benchmark's own, made through `adminUrl` (a database of the same
+ * server), named `prefix` and something unique; its URL, and how to drop it.
+ */
+export async function pgDatabase(
+  adminUrl: string,
+  prefix: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${process.pid}_${Date.now()}`;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }

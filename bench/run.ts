@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
+import { BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
 import {
   chart,
   median,
@@ -53,53 +53,20 @@ import { deepPages, type Seeded, SHARED_GARDENS, seed, seededPlant, USERS } from
  */
 const DEEP_PAGES = 80_000;
 
-// The events-at-scale scenarios are a script of their own, with options of their own.
-if (process.argv.includes('--events-scale')) {
-  const args = process.argv.slice(2).filter((a) => a !== '--events-scale');
-  const run = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, 'events-scale.ts'), ...args],
-    {
-      stdio: 'inherit',
-    },
-  );
-  process.exit(run.status ?? 1);
-}
-
-// So are search, batch and export at scale.
-if (process.argv.includes('--search-bulk')) {
-  const args = process.argv.slice(2).filter((a) => a !== '--search-bulk');
-  const run = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, 'search-bulk.ts'), ...args],
-    { stdio: 'inherit' },
-  );
-  process.exit(run.status ?? 1);
-}
-
-// And losing the PostgreSQL primary (two clusters of its own).
-if (process.argv.includes('--failover')) {
-  const args = process.argv.slice(2).filter((a) => a !== '--failover');
-  const run = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, 'failover.ts'), ...args],
-    {
-      stdio: 'inherit',
-    },
-  );
-  process.exit(run.status ?? 1);
-}
-
-// And moving a whole store between engines (export and import).
-if (process.argv.includes('--store-move')) {
-  const args = process.argv.slice(2).filter((a) => a !== '--store-move');
-  const run = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, 'store-move.ts'), ...args],
-    {
-      stdio: 'inherit',
-    },
-  );
+// Scenarios that are scripts of their own, with options of their own: `--FLAG` runs SCRIPT with
+// the other arguments.
+const SCRIPTS: Record<string, string> = {
+  '--events-scale': 'events-scale.ts', // thousands of streams, webhook throughput
+  '--search-bulk': 'search-bulk.ts', // search, batch and export at scale
+  '--failover': 'failover.ts', // losing the PostgreSQL primary (two clusters of its own)
+  '--store-move': 'store-move.ts', // moving a whole store between engines (export and import)
+};
+for (const [flag, script] of Object.entries(SCRIPTS)) {
+  if (!process.argv.includes(flag)) continue;
+  const args = process.argv.slice(2).filter((a) => a !== flag);
+  const run = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, script), ...args], {
+    stdio: 'inherit',
+  });
   process.exit(run.status ?? 1);
 }
 
@@ -548,20 +515,6 @@ function table(results: Map<string, Map<string, Result>>): string {
   return lines.join('\n');
 }
 
-async function pgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `plantstore_bench_${process.pid}_${Date.now()}`;
-  const admin = async (sql: string) => {
-    const c = new pg.Client({ connectionString: opt.pg });
-    await c.connect();
-    await c.query(sql);
-    await c.end();
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(opt.pg!);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 /** PostgreSQL's version, or null when it cannot be reached. */
 async function pgServerVersion(): Promise<string | null> {
   const c = new pg.Client({ connectionString: opt.pg, connectionTimeoutMillis: 2000 });
@@ -676,7 +629,7 @@ try {
       // Scale-out: instances are not pinned; they share the machine's cores with PostgreSQL and the load generator.
       const targets: Target[] = [];
       for (const n of [1, 2]) {
-        const db = await pgDatabase();
+        const db = await pgDatabase(opt.pg!, 'plantstore_bench');
         cleanups.push(db.drop);
         const t = await startPlantstore(`postgres, ${n} instance${n > 1 ? 's' : ''}`, db.url, n, false);
         cleanups.unshift(t.stop);

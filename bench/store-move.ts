@@ -26,10 +26,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { gardenId } from '../src/gardens/id.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { NewPlant } from '../src/store/store.js';
+import { pgDatabase } from './ports.js';
 import { writeSection } from './report.js';
 
 const { values: opt } = parseArgs({
@@ -124,26 +124,9 @@ function run(args: string[], db: string): Promise<{ seconds: number; peakMb: num
   });
 }
 
-async function pgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `plantstore_move_${randomBytes(4).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const c = new pg.Client({ connectionString: opt.pg });
-    await c.connect();
-    try {
-      await c.query(sql);
-    } finally {
-      await c.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(opt.pg!);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 async function move(plants: number, events: number): Promise<Step[]> {
   const dir = mkdtempSync(join(tmpdir(), 'plantstore-move-'));
-  const db = await pgDatabase();
+  const db = await pgDatabase(opt.pg!, 'plantstore_move');
   try {
     const source = join(dir, 'source.db');
     const t0 = performance.now();
