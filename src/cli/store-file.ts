@@ -5,7 +5,7 @@ import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { describeCounts, StoreFileReader, StoreFileWriter } from '../ops/store-file.js';
 import { dumpStore, loadStore, storeSchema } from '../store/dump.js';
-import { openStore } from '../store/index.js';
+import { openStore, sqlitePath } from '../store/index.js';
 import { fsyncPath } from '../store/sqlite/backup.js';
 import { UsageError } from '../usage-error.js';
 import { configFrom, withDatabase } from './options.js';
@@ -26,10 +26,7 @@ export function storeFileCommands(program: Command): void {
       .option('--to <file>', 'a new file'),
   ).action(async (opts) => {
     const { database } = configFrom(opts);
-    if (
-      database.startsWith('sqlite:') &&
-      !existsSync(resolve(database.slice('sqlite:'.length).replace(/^\/\//, '')))
-    ) {
+    if (database.startsWith('sqlite:') && !existsSync(resolve(sqlitePath(database)))) {
       throw new UsageError(`there is no store at ${database}`);
     }
     const schema = await storeSchema(database);

@@ -17,7 +17,18 @@ export type Loader = (r: StoreRecord) => void | Promise<void>;
 /** Loads records into the store at `where` in one transaction, or writes nothing and throws. */
 export type LoadTarget = (where: string, records: AsyncIterable<StoreRecord>) => Promise<void>;
 
-export type DumpSource = (where: string) => AsyncGenerator<StoreRecord>;
+/**
+ * The tables any row of which means a store holds data (an import refuses it). Events are each
+ * engine's own check: a SQLite log keeps its newest row, emptied, after a purge.
+ */
+export const DATA_TABLES = [
+  'plants',
+  'gardens',
+  'tokens',
+  'webhook_endpoints',
+  'deliveries',
+  'idempotency_keys',
+] as const;
 
 const isSqlite = (url: string) => url.startsWith('sqlite:');
 

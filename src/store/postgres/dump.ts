@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { StoreRecord } from '../../schemas/store-file.js';
 import { indexedWords } from '../../search-text.js';
-import { type LoadTarget, RecordRefused, StoreNotEmpty } from '../dump.js';
+import { DATA_TABLES, type LoadTarget, RecordRefused, StoreNotEmpty } from '../dump.js';
 import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
 import { maskOf } from '../event-mask.js';
 import type { EventData } from '../store.js';
@@ -116,16 +116,6 @@ async function* pages<T extends pg.QueryResultRow>(c: pg.Client, sql: string): A
   }
   await c.query(`CLOSE ${cursor}`);
 }
-
-const HOLDS = [
-  'plants',
-  'gardens',
-  'tokens',
-  'webhook_endpoints',
-  'deliveries',
-  'idempotency_keys',
-  'events',
-];
 
 /** Columns of each kind's INSERT … SELECT FROM unnest(…): name and array type. */
 const INSERTS = {
@@ -262,7 +252,7 @@ export const loadPostgres: LoadTarget = async (url, records) => {
   try {
     await c.query('BEGIN');
     try {
-      for (const t of HOLDS) {
+      for (const t of [...DATA_TABLES, 'events']) {
         const { rows } = await c.query(`SELECT 1 FROM ${t} LIMIT 1`);
         if (rows.length > 0) throw new StoreNotEmpty(`the store holds data (${t})`);
       }

@@ -1,6 +1,13 @@
 import Database from 'better-sqlite3';
 import type { StoreRecord } from '../../schemas/store-file.js';
-import { type Loader, type LoadTarget, RecordRefused, recordName, StoreNotEmpty } from '../dump.js';
+import {
+  DATA_TABLES,
+  type Loader,
+  type LoadTarget,
+  RecordRefused,
+  recordName,
+  StoreNotEmpty,
+} from '../dump.js';
 import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
 import { maskOf, typeBit, typeOfBit } from '../event-mask.js';
 import { fillSearch } from './search.js';
@@ -89,8 +96,6 @@ export function sqliteSchema(path: string): number {
   }
 }
 
-const HOLDS = ['plants', 'gardens', 'tokens', 'webhook_endpoints', 'deliveries', 'idempotency_keys'] as const;
-
 /**
  * Loads records into the (migrated) store at `path` in one write transaction. The plants' own
  * indexes and triggers are dropped for the load and made again at its end, and the search index is
@@ -102,7 +107,7 @@ export const loadSqlite: LoadTarget = async (path, records) => {
   try {
     db.exec('BEGIN IMMEDIATE');
     try {
-      for (const t of HOLDS) {
+      for (const t of DATA_TABLES) {
         if (db.prepare(`SELECT 1 FROM ${t} LIMIT 1`).get())
           throw new StoreNotEmpty(`the store holds data (${t})`);
       }
