@@ -42,7 +42,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
+import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 import { printed, writeSection } from './report.js';
 
 const { values: opt } = parseArgs({
@@ -65,10 +65,7 @@ const { values: opt } = parseArgs({
     'drain-limit': { type: 'string', default: '120' },
     // The deliver process's --durability (SQLite): full (the default) or normal.
     'deliver-durability': { type: 'string' },
-    pg: {
-      type: 'string',
-      default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
+    pg: { type: 'string', default: BENCH_PG },
     bin: { type: 'string' },
     // With --write: the sections' markers get this suffix (events-streams-sqlite-NAME …), so that the
     // figures of another tree are written beside the others, not over them.

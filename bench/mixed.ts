@@ -66,7 +66,7 @@ import pg from 'pg';
 import { gardenId } from '../src/gardens/id.js';
 import { createToken } from '../src/identity/tokens.js';
 import { openStore } from '../src/store/index.js';
-import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
+import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
 import { printed, writeSection } from './report.js';
 
 /** What the run prints to stdout, kept to be written into docs/benchmarks.md with --write. */
@@ -83,10 +83,7 @@ const { values: opt } = parseArgs({
     variants: { type: 'string', default: 'sqlite,tmpfs,sharing,endpoints,postgres' },
     // Gardens each user is a member of in the `sharing` variant (its home garden and share − 1 others').
     share: { type: 'string', default: '20' },
-    pg: {
-      type: 'string',
-      default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
+    pg: { type: 'string', default: BENCH_PG },
     // Writes the first variant's CPU profile (--cpu-prof) into this folder.
     profile: { type: 'string' },
     // Writes the first variant's --trace-gc lines to this file, and sums up its pauses at the end.

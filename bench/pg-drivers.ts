@@ -4,8 +4,9 @@
  */
 import pg from 'pg';
 import postgres from 'postgres';
+import { BENCH_PG } from './ports.js';
 
-const ADMIN = process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN = BENCH_PG;
 const POOL = 10;
 const CONCURRENCY = 50;
 const SECONDS = 3;

@@ -70,3 +70,6 @@ export async function pgDatabase(
   url.pathname = `/${name}`;
   return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
+
+/** The PostgreSQL server the benchmarks make their databases on (--pg overrides it). */
+export const BENCH_PG = process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres';

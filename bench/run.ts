@@ -19,6 +19,8 @@
  *   npm run bench -- --failover            only the loss of the PostgreSQL primary (bench/failover.ts)
  *   npm run bench -- --store-move          only export and import of a whole store between engines
  *                                          (bench/store-move.ts; its options are that script's)
+ *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
+ *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
  *                                          (bench/search-bulk.ts); the other options are that
  *                                          script's (--engine sqlite|postgres --rounds … --write)
@@ -32,7 +34,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
+import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
 import {
   chart,
   median,
@@ -60,6 +62,7 @@ const SCRIPTS: Record<string, string> = {
   '--search-bulk': 'search-bulk.ts', // search, batch and export at scale
   '--failover': 'failover.ts', // losing the PostgreSQL primary (two clusters of its own)
   '--store-move': 'store-move.ts', // moving a whole store between engines (export and import)
+  '--flame': 'flame.ts', // flame graphs of the three hottest paths (CPU profiles under load)
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
   if (!process.argv.includes(flag)) continue;
@@ -84,10 +87,7 @@ const { values: opt } = parseArgs({
     'no-mixed': { type: 'boolean', default: false },
     only: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
-    pg: {
-      type: 'string',
-      default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
+    pg: { type: 'string', default: BENCH_PG },
   },
 });
 const ROUNDS = Number(opt.rounds);

@@ -58,7 +58,7 @@ import { searchPage } from '../src/store/postgres/search.js';
 import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { NewPlant, Store } from '../src/store/store.js';
-import { BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
+import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
 import { median, writeSection } from './report.js';
 
 const { values: opt } = parseArgs({
@@ -73,10 +73,7 @@ const { values: opt } = parseArgs({
     rebuild: { type: 'boolean', default: false },
     'keep-db': { type: 'boolean', default: false },
     write: { type: 'boolean', default: false },
-    pg: {
-      type: 'string',
-      default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
+    pg: { type: 'string', default: BENCH_PG },
   },
 });
 const ENGINES = opt.engine!.split(',');

@@ -29,7 +29,7 @@ import { parseArgs } from 'node:util';
 import { gardenId } from '../src/gardens/id.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { NewPlant } from '../src/store/store.js';
-import { pgDatabase } from './ports.js';
+import { BENCH_PG, pgDatabase } from './ports.js';
 import { writeSection } from './report.js';
 
 const { values: opt } = parseArgs({
@@ -37,10 +37,7 @@ const { values: opt } = parseArgs({
     plants: { type: 'string', default: '1000000' },
     events: { type: 'string', default: '100000' },
     write: { type: 'boolean', default: false },
-    pg: {
-      type: 'string',
-      default: process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
+    pg: { type: 'string', default: BENCH_PG },
   },
 });
 const BIN = join(import.meta.dirname, '..', 'bin', 'plantstore');
