@@ -1,6 +1,6 @@
 /**
- * Where one request's CPU goes: flame graphs of the three hottest paths (a first page of a list,
- * reading one plant, creating one), each from the CPU profile (`node --cpu-prof`) of a plantstore
+ * Where one request's CPU goes: flame graphs of the hottest paths (a first page of a list, a deep
+ * page, reading one plant, creating one), each from the CPU profile (`node --cpu-prof`) of a plantstore
  * under load of that request alone.
  *
  *   npm run bench -- --flame [--engine sqlite|postgres] [--duration 8] [--plants 100000]
@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { addProfile, type CpuProfile, flameSvg, hottest, newRoot } from './flame-svg.js';
 import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
-import { seed } from './seed.js';
+import { deepPages, seed } from './seed.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -78,6 +78,9 @@ try {
   await waitReady(url, '/readyz');
   const readIds = join(work, 'read.json');
   writeFileSync(readIds, JSON.stringify(seeded.callerIds));
+  // Deep pages at random places in the caller's list, each visited once (bench/run.ts's).
+  const deepFile = join(work, 'deep.json');
+  writeFileSync(deepFile, JSON.stringify(deepPages([seeded.one], 20, 80_000)[0]));
   const paths = [
     {
       name: 'list',
@@ -91,6 +94,14 @@ try {
       method: 'GET',
       path: '/plants/{id}',
       idsFile: readIds,
+    },
+    {
+      name: 'deep',
+      title: 'a deep page of 20 (GET /plants?limit=20&cursor=…)',
+      method: 'GET',
+      path: '{id}',
+      idsFile: deepFile,
+      rotation: 'all',
     },
     {
       name: 'create',

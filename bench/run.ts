@@ -19,6 +19,8 @@
  *   npm run bench -- --failover            only the loss of the PostgreSQL primary (bench/failover.ts)
  *   npm run bench -- --store-move          only export and import of a whole store between engines
  *                                          (bench/store-move.ts; its options are that script's)
+ *   npm run bench -- --pg-statements       only PostgreSQL's statements and round trips per request
+ *                                          (bench/pg-statements.ts; counted on the wire)
  *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
  *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
@@ -62,6 +64,7 @@ const SCRIPTS: Record<string, string> = {
   '--search-bulk': 'search-bulk.ts', // search, batch and export at scale
   '--failover': 'failover.ts', // losing the PostgreSQL primary (two clusters of its own)
   '--store-move': 'store-move.ts', // moving a whole store between engines (export and import)
+  '--pg-statements': 'pg-statements.ts', // statements and round trips to PostgreSQL per request
   '--flame': 'flame.ts', // flame graphs of the three hottest paths (CPU profiles under load)
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
