@@ -7,7 +7,7 @@
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
  *                          [--variants sqlite,tmpfs,sharing,endpoints,postgres] [--tmpfs /dev/shm] [--share 20] [--profile DIR]
- *                          [--disk-probe 10] [--base DIR]
+ *                          [--disk-probe 10] [--base DIR] [--fixed-rate 0.5]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
  * always on, SQLite with full durability):
@@ -94,6 +94,10 @@ const { values: opt } = parseArgs({
     // A/B in one run: every variant also runs from another plantstore checkout (its bin/plantstore
     // and dist/), named "… (base)", on a copy of the same store.
     base: { type: 'string' },
+    // After the rounds, each variant again at this share of its measured req/s, sent at a fixed
+    // rate (bench/fixed-rate.mjs): the latency of each class counted from when its request was due,
+    // so a stall shows on every request it held up. 0 leaves it out.
+    'fixed-rate': { type: 'string', default: '0.5' },
     // Writes the results between docs/benchmarks.md's `mixed` markers (npm run bench passes it).
     write: { type: 'boolean', default: false },
   },
@@ -477,6 +481,33 @@ function wrk(url: string, mix: string, seconds: number): Run {
   };
 }
 
+interface FixedRun {
+  rate: number;
+  classes: Record<string, { n: number; p50: number; p99: number; p999: number; max: number }>;
+  statuses: Record<string, number>;
+  errors: number;
+  lagMaxMs: number;
+}
+
+/** The mix sent at `rate` requests/s for --duration seconds (bench/fixed-rate.mjs on core 1). */
+function fixedRate(url: string, mix: string, rate: number): FixedRun {
+  const spec = {
+    url,
+    pool: poolFile,
+    mix,
+    rate,
+    seconds: Number(opt.duration),
+    connections: Number(opt.connections),
+  };
+  const out = execFileSync(
+    'taskset',
+    ['-c', '1', process.execPath, join(ROOT, 'bench/fixed-rate.mjs'), JSON.stringify(spec)],
+    { encoding: 'utf8', maxBuffer: 1 << 26 },
+  );
+  return JSON.parse(out.trim().split('\n').pop()!) as FixedRun;
+}
+const fixedRows: string[] = [];
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** A /proc stat file's process or thread name and its CPU ticks (user + system); null if gone. */
@@ -559,7 +590,7 @@ function withCpu(pid: number | undefined, fn: () => Run): Run {
 }
 const everyone = [...servers.map((s) => s.child), ceil];
 /** Runs `fn` with every other server stopped, so that none does housekeeping on the pinned core. */
-const measured = (only: ChildProcess, fn: () => Run): Run => {
+const measured = <T>(only: ChildProcess, fn: () => T): T => {
   // A moment for the last run's server to finish what wrk left in flight before it is stopped (a
   // server stopped mid-query finds its database timeouts expired when it resumes).
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
@@ -642,6 +673,27 @@ for (const mix of opt.mix!) {
       `| ${mix} | ${s.name} | ${rps.toFixed(0)} | ${crps.toFixed(0)} | ${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(', ')}) | ${serverUs.toFixed(1)} / ${ceilingUs.toFixed(1)} | **${(ceilingUs / serverUs).toFixed(2)}** | ${median(runs.map((r) => r.p50)).toFixed(2)} ms | ${median(runs.map((r) => r.p99)).toFixed(2)} ms | ${per} |`,
     );
   }
+  const share = Number(opt['fixed-rate']);
+  // Each variant, then the ceiling at the same rate as the first: what the generator and the
+  // machine add by themselves at that rate.
+  const fixed = share > 0 ? [...servers, { name: 'node:http ceiling', url: ceiling, child: ceil }] : [];
+  for (const s of fixed) {
+    const rate = share * median(ours.get(s === fixed.at(-1) ? servers[0]! : s)!.map((r) => r.rps));
+    const r = measured(s.child, () => fixedRate(s.url, mix, rate));
+    const bad = Object.keys(r.statuses).filter((k) => k !== '200' && k !== '201');
+    if (bad.length || r.errors)
+      throw new Error(`${s.name} at a fixed rate: ${JSON.stringify(r.statuses)}, ${r.errors} errors`);
+    const per = Object.keys(r.classes)
+      .sort()
+      .map((c) => {
+        const x = r.classes[c]!;
+        return `${c} ${x.p50.toFixed(1)} / ${x.p99.toFixed(1)} / ${x.p999.toFixed(1)} / ${x.max.toFixed(0)}`;
+      })
+      .join(', ');
+    fixedRows.push(
+      `| ${mix} | ${s.name} | ${rate.toFixed(0)} (${(100 * share).toFixed(0)} %) | ${r.rate.toFixed(0)} | ${per} | ${r.lagMaxMs.toFixed(1)} ms |`,
+    );
+  }
   // Each variant against the first (the endpoints' cost, the disk's, sharing's), round by round.
   const first = ours.get(servers[0]!)!;
   for (const s of servers.slice(1)) {
@@ -650,6 +702,16 @@ for (const mix of opt.mix!) {
       `${mix}: ${s.name} ÷ ${servers[0]!.name} **${median(r).toFixed(2)}** (${r.map((x) => x.toFixed(2)).join(', ')})`,
     );
   }
+}
+if (fixedRows.length) {
+  say(
+    `\nAt a fixed offered load (bench/fixed-rate.mjs, ${opt.connections} connections, ${opt.duration} s, on core 1): each request's latency from when it was due to be sent, so a stall counts against every request it held up (coordinated omission corrected).\n`,
+  );
+  say(
+    "| workload | server | offered req/s (share of its throughput) | reached req/s | per class: p50 / p99 / p99.9 / longest (ms) | generator's own lag, max |",
+  );
+  say('|---|---|---|---|---|---|');
+  for (const row of fixedRows) say(row);
 }
 if (against.length) {
   say('\nEach variant ÷ the first, req/s in the same round (median, then each round):\n');
