@@ -4,18 +4,21 @@
  * under load of that request alone.
  *
  *   npm run bench -- --flame [--engine sqlite|postgres] [--duration 8] [--plants 100000]
- *                            [--connections 50] [--out docs/flame] [--pg URL]
+ *                            [--connections 50] [--out DIR] [--pg URL]
  *
  * One server (pinned to core 0, as bench/run.ts pins it; wrk on core 1) on a seeded store (SQLite
  * on a tmpfs, /dev/shm, so what is drawn is the code's and not the disk's; or a PostgreSQL database
  * of its own), profiled with every thread (the event loop's and, on SQLite, the writer's) at a
  * 250 µs interval. Each path gets a warm-up and then `--duration` seconds of load; its picture
- * holds the samples of that window only, idle left out, and `OUT-ENGINE-PATH.svg` is written with
- * the CPU µs per request the profile saw and the hottest functions printed beside it. Profiling
- * costs CPU itself: the µs here are the profiled server's, not the benchmark's figures.
+ * holds the samples of that window only, idle left out, and `DIR/ENGINE-PATH.svg` (DIR: docs/flame)
+ * is written, with the CPU µs per request the profile saw and the hottest functions printed beside
+ * it. Profiling costs CPU itself: the µs here are the profiled server's, not the benchmark's figures.
+ * V8 weighs each sample by the time since the last one, so a thread waiting for the core (the
+ * SQLite writer thread shares it with the event loop) is counted in whatever it was running:
+ * a create's `postMessage` to the writer is as wide as the commit that ran meanwhile.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { addProfile, type CpuProfile, flameSvg, hottest, newRoot } from './flame-svg.js';
@@ -148,6 +151,7 @@ try {
             : `worker thread ${thread}`;
       return { label, profile };
     });
+  mkdirSync(resolve(opt.out!), { recursive: true });
   paths.forEach((p, i) => {
     const w = windows[i]!;
     const root = newRoot(`all threads, ${opt.engine}`);
@@ -161,7 +165,7 @@ try {
       us += added;
     }
     const perRequest = us / w.answers;
-    const file = resolve(`${opt.out}-${opt.engine}-${p.name}.svg`);
+    const file = resolve(opt.out!, `${opt.engine}-${p.name}.svg`);
     const note = `${new Date().toISOString().slice(0, 10)}: ${(w.answers / DURATION).toFixed(0)} req/s under the profiler at ${opt.connections} connections for ${DURATION} s; the profiled CPU is ${perRequest.toFixed(1)} µs a request (idle left out; profiling itself adds to it). npm run bench -- --flame --engine ${opt.engine}`;
     writeFileSync(file, flameSvg(root, `plantstore on ${opt.engine}: ${p.title}`, note));
     console.log(

@@ -33,10 +33,10 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
+import { coreBusy, coreTimes, cpuTicks, TICK_US, waitIdle, withOthersStopped } from './procs.js';
 import {
   chart,
   median,
@@ -66,6 +66,7 @@ const SCRIPTS: Record<string, string> = {
   '--store-move': 'store-move.ts', // moving a whole store between engines (export and import)
   '--pg-statements': 'pg-statements.ts', // statements and round trips to PostgreSQL per request
   '--flame': 'flame.ts', // flame graphs of the three hottest paths (CPU profiles under load)
+  '--peer': 'peer.ts', // plantstore beside Platformatic DB
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
   if (!process.argv.includes(flag)) continue;
@@ -168,72 +169,6 @@ async function stopAll(children: ChildProcess[]): Promise<void> {
       (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))),
     ),
   );
-}
-
-/** One clock tick of /proc's CPU times, in µs (USER_HZ is 100 on Linux). */
-const TICK_US = 10_000;
-
-/** Busy and total ticks of one core, from /proc/stat. */
-function coreTimes(core: number): { busy: number; total: number } {
-  const line = readFileSync('/proc/stat', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith(`cpu${core} `));
-  if (!line) return { busy: 0, total: 0 };
-  const f = line.trim().split(/\s+/).slice(1).map(Number);
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  // idle and iowait are not busy
-  return { busy: total - f[3]! - f[4]!, total };
-}
-
-const coreBusy = (a: { busy: number; total: number }, b: { busy: number; total: number }) =>
-  b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : 0;
-
-function cpuTicks(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * Waits until none of the servers is still busy with a previous phase's backlog (a slow target
- * keeps working after its load generator stops), so one target's leftovers never slow the next.
- */
-async function waitIdle(pids: number[]): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  let before = pids.map(cpuTicks);
-  while (Date.now() < deadline) {
-    await sleep(300);
-    const after = pids.map(cpuTicks);
-    // Under 2 ticks (20 ms of CPU) in 300 ms for every process: idle enough.
-    if (after.every((t, i) => t - before[i]! < 2)) return;
-    before = after;
-  }
-}
-
-/**
- * Runs `fn` with the other targets' processes stopped (SIGSTOP), then resumes them. They all share
- * the pinned core, and an idle server still does housekeeping there: V8's memory reducer compacts
- * an idle heap some seconds after its last load (json-server's, with 100,000 plants in memory, took
- * tens of milliseconds at a time), and a SQLite server checkpoints. Measured with them running,
- * the p99 of whichever target was under load at that moment took the hit.
- */
-async function withOthersStopped<T>(others: number[], fn: () => Promise<T>): Promise<T> {
-  const signal = (sig: NodeJS.Signals) => {
-    for (const pid of others) {
-      try {
-        process.kill(pid, sig);
-      } catch {}
-    }
-  };
-  signal('SIGSTOP');
-  try {
-    return await fn();
-  } finally {
-    signal('SIGCONT');
-  }
 }
 
 /** Resident memory high-water mark of a process, in MB (Linux). */
