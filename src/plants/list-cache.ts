@@ -145,10 +145,26 @@ export class ListCache {
     if (old) this.delete(key, old);
     this.pages.set(key, page);
     this.bytes += page.body.byteLength;
-    for (const [k, p] of this.pages) {
-      if (this.bytes <= this.maxBytes) break;
-      this.delete(k, p);
+    while (this.bytes > this.maxBytes && this.evictOldest());
+  }
+
+  // The oldest entries go first, in insertion order, through one live iterator over the map: it
+  // passes each deleted slot once. A new `for … of` from the start on every store walked past every
+  // slot deleted since V8 last rehashed the map: with the cache full of deep pages (one evicted per
+  // page stored) that was 19.5 µs a store against 0.5-0.9 µs (20,000 entries, measured alone), and
+  // 5.6 % of a deep page's CPU in its profile.
+  private oldest: MapIterator<[string, Entry]> = this.pages.entries();
+  private evictOldest(): boolean {
+    let next = this.oldest.next();
+    // An iterator that reached the end stays there, whatever is added after: start a new one.
+    if (next.done) {
+      this.oldest = this.pages.entries();
+      next = this.oldest.next();
+      if (next.done) return false;
     }
+    const [key, page] = next.value;
+    this.delete(key, page);
+    return true;
   }
 
   private delete(key: string, page: Entry): void {
