@@ -11,7 +11,7 @@
  *
  * --write puts the table between docs/benchmarks.md's `peer` markers. The first run installs
  * Platformatic DB (PLATFORMATIC, below) into .tmp/peer/ (git-ignored), outside the project's
- * package.json; its better-sqlite3 12 is compiled there, as its prebuilt binaries are on GitHub.
+ * package.json, with plantstore's own better-sqlite3 (see installPlatformatic).
  *
  * Each server on core 0, wrk (50 connections) on core 1, as in bench/run.ts; the same 100,000
  * plants (seededPlant) in each SQLite file; rounds interleaved across the targets, the idle ones
@@ -110,21 +110,32 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-/** Installs PLATFORMATIC into CACHE unless it is there; the path of its entry point. */
+/**
+ * Installs PLATFORMATIC into CACHE unless it is there; the path of its entry point. Its
+ * better-sqlite3 is overridden with the version plantstore runs: Platformatic asks for ^12.10, and
+ * 12.11.1 aborted the server under creates on Node 24.21 (an assertion in Statement's destructor,
+ * node::RemoveEnvironmentCleanupHook, in a run of this benchmark; docs/benchmarks.md). Version 13
+ * is built on Node-API with its binaries in the package, so nothing is compiled.
+ */
 function installPlatformatic(): string {
-  const pkg = join(CACHE, 'node_modules/@platformatic/db/package.json');
-  const installed = existsSync(pkg) && JSON.parse(readFileSync(pkg, 'utf8')).version === PLATFORMATIC;
-  if (!installed) {
+  const sqlite = JSON.parse(
+    readFileSync(resolve('node_modules/better-sqlite3/package.json'), 'utf8'),
+  ).version;
+  const version = (pkg: string) => {
+    const file = join(CACHE, 'node_modules', pkg, 'package.json');
+    return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')).version : null;
+  };
+  if (version('@platformatic/db') !== PLATFORMATIC || version('better-sqlite3') !== sqlite) {
     mkdirSync(CACHE, { recursive: true });
-    // npm and node-gyp run on this Node (24; the system's may be older, and npm's configured nodedir
-    // with it), compiling better-sqlite3 against the headers the project's `node` package ships.
-    const headers = resolve(`node_modules/node/node_modules/node-${process.platform}-${process.arch}`);
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
+    const manifest = {
+      private: true,
+      dependencies: { '@platformatic/db': PLATFORMATIC },
+      overrides: { 'better-sqlite3': sqlite },
     };
-    if (existsSync(join(headers, 'include/node/node_version.h'))) env.npm_config_nodedir = headers;
-    const npm = ['install', '--prefix', CACHE, '--no-audit', '--no-fund', `@platformatic/db@${PLATFORMATIC}`];
+    writeFileSync(join(CACHE, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    // npm runs on this Node (24; the system's may be older).
+    const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` };
+    const npm = ['install', '--prefix', CACHE, '--no-audit', '--no-fund'];
     const run = spawnSync('npm', npm, { stdio: 'inherit', env });
     if (run.status !== 0) throw new Error(`npm ${npm.join(' ')} failed`);
   }

@@ -14,8 +14,9 @@
  *
  * Each kind runs first one request at a time (what a request costs alone), then `--connections` at
  * once (what it costs when the turn's requests share statements: the store batches reads of a kind
- * and creates into one statement). What runs in the background (the webhook dispatcher's and the
- * stream's polls) is counted over an idle second, and subtracted over each run's length.
+ * and creates into one statement). What runs when nothing is asked (the safety polls) is counted
+ * over an idle second, and subtracted over each run's length; what a write sets off (its NOTIFY,
+ * the webhook dispatcher's claims) counts as the write's.
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
