@@ -29,7 +29,8 @@ export async function suits(client: pg.ClientBase, attrs: SessionAttrs): Promise
 
 // A connection attempt that failed because of its host: worth trying the next one.
 const HOST_ERROR = /^(08|57P0[1-3]|53300)/;
-const NET_ERRORS = [
+/** The socket's errors that mean the host or the network is gone (the store answers them 503). */
+export const NET_ERRORS = [
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',

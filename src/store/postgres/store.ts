@@ -57,7 +57,14 @@ import {
   toEvent,
 } from './events.js';
 import { GARDEN_QUERIES, PgGardens } from './gardens.js';
-import { connectToSuitable, HostChooser, isMultiHost, multiHostPool, parsePgUrl } from './hosts.js';
+import {
+  connectToSuitable,
+  HostChooser,
+  isMultiHost,
+  multiHostPool,
+  NET_ERRORS,
+  parsePgUrl,
+} from './hosts.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { EventNotices } from './notices.js';
 import { PLANT_QUERIES } from './plant-queries.js';
@@ -78,8 +85,7 @@ const MIGRATION_LOCK = 727_001;
 /** Plants an export reads at a time. */
 const EXPORT_PAGE = 1000;
 
-// bigint ids fit in a JS number (the contract caps them at 2^53−1).
-/** Type parsers: bigint (int8) as a number (every id and counter is below 2^53). */
+/** Type parsers: bigint (int8) as a number (the contract caps ids at 2^53−1; every counter is below it). */
 export const types = {
   getTypeParser: (oid: number, format?: string) =>
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
@@ -98,10 +104,7 @@ function isUnavailable(err: unknown): boolean {
   }
   return (
     // 25006: a write on a host that turned read-only (a demoted primary, contract 6).
-    /^(08|53|57P0|58|25006)/.test(code) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN'].includes(
-      code,
-    )
+    /^(08|53|57P0|58|25006)/.test(code) || NET_ERRORS.includes(code)
   );
 }
 
