@@ -676,9 +676,13 @@ for (const mix of opt.mix!) {
   const share = Number(opt['fixed-rate']);
   // Each variant, then the ceiling at the same rate as the first: what the generator and the
   // machine add by themselves at that rate.
-  const fixed = share > 0 ? [...servers, { name: 'node:http ceiling', url: ceiling, child: ceil }] : [];
-  for (const s of fixed) {
-    const rate = share * median(ours.get(s === fixed.at(-1) ? servers[0]! : s)!.map((r) => r.rps));
+  const rateOf = (s: Server) => share * median(ours.get(s)!.map((r) => r.rps));
+  const theCeiling: Server = { name: 'node:http ceiling', url: ceiling, child: ceil };
+  const fixed =
+    share > 0
+      ? [...servers.map((s) => ({ s, rate: rateOf(s) })), { s: theCeiling, rate: rateOf(servers[0]!) }]
+      : [];
+  for (const { s, rate } of fixed) {
     const r = measured(s.child, () => fixedRate(s.url, mix, rate));
     const bad = Object.keys(r.statuses).filter((k) => k !== '200' && k !== '201');
     if (bad.length || r.errors)

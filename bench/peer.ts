@@ -27,7 +27,7 @@
  *   journal_mode and synchronous, read back below.
  * - The ceiling checks that a Bearer token is sent, stores nothing and answers fixed bodies.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -35,7 +35,16 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
-import { coreBusy, coreTimes, cpuTicks, TICK_US, waitIdle, withOthersStopped } from './procs.js';
+import {
+  coreBusy,
+  coreTimes,
+  cpuTicks,
+  spawnServer,
+  stopAll,
+  TICK_US,
+  waitIdle,
+  withOthersStopped,
+} from './procs.js';
 import { median, printed, type Result, writeSection } from './report.js';
 import { CALLER, seed, seededPlant, USERS } from './seed.js';
 
@@ -83,26 +92,7 @@ const PLANTSTORE_OPS: Record<OpName, Op> = {
   create: { method: 'POST', path: '/plants', body: FERN },
 };
 
-// Servers run in process groups of their own (a SIGSTOPped process in ours would make the kernel
-// hang up on the group should the shell go away), so Ctrl-C is passed on to them.
-const servers = new Set<ChildProcess>();
-function spawnServer(args: string[]): number {
-  const [cmd, ...rest] = PIN ? ['taskset', '-c', '0', ...args] : args;
-  const child = spawn(cmd!, rest, { stdio: 'inherit', detached: true });
-  servers.add(child);
-  child.once('exit', () => servers.delete(child));
-  return child.pid!;
-}
-async function stopAll(): Promise<void> {
-  const children = [...servers];
-  for (const c of children) {
-    c.kill('SIGCONT');
-    c.kill('SIGTERM');
-  }
-  await Promise.all(
-    children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
-  );
-}
+// The servers are in process groups of their own (procs.ts spawnServer): pass Ctrl-C on.
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, async () => {
     await stopAll();
@@ -147,7 +137,7 @@ async function startPlantstore(dir: string): Promise<Target> {
   const s = await seed(database, PLANTS);
   const port = await freePort();
   const serve = ['bin/plantstore', 'serve', '--port', String(port), '--database', database];
-  const pid = spawnServer([process.execPath, ...serve, ...BENCH_SERVE_FLAGS]);
+  const pid = spawnServer([process.execPath, ...serve, ...BENCH_SERVE_FLAGS], PIN).pid!;
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/readyz');
   return { name: 'plantstore', url, token: s.token, readIds: s.callerIds, ops: PLANTSTORE_OPS, pid };
@@ -155,7 +145,7 @@ async function startPlantstore(dir: string): Promise<Target> {
 
 async function startCeiling(readIds: number[]): Promise<Target> {
   const port = await freePort();
-  const pid = spawnServer([process.execPath, 'bench/ceiling.mjs', String(port)]);
+  const pid = spawnServer([process.execPath, 'bench/ceiling.mjs', String(port)], PIN).pid!;
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/healthz');
   return { name: 'node:http ceiling', url, token: 'ceiling', readIds, ops: PLANTSTORE_OPS, pid };
@@ -191,14 +181,17 @@ async function startPlatformatic(dir: string, entry: string): Promise<Target & {
   // @platformatic/db's programmatic start: one process, the application on its main thread.
   const launch = `const { create } = await import(process.argv[1]);
     await (await create(process.argv[2])).start({ listen: true });`;
-  const pid = spawnServer([
-    process.execPath,
-    '--input-type=module',
-    '-e',
-    launch,
-    pathToFileURL(entry).href,
-    join(dir, 'platformatic.json'),
-  ]);
+  const pid = spawnServer(
+    [
+      process.execPath,
+      '--input-type=module',
+      '-e',
+      launch,
+      pathToFileURL(entry).href,
+      join(dir, 'platformatic.json'),
+    ],
+    PIN,
+  ).pid!;
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/plants/1');
   return {

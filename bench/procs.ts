@@ -1,5 +1,7 @@
-// What the benchmarks read of the servers they measure, from /proc (Linux), and how they keep one
-// server's measurement from another's housekeeping. Used by bench/run.ts and bench/peer.ts.
+// The servers bench/run.ts and bench/peer.ts measure: how they are started and stopped, what is
+// read of them from /proc (Linux), and how one server's measurement is kept from another's
+// housekeeping.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -67,4 +69,33 @@ export async function withOthersStopped<T>(others: number[], fn: () => Promise<T
   } finally {
     signal('SIGCONT');
   }
+}
+
+// Every server started, so an interrupted run can stop them all.
+const servers = new Set<ChildProcess>();
+
+/**
+ * Starts a server in a process group of its own: the benchmark stops idle servers with SIGSTOP
+ * (withOthersStopped), and a stopped process left in the benchmark's own group would make the
+ * kernel hang up on the whole group should the shell that started it go away.
+ */
+export function spawnServer(args: string[], pin: boolean): ChildProcess {
+  const [cmd, ...rest] = pin ? ['taskset', '-c', '0', ...args] : args;
+  const child = spawn(cmd!, rest, { stdio: 'inherit', detached: true });
+  servers.add(child);
+  child.once('exit', () => servers.delete(child));
+  return child;
+}
+
+/** Stops `children` (every server started and still running, by default) and waits for them. */
+export async function stopAll(children: ChildProcess[] = [...servers]): Promise<void> {
+  for (const c of children) {
+    c.kill('SIGCONT');
+    c.kill('SIGTERM');
+  }
+  await Promise.all(
+    children.map(
+      (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))),
+    ),
+  );
 }

@@ -29,14 +29,23 @@
  *   options: --rounds N --duration S --plants N --connections N --pg URL --load wrk|autocannon
  *            --no-write (print the results only; docs/ is left as it is: for smoke runs)
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
-import { coreBusy, coreTimes, cpuTicks, TICK_US, waitIdle, withOthersStopped } from './procs.js';
+import {
+  coreBusy,
+  coreTimes,
+  cpuTicks,
+  spawnServer,
+  stopAll,
+  TICK_US,
+  waitIdle,
+  withOthersStopped,
+} from './procs.js';
 import {
   chart,
   median,
@@ -133,42 +142,14 @@ interface Target {
   stop(): Promise<void>;
 }
 
-// Every server started, so an interrupted run can stop them all.
-const servers = new Set<ChildProcess>();
-
-/**
- * Starts a server in a process group of its own: the benchmark stops idle servers with SIGSTOP
- * (withOthersStopped), and a stopped process left in the benchmark's own group would make the
- * kernel hang up on the whole group should the shell that started it go away.
- */
-function spawnServer(args: string[], pin: boolean): ChildProcess {
-  const [cmd, ...rest] = pin ? ['taskset', '-c', '0', ...args] : args;
-  const child = spawn(cmd!, rest, { stdio: 'inherit', detached: true });
-  servers.add(child);
-  child.once('exit', () => servers.delete(child));
-  return child;
-}
-
 // Being in groups of their own, the servers do not get the terminal's Ctrl-C: pass it on.
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, async () => {
     // Servers started but not yet handed to `cleanups` too; then what the run's `finally` does.
-    await stopAll([...servers]);
+    await stopAll();
     await cleanUp();
     process.exit(130);
   });
-}
-
-async function stopAll(children: ChildProcess[]): Promise<void> {
-  for (const c of children) {
-    c.kill('SIGCONT');
-    c.kill('SIGTERM');
-  }
-  await Promise.all(
-    children.map(
-      (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))),
-    ),
-  );
 }
 
 /** Resident memory high-water mark of a process, in MB (Linux). */
