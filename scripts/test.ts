@@ -1,16 +1,22 @@
-// Runs every test file under test/ with node:test through tsx, after saying plainly which Node
-// runs them and which suites will run or are skipped (no PostgreSQL or Redis on this machine).
-// With CI=true a missing service fails the run instead.
+// Runs test files with node:test through tsx, after saying plainly which Node runs them and which
+// suites will run or are skipped (no PostgreSQL or Redis on this machine). With CI=true a missing
+// service fails the run instead.
+//
+// Two tiers (docs/testing.md): `npm test` runs every `*.test.ts` under test/ but the long ones;
+// `npm run test:long` (scripts/test.ts --long) runs the `*.long.test.ts` files: the kill -9 loops,
+// the restart loops, the browser flows, failover and the other long end-to-end runs. CI runs both.
+// Files named on the command line run whatever their tier.
 // PLANTSTORE_TEST_NODE=/path/to/node runs the suite on that Node (CI's second line): npm puts the
 // project's own Node 24 first on PATH for every script, so the runner, `bin/plantstore` children
 // and tsx are pointed at the chosen binary explicitly.
 //
 // Every test is bounded (docs/testing.md): node:test's --test-timeout for each test, and a
-// watchdog over the whole run. When the run goes past PLANTSTORE_TEST_LIMIT (default 20m), the
-// watchdog prints the files and tests still running, from a progress reporter's log, kills the
-// run and exits non-zero: a hang is a failure with a name, not a wait for CI's own limit.
+// watchdog over progress, not over the whole run: when no test has begun or ended for
+// PLANTSTORE_TEST_STALL (default: the per-test bound and 2 minutes more), it prints the files and
+// tests still running, from a progress reporter's log, kills the run and exits non-zero. A run that
+// keeps making progress is never stopped for being slow; a hang is a failure with a name.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { parseDuration } from '../src/durations.js';
@@ -21,6 +27,9 @@ function find(dir: string): string[] {
     e.isDirectory() ? find(join(dir, e.name)) : e.name.endsWith('.test.ts') ? [join(dir, e.name)] : [],
   );
 }
+
+/** The long tier's files: `*.long.test.ts`. */
+const isLong = (file: string) => file.endsWith('.long.test.ts');
 
 /** A line of scripts/test-progress.mjs's log. */
 interface ProgressLine {
@@ -66,8 +75,10 @@ console.log(`# tests run on Node.js ${version.stdout.trim()} (${node})`);
 // must cover the slowest file, not only the slowest test.
 const major = Number(/^v(\d+)/.exec(version.stdout)?.[1]);
 const perTest = duration('PLANTSTORE_TEST_TIMEOUT', major >= 24 ? '90s' : '10m');
-const limit = duration('PLANTSTORE_TEST_LIMIT', '20m');
-console.log(`# each test is bounded at ${seconds(perTest)}, the whole run at ${seconds(limit)}`);
+const stall = duration('PLANTSTORE_TEST_STALL', `${(perTest + 120_000) / 1000}s`);
+console.log(
+  `# each test is bounded at ${seconds(perTest)}; the run stops if no test begins or ends for ${seconds(stall)}`,
+);
 
 const skipped: string[] = [];
 for (const [what, why] of [
@@ -85,7 +96,17 @@ for (const [what, why] of [
   }
 }
 
-const files = process.argv.length > 2 ? process.argv.slice(2) : find('test').sort();
+const args = process.argv.slice(2);
+const long = args.includes('--long');
+const named = args.filter((a) => a !== '--long');
+const files = named.length
+  ? named
+  : find('test')
+      .filter((f) => isLong(f) === long)
+      .sort();
+console.log(
+  `# ${named.length ? 'the files named' : long ? 'the long tier' : 'the quick tier'}: ${files.length} files`,
+);
 const work = mkdtempSync(join(tmpdir(), 'plantstore-test-run-'));
 const progressLog = join(work, 'progress.jsonl');
 const started = Date.now();
@@ -121,15 +142,29 @@ const stop = (signal: NodeJS.Signals) => {
 };
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop(signal));
 
-let overLimit = false;
-const watchdog = setTimeout(() => {
-  overLimit = true;
-  const lines = readFileSync(progressLog, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ProgressLine);
+// The watchdog looks at the progress log's size: it grows by a line each time a test is dequeued
+// or completes. No growth for `stall` means nothing has begun or ended for that long.
+let stalled = false;
+let lastSize = -1;
+let lastChange = Date.now();
+const watchdog = setInterval(() => {
+  let size = 0;
+  try {
+    size = statSync(progressLog).size;
+  } catch {
+    // not written yet
+  }
+  if (size !== lastSize) {
+    lastSize = size;
+    lastChange = Date.now();
+    return;
+  }
+  if (Date.now() - lastChange < stall) return;
+  stalled = true;
+  clearInterval(watchdog);
+  const lines = readProgress();
   const open = stillRunning(lines);
-  console.error(`\n# WATCHDOG: the run went past its limit of ${seconds(limit)}; still running:`);
+  console.error(`\n# WATCHDOG: no test began or ended for ${seconds(stall)}; still running:`);
   for (const t of open) {
     const where = t.file ? `${relative(process.cwd(), t.file)}:${t.line ?? '?'}` : '?';
     const since = Math.round((Date.now() - t.at) / 1000);
@@ -137,18 +172,43 @@ const watchdog = setTimeout(() => {
   }
   if (!open.length) console.error('#   (no test had begun and not ended: a file is stuck outside its tests)');
   stop('SIGKILL');
-}, limit);
+}, 5_000);
+
+function readProgress(): ProgressLine[] {
+  try {
+    return readFileSync(progressLog, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as ProgressLine);
+  } catch {
+    return [];
+  }
+}
+
+/** Each file's time from its first test begun to its last ended, slowest first. */
+function fileTimes(lines: ProgressLine[]): [string, number][] {
+  const span = new Map<string, [number, number]>();
+  for (const l of lines) {
+    if (!l.file) continue;
+    const s = span.get(l.file);
+    span.set(l.file, s ? [Math.min(s[0], l.at), Math.max(s[1], l.at)] : [l.at, l.at]);
+  }
+  return [...span].map(([f, [a, b]]): [string, number] => [f, b - a]).sort((x, y) => y[1] - x[1]);
+}
 
 const status = await new Promise<number>((done) =>
   run.on('exit', (code, signal) => done(code ?? (signal ? 1 : 0))),
 );
-clearTimeout(watchdog);
+clearInterval(watchdog);
+const slowest = fileTimes(readProgress()).slice(0, 8);
 rmSync(work, { recursive: true, force: true });
-console.log(`# the run took ${Math.round((Date.now() - started) / 1000)} s`);
+console.log(`# the run took ${Math.round((Date.now() - started) / 1000)} s; the slowest files:`);
+for (const [f, ms] of slowest) console.log(`#   ${Math.round(ms / 1000)} s  ${relative(process.cwd(), f)}`);
 if (skipped.length) {
   console.log(
     `# reminder: ${skipped.join(' and ')} were SKIPPED; set PLANTSTORE_TEST_PG / PLANTSTORE_TEST_REDIS to run them`,
   );
 }
-if (overLimit) console.error(`# FAILED: the run was stopped by the watchdog after ${seconds(limit)}`);
-process.exit(overLimit ? 1 : status);
+if (stalled)
+  console.error(`# FAILED: the run was stopped by the watchdog: no progress for ${seconds(stall)}`);
+process.exit(stalled ? 1 : status);
