@@ -89,7 +89,15 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const streams = { warn, maxPerUser: config.maxStreamsPerUser, tokenUsed, ...deps.streams };
   const events = new EventService(store, gardens, streams);
   // The streams hear of commits from the store (onEvents): this process's at once, others' soon after.
-  await app.register(plantsFeature({ store, gardens, auth, listCacheBytes: config.listCache * 1024 * 1024 }));
+  await app.register(
+    plantsFeature({
+      store,
+      gardens,
+      auth,
+      listCacheBytes: config.listCache * 1024 * 1024,
+      exports: { perUser: config.maxExportsPerUser, total: config.maxExports },
+    }),
+  );
   await app.register(gardensFeature(gardens, auth));
   await app.register(identityFeature);
   const allowPrivate = config.webhookAllowPrivate;

@@ -14,6 +14,10 @@ export interface Config {
   authFailureLimit: number;
   /** Open GET /events streams one user may have at once, per process; 0: no limit. */
   maxStreamsPerUser: number;
+  /** GET /plants/export answers one user may have running at once, per process; 0: no limit. */
+  maxExportsPerUser: number;
+  /** GET /plants/export answers running at once in a process, all users together; 0: no limit. */
+  maxExports: number;
   metrics: boolean;
   trustProxy: boolean;
   /** Shared rate-limit counters; empty: in memory, per process. */
@@ -249,6 +253,20 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: 20,
     parse: integer(0, 1_000_000),
     doc: 'open GET /events streams one user may have at once (per process); 0 turns the limit off',
+  },
+  maxExportsPerUser: {
+    flag: '--max-exports-per-user',
+    env: 'MAX_EXPORTS_PER_USER',
+    default: 2,
+    parse: integer(0, 1_000_000),
+    doc: 'GET /plants/export answers one user may have running at once (per process); 0 turns the limit off',
+  },
+  maxExports: {
+    flag: '--max-exports',
+    env: 'MAX_EXPORTS',
+    default: 8,
+    parse: integer(0, 1_000_000),
+    doc: 'GET /plants/export answers running at once in a process, all users together; 0 turns the limit off',
   },
   metrics: { flag: '--metrics', env: 'METRICS', default: true, parse: boolean, doc: 'serve GET /metrics' },
   trustProxy: {

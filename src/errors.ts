@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'invalid_idempotency_key'
   | 'invalid_event_id'
   | 'too_many_streams'
+  | 'too_many_exports'
   | 'bad_request'
   | 'malformed_request'
   | 'request_timeout'

@@ -107,7 +107,7 @@ export interface paths {
         };
         /**
          * Every plant the caller may see, in one streamed answer
-         * @description Every plant a list with the same `tag`, `garden` and `q` shows, by id, from one consistent snapshot of the store, streamed (no `limit` or `cursor`). NDJSON by default (`{id, name, tag, garden, version}` a line); CSV with `?format=csv` or `Accept: text/csv` (header `id,name,tag,garden`; a cell beginning with `=`, `+`, `-`, `@`, tab, carriage return or `'` is prefixed with `'`, so no spreadsheet runs it as a formula). Either is accepted back by `POST /plants/batch` (with `?ids=drop` for new ids).
+         * @description Every plant a list with the same `tag`, `garden` and `q` shows, by id, from one consistent snapshot of the store, streamed (no `limit` or `cursor`). NDJSON by default (`{id, name, tag, garden, version}` a line); CSV with `?format=csv` or `Accept: text/csv` (header `id,name,tag,garden`; a cell beginning with `=`, `+`, `-`, `@`, tab, carriage return or `'` is prefixed with `'`, so no spreadsheet runs it as a formula). Either is accepted back by `POST /plants/batch` (with `?ids=drop` for new ids). The snapshot is read whole before the answer starts, so a store that fails is a 503, never a cut answer. A user runs at most 2 exports at once and an instance 8 (by default): one more answers 429 `too_many_exports` with Retry-After.
          */
         get: operations["exportPlants"];
         put?: never;
@@ -764,7 +764,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -989,7 +989,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1174,7 +1174,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1422,7 +1422,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1601,7 +1601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1771,7 +1771,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2066,7 +2066,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2338,7 +2338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2497,7 +2497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2620,7 +2620,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2825,7 +2825,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2971,7 +2971,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3118,7 +3118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3327,7 +3327,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3466,7 +3466,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3714,7 +3714,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3883,7 +3883,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3996,7 +3996,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4167,7 +4167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4391,7 +4391,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4553,7 +4553,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4685,7 +4685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4804,7 +4804,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5019,7 +5019,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5166,7 +5166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5296,7 +5296,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5443,7 +5443,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5617,7 +5617,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5819,7 +5819,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5982,7 +5982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After. */
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
             429: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { GardenService } from '../gardens/service.js';
 import type { AuthDeps } from '../http/auth.js';
-import { PlantService } from '../plants/service.js';
+import { type ExportLimits, PlantService } from '../plants/service.js';
 import { plantRoutes } from '../routes/plants.js';
 import type { Store } from '../store/store.js';
 import type { Tag } from './docs.js';
@@ -16,10 +16,12 @@ export interface PlantsOptions {
   onEvent?: () => void;
   /** Bytes of rendered pages kept (ListCache); 0: none. */
   listCacheBytes?: number;
+  /** Exports running at once (PlantService.export); none given: no limit. */
+  exports?: ExportLimits;
 }
 
 /** The plant API: /plants and /gardens/{gid}/plants. */
 export function plantsFeature(opts: PlantsOptions): FastifyPluginAsync {
-  const service = new PlantService(opts.store, opts.gardens, undefined, opts.onEvent);
+  const service = new PlantService(opts.store, opts.gardens, undefined, opts.onEvent, opts.exports);
   return plantRoutes(service, opts.auth, opts.listCacheBytes);
 }

@@ -26,6 +26,7 @@ import type {
 } from '../store/store.js';
 import type { BatchRow } from './batch-input.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { ExportSlots } from './export-slots.js';
 
 export const DEFAULT_LIMIT = 100;
 /** Idempotency keys are kept at least this long (contract: 24 h). */
@@ -94,15 +95,29 @@ export interface ListScope {
   marks?: ListMarks;
 }
 
+/** Exports one user, and everyone, may run at once in a process; 0: no limit. */
+export interface ExportLimits {
+  perUser: number;
+  total: number;
+}
+
+/** Seconds a refused export is told to wait (most exports take seconds to read). */
+const EXPORT_RETRY_AFTER_S = '5';
+
 /** The plant rules: visibility by garden membership, id assignment, idempotency, paging. No HTTP, no SQL. */
 export class PlantService {
+  private readonly exports: ExportSlots;
+
   constructor(
     private readonly store: Store,
     readonly gardens: GardenService,
     private readonly now: () => Date = () => new Date(),
     /** Told after a change and its event have committed (wakes this process's dispatcher and streams). */
     private readonly onEvent: () => void = () => {},
-  ) {}
+    exportLimits: ExportLimits = { perUser: 0, total: 0 },
+  ) {
+    this.exports = new ExportSlots(exportLimits.perUser, exportLimits.total);
+  }
 
   // Every successful create and delete records an event, in the change's own transaction.
   private event(): NewEvent {
@@ -199,16 +214,35 @@ export class PlantService {
 
   /**
    * Every plant of `scope` a list with `tag` and `q` shows, a page at a time from one snapshot (see
-   * Store.exportPlants), with versions.
+   * Store.exportPlants), with versions, and the export's place among those running, to `release`
+   * once its answer has been sent or abandoned. 429 too_many_exports when the caller, or this
+   * process, runs as many as it may.
    */
-  export(scope: ListScope, q: { tag?: string; q?: string }): AsyncIterable<PagePlant[]> {
+  export(
+    caller: Caller,
+    scope: ListScope,
+    q: { tag?: string; q?: string },
+  ): { pages: AsyncIterable<PagePlant[]>; release: () => void } {
     const terms = q.q === undefined ? undefined : this.terms(q.q);
-    if (terms === 'none') return (async function* () {})();
-    return this.store.exportPlants({
-      gardens: scope.gardens,
-      tag: q.tag ?? null,
-      ...(terms === undefined ? {} : { terms }),
-    });
+    const slot = this.exports.take(caller.user);
+    if (slot === 'user' || slot === 'total') {
+      const message =
+        slot === 'user'
+          ? `a user may run at most ${this.exports.perUser} exports at once; wait for one to end`
+          : `this instance runs as many exports as it may (${this.exports.total}); try again shortly`;
+      throw new AppError(429, 'too_many_exports', message, undefined, {
+        'retry-after': EXPORT_RETRY_AFTER_S,
+      });
+    }
+    const pages: AsyncIterable<PagePlant[]> =
+      terms === 'none'
+        ? (async function* () {})()
+        : this.store.exportPlants({
+            gardens: scope.gardens,
+            tag: q.tag ?? null,
+            ...(terms === undefined ? {} : { terms }),
+          });
+    return { pages, release: slot.release };
   }
 
   /**

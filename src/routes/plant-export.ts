@@ -1,4 +1,5 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
+import { spool } from '../http/spool.js';
 import { csvLine } from '../plants/csv.js';
 import type { PagePlant } from '../store/store.js';
 
@@ -21,25 +22,20 @@ const ndjson = (p: PagePlant): string =>
 const csv = (p: PagePlant): string => csvLine([String(p.id), p.name, p.tag, p.garden]);
 
 /**
- * The export's body as a stream. The first page is read before anything is sent (so that a store
- * that cannot serve is still a 503); each later page only when the client has taken the one before,
- * and a client that goes away ends the read (and its snapshot).
+ * The export's body as a stream: every page read from the store's snapshot at the store's pace and
+ * spooled to a temporary file (http/spool.ts), which is then sent at the client's. The snapshot
+ * (a PostgreSQL connection, a SQLite read transaction) is released before anything is sent, so a
+ * store that fails during the read is still a 503, and a slow client holds only a file.
  */
-export async function exportBody(pages: AsyncIterable<PagePlant[]>, asCsv: boolean): Promise<Readable> {
-  const it = pages[Symbol.asyncIterator]();
-  const first = await it.next();
+export function exportBody(pages: AsyncIterable<PagePlant[]>, asCsv: boolean): Promise<Readable> {
   const line = asCsv ? csv : ndjson;
   async function* body() {
-    try {
-      if (asCsv) yield csvLine(['id', 'name', 'tag', 'garden']);
-      for (let r = first; !r.done; r = await it.next()) {
-        let chunk = '';
-        for (const p of r.value) chunk += line(p);
-        yield chunk;
-      }
-    } finally {
-      await it.return?.();
+    if (asCsv) yield csvLine(['id', 'name', 'tag', 'garden']);
+    for await (const page of pages) {
+      let chunk = '';
+      for (const p of page) chunk += line(p);
+      yield chunk;
     }
   }
-  return Readable.from(body(), { objectMode: false });
+  return spool(body());
 }

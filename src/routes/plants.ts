@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -513,7 +514,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
           operationId: 'exportPlants',
           summary: 'Every plant the caller may see, in one streamed answer',
           description:
-            "Every plant a list with the same `tag`, `garden` and `q` shows, by id, from one consistent snapshot of the store, streamed (no `limit` or `cursor`). NDJSON by default (`{id, name, tag, garden, version}` a line); CSV with `?format=csv` or `Accept: text/csv` (header `id,name,tag,garden`; a cell beginning with `=`, `+`, `-`, `@`, tab, carriage return or `'` is prefixed with `'`, so no spreadsheet runs it as a formula). Either is accepted back by `POST /plants/batch` (with `?ids=drop` for new ids).",
+            "Every plant a list with the same `tag`, `garden` and `q` shows, by id, from one consistent snapshot of the store, streamed (no `limit` or `cursor`). NDJSON by default (`{id, name, tag, garden, version}` a line); CSV with `?format=csv` or `Accept: text/csv` (header `id,name,tag,garden`; a cell beginning with `=`, `+`, `-`, `@`, tab, carriage return or `'` is prefixed with `'`, so no spreadsheet runs it as a formula). Either is accepted back by `POST /plants/batch` (with `?ids=drop` for new ids). The snapshot is read whole before the answer starts, so a store that fails is a 503, never a cut answer. A user runs at most 2 exports at once and an instance 8 (by default): one more answers 429 `too_many_exports` with Retry-After.",
           tags,
           security,
           querystring: ExportQuery,
@@ -540,7 +541,16 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
         const q = request.query;
         const asCsv = wantsCsv(q.format, request.headers.accept);
         const scope = await service.scope(request.caller!, q.garden, q.tag);
-        const body = await exportBody(service.export(scope, q), asCsv);
+        const { pages, release } = service.export(request.caller!, scope, q);
+        let body: Readable;
+        try {
+          body = await exportBody(pages, asCsv);
+        } catch (err) {
+          release();
+          throw err;
+        }
+        // Its place is held until the file is sent or the client goes (either closes the stream).
+        body.once('close', release);
         reply.type(asCsv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
         if (asCsv) reply.header('content-disposition', 'attachment; filename="plants.csv"');
         return reply.send(body as unknown as string);

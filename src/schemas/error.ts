@@ -38,7 +38,7 @@ const DESCRIPTIONS: Record<number, string> = {
   415: 'Content-Type is not application/json.',
   422: 'Idempotency-Key reused with a different body.',
   428: '`If-Match` is required: send the ETag of the plant as read (or `*`).',
-  429: 'Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`); see Retry-After.',
+  429: 'Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After.',
   500: 'Unexpected error; the body names the request id.',
   503: 'The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After.',
 };

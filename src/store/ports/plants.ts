@@ -134,7 +134,9 @@ export interface PlantPort {
   /**
    * Every plant a list with these filters shows, in id order with versions, read from one snapshot
    * of the store and handed over a page at a time (the next page is read only when asked for), so
-   * that memory does not grow with the plants. Ending the iteration early ends the snapshot.
+   * that memory does not grow with the plants. The snapshot is held until the last page has been
+   * taken, so the caller takes them as fast as it can (the export spools them to a file, never at a
+   * client's pace). Ending the iteration early ends the snapshot.
    */
   exportPlants(q: ExportQuery): AsyncIterable<PagePlant[]>;
   /** The plant with this id, whoever's garden it is in. */

@@ -383,7 +383,7 @@ export class PgStore implements Store {
 
   /**
    * Every page of the export from one REPEATABLE READ, READ ONLY transaction on a connection of its
-   * own, held until the last page has been taken (or the iteration ends early).
+   * own (from the pool), held until the last page has been taken (or the iteration ends early).
    */
   async *exportPlants(q: ExportQuery): AsyncIterable<PagePlant[]> {
     if (q.gardens?.length === 0) return;

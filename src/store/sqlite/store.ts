@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { roleOf, type Scope } from '../../access/policy.js';
 import { StoreUnavailableError } from '../../errors.js';
@@ -399,8 +400,8 @@ export class SqliteStore implements Store {
 
   /**
    * Every page of the export from one read transaction: on a connection of its own (read-only), so
-   * that the serving connection's reads go on meanwhile; ':memory:' has only the one connection, so
-   * its pages are read at once, in one read batch.
+   * that the serving connection's reads go on meanwhile, yielding to the event loop between pages;
+   * ':memory:' has only the one connection, so its pages are read at once, in one read batch.
    */
   async *exportPlants(q: ExportQuery): AsyncIterable<PagePlant[]> {
     const pageOf = (reads: SqlitePlantReads, afterId: number) =>
@@ -444,6 +445,9 @@ export class SqliteStore implements Store {
         if (rows.length > 0) yield rows;
         if (rows.length < EXPORT_PAGE) return;
         afterId = rows[rows.length - 1]!.id;
+        // Each page is read synchronously: the event loop takes its turn between two of them, so
+        // that the other requests (and twenty exports at once) go on while an export is read.
+        await nextTurn();
       }
     } finally {
       db.close();
