@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { after } from 'node:test';
@@ -145,4 +146,14 @@ export async function serve(args: string[], env: Record<string, string> = {}, bi
       return child.exitCode;
     },
   };
+}
+
+/** Starts `serve` on the SQLite file `db` `times` times in a row; each must be ready and stop with 0. */
+export async function restarts(db: string, times: number): Promise<void> {
+  for (let i = 0; i < times; i++) {
+    const s = await serve(['--database', `sqlite:${db}`]);
+    const health = await fetch(`${s.url}/readyz`);
+    assert.equal(health.status, 200);
+    assert.equal(await s.stop(), 0, `start ${i + 1} did not stop cleanly`);
+  }
 }
