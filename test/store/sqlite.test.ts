@@ -51,6 +51,7 @@ describe('SQLite store specifics', () => {
       { version: 13, name: '0013_endpoint_admin_credential' },
       { version: 14, name: '0014_deliveries_from_the_log' },
       { version: 15, name: '0015_plant_search' },
+      { version: 16, name: '0016_search_words' },
     ]);
     db.close();
   });
@@ -309,6 +310,68 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it('search reads the rows matching a term longer than the prefix indexes, not every row sharing its first 3 letters', async () => {
+    const path = join(dir, 'search-cost.db');
+    const store = new SqliteStore({ path, durability: 'normal' });
+    await store.migrate();
+    await seedGardens(store);
+    const found = async (terms: string[], limit = 50) =>
+      (await store.listPlants({ gardens: ['gdn_o', 'gdn_p'], tag: null, afterId: 0, limit, terms })).map(
+        (p) => p.id,
+      );
+    const create = async (names: string[], garden = 'gdn_o') => {
+      const r = await store.createPlants(
+        names.map((name) => ({ id: null, owner: 'o', garden, admin: true, name, tag: null })),
+      );
+      assert.ok('ok' in r);
+      return r.ok.map((p) => p.id);
+    };
+    // 3,000 plants whose word shares "fil" (and "fille") with the terms, none of them matching.
+    for (let b = 0; b < 3; b++)
+      await create(Array.from({ length: 1000 }, (_, i) => `filler ${b * 1000 + i}`));
+    const [z1, z2] = await create(['Fillerz one', 'fillerzz two']);
+    const hidden = await create(['fillerz hidden'], 'gdn_a');
+    // Rows the store read for a search: none but the matches, however many share the first letters.
+    const rowsFor = async (terms: string[], limit = 50) => {
+      const before = store.searchRowsRead;
+      const ids = await found(terms, limit);
+      return { ids, read: store.searchRowsRead - before };
+    };
+    assert.deepEqual(await rowsFor(['fillerz']), { ids: [z1, z2], read: 2 });
+    assert.deepEqual(await rowsFor(['fillerzz']), { ids: [z2], read: 1 });
+    assert.deepEqual(await rowsFor(['fillerq']), { ids: [], read: 0 });
+    assert.deepEqual(await rowsFor(['fillerz', 'two']), { ids: [z2], read: 1 });
+    assert.deepEqual((await rowsFor(['fille'], 10)).read, 10, 'a page of a common term: its rows');
+    assert.equal(hidden.length, 1);
+    // A term that many words begin with (more than one query asks FTS5 for by name) is exact too.
+    const many = await create(Array.from({ length: 300 }, (_, i) => `fillerzq${i} plant`));
+    assert.deepEqual(await rowsFor(['fillerzq'], 1000), { ids: many, read: 300 });
+    assert.deepEqual(await rowsFor(['fillerz'], 1000), { ids: [z1, z2, ...many], read: 302 });
+    assert.deepEqual(await rowsFor(['fillerzq1', 'plant'], 1000), {
+      ids: many.filter((_, i) => String(i).startsWith('1')),
+      read: 111,
+    });
+    // Renames and deletes keep the words a term is looked up by.
+    await store.updatePlant(z1!, null, { name: 'ficus' }, null);
+    await store.deletePlant(z2!, null);
+    for (const id of many) await store.deletePlant(id, null);
+    assert.deepEqual(await rowsFor(['fillerz']), { ids: [], read: 0 });
+    await store.updatePlant(z1!, null, { name: 'fillerzzz' }, null);
+    assert.deepEqual(await rowsFor(['fillerzz']), { ids: [z1], read: 1 });
+    // The words table counts the plants that have each word; a word none has any more is gone.
+    const look = new Database(path, { readonly: true });
+    assert.deepEqual(
+      look.prepare("SELECT word, plants FROM plant_search_words WHERE word >= 'fil' AND word < 'fim'").all(),
+      [
+        { word: 'filler', plants: 3000 },
+        { word: 'fillerz', plants: 1 },
+        { word: 'fillerzzz', plants: 1 },
+      ],
+    );
+    look.close();
+    await store.close();
+  });
+
   it('answers 503-style errors once closed', async () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
@@ -429,6 +492,7 @@ describe('SQLite store specifics', () => {
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
       '0015_plant_search',
+      '0016_search_words',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -552,7 +616,11 @@ describe('SQLite store specifics', () => {
     db.close();
 
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0014_deliveries_from_the_log', '0015_plant_search']);
+    assert.deepEqual(await store.migrate(), [
+      '0014_deliveries_from_the_log',
+      '0015_plant_search',
+      '0016_search_words',
+    ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
     const sent: string[] = [];
@@ -634,6 +702,7 @@ describe('SQLite store specifics', () => {
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
       '0015_plant_search',
+      '0016_search_words',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -698,6 +767,7 @@ describe('SQLite store specifics', () => {
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
       '0015_plant_search',
+      '0016_search_words',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

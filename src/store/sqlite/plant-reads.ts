@@ -1,11 +1,10 @@
 import type Database from 'better-sqlite3';
 import { roleOf } from '../../access/policy.js';
-import { nameMatches } from '../../search-text.js';
 import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import type { ListMarks, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
 import type { GardenIdLists } from './garden-ids.js';
 import type { LocalMarks } from './local-marks.js';
-import { matchQuery, shortTerm } from './search.js';
+import { matchQuery, termQuery, type WordsFrom } from './search.js';
 
 // A page's row: id, garden, name, tag (and version, when asked).
 type Row = [number, string, string, string | null];
@@ -52,6 +51,8 @@ const toVersionedPagePlant = (r: VersionedPageRow): PagePlant => ({
  */
 export class SqlitePlantReads {
   private stmts: ReturnType<SqlitePlantReads['prepare']> | undefined;
+  /** Rows the search statements have read from the FTS5 index: each a candidate for a page. */
+  searchRows = 0;
 
   constructor(
     private readonly db: Database.Database,
@@ -220,6 +221,12 @@ export class SqlitePlantReads {
            WHERE plant_search MATCH ? AND plant_search.rowid > ? AND p.tag = ? ORDER BY plant_search.rowid LIMIT ?`,
         )
         .raw(),
+      // The words of the index a term begins (search.ts termQuery), in order.
+      wordsFrom: db
+        .prepare<[string, string, number], string>(
+          'SELECT word FROM plant_search_words WHERE word >= ? AND word < ? ORDER BY word LIMIT ?',
+        )
+        .pluck(),
       beginRead: db.prepare('BEGIN'),
       commit: db.prepare('COMMIT'),
     };
@@ -280,42 +287,38 @@ export class SqlitePlantReads {
     return this.snapshot(() => this.fromIdList(gardens, q) ?? this.acrossGardens(gardens, q, read));
   }
 
-  // A page of search's matches along the FTS5 index, whatever the gardens. A term longer than the
-  // longest prefix index (3 characters) is asked of FTS5 by its first 3, which FTS5 reads along that
-  // index a row at a time; a whole-term prefix would make it merge the entries of every word starting
-  // with the term, in the whole store, before the first row. The rows found are then checked against
-  // the whole terms here, and read on until the page is full: the work follows the caller's matches,
-  // never the store's size.
+  // A page of search's matches along the FTS5 index, whatever the gardens. Every term is asked of
+  // FTS5 by what it reads a row at a time: a prefix of up to 3 characters along its prefix index,
+  // a longer term by the words it begins, looked up first in plant_search_words (search.ts). So
+  // every row read is a match, and the work follows the caller's matches, never the store's size
+  // nor the rows that share a term's first letters. The words and the rows are read in one snapshot.
   private search(q: PageQuery, terms: string[]): PagePlant[] {
     if (q.gardens?.length === 0) return [];
-    const short = terms.map((t) => shortTerm(t));
-    const exact = short.every((t, i) => t === terms[i]);
-    const match = matchQuery(q.gardens, short);
-    const read = (after: number, n: number): PagePlant[] => {
+    return this.snapshot(() => {
       const s = this.s;
+      const wordsFrom: WordsFrom = (from, to, n) => s.wordsFrom.all(from, to, n);
+      const asked: string[] = [];
+      for (const t of terms) {
+        const one = termQuery(t, wordsFrom);
+        // No word begins with it: nothing matches.
+        if (one === null) return [];
+        asked.push(one);
+      }
+      const match = matchQuery(q.gardens, asked);
+      const after = q.afterId;
       if (q.withVersion) {
         const rows =
-          q.tag === null ? s.searchV.all(match, after, n) : s.searchTagV.all(match, after, q.tag, n);
+          q.tag === null
+            ? s.searchV.all(match, after, q.limit)
+            : s.searchTagV.all(match, after, q.tag, q.limit);
+        this.searchRows += rows.length;
         return rows.map(toVersionedPagePlant);
       }
-      const rows = q.tag === null ? s.search.all(match, after, n) : s.searchTag.all(match, after, q.tag, n);
+      const rows =
+        q.tag === null ? s.search.all(match, after, q.limit) : s.searchTag.all(match, after, q.tag, q.limit);
+      this.searchRows += rows.length;
       return (rows as Row[]).map(toPagePlant);
-    };
-    if (exact) return read(q.afterId, q.limit);
-    const page: PagePlant[] = [];
-    // Twice the page's rows first (a query's fixed cost, about 50 µs on a 1,000,000-plant store,
-    // is that of reading 20 more rows: asking again for the few a page still lacked cost more), then
-    // four times more each round, while few match.
-    for (let after = q.afterId, batch = 2 * q.limit; ; batch = Math.min(4 * batch, 4096)) {
-      const rows = read(after, batch);
-      for (const p of rows) {
-        if (!nameMatches(p.name, terms)) continue;
-        page.push(p);
-        if (page.length === q.limit) return page;
-      }
-      if (rows.length < batch) return page;
-      after = rows[rows.length - 1]!.id;
-    }
+    });
   }
 
   /**
