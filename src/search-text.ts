@@ -39,6 +39,12 @@ export function searchWords(name: string): string[] {
   return [...words];
 }
 
+/** Whether every term (as searchTerms gives them) begins a word of the name. */
+export function nameMatches(name: string, terms: readonly string[]): boolean {
+  const words = searchWords(name);
+  return terms.every((t) => words.some((w) => w.startsWith(t)));
+}
+
 /** A name's words as the engines' indexes hold them: separated by single spaces. */
 export const indexedWords = (name: string): string => searchWords(name).join(' ');
 

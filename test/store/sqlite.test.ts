@@ -315,8 +315,8 @@ describe('SQLite store specifics', () => {
     const store = new SqliteStore({ path, durability: 'normal' });
     await store.migrate();
     await seedGardens(store);
-    const found = async (terms: string[], limit = 50) =>
-      (await store.listPlants({ gardens: ['gdn_o', 'gdn_p'], tag: null, afterId: 0, limit, terms })).map(
+    const found = async (terms: string[], limit = 50, afterId = 0) =>
+      (await store.listPlants({ gardens: ['gdn_o', 'gdn_p'], tag: null, afterId, limit, terms })).map(
         (p) => p.id,
       );
     const create = async (names: string[], garden = 'gdn_o') => {
@@ -332,9 +332,9 @@ describe('SQLite store specifics', () => {
     const [z1, z2] = await create(['Fillerz one', 'fillerzz two']);
     const hidden = await create(['fillerz hidden'], 'gdn_a');
     // Rows the store read for a search: none but the matches, however many share the first letters.
-    const rowsFor = async (terms: string[], limit = 50) => {
+    const rowsFor = async (terms: string[], limit = 50, afterId = 0) => {
       const before = store.searchRowsRead;
-      const ids = await found(terms, limit);
+      const ids = await found(terms, limit, afterId);
       return { ids, read: store.searchRowsRead - before };
     };
     assert.deepEqual(await rowsFor(['fillerz']), { ids: [z1, z2], read: 2 });
@@ -343,14 +343,20 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(await rowsFor(['fillerz', 'two']), { ids: [z2], read: 1 });
     assert.deepEqual((await rowsFor(['fille'], 10)).read, 10, 'a page of a common term: its rows');
     assert.equal(hidden.length, 1);
-    // A term that many words begin with (more than one query asks FTS5 for by name) is exact too.
+    // A term more words begin with than a query asks FTS5 for by name: at most 100 rows (or 4
+    // pages) read along its first 3 letters, then only its matches.
     const many = await create(Array.from({ length: 300 }, (_, i) => `fillerzq${i} plant`));
-    assert.deepEqual(await rowsFor(['fillerzq'], 1000), { ids: many, read: 300 });
-    assert.deepEqual(await rowsFor(['fillerz'], 1000), { ids: [z1, z2, ...many], read: 302 });
-    assert.deepEqual(await rowsFor(['fillerzq1', 'plant'], 1000), {
-      ids: many.filter((_, i) => String(i).startsWith('1')),
-      read: 111,
+    assert.deepEqual(await rowsFor(['fillerzq'], 10), { ids: many.slice(0, 10), read: 100 + 10 });
+    assert.deepEqual(await rowsFor(['fillerzq'], 50), { ids: many.slice(0, 50), read: 200 + 50 });
+    assert.deepEqual(await rowsFor(['fillerz'], 10), { ids: [z1, z2, ...many.slice(0, 8)], read: 100 + 10 });
+    // Another term read by its words narrows the walk: here to the 300 with "plant", 2 pages read.
+    assert.deepEqual(await rowsFor(['fillerzq1', 'plant'], 10), {
+      ids: many.filter((_, i) => String(i).startsWith('1')).slice(0, 10),
+      read: 20,
     });
+    // Where its matches are dense along the first 3 letters, they fill the page at once.
+    assert.deepEqual(await rowsFor(['fillerzq'], 10, many[0]! - 1), { ids: many.slice(0, 10), read: 20 });
+    assert.deepEqual(await rowsFor(['fillerzq'], 1000, many[0]! - 1), { ids: many, read: 300 });
     // Renames and deletes keep the words a term is looked up by.
     await store.updatePlant(z1!, null, { name: 'ficus' }, null);
     await store.deletePlant(z2!, null);
