@@ -324,15 +324,17 @@ export class SqlitePlantReads {
       const page: PagePlant[] = [];
       let after = q.afterId;
       // Twice the page's rows first, then four times more each round (as few as fill a page).
-      for (let read = 0, n = 2 * q.limit; read < walk; read += n, n *= 4) {
-        const rows = this.searchRead(q, first3, after, Math.min(n, walk - read));
+      for (let read = 0, n = 2 * q.limit; read < walk; n *= 4) {
+        const size = Math.min(n, walk - read);
+        const rows = this.searchRead(q, first3, after, size);
+        read += size;
         for (const p of rows) {
           if (!nameMatches(p.name, terms)) continue;
           page.push(p);
           if (page.length === q.limit) return page;
         }
         // The walk reached the last match of the first 3 letters: the page is all there is.
-        if (rows.length < Math.min(n, walk - read)) return page;
+        if (rows.length < size) return page;
         after = rows[rows.length - 1]!.id;
       }
       return page.concat(this.searchRead(q, exact, after, q.limit - page.length));
