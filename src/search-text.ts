@@ -1,7 +1,11 @@
 // What search (`GET /plants?q=`, contract section 2) compares: a plant's name and the query, both
 // folded the same way, so that every engine indexes and matches exactly the same words.
 
-/** Longest word kept of a name: a query term is at most 100 characters, so no longer prefix is ever asked. */
+/**
+ * Longest word kept of a name, and of a query's term: a term is at most 100 characters as typed, but
+ * folding may lengthen both ("ﬃ" is "ffi"), so both are cut the same way and a term still begins
+ * the word it was typed from.
+ */
 const MAX_WORD = 100;
 /** Most terms a query may have. */
 export const MAX_TERMS = 8;
@@ -23,11 +27,14 @@ export function fold(text: string): string {
   return once.normalize('NFKD').replace(MARKS, '');
 }
 
+/** A folded word or term, at most MAX_WORD code points. */
+const cut = (w: string): string => (w.length <= MAX_WORD ? w : [...w].slice(0, MAX_WORD).join(''));
+
 /** The words of a name as search indexes them: runs of letters and digits of the folded name, each at most 100 code points, each once. */
 export function searchWords(name: string): string[] {
   const words = new Set<string>();
   for (const [w] of fold(name).matchAll(WORD)) {
-    words.add(w.length <= MAX_WORD ? w : [...w].slice(0, MAX_WORD).join(''));
+    words.add(cut(w));
   }
   return [...words];
 }
@@ -55,13 +62,15 @@ export function queryProblem(q: string): string | null {
 }
 
 /**
- * The terms a valid `q` (queryProblem null) searches for: each folded, a term that another term
+ * The terms a valid `q` (queryProblem null) searches for: each folded and cut as indexed words are
+ * (at most 100 code points), a term that another term
  * starts with dropped (every word it would need is needed anyway). `none` when a term holds a
  * character that is no letter or digit: no word has it, so nothing matches (operators and
  * wildcards are taken literally, never as syntax).
  */
 export function searchTerms(q: string): string[] | 'none' {
-  const terms = [...new Set(q.trim().split(/\s+/u).map(fold))];
-  if (terms.some((t) => !ONE_WORD.test(t))) return 'none';
+  const folded = q.trim().split(/\s+/u).map(fold);
+  if (folded.some((t) => !ONE_WORD.test(t))) return 'none';
+  const terms = [...new Set(folded.map(cut))];
   return terms.filter((t) => !terms.some((o) => o !== t && o.startsWith(t)));
 }

@@ -147,6 +147,23 @@ for (const engine of ENGINES) {
       assert.deepEqual(await found('mon zzz'), [], 'every term must match');
     });
 
+    it('finds a name whose folded word is over 100 characters by a term that folds as long (both cut at 100)', async () => {
+      const c = await h.user();
+      const home = await homeOf(c);
+      // "ﬃ" folds to "ffi": 40 of them are a word of 120 characters, indexed by its first 100.
+      const [long, other] = await batch(c, home, [{ name: `Ficus ${'ﬃ'.repeat(40)}` }, { name: 'ffi' }]);
+      const found = async (q: string) => {
+        const res = await get(c, `/plants?include=id&q=${encodeURIComponent(q)}`);
+        assert.equal(res.statusCode, 200, `${q}: ${res.body}`);
+        return res.json().map((p: { id: number }) => p.id);
+      };
+      assert.deepEqual(await found('ﬃ'.repeat(40)), [long], 'the whole name as typed');
+      assert.deepEqual(await found(`${'ﬃ'.repeat(33)}f`), [long], '100 characters folded');
+      assert.deepEqual(await found(`ficus ${'ﬃ'.repeat(34)}`), [long]);
+      assert.deepEqual(await found('ﬃ'), [long, other]);
+      assert.deepEqual(await found(`${'ﬃ'.repeat(34)}%`), [], 'a symbol past the cut still matches nothing');
+    });
+
     it('takes operators, wildcards and quotes literally, and answers 400 for what is no query', async () => {
       const c = await h.user();
       const home = await homeOf(c);

@@ -29,6 +29,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0013_endpoint_admin_credential',
           '0014_deliveries_from_the_log',
           '0015_plant_search',
+          '0016_search_words',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

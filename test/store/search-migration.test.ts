@@ -1,5 +1,5 @@
-// The migration that indexes search (SQLite 15, PostgreSQL 12): the plants already stored are
-// found by their words the moment it has run, and the index follows every change after it.
+// The migrations that index search (SQLite 15 and 16, PostgreSQL 12): the plants already stored
+// are found by their words the moment they have run, and the index follows every change after it.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { PgStore } from '../../src/store/postgres/store.js';
+import { fillSearch } from '../../src/store/sqlite/search.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion, sqliteAtVersion } from '../helpers/engines.js';
@@ -17,6 +18,7 @@ const PLANTS = [
   [2, 'Café rose'],
   [3, 'Фикус Бенджамина'],
   [4, 'plain'],
+  [5, 'Monstera adansonii'],
 ] as const;
 
 // What a search of the garden for `terms` finds, by id.
@@ -25,6 +27,9 @@ const found = async (store: Store, ...terms: string[]) =>
 
 async function checks(store: Store): Promise<void> {
   assert.deepEqual(await found(store, 'mon', 'del'), [1]);
+  assert.deepEqual(await found(store, 'monstera'), [1, 5]);
+  assert.deepEqual(await found(store, 'monsterax'), []);
+  assert.deepEqual(await found(store, 'adan'), [5]);
   assert.deepEqual(await found(store, 'cafe'), [2]);
   assert.deepEqual(await found(store, 'фик'), [3]);
   assert.deepEqual(await found(store, 'p'), [4]);
@@ -32,7 +37,22 @@ async function checks(store: Store): Promise<void> {
   await store.updatePlant(4, null, { name: 'Pilea peperomioides' }, null);
   assert.deepEqual(await found(store, 'pil', 'pep'), [4]);
   await store.deletePlant(1, null);
-  assert.deepEqual(await found(store, 'mon'), []);
+  assert.deepEqual(await found(store, 'mon'), [5]);
+  assert.deepEqual(await found(store, 'monstera', 'delic'), []);
+  assert.deepEqual(await found(store, 'pepero'), [4]);
+}
+
+// A SQLite store at version `version` holding PLANTS in garden G.
+function sqliteWithPlants(path: string, version: number) {
+  const old = sqliteAtVersion(path, version);
+  old
+    .prepare(
+      `INSERT INTO gardens (id, name, home_user, created_at, seq, created_by) VALUES (?, 'G', 'o', 0, 1, 'o')`,
+    )
+    .run(G);
+  const ins = old.prepare('INSERT INTO plants (id, owner, garden, name, tag) VALUES (?, ?, ?, ?, NULL)');
+  for (const [id, name] of PLANTS) ins.run(id, 'o', G, name);
+  return old;
 }
 
 describe('search migration: plants stored before it are found', () => {
@@ -40,18 +60,29 @@ describe('search migration: plants stored before it are found', () => {
     const dir = mkdtempSync(join(tmpdir(), 'plantstore-search-'));
     try {
       const path = join(dir, 'v14.db');
-      const old = sqliteAtVersion(path, 14);
-      old
-        .prepare(
-          `INSERT INTO gardens (id, name, home_user, created_at, seq, created_by) VALUES (?, 'G', 'o', 0, 1, 'o')`,
-        )
-        .run(G);
-      const ins = old.prepare('INSERT INTO plants (id, owner, garden, name, tag) VALUES (?, ?, ?, ?, NULL)');
-      for (const [id, name] of PLANTS) ins.run(id, 'o', G, name);
+      sqliteWithPlants(path, 14).close();
+      const store = new SqliteStore({ path, durability: 'full' });
+      try {
+        assert.deepEqual(await store.migrate(), ['0015_plant_search', '0016_search_words']);
+        await checks(store);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('on SQLite (16): the words of a store indexed by 15', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plantstore-search-'));
+    try {
+      const path = join(dir, 'v15.db');
+      const old = sqliteWithPlants(path, 15);
+      fillSearch(old);
       old.close();
       const store = new SqliteStore({ path, durability: 'full' });
       try {
-        assert.deepEqual(await store.migrate(), ['0015_plant_search']);
+        assert.deepEqual(await store.migrate(), ['0016_search_words']);
         await checks(store);
       } finally {
         await store.close();

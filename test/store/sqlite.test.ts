@@ -51,6 +51,7 @@ describe('SQLite store specifics', () => {
       { version: 13, name: '0013_endpoint_admin_credential' },
       { version: 14, name: '0014_deliveries_from_the_log' },
       { version: 15, name: '0015_plant_search' },
+      { version: 16, name: '0016_search_words' },
     ]);
     db.close();
   });
@@ -309,6 +310,74 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it('search reads the rows matching a term longer than the prefix indexes, not every row sharing its first 3 letters', async () => {
+    const path = join(dir, 'search-cost.db');
+    const store = new SqliteStore({ path, durability: 'normal' });
+    await store.migrate();
+    await seedGardens(store);
+    const found = async (terms: string[], limit = 50, afterId = 0) =>
+      (await store.listPlants({ gardens: ['gdn_o', 'gdn_p'], tag: null, afterId, limit, terms })).map(
+        (p) => p.id,
+      );
+    const create = async (names: string[], garden = 'gdn_o') => {
+      const r = await store.createPlants(
+        names.map((name) => ({ id: null, owner: 'o', garden, admin: true, name, tag: null })),
+      );
+      assert.ok('ok' in r);
+      return r.ok.map((p) => p.id);
+    };
+    // 3,000 plants whose word shares "fil" (and "fille") with the terms, none of them matching.
+    for (let b = 0; b < 3; b++)
+      await create(Array.from({ length: 1000 }, (_, i) => `filler ${b * 1000 + i}`));
+    const [z1, z2] = await create(['Fillerz one', 'fillerzz two']);
+    const hidden = await create(['fillerz hidden'], 'gdn_a');
+    // Rows the store read for a search: none but the matches, however many share the first letters.
+    const rowsFor = async (terms: string[], limit = 50, afterId = 0) => {
+      const before = store.searchRowsRead;
+      const ids = await found(terms, limit, afterId);
+      return { ids, read: store.searchRowsRead - before };
+    };
+    assert.deepEqual(await rowsFor(['fillerz']), { ids: [z1, z2], read: 2 });
+    assert.deepEqual(await rowsFor(['fillerzz']), { ids: [z2], read: 1 });
+    assert.deepEqual(await rowsFor(['fillerq']), { ids: [], read: 0 });
+    assert.deepEqual(await rowsFor(['fillerz', 'two']), { ids: [z2], read: 1 });
+    assert.deepEqual((await rowsFor(['fille'], 10)).read, 10, 'a page of a common term: its rows');
+    assert.equal(hidden.length, 1);
+    // A term more words begin with than a query asks FTS5 for by name: at most 100 rows (or 4
+    // pages) read along its first 3 letters, then only its matches.
+    const many = await create(Array.from({ length: 300 }, (_, i) => `fillerzq${i} plant`));
+    assert.deepEqual(await rowsFor(['fillerzq'], 10), { ids: many.slice(0, 10), read: 100 + 10 });
+    assert.deepEqual(await rowsFor(['fillerzq'], 50), { ids: many.slice(0, 50), read: 200 + 50 });
+    assert.deepEqual(await rowsFor(['fillerz'], 10), { ids: [z1, z2, ...many.slice(0, 8)], read: 100 + 10 });
+    // Another term read by its words narrows the walk: here to the 300 with "plant", 2 pages read.
+    assert.deepEqual(await rowsFor(['fillerzq1', 'plant'], 10), {
+      ids: many.filter((_, i) => String(i).startsWith('1')).slice(0, 10),
+      read: 20,
+    });
+    // Where its matches are dense along the first 3 letters, they fill the page at once.
+    assert.deepEqual(await rowsFor(['fillerzq'], 10, many[0]! - 1), { ids: many.slice(0, 10), read: 20 });
+    assert.deepEqual(await rowsFor(['fillerzq'], 1000, many[0]! - 1), { ids: many, read: 300 });
+    // Renames and deletes keep the words a term is looked up by.
+    await store.updatePlant(z1!, null, { name: 'ficus' }, null);
+    await store.deletePlant(z2!, null);
+    for (const id of many) await store.deletePlant(id, null);
+    assert.deepEqual(await rowsFor(['fillerz']), { ids: [], read: 0 });
+    await store.updatePlant(z1!, null, { name: 'fillerzzz' }, null);
+    assert.deepEqual(await rowsFor(['fillerzz']), { ids: [z1], read: 1 });
+    // The words table counts the plants that have each word; a word none has any more is gone.
+    const look = new Database(path, { readonly: true });
+    assert.deepEqual(
+      look.prepare("SELECT word, plants FROM plant_search_words WHERE word >= 'fil' AND word < 'fim'").all(),
+      [
+        { word: 'filler', plants: 3000 },
+        { word: 'fillerz', plants: 1 },
+        { word: 'fillerzzz', plants: 1 },
+      ],
+    );
+    look.close();
+    await store.close();
+  });
+
   it('answers 503-style errors once closed', async () => {
     const store = new SqliteStore({ path: ':memory:', durability: 'full' });
     await store.migrate();
@@ -429,6 +498,7 @@ describe('SQLite store specifics', () => {
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
       '0015_plant_search',
+      '0016_search_words',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -552,7 +622,11 @@ describe('SQLite store specifics', () => {
     db.close();
 
     const store = new SqliteStore({ path, durability: 'full' });
-    assert.deepEqual(await store.migrate(), ['0014_deliveries_from_the_log', '0015_plant_search']);
+    assert.deepEqual(await store.migrate(), [
+      '0014_deliveries_from_the_log',
+      '0015_plant_search',
+      '0016_search_words',
+    ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
     const sent: string[] = [];
@@ -634,6 +708,7 @@ describe('SQLite store specifics', () => {
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
       '0015_plant_search',
+      '0016_search_words',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -698,6 +773,7 @@ describe('SQLite store specifics', () => {
       '0013_endpoint_admin_credential',
       '0014_deliveries_from_the_log',
       '0015_plant_search',
+      '0016_search_words',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

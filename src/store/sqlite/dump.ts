@@ -10,7 +10,7 @@ import {
 } from '../dump.js';
 import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
 import { maskOf, typeBit, typeOfBit } from '../event-mask.js';
-import { fillSearch } from './search.js';
+import { fillSearch, fillWords } from './search.js';
 import { openConnection } from './writes.js';
 
 // Export and import of a SQLite store (contract section 12; the file: src/ops/store-file.ts).
@@ -131,6 +131,7 @@ export const loadSqlite: LoadTarget = async (path, records) => {
       }
       for (const o of objects) db.exec(o.sql);
       fillSearch(db);
+      fillWords(db);
       db.exec('COMMIT');
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK');

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Migration } from '../migrate.js';
-import { fillSearch, SEARCH_TABLE } from './search.js';
+import { fillSearch, fillWords, SEARCH_TABLE, WORDS_TABLE } from './search.js';
 
 // Released migrations are frozen: add a new entry rather than editing one.
 export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
@@ -417,5 +417,14 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
     // here for the plants already stored, in the migration's transaction.
     sql: `${SEARCH_TABLE};`,
     fill: fillSearch,
+  },
+  {
+    version: 16,
+    name: '0016_search_words',
+    // The distinct words search indexes, each with how many plants have it (search.ts): a term
+    // longer than FTS5's prefix indexes is looked up here, then asked of FTS5 by the words it
+    // begins. Filled here from the plants already stored, in the migration's transaction.
+    sql: `${WORDS_TABLE};`,
+    fill: fillWords,
   },
 ];

@@ -5,7 +5,10 @@ import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import type { ListMarks, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
 import type { GardenIdLists } from './garden-ids.js';
 import type { LocalMarks } from './local-marks.js';
-import { matchQuery, shortTerm } from './search.js';
+import { matchQuery, termQuery, type WordsFrom } from './search.js';
+
+/** Fewest rows a search with a wide term reads along that term's first 3 letters (search). */
+const WALK = 100;
 
 // A page's row: id, garden, name, tag (and version, when asked).
 type Row = [number, string, string, string | null];
@@ -52,6 +55,8 @@ const toVersionedPagePlant = (r: VersionedPageRow): PagePlant => ({
  */
 export class SqlitePlantReads {
   private stmts: ReturnType<SqlitePlantReads['prepare']> | undefined;
+  /** Rows the search statements have read from the FTS5 index: each a candidate for a page. */
+  searchRows = 0;
 
   constructor(
     private readonly db: Database.Database,
@@ -220,6 +225,12 @@ export class SqlitePlantReads {
            WHERE plant_search MATCH ? AND plant_search.rowid > ? AND p.tag = ? ORDER BY plant_search.rowid LIMIT ?`,
         )
         .raw(),
+      // The words of the index a term begins (search.ts termQuery), in order.
+      wordsFrom: db
+        .prepare<[string, string, number], string>(
+          'SELECT word FROM plant_search_words WHERE word >= ? AND word < ? ORDER BY word LIMIT ?',
+        )
+        .pluck(),
       beginRead: db.prepare('BEGIN'),
       commit: db.prepare('COMMIT'),
     };
@@ -280,42 +291,67 @@ export class SqlitePlantReads {
     return this.snapshot(() => this.fromIdList(gardens, q) ?? this.acrossGardens(gardens, q, read));
   }
 
-  // A page of search's matches along the FTS5 index, whatever the gardens. A term longer than the
-  // longest prefix index (3 characters) is asked of FTS5 by its first 3, which FTS5 reads along that
-  // index a row at a time; a whole-term prefix would make it merge the entries of every word starting
-  // with the term, in the whole store, before the first row. The rows found are then checked against
-  // the whole terms here, and read on until the page is full: the work follows the caller's matches,
-  // never the store's size.
+  // A page of search's matches along the FTS5 index, whatever the gardens. Every term is asked of
+  // FTS5 by what it reads a row at a time: a prefix of up to 3 characters along its prefix index,
+  // a longer term by the words it begins, looked up first in plant_search_words (search.ts). So
+  // every row read is a match, and the work follows the caller's matches, never the store's size
+  // nor the rows that share a term's first letters. The words and the rows are read in one snapshot.
+  // A term more than 64 words begin with (search.ts termQuery) is first read along its first 3
+  // letters, at most WALK rows (or 4 pages) checked one by one: where its matches are dense, that
+  // fills the page at once. Then, from where that stopped, by FTS5's prefix of the whole term,
+  // which merges that term's matches in the whole store before the first (13 ms for 50,000).
   private search(q: PageQuery, terms: string[]): PagePlant[] {
     if (q.gardens?.length === 0) return [];
-    const short = terms.map((t) => shortTerm(t));
-    const exact = short.every((t, i) => t === terms[i]);
-    const match = matchQuery(q.gardens, short);
-    const read = (after: number, n: number): PagePlant[] => {
-      const s = this.s;
-      if (q.withVersion) {
-        const rows =
-          q.tag === null ? s.searchV.all(match, after, n) : s.searchTagV.all(match, after, q.tag, n);
-        return rows.map(toVersionedPagePlant);
+    return this.snapshot(() => {
+      const wordsFrom: WordsFrom = (from, to, n) => this.s.wordsFrom.all(from, to, n);
+      const asked: NonNullable<ReturnType<typeof termQuery>>[] = [];
+      for (const t of terms) {
+        const one = termQuery(t, wordsFrom);
+        // No word begins with it: nothing matches.
+        if (one === null) return [];
+        asked.push(one);
       }
-      const rows = q.tag === null ? s.search.all(match, after, n) : s.searchTag.all(match, after, q.tag, n);
-      return (rows as Row[]).map(toPagePlant);
-    };
-    if (exact) return read(q.afterId, q.limit);
-    const page: PagePlant[] = [];
-    // Twice the page's rows first (a query's fixed cost, about 50 µs on a 1,000,000-plant store,
-    // is that of reading 20 more rows: asking again for the few a page still lacked cost more), then
-    // four times more each round, while few match.
-    for (let after = q.afterId, batch = 2 * q.limit; ; batch = Math.min(4 * batch, 4096)) {
-      const rows = read(after, batch);
-      for (const p of rows) {
-        if (!nameMatches(p.name, terms)) continue;
-        page.push(p);
-        if (page.length === q.limit) return page;
+      const exact = matchQuery(
+        q.gardens,
+        asked.map((a) => a.exact),
+      );
+      if (asked.every((a) => a.first3 === undefined)) return this.searchRead(q, exact, q.afterId, q.limit);
+      const walk = Math.max(WALK, 4 * q.limit);
+      const first3 = matchQuery(
+        q.gardens,
+        asked.map((a) => a.first3 ?? a.exact),
+      );
+      const page: PagePlant[] = [];
+      let after = q.afterId;
+      // Twice the page's rows first, then four times more each round (as few as fill a page).
+      for (let read = 0, n = 2 * q.limit; read < walk; n *= 4) {
+        const size = Math.min(n, walk - read);
+        const rows = this.searchRead(q, first3, after, size);
+        read += size;
+        for (const p of rows) {
+          if (!nameMatches(p.name, terms)) continue;
+          page.push(p);
+          if (page.length === q.limit) return page;
+        }
+        // The walk reached the last match of the first 3 letters: the page is all there is.
+        if (rows.length < size) return page;
+        after = rows[rows.length - 1]!.id;
       }
-      if (rows.length < batch) return page;
-      after = rows[rows.length - 1]!.id;
+      return page.concat(this.searchRead(q, exact, after, q.limit - page.length));
+    });
+  }
+
+  /** Up to `n` plants after `after` that FTS5's `match` finds, in id order. */
+  private searchRead(q: PageQuery, match: string, after: number, n: number): PagePlant[] {
+    const s = this.s;
+    if (q.withVersion) {
+      const rows = q.tag === null ? s.searchV.all(match, after, n) : s.searchTagV.all(match, after, q.tag, n);
+      this.searchRows += rows.length;
+      return rows.map(toVersionedPagePlant);
     }
+    const rows = q.tag === null ? s.search.all(match, after, n) : s.searchTag.all(match, after, q.tag, n);
+    this.searchRows += rows.length;
+    return (rows as Row[]).map(toPagePlant);
   }
 
   /**

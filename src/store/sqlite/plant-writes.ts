@@ -21,7 +21,7 @@ import {
   type VersionedPlant,
 } from '../store.js';
 import type { SqliteEvents } from './events.js';
-import { gardenToken } from './search.js';
+import { countWords, gardenToken } from './search.js';
 
 /**
  * A batch create as the writer answers it: the plants' ids in order and the first one's version
@@ -47,14 +47,14 @@ export class SqlitePlantWrites {
   /** The last plant version given, in the open transaction (undefined: not read yet). */
   private rev: number | undefined;
   /**
-   * The search index's changes of the open transaction, in order: [id] unindexes the plant,
-   * [id, garden token, words] indexes it. Written last, just before COMMIT (flushWords): FTS5 writes
+   * The search index's changes of the open transaction, in order: [id, words] unindexes the plant
+   * (the words it was indexed with), [id, garden token, words] indexes it. Written last, just before COMMIT (flushWords): FTS5 writes
    * its pending terms to disk as a new segment whenever a statement of the transaction opens a
    * statement journal (each plant insert does, for the write clock's trigger), so words written
    * between the plant rows made one segment, and its merges, per plant — 20 µs of a create's CPU
    * against 7 written together. Nothing reads the index in the writer's own transaction.
    */
-  private words: ([number] | [number, string, string])[] = [];
+  private words: ([number, string] | [number, string, string])[] = [];
 
   constructor(
     db: Database.Database,
@@ -88,6 +88,14 @@ export class SqlitePlantWrites {
         'INSERT INTO plant_search (rowid, garden, words) VALUES (?, ?, ?)',
       ),
       unindexWords: db.prepare<[number]>('DELETE FROM plant_search WHERE rowid = ?'),
+      // How many plants have each word (search.ts plant_search_words): a word none has is deleted.
+      addWord: db.prepare<[string, number]>(
+        'INSERT INTO plant_search_words (word, plants) VALUES (?, ?) ON CONFLICT (word) DO UPDATE SET plants = plants + excluded.plants',
+      ),
+      removeWord: db.prepare<[number, string]>(
+        'UPDATE plant_search_words SET plants = plants - ? WHERE word = ?',
+      ),
+      dropWord: db.prepare<[string]>('DELETE FROM plant_search_words WHERE word = ? AND plants <= 0'),
       plantExists: db.prepare<[number], number>('SELECT 1 FROM plants WHERE id = ?').pluck(),
       finishIdem: db.prepare<[number, number | null, string | null, string, string]>(
         `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ?, response = ? WHERE user_id = ? AND key = ?`,
@@ -119,9 +127,23 @@ export class SqlitePlantWrites {
   flushWords(): void {
     const words = this.words;
     this.words = [];
+    // Each word's count changes once, by the transaction's sum for it.
+    const counts = new Map<string, number>();
     for (const w of words) {
-      if (w.length === 1) this.s.unindexWords.run(w[0]);
-      else this.s.indexWords.run(w[0], w[1], w[2]);
+      if (w.length === 2) {
+        this.s.unindexWords.run(w[0]);
+        countWords(counts, w[1], -1);
+      } else {
+        this.s.indexWords.run(w[0], w[1], w[2]);
+        countWords(counts, w[2], 1);
+      }
+    }
+    for (const [word, n] of counts) {
+      if (n > 0) this.s.addWord.run(word, n);
+      else if (n < 0) {
+        this.s.removeWord.run(-n, word);
+        this.s.dropWord.run(word);
+      }
     }
   }
 
@@ -247,7 +269,7 @@ export class SqlitePlantWrites {
     if (changed) {
       this.s.updatePlant.run(name, tag, now.version, id);
       if (name !== was.name) {
-        this.words.push([id], [id, gardenToken(was.garden), indexedWords(name)]);
+        this.words.push([id, indexedWords(was.name)], [id, gardenToken(was.garden), indexedWords(name)]);
       }
       if (event) {
         const data = eventData(id, name, tag, was.garden, previous);
@@ -277,7 +299,7 @@ export class SqlitePlantWrites {
     const gone = found.plant;
     if (ifVersions && !ifVersions.includes(gone.version)) return refused('mismatch');
     this.s.deletePlant.run(id);
-    this.words.push([id]);
+    this.words.push([id, indexedWords(gone.name)]);
     if (event) {
       const data = eventData(gone.id, gone.name, gone.tag, gone.garden);
       this.events().record(event, 'plant.deleted', gone.owner, gone.garden, data);

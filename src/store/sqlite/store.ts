@@ -159,6 +159,11 @@ export class SqliteStore implements Store {
   /** Merges the search index while plant writes are quiet (none for ':memory:'). */
   private readonly merger: SearchMerger | undefined;
 
+  /** Rows search has read from its index so far (SqlitePlantReads.searchRows): what a search's work follows. */
+  get searchRowsRead(): number {
+    return this.plants.searchRows;
+  }
+
   private get s() {
     this.stmts ??= this.prepare();
     return this.stmts;
