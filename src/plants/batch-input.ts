@@ -193,7 +193,10 @@ export function rowsFromNdjson(text: string): BatchRow[] {
   return rows;
 }
 
-/** A 400 naming each row whose id an earlier row of the batch has (`at(i)`: the row's field prefix). */
+/**
+ * A 400 naming each row whose id an earlier row of the batch has, with the id and that row
+ * (`at(i)`: the row's field prefix): the batch is invalid, whether or not the id exists yet.
+ */
 export function distinctIds(rows: BatchRow[], at: (i: number) => string): void {
   const first = new Map<number, number>();
   const problems = new Problems();
@@ -201,7 +204,7 @@ export function distinctIds(rows: BatchRow[], at: (i: number) => string): void {
     if (r.id === null) return;
     const earlier = first.get(r.id);
     if (earlier === undefined) first.set(r.id, i);
-    else problems.add(`${at(i)}/id`, `repeats the id of ${at(earlier).slice(1).replace('/', ' ')}`);
+    else problems.add(`${at(i)}/id`, `repeats the id ${r.id} of ${at(earlier).slice(1)}`);
   });
   problems.check();
 }

@@ -43,3 +43,16 @@ export function recordedOutcome(
   }
   return outcome;
 }
+
+/**
+ * The first id of a batch's given ids that an earlier one repeats (null: none does): the batch is
+ * refused as for an id that exists, the second would find the first.
+ */
+export function repeatedId(ids: readonly number[]): number | null {
+  const seen = new Set<number>();
+  for (const id of ids) {
+    if (seen.has(id)) return id;
+    seen.add(id);
+  }
+  return null;
+}

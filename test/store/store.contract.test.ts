@@ -246,6 +246,35 @@ for (const engine of ENGINES) {
       assert.ok(next.id > chosen.id);
     });
 
+    it("a batch's assigned ids never meet the ids it gives; an id given twice or that exists refuses it whole", async () => {
+      const o = owner();
+      const g = await home(store, o);
+      const plant = (id: number | null, name: string) => ({ id, owner: o, garden: g, name, tag: null });
+      const last = (await create(o)).id;
+      // The next id the store would assign, given after a row that takes one, and again before one.
+      const r = await store.createPlants(
+        [plant(null, 'a'), plant(last + 1, 'b'), plant(null, 'c'), plant(last + 3, 'd')],
+        undefined,
+        { at: new Date() },
+      );
+      assert.ok('ok' in r, JSON.stringify(r));
+      const ids = r.ok.map((p) => p.id);
+      assert.equal(ids[1], last + 1);
+      assert.equal(ids[3], last + 3);
+      assert.equal(new Set(ids).size, 4, `distinct ids: ${ids}`);
+      assert.ok(ids[0]! > last + 3 && ids[2]! > ids[0]!, `assigned ids increase past the given ones: ${ids}`);
+      for (const [i, p] of r.ok.entries()) assert.equal((await store.getPlant(p.id))?.name, 'abcd'[i]);
+      const next = Math.max(...ids) + 1;
+      for (const refusedBatch of [
+        [plant(null, 'x'), plant(next, 'y'), plant(next, 'z')],
+        [plant(next, 'y'), plant(null, 'x'), plant(ids[1]!, 'z')],
+      ]) {
+        const again = await store.createPlants(refusedBatch, undefined, { at: new Date() });
+        assert.deepEqual(again, { refused: 'exists', id: refusedBatch[2]!.id });
+      }
+      assert.equal(await store.getPlant(next), null, 'nothing of a refused batch is written');
+    });
+
     it('a client may re-create a deleted id; an existing id reports exists', async () => {
       const o = owner();
       const p = await create(o, null, 'x', 'Aloe');
