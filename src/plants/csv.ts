@@ -63,7 +63,11 @@ export function parseCsv(text: string, maxRows: number): CsvTable {
 
 const FORMULA = /^[=+\-@\t\r']/;
 const UNFORMULA = /^'[=+\-@\t\r']/;
-const QUOTE = /[",\r\n]|^ | $/;
+// Quoted: a cell holding the delimiter, a quote or a line break (RFC 4180), a space at either end,
+// and one holding `;` or a tab, the delimiters a spreadsheet may split on instead (a `;` list
+// separator): its pieces stay one quoted text cell rather than cells of their own, one of which
+// could begin with `=`.
+const QUOTE = /[",;\t\r\n]|^ | $/;
 
 /**
  * A cell that begins with `=`, `+`, `-`, `@`, tab or carriage return (or `'`, so that the rule can
@@ -74,7 +78,10 @@ export const formulaSafe = (cell: string): string => (FORMULA.test(cell) ? `'${c
 /** formulaSafe undone (import): a cell that begins with `'` and one of those characters loses the `'`. */
 export const unformula = (cell: string): string => (UNFORMULA.test(cell) ? cell.slice(1) : cell);
 
-/** One CSV record ending in CRLF: each cell formula-safe, quoted only where it must be, `"` doubled. */
+/**
+ * One CSV record ending in CRLF: each cell formula-safe, quoted where it must be (QUOTE), `"`
+ * doubled.
+ */
 export function csvLine(cells: readonly (string | null | undefined)[]): string {
   let line = '';
   for (let i = 0; i < cells.length; i++) {

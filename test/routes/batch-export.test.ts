@@ -266,5 +266,31 @@ for (const engine of ENGINES) {
       assert.equal((await csv(intruder, csvRes.body, '?ids=drop')).statusCode, 404);
       assert.deepEqual(await names(intruder), []);
     });
+
+    it('exports a cell holding ";" quoted, so a spreadsheet splitting on ";" runs no formula, and reads it back', async () => {
+      const c = await h.user();
+      const tricky = ['a;=1+1', 'x;+cmd', 'y;-2', 'z;@SUM(A1)', '=1;2', 'plain'];
+      const made = await json(c, { plants: tricky.map((name) => ({ name, tag: `t;${name}` })) });
+      assert.equal(made.statusCode, 201, made.body);
+      const res = await get(c, '/plants/export?format=csv');
+      assert.equal(res.statusCode, 200);
+      const lines = res.body.split('\r\n').slice(1, -1);
+      const ids = made.json().ids as number[];
+      assert.deepEqual(
+        lines.map((l) => l.replace(/,[^,]*$/, '')),
+        [
+          `${ids[0]},"a;=1+1","t;a;=1+1"`,
+          `${ids[1]},"x;+cmd","t;x;+cmd"`,
+          `${ids[2]},"y;-2","t;y;-2"`,
+          `${ids[3]},"z;@SUM(A1)","t;z;@SUM(A1)"`,
+          `${ids[4]},"'=1;2","t;=1;2"`,
+          `${ids[5]},plain,"t;plain"`,
+        ],
+      );
+      const fresh = await h.user();
+      const back = await csv(fresh, res.body.replace(/,gdn_[^\r]*\r\n/g, ',\r\n'), '?ids=drop');
+      assert.equal(back.statusCode, 201, back.body);
+      assert.deepEqual(await names(fresh), tricky);
+    });
   });
 }
