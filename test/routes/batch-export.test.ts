@@ -132,6 +132,48 @@ for (const engine of ENGINES) {
       assert.deepEqual(await names(c), [], 'nothing was created');
     });
 
+    it('checks a CSV header before the rows and bounds each record: a 400 naming the header or the row', async () => {
+      const c = await h.user();
+      const MiB = 1024 * 1024;
+      const refusal = async (text: string) => {
+        const res = await csv(c, text);
+        assert.equal(res.statusCode, 400, res.body.slice(0, 300));
+        const { message, details } = res.json();
+        return { message, details };
+      };
+      // Nearly 1 MiB of header cells: refused at the fifth, whatever follows.
+      assert.deepEqual(await refusal('name,'.repeat((MiB - 10) / 5)), {
+        message: 'the CSV header names more than 4 columns (name, tag, id, garden)',
+        details: [{ field: '/columns', message: 'must name at most 4 columns (name, tag, id, garden)' }],
+      });
+      // A bad header is named though the rows after it would be refused too (an unclosed quote at
+      // the end): they are not read.
+      const rows = 'a fern\n'.repeat((MiB - 6000) / 7);
+      assert.deepEqual((await refusal(`nom\n${rows}"unclosed\n`)).details, [
+        { field: '/columns/1', message: '"nom" is not a known column (name, tag, id, garden)' },
+        { field: '/columns', message: 'must include a name column' },
+      ]);
+      assert.deepEqual((await refusal(`${'x'.repeat(5000)}\n${rows}`)).details, [
+        { field: '/columns', message: 'must be at most 4096 bytes' },
+      ]);
+      // A row: at most the header's cells, and 4096 bytes.
+      assert.deepEqual(await refusal(`name,tag\na,b\n${','.repeat(MiB - 100)}\n`), {
+        message: "row 2 has more cells than the header's 2 columns",
+        details: [{ field: '/rows/2', message: "must have at most the header's 2 cells" }],
+      });
+      assert.deepEqual(await refusal(`name\nok\n"${'x'.repeat(5000)}"\n`), {
+        message: 'row 2 is longer than 4096 bytes',
+        details: [{ field: '/rows/2', message: 'must be at most 4096 bytes' }],
+      });
+      // Every field's own limits fit within the bound: their own details name them.
+      const longest = `${'x'.repeat(201)},${'t'.repeat(101)},${'9'.repeat(17)},${'g'.repeat(201)}`;
+      assert.deepEqual(
+        (await refusal(`name,tag,id,garden\n${longest}\n`)).details.map((d: { field: string }) => d.field),
+        ['/rows/1/name', '/rows/1/tag', '/rows/1/id', '/rows/1/garden'],
+      );
+      assert.deepEqual(await names(c), []);
+    });
+
     it('refuses a batch whose id exists (409 naming it) or whose garden the caller may not write, creating nothing', async () => {
       const c = await h.user();
       const owner = await h.user();
