@@ -1,3 +1,4 @@
+import { MAX_PLANT_ID } from '../plant-id.js';
 import type { EventData, EventPrevious, IdempotencyOutcome } from './store.js';
 
 // What every engine writes of a plant's change (its event's data, its Idempotency-Key record),
@@ -43,6 +44,13 @@ export function recordedOutcome(
   }
   return outcome;
 }
+
+/**
+ * Whether a batch's rows without an id (`absent` of them) fit past the largest id it gives: past
+ * MAX_PLANT_ID no id is left for them, and the batch is refused before the engine's counter moves.
+ */
+export const idsLeftFor = (maxGiven: number, absent: number): boolean =>
+  absent === 0 || maxGiven + absent <= MAX_PLANT_ID;
 
 /**
  * The first id of a batch's given ids that an earlier one repeats (null: none does): the batch is

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { StoreUnavailableError } from '../../src/errors.js';
+import { IdSpaceExhaustedError, StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import { openStore } from '../../src/store/index.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
@@ -273,6 +273,16 @@ for (const engine of ENGINES) {
         assert.deepEqual(again, { refused: 'exists', id: refusedBatch[2]!.id });
       }
       assert.equal(await store.getPlant(next), null, 'nothing of a refused batch is written');
+      // No id is left past the largest one possible: refused before the counter moves, so the
+      // next server-assigned id is still an ordinary one.
+      await assert.rejects(
+        store.createPlants([plant(MAX_PLANT_ID, 'max'), plant(null, 'none left')], undefined, {
+          at: new Date(),
+        }),
+        (err: Error) => err.name === 'IdSpaceExhaustedError' || err instanceof IdSpaceExhaustedError,
+      );
+      assert.equal(await store.getPlant(MAX_PLANT_ID), null);
+      assert.ok((await create(o)).id < MAX_PLANT_ID);
     });
 
     it('a client may re-create a deleted id; an existing id reports exists', async () => {

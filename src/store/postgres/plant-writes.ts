@@ -3,7 +3,7 @@ import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import { applyPatch } from '../../plant-patch.js';
 import { indexedWords } from '../../search-text.js';
-import { eventData, repeatedId, shownBatch, shownPlant } from '../plant-changes.js';
+import { eventData, idsLeftFor, repeatedId, shownBatch, shownPlant } from '../plant-changes.js';
 import {
   type Actor,
   type BatchCreateResult,
@@ -159,6 +159,7 @@ export class PgPlantWrites {
     const maxId = Math.max(0, ...given);
     const twice = repeatedId(given);
     if (twice !== null) return this.batchExists(twice, idem);
+    if (!idsLeftFor(maxId, plants.length - given.length)) throw new IdSpaceExhaustedError();
     for (let attempt = 0; attempt < 10; attempt++) {
       const outcome = await this.db
         .tx(async (c): Promise<BatchCreateResult | 'again'> => {

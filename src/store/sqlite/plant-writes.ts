@@ -4,7 +4,7 @@ import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
 import { applyPatch } from '../../plant-patch.js';
 import { indexedWords } from '../../search-text.js';
-import { eventData, repeatedId, shownBatch, shownPlant } from '../plant-changes.js';
+import { eventData, idsLeftFor, repeatedId, shownBatch, shownPlant } from '../plant-changes.js';
 import {
   type Actor,
   type BatchCreateResult,
@@ -208,6 +208,8 @@ export class SqlitePlantWrites {
     // With ids given, the batch's own ids are assigned past them (and past every id ever stored, as
     // AUTOINCREMENT would): one given after a row without one never meets the id that row took.
     let next = given.length === 0 ? null : Math.max(this.s.lastPlantId.get()!, ...given) + 1;
+    if (next !== null && !idsLeftFor(next - 1, plants.length - given.length))
+      throw new IdSpaceExhaustedError();
     const ids: number[] = [];
     let version = 0;
     // Checked above under the same write lock: an id that exists now would fail its insert, and
