@@ -141,11 +141,15 @@ export function parseCsv(text: string, maxRows: number, columns: number): CsvTab
 
 const FORMULA = /^[=+\-@\t\r']/;
 const UNFORMULA = /^'[=+\-@\t\r']/;
-// Quoted: a cell holding the delimiter, a quote or a line break (RFC 4180), a space at either end,
-// and one holding `;` or a tab, the delimiters a spreadsheet may split on instead (a `;` list
-// separator): its pieces stay one quoted text cell rather than cells of their own, one of which
-// could begin with `=`.
-const QUOTE = /[",;\t\r\n]|^ | $/;
+// Quoted: a cell holding the delimiter, a quote or a line break (RFC 4180), or a space at either end.
+const QUOTE = /[",\r\n]|^ | $/;
+// A record with a cell holding `;` or a tab, the separators a spreadsheet may split on instead of
+// `,` (a `;` list separator), has every cell quoted. Such a reader honours a quote only where its
+// own field begins, which for the cells after the first is mid-field: with every cell quoted the
+// record begins with one, and each `;` and tab then lies between quotes for it too, so no piece
+// of a cell becomes a field of its own that could begin with `=` (OWASP's advice for CSV
+// injection: quote every cell).
+const OTHER_SEPARATOR = /[;\t]/;
 
 /**
  * A cell that begins with `=`, `+`, `-`, `@`, tab or carriage return (or `'`, so that the rule can
@@ -157,15 +161,17 @@ export const formulaSafe = (cell: string): string => (FORMULA.test(cell) ? `'${c
 export const unformula = (cell: string): string => (UNFORMULA.test(cell) ? cell.slice(1) : cell);
 
 /**
- * One CSV record ending in CRLF: each cell formula-safe, quoted where it must be (QUOTE), `"`
- * doubled.
+ * One CSV record ending in CRLF: each cell formula-safe, quoted where it must be (QUOTE), or every
+ * cell quoted when one holds `;` or a tab (OTHER_SEPARATOR); `"` doubled.
  */
 export function csvLine(cells: readonly (string | null | undefined)[]): string {
+  const safe = cells.map((c) => formulaSafe(c ?? ''));
+  const all = safe.some((c) => OTHER_SEPARATOR.test(c));
   let line = '';
-  for (let i = 0; i < cells.length; i++) {
-    const cell = formulaSafe(cells[i] ?? '');
+  for (let i = 0; i < safe.length; i++) {
+    const cell = safe[i]!;
     if (i > 0) line += ',';
-    line += QUOTE.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
+    line += all || QUOTE.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
   }
   return `${line}\r\n`;
 }

@@ -309,28 +309,46 @@ for (const engine of ENGINES) {
       assert.deepEqual(await names(intruder), []);
     });
 
-    it('exports a cell holding ";" quoted, so a spreadsheet splitting on ";" runs no formula, and reads it back', async () => {
+    it('exports a record with a cell holding ";" with every cell quoted, so a spreadsheet splitting on ";" runs no formula, and reads it back', async () => {
       const c = await h.user();
-      const tricky = ['a;=1+1', 'x;+cmd', 'y;-2', 'z;@SUM(A1)', '=1;2', 'plain'];
-      const made = await json(c, { plants: tricky.map((name) => ({ name, tag: `t;${name}` })) });
+      const tricky = ['a;=1+1;', 'x;+cmd', 'y;-2', 'z;@SUM(A1)', '=1;2', 'plain'];
+      const made = await json(c, {
+        plants: tricky.map((name, i) => ({ name, tag: i === 5 ? 'none' : `t;${name}` })),
+      });
       assert.equal(made.statusCode, 201, made.body);
       const res = await get(c, '/plants/export?format=csv');
       assert.equal(res.statusCode, 200);
-      const lines = res.body.split('\r\n').slice(1, -1);
+      const home = await homeOf(c);
       const ids = made.json().ids as number[];
-      assert.deepEqual(
-        lines.map((l) => l.replace(/,[^,]*$/, '')),
-        [
-          `${ids[0]},"a;=1+1","t;a;=1+1"`,
-          `${ids[1]},"x;+cmd","t;x;+cmd"`,
-          `${ids[2]},"y;-2","t;y;-2"`,
-          `${ids[3]},"z;@SUM(A1)","t;z;@SUM(A1)"`,
-          `${ids[4]},"'=1;2","t;=1;2"`,
-          `${ids[5]},plain,"t;plain"`,
-        ],
-      );
+      assert.deepEqual(res.body.split('\r\n').slice(1, -1), [
+        `"${ids[0]}","a;=1+1;","t;a;=1+1;","${home}"`,
+        `"${ids[1]}","x;+cmd","t;x;+cmd","${home}"`,
+        `"${ids[2]}","y;-2","t;y;-2","${home}"`,
+        `"${ids[3]}","z;@SUM(A1)","t;z;@SUM(A1)","${home}"`,
+        `"${ids[4]}","'=1;2","t;=1;2","${home}"`,
+        `${ids[5]},plain,none,${home}`,
+      ]);
+      // Split on ";" as a spreadsheet with that list separator does: a quote counts only in a field
+      // that begins with one (and toggles there), elsewhere it is a character. No field begins with
+      // a formula character.
+      for (const line of res.body.split('\r\n').slice(1, -1)) {
+        const fields: string[] = [];
+        let field = '';
+        let quoted = false;
+        for (const ch of line) {
+          if (ch === ';' && !quoted) {
+            fields.push(field);
+            field = '';
+          } else {
+            if (ch === '"' && (field === '' || field.startsWith('"'))) quoted = !quoted;
+            field += ch;
+          }
+        }
+        fields.push(field);
+        assert.ok(!fields.some((f) => /^[=+\-@]/.test(f)), `a formula among ${JSON.stringify(fields)}`);
+      }
       const fresh = await h.user();
-      const back = await csv(fresh, res.body.replace(/,gdn_[^\r]*\r\n/g, ',\r\n'), '?ids=drop');
+      const back = await csv(fresh, res.body.replace(/,"?gdn_[^\r]*\r\n/g, ',\r\n'), '?ids=drop');
       assert.equal(back.statusCode, 201, back.body);
       assert.deepEqual(await names(fresh), tricky);
     });
