@@ -48,16 +48,19 @@ export function nameMatches(name: string, terms: readonly string[]): boolean {
 /** A name's words as the engines' indexes hold them: separated by single spaces. */
 export const indexedWords = (name: string): string => searchWords(name).join(' ');
 
-/** Why a `q` is refused (a 400's message), or null when it is a query. */
+/**
+ * Why a `q` is refused, as the 400's detail for the field `/q` words it ("must not be empty"), or
+ * null when it is a query.
+ */
 export function queryProblem(q: string): string | null {
-  if (CONTROL.test(q)) return 'q must not contain control characters';
+  if (CONTROL.test(q)) return 'must not contain control characters';
   const trimmed = q.trim();
-  if (trimmed === '') return 'q must not be empty';
-  if ([...trimmed].length > MAX_QUERY) return `q must be at most ${MAX_QUERY} characters`;
+  if (trimmed === '') return 'must not be empty';
+  if ([...trimmed].length > MAX_QUERY) return `must be at most ${MAX_QUERY} characters`;
   const terms = trimmed.split(/\s+/u);
-  if (terms.length > MAX_TERMS) return `q must have at most ${MAX_TERMS} terms`;
+  if (terms.length > MAX_TERMS) return `must have at most ${MAX_TERMS} terms`;
   if (terms.some((t) => fold(t) === ''))
-    return 'each term of q must have a letter, digit or symbol besides accents';
+    return 'must have a letter, digit or symbol besides accents in each term';
   return null;
 }
 

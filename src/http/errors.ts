@@ -6,11 +6,27 @@ import { AppError, type ErrorCode } from '../errors.js';
 import type { ErrorBody } from '../schemas/error.js';
 import { validationError } from './validation.js';
 
+/** A byte count as a limit is stated: "16 KiB", "1 MiB" (whole units where it divides). */
+export function byteSize(bytes: number): string {
+  for (const [unit, size] of [
+    ['MiB', 1024 * 1024],
+    ['KiB', 1024],
+  ] as const) {
+    if (bytes >= size && bytes % size === 0) return `${bytes / size} ${unit}`;
+  }
+  return `${bytes} bytes`;
+}
+
 // Fastify's own 4xx errors, mapped onto the contract's codes and sentences (JSON parse errors are
 // already AppErrors: see json.ts).
-const FASTIFY_ERRORS: Record<string, () => AppError> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: () =>
-    new AppError(413, 'body_too_large', 'request body must be at most 16 KiB'),
+const FASTIFY_ERRORS: Record<string, (request: FastifyRequest) => AppError> = {
+  // The route's own limit (the batch create's is 1 MiB), which its content-type parsers share.
+  FST_ERR_CTP_BODY_TOO_LARGE: (request) =>
+    new AppError(
+      413,
+      'body_too_large',
+      `request body must be at most ${byteSize(request.routeOptions.bodyLimit)}`,
+    ),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
     new AppError(415, 'unsupported_media_type', 'Content-Type must be application/json'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
@@ -28,7 +44,7 @@ function toAppError(err: FastifyError, request: FastifyRequest): AppError {
     });
   }
   const known = err.code ? FASTIFY_ERRORS[err.code] : undefined;
-  if (known) return known();
+  if (known) return known(request);
   const status = err.statusCode ?? 500;
   if (status >= 400 && status < 500) return new AppError(status, 'bad_request', 'the request is malformed');
   return new AppError(500, 'internal_error', 'an unexpected error occurred');

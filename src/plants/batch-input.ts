@@ -1,6 +1,6 @@
 import { BadRequestError, type ErrorDetail } from '../errors.js';
 import { MAX_PLANT_ID } from '../plant-id.js';
-import { parseCsv, unformula } from './csv.js';
+import { type CsvProblem, parseCsv, parseCsvHeader, unformula } from './csv.js';
 
 // The plants of a batch create (contract 2, POST /plants/batch) as each body form gives them: a JSON
 // object's `plants`, a CSV body's rows or an NDJSON body's lines, checked row by row so that a 400
@@ -72,14 +72,12 @@ export function rowsFromJson(
  * (name required); a cell that an export made formula-safe (a leading `'`) is read back as it was.
  */
 export function rowsFromCsv(text: string): BatchRow[] {
-  const table = parseCsv(text, MAX_BATCH);
-  if (!table.ok) {
-    const field = table.row === undefined ? '' : `/rows/${table.row}`;
-    throw new BadRequestError('invalid_body', table.problem, [{ field, message: table.problem }]);
-  }
+  // The header first, alone: a bad one is refused before any row is read.
+  const head = parseCsvHeader(text, COLUMNS);
+  if (!head.ok) refuseCsv(head);
   const problems = new Problems();
   const at = new Map<Column, number>();
-  table.header.forEach((name, i) => {
+  head.header.forEach((name, i) => {
     const column = COLUMNS.find((c) => c === name);
     if (column === undefined)
       problems.add(
@@ -91,6 +89,8 @@ export function rowsFromCsv(text: string): BatchRow[] {
   });
   if (!at.has('name')) problems.add('/columns', 'must include a name column');
   problems.check();
+  const table = parseCsv(text, MAX_BATCH, head.header.length);
+  if (!table.ok) refuseCsv(table);
   const cell = (cells: string[], column: Column) => {
     const i = at.get(column);
     return i === undefined ? '' : unformula(cells[i] ?? '');
@@ -116,6 +116,12 @@ export function rowsFromCsv(text: string): BatchRow[] {
   }
   problems.check();
   return rows.map((r) => r.row);
+}
+
+// The 400 of a CSV body refused as a whole, or at its header (`/columns`) or one row (`/rows/4`).
+function refuseCsv(p: CsvProblem): never {
+  const field = p.row === undefined ? '' : p.row === 0 ? '/columns' : `/rows/${p.row}`;
+  throw new BadRequestError('invalid_body', p.problem, [{ field, message: p.detail ?? p.problem }]);
 }
 
 // The checks of section 1 on one row of a CSV or NDJSON body (JSON bodies have their schema).
@@ -193,7 +199,10 @@ export function rowsFromNdjson(text: string): BatchRow[] {
   return rows;
 }
 
-/** A 400 naming each row whose id an earlier row of the batch has (`at(i)`: the row's field prefix). */
+/**
+ * A 400 naming each row whose id an earlier row of the batch has, with the id and that row
+ * (`at(i)`: the row's field prefix): the batch is invalid, whether or not the id exists yet.
+ */
 export function distinctIds(rows: BatchRow[], at: (i: number) => string): void {
   const first = new Map<number, number>();
   const problems = new Problems();
@@ -201,7 +210,7 @@ export function distinctIds(rows: BatchRow[], at: (i: number) => string): void {
     if (r.id === null) return;
     const earlier = first.get(r.id);
     if (earlier === undefined) first.set(r.id, i);
-    else problems.add(`${at(i)}/id`, `repeats the id of ${at(earlier).slice(1).replace('/', ' ')}`);
+    else problems.add(`${at(i)}/id`, `repeats the id ${r.id} of ${at(earlier).slice(1)}`);
   });
   problems.check();
 }

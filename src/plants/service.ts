@@ -205,8 +205,8 @@ export class PlantService {
   terms(q: string): string[] | 'none' {
     const problem = queryProblem(q);
     if (problem !== null) {
-      throw new BadRequestError('invalid_parameter', `query parameter ${problem}`, [
-        { field: '/q', message: problem.slice(2) },
+      throw new BadRequestError('invalid_parameter', `query parameter q ${problem}`, [
+        { field: '/q', message: problem },
       ]);
     }
     return searchTerms(q);

@@ -1,3 +1,4 @@
+import { MAX_PLANT_ID } from '../plant-id.js';
 import type { EventData, EventPrevious, IdempotencyOutcome } from './store.js';
 
 // What every engine writes of a plant's change (its event's data, its Idempotency-Key record),
@@ -42,4 +43,24 @@ export function recordedOutcome(
     else outcome.plant = kept;
   }
   return outcome;
+}
+
+/**
+ * Whether a batch's rows without an id (`absent` of them) fit past the largest id it gives: past
+ * MAX_PLANT_ID no id is left for them, and the batch is refused before the engine's counter moves.
+ */
+export const idsLeftFor = (maxGiven: number, absent: number): boolean =>
+  absent === 0 || maxGiven + absent <= MAX_PLANT_ID;
+
+/**
+ * The first id of a batch's given ids that an earlier one repeats (null: none does): the batch is
+ * refused as for an id that exists, the second would find the first.
+ */
+export function repeatedId(ids: readonly number[]): number | null {
+  const seen = new Set<number>();
+  for (const id of ids) {
+    if (seen.has(id)) return id;
+    seen.add(id);
+  }
+  return null;
 }

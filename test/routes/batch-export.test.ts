@@ -139,6 +139,48 @@ for (const engine of ENGINES) {
       assert.deepEqual(await names(c), [], 'nothing was created');
     });
 
+    it('checks a CSV header before the rows and bounds each record: a 400 naming the header or the row', async () => {
+      const c = await h.user();
+      const MiB = 1024 * 1024;
+      const refusal = async (text: string) => {
+        const res = await csv(c, text);
+        assert.equal(res.statusCode, 400, res.body.slice(0, 300));
+        const { message, details } = res.json();
+        return { message, details };
+      };
+      // Nearly 1 MiB of header cells: refused at the fifth, whatever follows.
+      assert.deepEqual(await refusal('name,'.repeat((MiB - 10) / 5)), {
+        message: 'the CSV header names more than 4 columns (name, tag, id, garden)',
+        details: [{ field: '/columns', message: 'must name at most 4 columns (name, tag, id, garden)' }],
+      });
+      // A bad header is named though the rows after it would be refused too (an unclosed quote at
+      // the end): they are not read.
+      const rows = 'a fern\n'.repeat((MiB - 6000) / 7);
+      assert.deepEqual((await refusal(`nom\n${rows}"unclosed\n`)).details, [
+        { field: '/columns/1', message: '"nom" is not a known column (name, tag, id, garden)' },
+        { field: '/columns', message: 'must include a name column' },
+      ]);
+      assert.deepEqual((await refusal(`${'x'.repeat(5000)}\n${rows}`)).details, [
+        { field: '/columns', message: 'must be at most 4096 bytes' },
+      ]);
+      // A row: at most the header's cells, and 4096 bytes.
+      assert.deepEqual(await refusal(`name,tag\na,b\n${','.repeat(MiB - 100)}\n`), {
+        message: "row 2 has more cells than the header's 2 columns",
+        details: [{ field: '/rows/2', message: "must have at most the header's 2 cells" }],
+      });
+      assert.deepEqual(await refusal(`name\nok\n"${'x'.repeat(5000)}"\n`), {
+        message: 'row 2 is longer than 4096 bytes',
+        details: [{ field: '/rows/2', message: 'must be at most 4096 bytes' }],
+      });
+      // Every field's own limits fit within the bound: their own details name them.
+      const longest = `${'x'.repeat(201)},${'t'.repeat(101)},${'9'.repeat(17)},${'g'.repeat(201)}`;
+      assert.deepEqual(
+        (await refusal(`name,tag,id,garden\n${longest}\n`)).details.map((d: { field: string }) => d.field),
+        ['/rows/1/name', '/rows/1/tag', '/rows/1/id', '/rows/1/garden'],
+      );
+      assert.deepEqual(await names(c), []);
+    });
+
     it('refuses a batch whose id exists (409 naming it) or whose garden the caller may not write, creating nothing', async () => {
       const c = await h.user();
       const owner = await h.user();
@@ -272,6 +314,50 @@ for (const engine of ENGINES) {
       const intruder = await h.user();
       assert.equal((await csv(intruder, csvRes.body, '?ids=drop')).statusCode, 404);
       assert.deepEqual(await names(intruder), []);
+    });
+
+    it('exports a record with a cell holding ";" with every cell quoted, so a spreadsheet splitting on ";" runs no formula, and reads it back', async () => {
+      const c = await h.user();
+      const tricky = ['a;=1+1;', 'x;+cmd', 'y;-2', 'z;@SUM(A1)', '=1;2', 'plain'];
+      const made = await json(c, {
+        plants: tricky.map((name, i) => ({ name, tag: i === 5 ? 'none' : `t;${name}` })),
+      });
+      assert.equal(made.statusCode, 201, made.body);
+      const res = await get(c, '/plants/export?format=csv');
+      assert.equal(res.statusCode, 200);
+      const home = await homeOf(c);
+      const ids = made.json().ids as number[];
+      assert.deepEqual(res.body.split('\r\n').slice(1, -1), [
+        `"${ids[0]}","a;=1+1;","t;a;=1+1;","${home}"`,
+        `"${ids[1]}","x;+cmd","t;x;+cmd","${home}"`,
+        `"${ids[2]}","y;-2","t;y;-2","${home}"`,
+        `"${ids[3]}","z;@SUM(A1)","t;z;@SUM(A1)","${home}"`,
+        `"${ids[4]}","'=1;2","t;=1;2","${home}"`,
+        `${ids[5]},plain,none,${home}`,
+      ]);
+      // Split on ";" as a spreadsheet with that list separator does: a quote counts only in a field
+      // that begins with one (and toggles there), elsewhere it is a character. No field begins with
+      // a formula character.
+      for (const line of res.body.split('\r\n').slice(1, -1)) {
+        const fields: string[] = [];
+        let field = '';
+        let quoted = false;
+        for (const ch of line) {
+          if (ch === ';' && !quoted) {
+            fields.push(field);
+            field = '';
+          } else {
+            if (ch === '"' && (field === '' || field.startsWith('"'))) quoted = !quoted;
+            field += ch;
+          }
+        }
+        fields.push(field);
+        assert.ok(!fields.some((f) => /^[=+\-@]/.test(f)), `a formula among ${JSON.stringify(fields)}`);
+      }
+      const fresh = await h.user();
+      const back = await csv(fresh, res.body.replace(/,"?gdn_[^\r]*\r\n/g, ',\r\n'), '?ids=drop');
+      assert.equal(back.statusCode, 201, back.body);
+      assert.deepEqual(await names(fresh), tricky);
     });
   });
 }

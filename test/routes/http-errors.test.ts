@@ -85,6 +85,7 @@ for (const engine of ENGINES) {
       });
       assert.equal(res.statusCode, 413);
       assert.equal(errorBody(res).code, 'body_too_large');
+      assert.equal(errorBody(res).message, 'request body must be at most 16 KiB');
       const exact = JSON.stringify({ name: 'a' }).padEnd(16 * 1024, ' ');
       const ok = await c.request({
         method: 'POST',
@@ -93,6 +94,24 @@ for (const engine of ENGINES) {
         payload: exact,
       });
       assert.equal(ok.statusCode, 201);
+    });
+
+    it("a 413 names the route's own limit: 1 MiB for a batch create, in each of its body forms", async () => {
+      const c = await h.user();
+      for (const type of ['application/json', 'text/csv', 'application/x-ndjson']) {
+        const res = await c.request({
+          method: 'POST',
+          url: '/plants/batch',
+          headers: { 'content-type': type },
+          payload: 'x'.repeat(1024 * 1024 + 1),
+        });
+        assert.equal(res.statusCode, 413, type);
+        assert.deepEqual(errorBody(res), {
+          error: 413,
+          code: 'body_too_large',
+          message: 'request body must be at most 1 MiB',
+        });
+      }
     });
 
     it('413 comes before 400 for a large malformed body', async () => {

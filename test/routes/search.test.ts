@@ -197,18 +197,21 @@ for (const engine of ENGINES) {
         [near],
         'NEAR is a word like any other',
       );
-      for (const [q, why] of [
-        ['', 'empty'],
-        ['   ', 'blank'],
-        ['a\u0001b', 'a control character'],
-        ['a\nb', 'a line feed'],
-        ['x'.repeat(101), 'over 100 characters'],
-        ['a b c d e f g h i', 'over 8 terms'],
-        ['\u0301', 'an accent alone'],
+      // The detail says what is wrong with q, the message the same after "query parameter q".
+      for (const [q, detail] of [
+        ['', 'must not be empty'],
+        ['   ', 'must not be empty'],
+        ['a\u0001b', 'must not contain control characters'],
+        ['a\nb', 'must not contain control characters'],
+        ['x'.repeat(101), 'must be at most 100 characters'],
+        ['a b c d e f g h i', 'must have at most 8 terms'],
+        ['\u0301', 'must have a letter, digit or symbol besides accents in each term'],
+        ['fern \u0301\u0301', 'must have a letter, digit or symbol besides accents in each term'],
       ]) {
         const bad = await get(c, `/plants?q=${encodeURIComponent(q!)}`);
-        assert.equal(bad.statusCode, 400, `${why}: ${bad.body}`);
-        assert.equal(bad.json().details[0].field, '/q');
+        assert.equal(bad.statusCode, 400, `${JSON.stringify(q)}: ${bad.body}`);
+        assert.deepEqual(bad.json().details, [{ field: '/q', message: detail }], JSON.stringify(q));
+        assert.equal(bad.json().message, `query parameter q ${detail}`, JSON.stringify(q));
       }
       assert.equal(
         (await get(c, `/plants?q=${' '.repeat(50)}${'x'.repeat(100)}`)).statusCode,

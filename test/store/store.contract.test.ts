@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { StoreUnavailableError } from '../../src/errors.js';
+import { IdSpaceExhaustedError, StoreUnavailableError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import { openStore } from '../../src/store/index.js';
 import type { CreateResult, EndpointRecord, Store, TokenRecord } from '../../src/store/store.js';
@@ -244,6 +244,45 @@ for (const engine of ENGINES) {
       assert.equal(chosen.id, a.id + 1000);
       const next = await create(o);
       assert.ok(next.id > chosen.id);
+    });
+
+    it("a batch's assigned ids never meet the ids it gives; an id given twice or that exists refuses it whole", async () => {
+      const o = owner();
+      const g = await home(store, o);
+      const plant = (id: number | null, name: string) => ({ id, owner: o, garden: g, name, tag: null });
+      const last = (await create(o)).id;
+      // The next id the store would assign, given after a row that takes one, and again before one.
+      const r = await store.createPlants(
+        [plant(null, 'a'), plant(last + 1, 'b'), plant(null, 'c'), plant(last + 3, 'd')],
+        undefined,
+        { at: new Date() },
+      );
+      assert.ok('ok' in r, JSON.stringify(r));
+      const ids = r.ok.map((p) => p.id);
+      assert.equal(ids[1], last + 1);
+      assert.equal(ids[3], last + 3);
+      assert.equal(new Set(ids).size, 4, `distinct ids: ${ids}`);
+      assert.ok(ids[0]! > last + 3 && ids[2]! > ids[0]!, `assigned ids increase past the given ones: ${ids}`);
+      for (const [i, p] of r.ok.entries()) assert.equal((await store.getPlant(p.id))?.name, 'abcd'[i]);
+      const next = Math.max(...ids) + 1;
+      for (const refusedBatch of [
+        [plant(null, 'x'), plant(next, 'y'), plant(next, 'z')],
+        [plant(next, 'y'), plant(null, 'x'), plant(ids[1]!, 'z')],
+      ]) {
+        const again = await store.createPlants(refusedBatch, undefined, { at: new Date() });
+        assert.deepEqual(again, { refused: 'exists', id: refusedBatch[2]!.id });
+      }
+      assert.equal(await store.getPlant(next), null, 'nothing of a refused batch is written');
+      // No id is left past the largest one possible: refused before the counter moves, so the
+      // next server-assigned id is still an ordinary one.
+      await assert.rejects(
+        store.createPlants([plant(MAX_PLANT_ID, 'max'), plant(null, 'none left')], undefined, {
+          at: new Date(),
+        }),
+        (err: Error) => err.name === 'IdSpaceExhaustedError' || err instanceof IdSpaceExhaustedError,
+      );
+      assert.equal(await store.getPlant(MAX_PLANT_ID), null);
+      assert.ok((await create(o)).id < MAX_PLANT_ID);
     });
 
     it('a client may re-create a deleted id; an existing id reports exists', async () => {

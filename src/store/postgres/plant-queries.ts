@@ -113,6 +113,9 @@ export const PLANT_QUERIES = {
     ins AS (INSERT INTO plants (id, owner, garden, name, tag, search) SELECT $1, $2, $3, $4, $5, ${WORDS('$7::text')} FROM a
       WHERE a.found AND ($6::boolean OR ${WRITES('a.role')}) ON CONFLICT (id) DO NOTHING RETURNING id, version)
     SELECT a.found, a.role, ins.id, ins.version FROM a LEFT JOIN ins ON true`,
+  // The first of the ids $1, in their order, that a plant has.
+  firstExisting: `SELECT u.id FROM unnest($1::bigint[]) WITH ORDINALITY AS u(id, n)
+    WHERE EXISTS (SELECT 1 FROM plants p WHERE p.id = u.id) ORDER BY u.n LIMIT 1`,
   raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
   recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden, $4::text AS name,
       $5::text AS tag), ${eventFor('plant.created', '$6')} SELECT 1`,
@@ -128,8 +131,10 @@ export const PLANT_QUERIES = {
   batchAccess: `SELECT g.id AS garden, a.found, a.role FROM unnest($1::text[]) AS g(id)
     CROSS JOIN LATERAL (${ACCESS('g.id', '$2::text')}) a`,
   // A batch's plants ($1[i] … $6[i]: id or null for the next, owner, garden, name, tag, words), with
-  // their events at $7 (null: none), in the batch's transaction, its garden checks done: each row of
-  // the answer is a plant by its ordinal n, with its version when it was written (none: its id exists).
+  // their events at $7 (null: none), in the batch's transaction, its garden checks done and the
+  // sequence raised past the ids given (no id taken twice in the statement, so each inserted row
+  // joins back to one row of i): each row of the answer is a plant by its ordinal n, with its
+  // version when it was written (none: its id exists).
   createBatch: `WITH i AS (
       SELECT coalesce(u.id, nextval('plants_id_seq')) AS id, u.owner, u.garden, u.name, u.tag, u.words,
         $7::timestamptz AS at, u.n

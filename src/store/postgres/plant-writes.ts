@@ -3,7 +3,7 @@ import { allows, roleOf } from '../../access/policy.js';
 import { IdSpaceExhaustedError, StoreUnavailableError } from '../../errors.js';
 import { applyPatch } from '../../plant-patch.js';
 import { indexedWords } from '../../search-text.js';
-import { eventData, shownBatch, shownPlant } from '../plant-changes.js';
+import { eventData, idsLeftFor, repeatedId, shownBatch, shownPlant } from '../plant-changes.js';
 import {
   type Actor,
   type BatchCreateResult,
@@ -143,8 +143,10 @@ export class PgPlantWrites {
 
   /**
    * Creates every plant or none (see Store.createPlants), in one transaction: the gardens checked
-   * and locked first, then every plant and its event in one statement. An id that exists rolls it
-   * all back; a server-assigned id that a client had taken meanwhile makes the batch run again.
+   * and locked first; with ids given, the sequence raised past them before any id is assigned, so
+   * that no assigned id meets one the batch gives; then every plant and its event in one statement.
+   * An id given twice or that exists refuses it all; a server-assigned id that a client had taken
+   * meanwhile makes the batch run again.
    */
   async createMany(plants: NewPlant[], idem?: IdempotencyRef, event?: NewEvent): Promise<BatchCreateResult> {
     if (plants.some((p) => p.id !== null && !Number.isSafeInteger(p.id))) {
@@ -153,7 +155,11 @@ export class PgPlantWrites {
     const gardens = [...new Set(plants.map((p) => p.garden))];
     const owner = plants[0]!.owner;
     const admin = plants[0]!.admin === true;
-    const maxId = Math.max(0, ...plants.map((p) => p.id ?? 0));
+    const given = plants.flatMap((p) => (p.id === null ? [] : [p.id]));
+    const maxId = Math.max(0, ...given);
+    const twice = repeatedId(given);
+    if (twice !== null) return this.batchExists(twice, idem);
+    if (!idsLeftFor(maxId, plants.length - given.length)) throw new IdSpaceExhaustedError();
     for (let attempt = 0; attempt < 10; attempt++) {
       const outcome = await this.db
         .tx(async (c): Promise<BatchCreateResult | 'again'> => {
@@ -166,6 +172,14 @@ export class PgPlantWrites {
             const role = roleOf(admin ? null : owner, a.role);
             if (!a.found || role === null) return { refused: 'no_garden', garden: a.garden };
             if (!allows(role, 'write')) return { refused: 'forbidden', garden: a.garden };
+          }
+          if (maxId > 0) {
+            // As one client-chosen id's create, serialized with the others; an id that exists is
+            // refused before the sequence moves (setval is not rolled back).
+            await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
+            const exists = await this.db.q<{ id: number }>('firstExisting', [given], c);
+            if (exists.rows[0] !== undefined) return { refused: 'exists', id: exists.rows[0].id };
+            await this.db.q('raiseSequence', [maxId], c);
           }
           const { rows } = await this.db.q<{ n: number; id: number; version: number | null }>(
             'createBatch',
@@ -186,11 +200,6 @@ export class PgPlantWrites {
             const asked = plants[taken.n - 1]!.id;
             throw new BatchRefused(asked === null ? 'again' : { refused: 'exists', id: asked });
           }
-          if (maxId > 0) {
-            // As one client-chosen id's create: the sequence raised past the batch's ids.
-            await c.query('SELECT pg_advisory_xact_lock($1)', [ID_LOCK]);
-            await this.db.q('raiseSequence', [maxId], c);
-          }
           const made = rows.map((r, i) => {
             const { owner, garden, name, tag } = plants[i]!;
             return { id: r.id, owner, garden, name, tag, version: r.version! };
@@ -208,12 +217,16 @@ export class PgPlantWrites {
           throw err;
         });
       if (outcome === 'again') continue;
-      if (idem && 'refused' in outcome && outcome.refused === 'exists') {
-        await this.db.q('finishIdem', [409, outcome.id, idem.user, idem.key, null]);
-      }
+      if ('refused' in outcome && outcome.refused === 'exists') return this.batchExists(outcome.id, idem);
       return outcome;
     }
     throw new StoreUnavailableError('could not find free plant ids; retry later');
+  }
+
+  // A batch refused for an id that exists (or that it gives twice), its 409 recorded against the key.
+  private async batchExists(id: number, idem?: IdempotencyRef): Promise<BatchCreateResult> {
+    if (idem) await this.db.q('finishIdem', [409, id, idem.user, idem.key, null]);
+    return { refused: 'exists', id };
   }
 
   /** Changes a plant (see Store.updatePlant). */

@@ -10,6 +10,7 @@ import {
 } from '../dump.js';
 import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
 import { maskOf, typeBit, typeOfBit } from '../event-mask.js';
+import { LAST_PLANT_ID } from './plant-writes.js';
 import { fillSearch, fillWords } from './search.js';
 import { openConnection } from './writes.js';
 
@@ -72,8 +73,7 @@ export async function* dumpSqlite(path: string): AsyncGenerator<StoreRecord> {
     }
     const counters = db
       .prepare<[], { plant_id: number; version: number }>(
-        `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'plants'), 0),
-                    coalesce((SELECT max(id) FROM plants), 0)) AS plant_id,
+        `SELECT ${LAST_PLANT_ID} AS plant_id,
                 max((SELECT rev FROM write_clock), coalesce((SELECT max(version) FROM plants), 0)) AS version`,
       )
       .get()!;

@@ -4,7 +4,7 @@ import { IdSpaceExhaustedError } from '../../errors.js';
 import { MAX_PLANT_ID } from '../../plant-id.js';
 import { applyPatch } from '../../plant-patch.js';
 import { indexedWords } from '../../search-text.js';
-import { eventData, shownBatch, shownPlant } from '../plant-changes.js';
+import { eventData, idsLeftFor, repeatedId, shownBatch, shownPlant } from '../plant-changes.js';
 import {
   type Actor,
   type BatchCreateResult,
@@ -32,6 +32,13 @@ import { countWords, gardenToken } from './search.js';
 export type WrittenBatch =
   | { made: { ids: number[]; version: number } }
   | Exclude<BatchCreateResult, { ok: unknown }>;
+
+/**
+ * The largest plant id ever stored, the one AUTOINCREMENT assigns past (sqlite_sequence has no row
+ * for plants before the first insert), as an SQL expression.
+ */
+export const LAST_PLANT_ID = `max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'plants'), 0),
+  coalesce((SELECT max(id) FROM plants), 0))`;
 
 // id, owner, garden, name, tag, version
 type Row = [number, string, string, string, string | null, number];
@@ -97,6 +104,7 @@ export class SqlitePlantWrites {
       ),
       dropWord: db.prepare<[string]>('DELETE FROM plant_search_words WHERE word = ? AND plants <= 0'),
       plantExists: db.prepare<[number], number>('SELECT 1 FROM plants WHERE id = ?').pluck(),
+      lastPlantId: db.prepare<[], number>(`SELECT ${LAST_PLANT_ID}`).pluck(),
       finishIdem: db.prepare<[number, number | null, string | null, string, string]>(
         `UPDATE idempotency_keys SET state = 'done', status = ?, plant_id = ?, response = ? WHERE user_id = ? AND key = ?`,
       ),
@@ -213,22 +221,24 @@ export class SqlitePlantWrites {
       if (refusal !== null) return { refused: refusal, garden: plant.garden };
       checked.add(plant.garden);
     }
-    const given = new Set<number>();
-    for (const plant of plants) {
-      if (plant.id === null) continue;
-      // An id given twice in the batch is refused as one that exists (the second would find the first).
-      if (given.has(plant.id) || this.s.plantExists.get(plant.id) !== undefined) {
-        if (idem) this.s.finishIdem.run(409, plant.id, null, idem.user, idem.key);
-        return { refused: 'exists', id: plant.id };
-      }
-      given.add(plant.id);
+    const given = plants.flatMap((p) => (p.id === null ? [] : [p.id]));
+    const taken = repeatedId(given) ?? given.find((id) => this.s.plantExists.get(id) !== undefined);
+    if (taken !== undefined && taken !== null) {
+      if (idem) this.s.finishIdem.run(409, taken, null, idem.user, idem.key);
+      return { refused: 'exists', id: taken };
     }
+    // With ids given, the batch's own ids are assigned past them (and past every id ever stored, as
+    // AUTOINCREMENT would): one given after a row without one never meets the id that row took.
+    let next = given.length === 0 ? null : Math.max(this.s.lastPlantId.get()!, ...given) + 1;
+    if (next !== null && !idsLeftFor(next - 1, plants.length - given.length))
+      throw new IdSpaceExhaustedError();
     const ids: number[] = [];
     let version = 0;
     // Checked above under the same write lock: an id that exists now would fail its insert, and
     // throwing rolls the writer's transaction back whole.
     for (const plant of plants) {
-      const made = this.insert(plant, event, true)!;
+      const id = plant.id ?? (next === null ? null : next++);
+      const made = this.insert(id === plant.id ? plant : { ...plant, id }, event, true)!;
       if (ids.length === 0) version = made.version;
       ids.push(made.id);
     }
