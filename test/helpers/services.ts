@@ -5,9 +5,27 @@ export const PG_ADMIN_URL = process.env.PLANTSTORE_TEST_PG ?? 'postgres://postgr
 /** The Redis the shared-rate-limit tests use. */
 export const REDIS_URL = process.env.PLANTSTORE_TEST_REDIS ?? 'redis://127.0.0.1:6379';
 
+/**
+ * `probe` up to three times, 5 s each: on a loaded machine one connection may take seconds, and
+ * with CI=true a service judged unreachable fails the whole run. The last attempt's reason, or false.
+ */
+async function tried(probe: () => Promise<string | false>): Promise<string | false> {
+  let why: string | false = false;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    why = await probe();
+    if (!why) return false;
+  }
+  return why;
+}
+
 /** Why PostgreSQL cannot be used here, or false when it answers. */
-export async function postgresUnreachable(): Promise<string | false> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 2000 });
+export const postgresUnreachable = () => tried(postgresProbe);
+
+/** Why Redis cannot be used here, or false when it answers. */
+export const redisUnreachable = () => tried(redisProbe);
+
+async function postgresProbe(): Promise<string | false> {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5000 });
   try {
     await c.connect();
     await c.query('SELECT 1');
@@ -19,13 +37,12 @@ export async function postgresUnreachable(): Promise<string | false> {
   }
 }
 
-/** Why Redis cannot be used here, or false when it answers. */
-export async function redisUnreachable(): Promise<string | false> {
+async function redisProbe(): Promise<string | false> {
   const { Redis } = await import('ioredis');
   const r = new Redis(REDIS_URL, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,
-    connectTimeout: 2000,
+    connectTimeout: 5000,
     retryStrategy: () => null,
   });
   r.on('error', () => {});
