@@ -60,7 +60,7 @@ export interface Config {
   backupKeep: number;
   /** MiB of rendered list and search pages kept per process (src/plants/list-cache.ts); 0: none. */
   listCache: number;
-  /** Milliseconds of event-loop delay past which the paths that need no token are shed (503); 0: never. */
+  /** Milliseconds of mean event-loop delay past which (two seconds in a row) the paths that need no token are shed (503); 0: never. */
   maxEventLoopDelay: number;
 }
 
@@ -433,7 +433,7 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     env: 'MAX_EVENT_LOOP_DELAY',
     default: 200,
     parse: duration,
-    doc: 'mean event-loop delay over a second past which /metrics, /openapi.json and /docs answer 503 (like 200ms); 0s turns it off',
+    doc: 'mean event-loop delay past which, two seconds in a row, /metrics, /openapi.json and /docs answer 503 (like 200ms); 0s turns it off',
   },
 };
 

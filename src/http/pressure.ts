@@ -44,8 +44,12 @@ const OVERLOADED = new AppError(
 );
 
 /**
- * Load shedding: while the mean event-loop delay over the last second is past `maxDelayMs`, the
- * routes marked SHED answer 503 `overloaded` with Retry-After at once. Every other route runs as
+ * Load shedding: while the mean event-loop delay has been past `maxDelayMs` in each of the last
+ * two seconds, the routes marked SHED answer 503 `overloaded` with Retry-After at once. Two
+ * seconds, not one: a single long block (the first /docs loading Scalar's bundle, a long GC) is
+ * one sample of its whole length and fills a second's mean by itself, and it would shed the very
+ * requests that follow it (the reference page's own script and document); a loop that is behind
+ * stays behind. Every other route runs as
  * usual: the API (its callers hold tokens and are rate limited), /healthz (the process is up) and
  * /readyz (the store answers). 0: off.
  *
@@ -56,14 +60,15 @@ const OVERLOADED = new AppError(
 export function registerLoadShedding(app: FastifyInstance, maxDelayMs: number): void {
   if (maxDelayMs <= 0) return;
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
-  let delayMs = 0;
+  // Seconds in a row whose mean delay was past the limit.
+  let secondsBehind = 0;
   let timer: NodeJS.Timeout | undefined;
   app.addHook('onReady', (done) => {
     histogram.enable();
     timer = setInterval(() => {
       // No sample at all in a second means the loop never turned: as far behind as can be.
       const mean = histogram.count === 0 ? Number.POSITIVE_INFINITY : histogram.mean / 1e6;
-      delayMs = Math.max(0, mean - RESOLUTION_MS);
+      secondsBehind = mean - RESOLUTION_MS > maxDelayMs ? secondsBehind + 1 : 0;
       histogram.reset();
     }, SAMPLE_MS).unref();
     done();
@@ -75,7 +80,7 @@ export function registerLoadShedding(app: FastifyInstance, maxDelayMs: number): 
   });
   // Answered here, not thrown: a shed request costs no error log line (the error handler logs 5xx).
   app.addHook('onRequest', (request, reply, done) => {
-    if (delayMs <= maxDelayMs || request.routeOptions.config.shedUnderPressure !== true) return done();
+    if (secondsBehind < 2 || request.routeOptions.config.shedUnderPressure !== true) return done();
     sendError(reply, OVERLOADED);
   });
 }
