@@ -19,6 +19,7 @@ import { registerErrorHandling } from './http/errors.js';
 import { fastifyInstance } from './http/instance.js';
 import { registerBodyParsers } from './http/json.js';
 import { Metrics } from './http/metrics.js';
+import { registerLoadShedding } from './http/pressure.js';
 import { BODY_LIMIT } from './http/route-guards.js';
 import { BackupSchedule } from './ops/backups.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
@@ -76,6 +77,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorateRequest('caller', null);
   registerErrorHandling(app);
   registerBodyParsers(app);
+  registerLoadShedding(app, config.maxEventLoopDelay);
   metrics?.observe(app);
   const tags = [...PLANT_TAGS, ...GARDEN_TAGS, ...WEBHOOK_TAGS, ...EVENT_TAGS, ...IDENTITY_TAGS, ...OPS_TAGS];
   await app.register(docsFeature(config, tags));

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.js';
+import { aggregateWorkerMetrics } from './http/metrics-cluster.js';
 import { Runtime } from './runtime.js';
 import { start } from './server.js';
 
@@ -25,6 +26,7 @@ export async function serveAll(config: Config): Promise<void> {
   }
   await (await Runtime.open(config, 'command')).close();
   let stopping = false;
+  if (config.metrics) aggregateWorkerMetrics();
   const fork = (): Worker => cluster.fork();
   for (let i = 0; i < config.workers; i++) fork();
   say('primary started workers', { workers: config.workers });

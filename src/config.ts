@@ -64,6 +64,8 @@ export interface Config {
   backupKeep: number;
   /** MiB of rendered list and search pages kept per process (src/plants/list-cache.ts); 0: none. */
   listCache: number;
+  /** Milliseconds of mean event-loop delay past which (two seconds in a row) the paths that need no token are shed (503); 0: never. */
+  maxEventLoopDelay: number;
 }
 
 export class ConfigError extends Error {}
@@ -443,6 +445,13 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     default: 16,
     parse: integer(0, 65_536),
     doc: 'MiB of rendered list and search pages each process keeps while they are exact; 0: none',
+  },
+  maxEventLoopDelay: {
+    flag: '--max-event-loop-delay',
+    env: 'MAX_EVENT_LOOP_DELAY',
+    default: 200,
+    parse: duration,
+    doc: 'mean event-loop delay past which, two seconds in a row, /metrics, /openapi.json and /docs answer 503 (like 200ms); 0s turns it off',
   },
 };
 

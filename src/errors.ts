@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'internal_error'
   | 'store_unavailable'
+  | 'overloaded'
   | 'auth_unavailable'
   | 'invalid_webhook_url'
   | 'events_expired'

@@ -479,7 +479,7 @@ export interface paths {
         };
         /**
          * This OpenAPI 3.1 document
-         * @description This OpenAPI 3.1 document, with `servers` naming this service as the client reached it.
+         * @description This OpenAPI 3.1 document, with `servers` naming this service as the client reached it, and its `ETag`. With `If-None-Match` naming that ETag (or `*`), 304 and no body.
          */
         get: operations["openapi"];
         put?: never;
@@ -6120,12 +6120,28 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The event loop is behind (`overloaded`): paths that need no token are shed until it catches up; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     openapi: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag the caller holds: 304 while the document is still that one. */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6134,6 +6150,8 @@ export interface operations {
             /** @description This document. */
             200: {
                 headers: {
+                    /** @description This document as sent to this origin; send it back in If-None-Match. */
+                    etag?: string;
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
                     "x-request-id"?: string;
                     [name: string]: unknown;
@@ -6142,6 +6160,30 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Not modified: the document is still the one `If-None-Match` names; no body. */
+            304: {
+                headers: {
+                    /** @description This document as sent to this origin; send it back in If-None-Match. */
+                    etag?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The event loop is behind (`overloaded`): paths that need no token are shed until it catches up; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

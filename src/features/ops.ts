@@ -1,6 +1,8 @@
+import type {} from '@fastify/swagger';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Metrics } from '../http/metrics.js';
 import { HealthService } from '../ops/health.js';
+import { OpenApiBytes } from '../ops/openapi-bytes.js';
 import { opsRoutes } from '../routes/ops.js';
 import type { Store } from '../store/store.js';
 import type { Tag } from './docs.js';
@@ -11,5 +13,8 @@ export const OPS_TAGS: Tag[] = [
 
 /** Operations endpoints, without a token: health, readiness, metrics and /openapi.json. */
 export function opsFeature(store: Store, metrics: Metrics | null): FastifyPluginAsync {
-  return opsRoutes(new HealthService(store), metrics);
+  return async (app) => {
+    const document = new OpenApiBytes(() => app.swagger());
+    await opsRoutes(new HealthService(store), metrics, document)(app);
+  };
 }

@@ -32,6 +32,14 @@ export function readWithEtag<T>(
   return reply.code(304).send(undefined as unknown as null);
 }
 
+/** Whether If-None-Match names `etag` (or is `*`), by the weak comparison RFC 9110 13.1.2 asks of it. */
+export function noneMatch(request: FastifyRequest, etag: string): boolean {
+  const header = request.headers['if-none-match'];
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
 /** The versions an optional If-Match names; undefined without one. */
 export function ifMatch(request: FastifyRequest): Versions | undefined {
   const header = request.headers['if-match'];

@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
+import { SHED } from './pressure.js';
 
 /** Where the API reference lives, and Scalar's own paths under it. */
 const PREFIX = '/docs';
@@ -24,7 +25,7 @@ export function docsRoutes(app: FastifyInstance, configuration: Record<string, u
     if (docs) await (await docs.catch(() => undefined))?.close();
   });
   for (const url of PATHS) {
-    app.get(url, { schema: { hide: true }, logLevel: 'warn' }, async (request, reply) => {
+    app.get(url, { ...SHED, schema: { hide: true }, logLevel: 'warn' }, async (request, reply) => {
       docs ??= load();
       // A failed load is tried again by the next request rather than remembered.
       const inner = await docs.catch((err: unknown) => {

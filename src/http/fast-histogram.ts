@@ -14,6 +14,10 @@ type Value = { labels: Record<string, string | number>; value: number; metricNam
  * builds, so an observation is a Map lookup and a few additions (prom-client's own histogram
  * hashes its label object on every call). It also exposes the series' counts as a counter, so
  * requests are counted without a second structure. Scrapes go through prom-client's registry.
+ * It registers plain objects shaped as prom-client's metrics (`get()`, `aggregator` for the sum
+ * across workers), which prom-client does not promise to keep: test/unit/fast-histogram.test.ts
+ * pins the version and checks the output against prom-client's own Histogram and Counter. Those
+ * cost 2.1 us of CPU a request against 0.27 us here (`npx tsx bench/histogram-cost.ts`).
  */
 export class FastHistogram {
   private readonly series = new Map<string, Series>();

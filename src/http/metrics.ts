@@ -4,6 +4,7 @@ import type { KeyFetchOutcome } from '../identity/issuer-keys.js';
 import type { Refusal } from '../identity/refusal.js';
 import type { AttemptOutcome, Store } from '../store/store.js';
 import { FastHistogram } from './fast-histogram.js';
+import { scrapeOf } from './metrics-cluster.js';
 
 const TIMED = [
   'createPlant',
@@ -85,6 +86,9 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'plantstore_' });
   }
 
+  /** The text of a scrape: under `serve --workers N`, every worker's metrics summed (metrics-cluster.ts). */
+  readonly scrape = scrapeOf(this.registry);
+
   private readonly deliveries = new Counter({
     name: 'plantstore_webhook_attempts_total',
     help: 'Webhook delivery attempts by outcome (succeeded, retrying, failed)',
@@ -107,6 +111,8 @@ export class Metrics {
     name: 'plantstore_backup_last_success_timestamp_seconds',
     help: 'When the last scheduled backup this process took checked good (Unix time)',
     registers: [this.registry],
+    // Across workers: the latest of them, not their sum.
+    aggregator: 'max',
   });
   private readonly backupFailures = new Counter({
     name: 'plantstore_backup_failures_total',

@@ -1,7 +1,10 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
+import { noneMatch } from '../http/conditional.js';
 import type { Metrics } from '../http/metrics.js';
+import { SHED, SHED_RESPONSE } from '../http/pressure.js';
 import type { HealthService } from '../ops/health.js';
+import type { OpenApiBytes } from '../ops/openapi-bytes.js';
 import { errorResponses, REQUEST_ID } from '../schemas/error.js';
 import { origin } from './protected-resource.js';
 
@@ -17,8 +20,18 @@ const Status = {
   required: ['status'],
 } as const;
 
-/** Operations endpoints: no token, outside the plant API. */
-export function opsRoutes(health: HealthService, metrics: Metrics | null) {
+const ETAG = {
+  etag: {
+    type: 'string',
+    description: 'This document as sent to this origin; send it back in If-None-Match.',
+  },
+};
+
+/**
+ * Operations endpoints: no token, outside the plant API. /healthz and /readyz are never shed
+ * (http/pressure.ts); the others answer 503 `overloaded` while the event loop is behind.
+ */
+export function opsRoutes(health: HealthService, metrics: Metrics | null, document: OpenApiBytes) {
   return async (app: FastifyInstance) => {
     app.get(
       '/healthz',
@@ -61,6 +74,7 @@ export function opsRoutes(health: HealthService, metrics: Metrics | null) {
       app.get(
         '/metrics',
         {
+          ...SHED,
           schema: {
             operationId: 'metrics',
             summary: 'Prometheus metrics',
@@ -69,19 +83,22 @@ export function opsRoutes(health: HealthService, metrics: Metrics | null) {
             tags: ['operations'],
             security: [],
             produces: ['text/plain'],
-            response: { 200: { type: 'string', description: 'Prometheus text format', headers: REQUEST_ID } },
+            response: {
+              200: { type: 'string', description: 'Prometheus text format', headers: REQUEST_ID },
+              ...SHED_RESPONSE,
+            },
           },
         },
         async (_request, reply) => {
           reply.type(metrics.registry.contentType);
-          return metrics.registry.metrics();
+          return metrics.scrape();
         },
       );
     }
 
     // plantstore's icon, for /docs and for browsers that ask /favicon.ico by themselves.
     for (const url of ['/favicon.svg', '/favicon.ico']) {
-      app.get(url, { schema: { hide: true } }, async (_request, reply) =>
+      app.get(url, { ...SHED, schema: { hide: true } }, async (_request, reply) =>
         reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(FAVICON),
       );
     }
@@ -89,26 +106,49 @@ export function opsRoutes(health: HealthService, metrics: Metrics | null) {
     app.get(
       '/openapi.json',
       {
+        ...SHED,
         schema: {
           operationId: 'openapi',
           summary: 'This OpenAPI 3.1 document',
           description:
-            'This OpenAPI 3.1 document, with `servers` naming this service as the client reached it.',
+            'This OpenAPI 3.1 document, with `servers` naming this service as the client reached it, and its `ETag`. With `If-None-Match` naming that ETag (or `*`), 304 and no body.',
           tags: ['operations'],
           security: [],
+          headers: {
+            type: 'object',
+            properties: {
+              'if-none-match': {
+                type: 'string',
+                description: 'An ETag the caller holds: 304 while the document is still that one.',
+              },
+            },
+          },
           response: {
             200: {
               type: 'object',
               additionalProperties: true,
               description: 'This document.',
-              headers: REQUEST_ID,
+              headers: { ...ETAG, ...REQUEST_ID },
             },
+            304: {
+              type: 'null',
+              description: 'Not modified: the document is still the one `If-None-Match` names; no body.',
+              headers: { ...ETAG, ...REQUEST_ID },
+            },
+            ...SHED_RESPONSE,
           },
         },
       },
       // `servers`: this service as the client reached it, so that examples and generated clients
-      // work when copied (behind a proxy, with --trust-proxy, as the proxy says).
-      async (request) => ({ ...app.swagger(), servers: [{ url: origin(request) }] }),
+      // work when copied (behind a proxy, with --trust-proxy, as the proxy says). The bytes are
+      // made once per origin (ops/openapi-bytes.ts), not serialized per request.
+      async (request, reply) => {
+        const { body, etag } = document.forOrigin(origin(request));
+        reply.header('etag', etag);
+        // No payload at all: Fastify then sends neither a body nor Content-Length/Type.
+        if (noneMatch(request, etag)) return reply.code(304).send(undefined as unknown as null);
+        return reply.type('application/json; charset=utf-8').send(body);
+      },
     );
   };
 }

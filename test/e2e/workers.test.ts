@@ -52,6 +52,24 @@ for (const engine of ENGINES) {
       assert.equal(servedBy.size, 2, 'requests were served by both workers');
     });
 
+    it('one scrape of /metrics counts the requests every worker served', async () => {
+      // The 40 creates above went to both workers; each scrape, on a connection of its own and so
+      // to either worker, must count all of them.
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${server.url}/metrics`, { headers: { connection: 'close' } });
+        assert.equal(res.status, 200);
+        const text = await res.text();
+        const created =
+          /^plantstore_http_requests_total\{method="POST",route="\/plants",status="201"\} (\d+)$/m.exec(text);
+        assert.equal(created?.[1], '40', `scrape ${i + 1} counts the 40 creates of both workers`);
+        const timed =
+          /^plantstore_http_request_duration_seconds_count\{method="POST",route="\/plants",status="201"\} (\d+)$/m.exec(
+            text,
+          );
+        assert.equal(timed?.[1], '40', `scrape ${i + 1} times the 40 creates of both workers`);
+      }
+    });
+
     it('SIGTERM stops every worker gracefully and the primary exits 0', async () => {
       const code = await server.stop('SIGTERM');
       assert.equal(code, 0);

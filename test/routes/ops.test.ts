@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 
 // The contract's plant API: path → method → the statuses it may answer. The served OpenAPI
 // document must say exactly this, so the two cannot drift apart unnoticed.
@@ -48,6 +49,20 @@ const CONTRACT: Record<string, Record<string, number[]>> = {
     post: [201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
   },
 };
+
+/** Keeps the event loop of this process (the server's own) busy, 100 ms a turn, until stopped. */
+function busyLoop(): () => void {
+  let on = true;
+  const turn = () => {
+    const end = performance.now() + 100;
+    while (performance.now() < end);
+    if (on) setImmediate(turn);
+  };
+  turn();
+  return () => {
+    on = false;
+  };
+}
 
 for (const engine of ENGINES) {
   describe(`operations endpoints (${engine.name})`, { skip: engine.skip }, () => {
@@ -240,6 +255,92 @@ for (const engine of ENGINES) {
       assert.ok(script, 'the reference script is served locally');
       const js = await h.app.inject(script!.startsWith('/') ? script! : `/docs/${script}`);
       assert.equal(js.statusCode, 200);
+    });
+  });
+
+  describe(`/openapi.json made once (${engine.name})`, { skip: engine.skip }, () => {
+    it('/openapi.json sends the one Buffer it made to every request from an origin, with an ETag answered by 304', async () => {
+      const h = await harness(engine);
+      const sent: unknown[] = [];
+      h.app.addHook('onSend', async (request, _reply, payload) => {
+        if (request.url === '/openapi.json') sent.push(payload);
+        return payload;
+      });
+      try {
+        const a = await h.app.inject('/openapi.json');
+        const b = await h.app.inject('/openapi.json');
+        assert.equal(a.statusCode, 200);
+        assert.equal(a.headers['content-type'], 'application/json; charset=utf-8');
+        assert.equal(a.body, b.body);
+        assert.ok(Buffer.isBuffer(sent[0]), 'the answer is bytes made before, not an object serialized now');
+        assert.equal(sent[0], sent[1], 'both answers sent the same Buffer: the document was serialized once');
+        const etag = String(a.headers.etag);
+        assert.match(etag, /^"[A-Za-z0-9_.-]+"$/);
+        assert.equal(b.headers.etag, etag);
+        for (const held of [etag, `"other", ${etag}`, '*']) {
+          const c = await h.app.inject({ url: '/openapi.json', headers: { 'if-none-match': held } });
+          assert.equal(c.statusCode, 304, held);
+          assert.equal(c.body, '');
+          assert.equal(c.headers.etag, etag);
+        }
+        const stale = await h.app.inject({ url: '/openapi.json', headers: { 'if-none-match': '"other"' } });
+        assert.equal(stale.statusCode, 200);
+        // Another origin: its own `servers`, its own ETag; the first origin's bytes are kept.
+        const other = await h.app.inject({ url: '/openapi.json', headers: { host: 'api.example.test' } });
+        assert.deepEqual(other.json().servers, [{ url: 'http://api.example.test' }]);
+        assert.notEqual(other.headers.etag, etag);
+        assert.deepEqual({ ...(other.json() as object), servers: a.json().servers }, a.json());
+        await h.app.inject('/openapi.json');
+        assert.equal(sent.at(-1), sent[0]);
+      } finally {
+        await h.close();
+      }
+    });
+  });
+
+  describe(`load shedding (${engine.name})`, { skip: engine.skip }, () => {
+    it('with the event loop behind, the paths that need no token answer 503 with Retry-After; health, readiness and the API still answer', async () => {
+      const h = await harness(engine, { maxEventLoopDelay: 30 });
+      const c = await h.user();
+      let stop = () => {};
+      try {
+        assert.equal((await h.app.inject('/openapi.json')).statusCode, 200);
+        stop = busyLoop();
+        await until(
+          '/openapi.json to be shed',
+          async () => (await h.app.inject('/openapi.json')).statusCode === 503,
+        );
+        for (const url of [
+          '/openapi.json',
+          '/metrics',
+          '/docs',
+          '/docs/',
+          '/docs/js/scalar.js',
+          '/favicon.svg',
+        ]) {
+          const res = await h.app.inject(url);
+          assert.equal(res.statusCode, 503, url);
+          assert.equal(res.headers['retry-after'], '2', url);
+          assert.deepEqual(Object.keys(res.json()).sort(), ['code', 'error', 'message'], url);
+          assert.equal(res.json().error, 503);
+          assert.equal(res.json().code, 'overloaded');
+        }
+        assert.equal((await h.app.inject('/healthz')).statusCode, 200);
+        assert.equal((await h.app.inject('/readyz')).statusCode, 200);
+        assert.equal((await c.create({ name: 'under load' })).statusCode, 201);
+        assert.equal((await c.request({ method: 'GET', url: '/plants' })).statusCode, 200);
+      } finally {
+        stop();
+      }
+      try {
+        await until(
+          '/openapi.json to answer again',
+          async () => (await h.app.inject('/openapi.json')).statusCode === 200,
+        );
+        assert.equal((await h.app.inject('/metrics')).statusCode, 200);
+      } finally {
+        await h.close();
+      }
     });
   });
 

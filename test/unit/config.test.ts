@@ -43,6 +43,7 @@ describe('configuration', () => {
     [{ JWT_CLOCK_TOLERANCE: '30' }, /JWT_CLOCK_TOLERANCE must be a whole number and ms, s, m, h or d/],
     [{ JWT_JWKS_URL: 'file:///etc/keys' }, /JWT_JWKS_URL must be an absolute http\(s\) URL/],
     [{ JWT_ALLOW_UNTYPED: 'perhaps' }, /JWT_ALLOW_UNTYPED must be true or false/],
+    [{ MAX_EVENT_LOOP_DELAY: '200' }, /MAX_EVENT_LOOP_DELAY must be a whole number and ms, s, m, h or d/],
   ] as const) {
     it(`rejects ${JSON.stringify(env)} with one clear line`, () => {
       assert.throws(
@@ -51,6 +52,15 @@ describe('configuration', () => {
       );
     });
   }
+
+  it('load shedding: 200 ms of event-loop delay by default; a duration; 0s turns it off', () => {
+    assert.equal(loadConfig({}).maxEventLoopDelay, 200);
+    assert.equal(loadConfig({ MAX_EVENT_LOOP_DELAY: '0s' }).maxEventLoopDelay, 0);
+    assert.equal(
+      loadConfig({ MAX_EVENT_LOOP_DELAY: '1s' }, { maxEventLoopDelay: '50ms' }).maxEventLoopDelay,
+      50,
+    );
+  });
 
   it('JWT settings: off by default; contract defaults; durations and lists parsed', () => {
     const off = loadConfig({});
