@@ -23,6 +23,10 @@ import { logSettled } from '../helpers/log.js';
 const dir = mkdtempSync(join(tmpdir(), 'plantstore-dump-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
+// pg 8 warns (once a process) of a query sent while another runs, which pg 9 refuses.
+const warnings: string[] = [];
+process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
+
 interface Opened {
   url: string;
   store: Store;
@@ -275,3 +279,13 @@ for (const { from, to } of pairs) {
     });
   });
 }
+
+const postgres = ENGINES.find((e) => e.name === 'postgres')!;
+it("the imports into PostgreSQL above never sent a query while another ran (pg's warning)", {
+  skip: postgres.skip,
+}, () => {
+  assert.deepEqual(
+    warnings.filter((w) => /already executing/.test(w)),
+    [],
+  );
+});
