@@ -12,7 +12,8 @@ import { EventTypeSchema, WebhookDescription, WebhookUrl } from './webhook.js';
 // of each other (a plant's garden, an endpoint's token, the counters) is ops/store-file-rules.ts.
 
 const Str = Type.String();
-const Id = Type.String({ minLength: 1, maxLength: 200 });
+// Printable ASCII without spaces, as user names are: every id the service makes is.
+const Id = Type.String({ ...UserName, description: 'An id: 1–200 printable ASCII characters, no spaces.' });
 const Time = Type.String({ format: 'date-time' });
 const MaybeTime = Type.Union([Time, Type.Null()]);
 const MaybeStr = Type.Union([Str, Type.Null()]);
