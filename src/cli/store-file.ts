@@ -3,7 +3,7 @@ import { createWriteStream, existsSync, linkSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { describeCounts, StoreFileReader, StoreFileWriter } from '../ops/store-file.js';
+import { describeCounts, StoreFileReader, StoreFileWriter, StoreRecordRefused } from '../ops/store-file.js';
 import { dumpStore, loadStore, storeSchema } from '../store/dump.js';
 import { openStore, sqlitePath } from '../store/index.js';
 import { fsyncPath } from '../store/sqlite/backup.js';
@@ -69,7 +69,7 @@ export function storeFileCommands(program: Command): void {
     program
       .command('import')
       .description(
-        'load an export file into an empty store of either engine, in one transaction: a truncated, altered or unknown file, or a store that holds data, is refused with nothing written',
+        'load an export file into an empty store of either engine, in one transaction: a truncated, altered or unknown file, or a store that holds data, is refused with nothing written (exit 1), and so is a record the API would refuse or that names what the file does not hold (exit 2)',
       )
       .argument('<file>', 'a file written by plantstore export'),
   ).action(async (file: string, opts) => {
@@ -82,7 +82,13 @@ export function storeFileCommands(program: Command): void {
       await store.close();
     }
     const reader = new StoreFileReader(file);
-    await loadStore(database, reader.records());
+    try {
+      await loadStore(database, reader.records());
+    } catch (err) {
+      // A record the API would never have made: the file's content is refused, as a bad flag is.
+      if (err instanceof StoreRecordRefused) throw new UsageError(err.message);
+      throw err;
+    }
     const { header, counts } = reader.summary!;
     process.stdout.write(
       `imported ${describeCounts(counts)} (exported from ${header.schema.engine} at ${header.createdAt})\n`,

@@ -1,13 +1,17 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import pino from 'pino';
+import { Compile } from 'typebox/compile';
 import { parseDuration } from '../durations.js';
 import { TokenNotFoundError } from '../errors.js';
 import { type Operator, TokenService } from '../identity/token-service.js';
 import { isValidUser, tokenStatus } from '../identity/tokens.js';
-import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '../schemas/token.js';
+import { DEFAULT_SCOPES, isScope, SCOPES, type Scope, TokenName } from '../schemas/token.js';
 import { UsageError } from '../usage-error.js';
 import { configFrom, withDatabase, withRuntime } from './options.js';
+
+// The API's rule for a token's name (POST /tokens), so that the CLI makes no token it would refuse.
+const tokenName = Compile(TokenName);
 
 // Whoever runs `plantstore token …` has the database's credentials: an operator, who may make any
 // token. The audit line (who, for whom, which scopes, the id; never the secret) goes to stderr as
@@ -74,8 +78,8 @@ export function tokenCommands(program: Command): void {
         `--expires-in must be a whole number and s, m, h or d (like 30d), got ${JSON.stringify(opts.expiresIn)}`,
       );
     }
-    if (opts.name !== undefined && (opts.name.length < 1 || opts.name.length > 200)) {
-      throw new UsageError('--name must be 1 to 200 characters');
+    if (opts.name !== undefined && !tokenName.Check(opts.name)) {
+      throw new UsageError('--name must be 1 to 200 characters, not blank, without control characters');
     }
     const { record, secret } = await withTokens(opts, (tokens, me) =>
       tokens.create(me, { user: opts.user, scopes, name: opts.name ?? null, expiresInMs }),

@@ -4,7 +4,15 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Writable } from 'node:stream';
 import { Compile } from 'typebox/compile';
-import { RECORD_KINDS, type RecordKind, StoreFileHeader, StoreRecord } from '../schemas/store-file.js';
+import {
+  RECORD_KINDS,
+  RECORD_SCHEMAS,
+  type RecordKind,
+  StoreFileHeader,
+  StoreRecord,
+} from '../schemas/store-file.js';
+import { recordName } from '../store/dump.js';
+import { StoreFileRules } from './store-file-rules.js';
 
 // The export file of contract section 12: a header line, one JSON line per record, and a trailer
 // with the counts of each kind and the SHA-256 of every line before it (each with its newline).
@@ -20,8 +28,12 @@ const zeroCounts = (): Counts => Object.fromEntries(RECORD_KINDS.map((k) => [k, 
 /** Why a file is not one this version can import; the message names the line and the problem. */
 export class StoreFileRefused extends Error {}
 
+/** A record that breaks its schema (the API's field rules) or what the records say of each other. */
+export class StoreRecordRefused extends StoreFileRefused {}
+
 const checkHeader = Compile(StoreFileHeader);
 const checkRecord = Compile(StoreRecord);
+const checkKind = new Map(Object.entries(RECORD_SCHEMAS).map(([k, schema]) => [k, Compile(schema)]));
 
 /** Writes an export: header, records, trailer; backpressure respected, lines gathered into chunks. */
 export class StoreFileWriter {
@@ -80,8 +92,9 @@ export interface StoreFileSummary {
  * Reads an export file's records in order, each checked against its schema. The trailer is checked
  * when the records are all read: a loader takes the records into a transaction and commits only
  * once the iteration ends without an error (`summary` then holds what was read). Throws
- * StoreFileRefused naming the problem: not an export, an unknown version, a bad line, a truncated
- * file (no trailer) or an altered one (its checksum or counts differ).
+ * StoreFileRefused naming the problem: not an export, an unknown version, a truncated file (no
+ * trailer) or an altered one (its checksum or counts differ); StoreRecordRefused for a record that
+ * breaks its schema or store-file-rules.ts, naming its line and the rule.
  */
 export class StoreFileReader {
   summary: StoreFileSummary | undefined;
@@ -96,6 +109,7 @@ export class StoreFileReader {
     let header: StoreFileHeader | undefined;
     let trailer: unknown;
     let n = 0;
+    const rules = new StoreFileRules();
     try {
       for await (const text of lines) {
         n++;
@@ -121,7 +135,9 @@ export class StoreFileReader {
           continue;
         }
         if (!checkRecord.Check(value))
-          throw new StoreFileRefused(`line ${n}: ${firstError(checkRecord, value)}`);
+          throw new StoreRecordRefused(`line ${n}: ${firstError(checkRecord, value)}`);
+        const broken = rules.check(value);
+        if (broken !== null) throw new StoreRecordRefused(`line ${n}: ${recordName(value)}: ${broken}`);
         hash.update(`${text}\n`);
         counts[value.kind]++;
         yield value;
@@ -144,6 +160,8 @@ export class StoreFileReader {
         );
       }
     }
+    const broken = rules.end();
+    if (broken !== null) throw new StoreRecordRefused(broken);
     this.summary = { header, counts };
   }
 }
@@ -164,7 +182,9 @@ function firstError(
   value: unknown,
 ): string {
   const kind = isObject(value) && typeof value.kind === 'string' ? `a ${value.kind} record: ` : '';
-  const e = v.Errors(value)[0];
+  // A union's first error is about whichever member it tried first: ask the record's own kind.
+  const own = isObject(value) && typeof value.kind === 'string' ? checkKind.get(value.kind) : undefined;
+  const e = (own ?? v).Errors(value)[0];
   return e ? `${kind}${e.instancePath || '/'} ${e.message}` : `${kind}not a record of this format`;
 }
 

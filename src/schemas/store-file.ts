@@ -1,30 +1,38 @@
 import { type Static, Type } from 'typebox';
+import { GardenName, Role } from './garden.js';
+import { PlantId, PlantName, PlantTag } from './plant.js';
+import { ScopeName, TokenName, UserName } from './token.js';
+import { EventTypeSchema, WebhookDescription, WebhookUrl } from './webhook.js';
 
 // The records of an export file (contract section 12): one JSON line each, the same from either
 // engine. Times are ISO 8601 strings; event types and roles are the API's words; an endpoint's
 // progress is the id of the last kept event at or before its position (null: before them all).
+// Each field the API takes from a client has the API's own schema here (names, tags, users,
+// scopes, URLs), so an import takes nothing a request could not have made; what the records say
+// of each other (a plant's garden, an endpoint's token, the counters) is ops/store-file-rules.ts.
 
 const Str = Type.String();
-const Id = Type.String({ minLength: 1, maxLength: 200 });
+// Printable ASCII without spaces, as user names are: every id the service makes is.
+const Id = Type.String({ ...UserName, description: 'An id: 1–200 printable ASCII characters, no spaces.' });
 const Time = Type.String({ format: 'date-time' });
 const MaybeTime = Type.Union([Time, Type.Null()]);
 const MaybeStr = Type.Union([Str, Type.Null()]);
 const Int = (min = 0) => Type.Integer({ minimum: min, maximum: Number.MAX_SAFE_INTEGER });
 const strict = { additionalProperties: false } as const;
 
-const EventTypeName = Type.Union([
-  Type.Literal('plant.created'),
-  Type.Literal('plant.updated'),
-  Type.Literal('plant.deleted'),
-]);
+const EventTypeName = EventTypeSchema;
+const User = UserName;
+const MaybeUser = Type.Union([User, Type.Null()]);
+const MaybeTag = Type.Union([PlantTag, Type.Null()]);
 
 export const GardenLine = Type.Object(
   {
     kind: Type.Literal('garden'),
     id: Id,
-    name: Str,
-    homeUser: MaybeStr,
-    createdBy: Str,
+    name: GardenName,
+    homeUser: MaybeUser,
+    /** '': not recorded (gardens made before version 3 recorded no maker). */
+    createdBy: Type.Union([User, Type.Literal('')]),
     createdAt: Time,
     seq: Int(1),
   },
@@ -35,8 +43,8 @@ export const MemberLine = Type.Object(
   {
     kind: Type.Literal('member'),
     garden: Id,
-    user: Id,
-    role: Type.Union([Type.Literal('viewer'), Type.Literal('editor'), Type.Literal('owner')]),
+    user: User,
+    role: Role,
     addedAt: Time,
   },
   strict,
@@ -45,11 +53,11 @@ export const MemberLine = Type.Object(
 export const PlantLine = Type.Object(
   {
     kind: Type.Literal('plant'),
-    id: Int(1),
+    id: PlantId,
     garden: Id,
-    owner: Str,
-    name: Str,
-    tag: MaybeStr,
+    owner: User,
+    name: PlantName,
+    tag: MaybeTag,
     version: Int(1),
   },
   strict,
@@ -59,9 +67,9 @@ export const TokenLine = Type.Object(
   {
     kind: Type.Literal('token'),
     id: Id,
-    user: Id,
-    name: MaybeStr,
-    scopes: Type.Array(Str),
+    user: User,
+    name: Type.Union([TokenName, Type.Null()]),
+    scopes: Type.Array(ScopeName, { minItems: 1, uniqueItems: true }),
     hash: Type.String({ minLength: 1 }),
     createdAt: Time,
     expiresAt: MaybeTime,
@@ -77,11 +85,11 @@ export const EventLine = Type.Object(
     kind: Type.Literal('event'),
     id: Type.String({ pattern: '^evt_[0-9A-Za-z_-]{1,64}$' }),
     type: EventTypeName,
-    owner: Str,
+    owner: User,
     garden: Str,
-    plant: Type.Object({ id: Int(1), name: Str, tag: MaybeStr }, strict),
+    plant: Type.Object({ id: PlantId, name: PlantName, tag: MaybeTag }, strict),
     previous: Type.Union([
-      Type.Object({ name: Type.Optional(Str), tag: Type.Optional(MaybeStr) }, strict),
+      Type.Object({ name: Type.Optional(PlantName), tag: Type.Optional(MaybeTag) }, strict),
       Type.Null(),
     ]),
     createdAt: Time,
@@ -93,13 +101,13 @@ export const WebhookLine = Type.Object(
   {
     kind: Type.Literal('webhook'),
     id: Id,
-    owner: Id,
+    owner: User,
     admin: Type.Boolean(),
     adminToken: MaybeStr,
     adminUntil: MaybeTime,
-    url: Type.String({ minLength: 1 }),
-    events: Type.Array(EventTypeName, { minItems: 1 }),
-    description: MaybeStr,
+    url: WebhookUrl,
+    events: Type.Array(EventTypeName, { minItems: 1, uniqueItems: true }),
+    description: Type.Union([WebhookDescription, Type.Null()]),
     secret: Type.String({ minLength: 1 }),
     previousSecret: MaybeStr,
     previousSecretUntil: MaybeTime,
@@ -130,7 +138,7 @@ export const DeliveryLine = Type.Object(
 export const IdempotencyLine = Type.Object(
   {
     kind: Type.Literal('idempotency'),
-    user: Str,
+    user: User,
     key: Str,
     requestHash: Str,
     state: Type.Union([Type.Literal('pending'), Type.Literal('done')]),
@@ -148,6 +156,19 @@ export const CountersLine = Type.Object(
   { kind: Type.Literal('counters'), plantId: Int(), version: Int() },
   strict,
 );
+
+/** Each kind's schema, for an error that names the field of that kind which failed. */
+export const RECORD_SCHEMAS = {
+  garden: GardenLine,
+  member: MemberLine,
+  plant: PlantLine,
+  token: TokenLine,
+  event: EventLine,
+  webhook: WebhookLine,
+  delivery: DeliveryLine,
+  idempotency: IdempotencyLine,
+  counters: CountersLine,
+} as const;
 
 export const StoreRecord = Type.Union([
   GardenLine,

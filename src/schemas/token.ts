@@ -12,14 +12,15 @@ export function isScope(s: string): s is Scope {
 // What the HTTP API of contract 3.3 sends and takes. Never a secret except in TokenCreated.
 
 const TOKEN_ID_EXAMPLE = 'tok_Xq3v9LmR0aBc';
-const USER = Type.String({
+export const UserName = Type.String({
   minLength: 1,
   maxLength: 200,
   pattern: '^[\\x21-\\x7E]+$',
   description: 'A user name: 1–200 printable ASCII characters, no spaces.',
   examples: ['alice'],
 });
-const ScopeName = Type.Unsafe<Scope>(Type.Union(SCOPES.map((s) => Type.Literal(s))));
+export const TokenName = text(200, 'A label to recognise the token by: 1–200 characters.');
+export const ScopeName = Type.Unsafe<Scope>(Type.Union(SCOPES.map((s) => Type.Literal(s))));
 const ScopeList = Type.Array(ScopeName, {
   description: 'Scopes, as an array of strings.',
   examples: [['plants:read', 'plants:write']],
@@ -31,7 +32,7 @@ const NULLABLE_DATE = (description: string) =>
 export const TokenCreate = Type.Object(
   {
     user: Type.Optional({
-      ...USER,
+      ...UserName,
       description: "Whose token; default the caller's own user. Another user's needs plants:admin.",
     }),
     scopes: Type.Optional({
@@ -47,9 +48,7 @@ export const TokenCreate = Type.Object(
           "Lifetime: a whole number and `s`, `m`, `h` or `d`. Absent or null: never expires, or, for a caller that expires, as long as the caller's token (never longer).",
       }),
     ),
-    name: Type.Optional(
-      Type.Union([text(200, 'A label to recognise the token by: 1–200 characters.'), Type.Null()]),
-    ),
+    name: Type.Optional(Type.Union([TokenName, Type.Null()])),
   },
   {
     additionalProperties: false,
@@ -61,7 +60,7 @@ export type TokenCreate = Static<typeof TokenCreate>;
 
 const tokenFields = {
   id: Type.String({ description: "The token's id (never its secret).", examples: [TOKEN_ID_EXAMPLE] }),
-  user: USER,
+  user: UserName,
   scopes: ScopeList,
   name: Type.Union([Type.String(), Type.Null()], { description: 'Its label, or null.' }),
   createdAt: DATE,
@@ -93,7 +92,7 @@ export const TokenList = Type.Array(TokenView, { title: 'TokenList' });
 export const TokenListQuery = Type.Object(
   {
     user: Type.Optional({
-      ...USER,
+      ...UserName,
       description: "Only this user's tokens (another user than the caller's needs plants:admin).",
     }),
     // A page's size and continuation, exactly as GET /plants takes them.

@@ -6,15 +6,18 @@ export const EventTypeSchema = Type.Union(
   { description: 'What happened to a plant.' },
 );
 
+export const WebhookUrl = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description:
+    'Absolute http(s) URL that receives the deliveries. Private, loopback and link-local addresses are refused.',
+  examples: ['https://hooks.example.com/plantstore'],
+});
+export const WebhookDescription = Type.String({ maxLength: 500 });
+
 export const WebhookCreate = Type.Object(
   {
-    url: Type.String({
-      minLength: 1,
-      maxLength: 2000,
-      description:
-        'Absolute http(s) URL that receives the deliveries. Private, loopback and link-local addresses are refused.',
-      examples: ['https://hooks.example.com/plantstore'],
-    }),
+    url: WebhookUrl,
     events: Type.Optional(
       Type.Array(EventTypeSchema, {
         minItems: 1,
@@ -22,7 +25,7 @@ export const WebhookCreate = Type.Object(
         description: 'Which events to receive; default every type.',
       }),
     ),
-    description: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])),
+    description: Type.Optional(Type.Union([WebhookDescription, Type.Null()])),
   },
   {
     additionalProperties: false,

@@ -1,4 +1,4 @@
-import type { StoreRecord, WebhookLine } from '../schemas/store-file.js';
+import type { StoreRecord, TokenLine, WebhookLine } from '../schemas/store-file.js';
 import { typesOf } from './event-mask.js';
 
 // What both engines' exports (sqlite/dump.ts, postgres/dump.ts) read the same way: the statements
@@ -58,7 +58,7 @@ export const TABLES_BEFORE_EVENTS: TableDump[] = [
       id: r.id as string,
       user: r.user_id as string,
       name: r.name as string | null,
-      scopes: (r.scopes as string).split(' ').filter(Boolean),
+      scopes: (r.scopes as string).split(' ').filter(Boolean) as TokenLine['scopes'],
       hash: r.hash as string,
       createdAt: iso(r.created_at),
       expiresAt: maybe(iso, r.expires_at),

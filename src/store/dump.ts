@@ -63,18 +63,21 @@ export async function loadStore(url: string, records: AsyncIterable<StoreRecord>
   return loadPostgres(url, records);
 }
 
-/** The record a database error was met on, for the refusal's message. */
+/** The record a refusal was met on, for its one-line message (control characters escaped). */
 export function recordName(r: StoreRecord): string {
-  switch (r.kind) {
-    case 'member':
-      return `member ${r.user} of garden ${r.garden}`;
-    case 'delivery':
-      return `delivery of ${r.event} to ${r.endpoint}`;
-    case 'idempotency':
-      return `idempotency key ${r.key} of ${r.user}`;
-    case 'counters':
-      return 'counters';
-    default:
-      return `${r.kind} ${r.id}`;
-  }
+  const name = (() => {
+    switch (r.kind) {
+      case 'member':
+        return `member ${r.user} of garden ${r.garden}`;
+      case 'delivery':
+        return `delivery of ${r.event} to ${r.endpoint}`;
+      case 'idempotency':
+        return `idempotency key ${r.key} of ${r.user}`;
+      case 'counters':
+        return 'counters';
+      default:
+        return `${r.kind} ${r.id}`;
+    }
+  })();
+  return name.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

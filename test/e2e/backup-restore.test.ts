@@ -4,6 +4,7 @@
 // its refusals; on PostgreSQL both commands point to PostgreSQL's tools.
 import assert from 'node:assert/strict';
 import {
+  chmodSync,
   existsSync,
   mkdtempSync,
   readdirSync,
@@ -209,6 +210,7 @@ describe('backup, verify and restore (SQLite)', () => {
     const tenv = { DATABASE_URL: `sqlite:${target}` };
     const first = await cli(['restore', backup], tenv);
     assert.equal(first.code, 0, first.stderr);
+    assert.equal((statSync(target).mode & 0o777).toString(8), '600', 'a new store file is 0600');
     assert.match(first.stdout, /restored .* \d+ plants/);
     const restored = await serve([], tenv);
     try {
@@ -228,7 +230,10 @@ describe('backup, verify and restore (SQLite)', () => {
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /holds data; .*--force/);
     assert.ok(readFileSync(target).equals(before), 'nothing changed');
+    // A store replaced with --force keeps the mode its operator gave it.
+    chmodSync(target, 0o640);
     assert.equal((await cli(['restore', backup, '--force'], tenv)).code, 0);
+    assert.equal((statSync(target).mode & 0o777).toString(8), '640', "the replaced store's mode");
 
     // An older schema's backup is migrated on restore.
     const old = join(dir, 'v14.db');

@@ -2,7 +2,7 @@
 // checked good; a failing backup (here: a directory that cannot be made) is logged and counted
 // while the service goes on serving; two processes on one file take turns, never both.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -38,7 +38,10 @@ describe('serve --backup-dir (SQLite)', () => {
     // serving, a fourth backup could be under its final name and not yet rotated (once on Node 22).
     const files = readdirSync(shelf).filter((f) => TIME.test(f));
     assert.equal(files.length, 2, `${files}`);
-    for (const f of files) assert.equal((await cli(['backup', 'verify', join(shelf, f)], env)).code, 0);
+    for (const f of files) {
+      assert.equal((await cli(['backup', 'verify', join(shelf, f)], env)).code, 0);
+      assert.equal((statSync(join(shelf, f)).mode & 0o777).toString(8), '600', f);
+    }
   });
 
   it('logs and counts a failed backup and goes on serving', async () => {

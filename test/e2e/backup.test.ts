@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -35,6 +35,7 @@ describe('bin/plantstore backup (SQLite)', () => {
     const copy = join(dir, 'copy.db');
     const r = await cli(['backup', copy], env);
     assert.equal(r.code, 0, r.stderr);
+    assert.equal((statSync(copy).mode & 0o777).toString(8), '600', 'it holds token hashes and secrets');
     assert.ok((await during).every((s) => s === 201));
 
     const db = new Database(copy, { readonly: true });

@@ -218,6 +218,9 @@ describe('bin/plantstore usage errors and help', () => {
     ['token', 'create', '--user', 'has space'],
     ['token', 'create', '--user', 'x', '--bogus'],
     ['token', 'create', '--user', 'x', '--scopes', 'tokens:fly'],
+    // The API's rule for a token's name (an export holding it would not import).
+    ['token', 'create', '--user', 'x', '--name', 'line\nbreak'],
+    ['token', 'create', '--user', 'x', '--name', '   '],
     ['token', 'list', '--bogus'],
     ['token', 'revoke'],
     ['serve', '--port', '99999'],

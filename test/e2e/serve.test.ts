@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,8 +45,12 @@ for (const engine of ENGINES)
     });
 
     if (engine.name === 'sqlite') {
-      it('creates the database file and its folders on first start', () => {
+      it('creates the database file and its folders on first start, it and its -wal and -shm 0600', () => {
         assert.ok(existsSync(dbFile));
+        // They hold token hashes and webhook secrets: readable by the service's user only.
+        for (const f of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`]) {
+          assert.equal((statSync(f).mode & 0o777).toString(8), '600', f);
+        }
       });
     }
 

@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { ENGINES } from '../helpers/engines.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import { openStream } from '../helpers/sse.js';
+import { rewriteExport } from '../helpers/store-file.js';
 import { until } from '../helpers/wait.js';
 import { cli, type Server, serve } from './process.js';
 
@@ -141,8 +142,24 @@ describe('moving a store from SQLite to PostgreSQL', { skip: postgres.skip }, ()
     const out = await cli(['export', '--to', file], sqliteEnv);
     assert.equal(out.code, 0, out.stderr);
     assert.equal((await cli(['export', '--to', file], sqliteEnv)).code, 2, 'never over an existing file');
+    // A tampered file whose checksum was made again: a plant in a garden it does not hold.
+    const tampered = join(dir, 'tampered.ndjson');
+    let line = 0;
+    await rewriteExport(file, tampered, (rs) => {
+      const i = rs.findIndex((r) => r.kind === 'plant');
+      line = i + 2;
+      return rs.map((r, j) => (j === i ? { ...r, garden: 'gdn_000000000000000000000000' } : r));
+    });
+    const refused = await cli(['import', tampered], pgEnv);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(`^plantstore: line ${line}: plant \\d+: its garden gdn_0+ is not in the file\n$`),
+    );
     const imported = await cli(['import', file], pgEnv);
     assert.equal(imported.code, 0, imported.stderr);
+    // pg 8 warns of a query sent while another runs (pg 9 refuses it): the import never does.
+    assert.doesNotMatch(imported.stderr, /already executing a query|Warning/);
     assert.match(
       imported.stdout,
       /imported 3 gardens, 5 members, 7 plants, 2 tokens, 10 events, 1 webhooks, \d+ deliveries/,

@@ -11,8 +11,8 @@ import { types } from './store.js';
 // An export reads one REPEATABLE READ snapshot through cursors, a page at a time. An import is one
 // transaction into an empty store: its plants' secondary indexes (the search index among them) are
 // dropped and built again at its end, their triggers are off while it loads (the list marks are
-// set once at the end), and each page of rows is one INSERT … SELECT FROM unnest(…), sent while the
-// next page is read from the file.
+// set once at the end), and each page of rows is one INSERT … SELECT FROM unnest(…), sent once the
+// page before it has answered, while the next page is read from the file.
 
 /** Rows an import sends in one INSERT. */
 const PAGE = 1000;
@@ -274,22 +274,24 @@ export const loadPostgres: LoadTarget = async (url, records) => {
       let seq = 0;
       let counters: { plantId: number; version: number } | null = null;
       const follows: [string, string][] = [];
-      // At most one page in flight while the next is read: its failure is met at the next send.
-      let inFlight: Promise<unknown> = Promise.resolve();
+      // One page in flight while the next is read from the file. A page is sent once the one before
+      // it has answered (pg queues nothing for us: a query sent while another runs is deprecated),
+      // and a refusal is met at the next send or at the end, naming the page's kind.
+      let inFlight: Promise<void> = Promise.resolve();
       const flush = async () => {
         if (kind === null || rowsIn === 0) return;
-        const sent = c.query(INSERTS[kind].sql, cols);
-        // Met at the next send, or at the end; a page sent after a refused one fails too (the
-        // transaction is aborted): the refusal names the first.
-        sent.catch(() => {});
         const what = kind;
+        const params = cols;
         kind = null;
         cols = [];
         rowsIn = 0;
         await inFlight;
-        inFlight = sent.catch((err: Error) => {
-          throw new RecordRefused(`${what} records: ${err.message}`);
-        });
+        inFlight = c.query(INSERTS[what].sql, params).then(
+          () => {},
+          (err: Error) => {
+            throw new RecordRefused(`${what} records: ${err.message}`);
+          },
+        );
         inFlight.catch(() => {});
       };
       for await (const r of records) {

@@ -4,10 +4,12 @@ import { basename, dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { createPrivate } from './private-file.js';
 
 // Backups of a SQLite store (contract section 12): a consistent copy as of one commit, written
 // under a temporary name, checked, fsynced and renamed; the check of a backup file; and a restore
-// that never touches a store a running process has open.
+// that never touches a store a running process has open. A backup and a new restored store are
+// 0600 (private-file.ts); a store a restore replaces keeps its mode.
 
 /** What a backup file holds, as its check found it. */
 export interface BackupCheck {
@@ -141,6 +143,7 @@ export async function backupStore(source: string, target: string): Promise<Backu
     try {
       db.pragma('busy_timeout = 5000');
       asOf = new Date();
+      createPrivate(tmp);
       // The first step copies nothing; asking for every page in the next makes the copy one read.
       await db.backup(tmp, { progress: () => 0x7fffffff });
     } finally {
@@ -195,6 +198,7 @@ export async function restoreStore(file: string, target: string): Promise<Backup
   const check = checkBackup(file);
   const tmp = partial(target);
   try {
+    createPrivate(tmp, existsSync(target) ? statSync(target).mode & 0o777 : 0o600);
     const db = new Database(file, { readonly: true, fileMustExist: true });
     try {
       await db.backup(tmp, { progress: () => 0x7fffffff });

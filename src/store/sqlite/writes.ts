@@ -22,11 +22,15 @@ import {
 import { SqliteEvents } from './events.js';
 import { SqliteGardenWrites } from './gardens.js';
 import { SqlitePlantWrites, type WrittenBatch } from './plant-writes.js';
+import { createPrivate } from './private-file.js';
 import { MERGE_STEP_PAGES, MERGE_STEP_SQL } from './search-merge.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
 export function openConnection(path: string, durability: 'full' | 'normal'): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true });
+    createPrivate(path);
+  }
   const db = new Database(path);
   try {
     // First, so that the pragmas after it wait for a lock (another connection migrating) too.
