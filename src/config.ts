@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseDuration } from './durations.js';
 import { isMultiHost, PgUrlError, parsePgUrl } from './pg-url.js';
@@ -15,7 +16,11 @@ export interface Config {
   /** Open GET /events streams one user may have at once, per process; 0: no limit. */
   maxStreamsPerUser: number;
   metrics: boolean;
-  trustProxy: boolean;
+  /**
+   * The proxies whose X-Forwarded-For entries are believed (Fastify's trustProxy): their addresses
+   * and CIDRs (or loopback, linklocal, uniquelocal); false: none, the socket's address is the client's.
+   */
+  trustProxy: false | string[];
   /** Shared rate-limit counters; empty: in memory, per process. */
   redisUrl: string;
   /** Processes serving one port. */
@@ -169,6 +174,44 @@ const redisUrl: Parser<string> = (raw, name) => {
   throw new ConfigError(`${name} must be redis://… or rediss://…, got ${JSON.stringify(raw)}`);
 };
 
+// proxy-addr's (Fastify's) names for ranges, beside addresses and CIDRs.
+const RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+const proxyAddress = (entry: string): boolean => {
+  if (RANGE_NAMES.includes(entry)) return true;
+  const [address = '', prefix, ...more] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || more.length > 0) return false;
+  return (
+    prefix === undefined || (/^(0|[1-9][0-9]*)$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+  );
+};
+
+// `true` believes the left-most X-Forwarded-For, which the client writes; a hop count cannot tell
+// the proxy from a client that reaches the port directly (Fastify 5.12.1 dropped it). Both refused.
+const trustProxy: Parser<false | string[]> = (raw, name) => {
+  const instead = `give the addresses or CIDRs of the proxies in front of plantstore (like 10.0.0.0/8,192.0.2.7)`;
+  if (/^(true|yes|on)$/i.test(raw)) {
+    throw new ConfigError(
+      `${name} must not be true: any client could pick its own address through X-Forwarded-For; ${instead}`,
+    );
+  }
+  if (/^(false|no|off|0)$/i.test(raw)) return false;
+  if (/^[0-9]+$/.test(raw)) {
+    throw new ConfigError(
+      `${name} must not be a number of proxies: a client reaching plantstore directly could write those hops itself; ${instead}`,
+    );
+  }
+  const list = raw.split(',').map((entry) => entry.trim());
+  const bad = list.find((entry) => !proxyAddress(entry));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${name} must be false or the proxies' addresses and CIDRs (like 10.0.0.0/8,192.0.2.7, or loopback, linklocal, uniquelocal); ${JSON.stringify(bad)} is not one`,
+    );
+  }
+  return list;
+};
+
 const database: Parser<string> = (raw, name) => {
   if (/^postgres(ql)?:\/\/.+/.test(raw) && isMultiHost(raw)) {
     // Several hosts (contract 6): checked as libpq would, at start-up.
@@ -255,8 +298,8 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     flag: '--trust-proxy',
     env: 'TRUST_PROXY',
     default: false,
-    parse: boolean,
-    doc: 'take the client address from X-Forwarded-For (behind a load balancer)',
+    parse: trustProxy,
+    doc: 'the addresses and CIDRs of the proxies in front (like 10.0.0.0/8,192.0.2.7): the client address is read from X-Forwarded-For past them (never true)',
   },
   redisUrl: {
     flag: '--redis-url',

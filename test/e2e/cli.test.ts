@@ -224,6 +224,9 @@ describe('bin/plantstore usage errors and help', () => {
     ['serve', '--jwt-issuer', 'https://id.example.com'],
     ['serve', '--jwt-issuer', 'https://id.example.com', '--jwt-audience', 'a', '--jwt-algorithms', 'HS256'],
     ['serve', '--durability', 'sometimes'],
+    ['serve', '--trust-proxy'],
+    ['serve', '--trust-proxy', 'true'],
+    ['serve', '--trust-proxy', '1'],
     ['migrate', '--database', 'mysql://nope'],
     ['frobnicate'],
   ]) {
