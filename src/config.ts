@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { parseDuration } from './durations.js';
 import { isMultiHost, PgUrlError, parsePgUrl } from './pg-url.js';
 
@@ -212,18 +213,26 @@ const trustProxy: Parser<false | string[]> = (raw, name) => {
   return list;
 };
 
+// Checked at start-up as the store will read it, so a bad URL is one exit-2 line here rather than an
+// exit 1 from node-postgres later. No message repeats the URL: it may hold a password.
 const database: Parser<string> = (raw, name) => {
-  if (/^postgres(ql)?:\/\/.+/.test(raw) && isMultiHost(raw)) {
-    // Several hosts (contract 6): checked as libpq would, at start-up.
+  if (/^sqlite:.+/.test(raw)) return raw;
+  if (/^postgres(ql)?:\/\/.+/.test(raw)) {
     try {
-      parsePgUrl(raw);
+      if (isMultiHost(raw)) parsePgUrl(raw);
+      else parseConnectionString(raw);
     } catch (err) {
       if (err instanceof PgUrlError) throw new ConfigError(`${name}: ${err.message}`);
-      throw err;
+      throw new ConfigError(
+        `${name} is not a URL node-postgres can read: check the host and port, and write a / ? # @ or % in the user name or password as %2F %3F %23 %40 %25`,
+      );
     }
+    return raw;
   }
-  if (/^sqlite:.+/.test(raw) || /^postgres(ql)?:\/\/.+/.test(raw)) return raw;
-  throw new ConfigError(`${name} must be sqlite:PATH or postgres://…, got ${JSON.stringify(raw)}`);
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(raw)?.[0];
+  throw new ConfigError(
+    `${name} must be sqlite:PATH or postgres://…, got ${scheme ? `a ${scheme} URL` : 'something else'} (the value is not shown: it may hold a password)`,
+  );
 };
 
 interface Field<K extends keyof Config> {

@@ -60,6 +60,31 @@ describe('configuration', () => {
     });
   }
 
+  it('a DATABASE_URL it refuses is never printed back: one line, no password', () => {
+    for (const url of [
+      'mysql://app:Sekr3tPw@db/plants',
+      'app:Sekr3tPw@db/plants',
+      'postgres://app:Sekr3t%E0%A4Pw@db/plants',
+      'postgres://app:Sekr3t/Pw@db/plants',
+      'postgres://app:Sekr3tPw@db:99999/plants',
+      'postgresql://app:Sekr3tPw@[::1/plants',
+      'postgres://app:Sekr3t%zzPw@h1,h2/plants',
+      'postgres://app:Sekr3t/Pw@h1,h2/plants',
+      'postgres://app:Sekr3t@Pw@h1,h2/plants',
+      'postgres://app:Sekr3tPw@h1,h2:70000/plants',
+    ]) {
+      assert.throws(
+        () => loadConfig({ DATABASE_URL: url }),
+        (err: Error) =>
+          err instanceof ConfigError &&
+          err.message.startsWith('DATABASE_URL') &&
+          !err.message.includes('\n') &&
+          !/Sekr3t|Pw/.test(err.message),
+        url,
+      );
+    }
+  });
+
   it("TRUST_PROXY: false by default, else the proxies' addresses and CIDRs", () => {
     assert.equal(loadConfig({}).trustProxy, false);
     assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
