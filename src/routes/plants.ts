@@ -178,7 +178,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
     linkGarden = true,
   ) {
     const want = includes(q.include);
-    const scope = await service.scope(request.caller!, q.garden, q.tag);
+    const scope = await service.scope(request.caller!, q.garden, q.tag, q);
     const query = {
       limit: q.limit === undefined ? undefined : Number(q.limit),
       tag: q.tag,
@@ -539,7 +539,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
       async (request, reply) => {
         const q = request.query;
         const asCsv = wantsCsv(q.format, request.headers.accept);
-        const scope = await service.scope(request.caller!, q.garden, q.tag);
+        const scope = await service.scope(request.caller!, q.garden, q.tag, q);
         const body = await exportBody(service.export(scope, q), asCsv);
         reply.type(asCsv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
         if (asCsv) reply.header('content-disposition', 'attachment; filename="plants.csv"');
