@@ -223,9 +223,14 @@ const database: Parser<string> = (raw, name) => {
       else parseConnectionString(raw);
     } catch (err) {
       if (err instanceof PgUrlError) throw new ConfigError(`${name}: ${err.message}`);
-      throw new ConfigError(
-        `${name} is not a URL node-postgres can read: check the host and port, and write a / ? # @ or % in the user name or password as %2F %3F %23 %40 %25`,
-      );
+      // node-postgres's parser says "Invalid URL" or "URI malformed" (no more) for a URL it cannot
+      // read; its other refusals (a certificate file, an sslmode) name a setting, never the URL.
+      if (err instanceof TypeError || err instanceof URIError) {
+        throw new ConfigError(
+          `${name} is not a URL node-postgres can read: check the host and port, and write a / ? # @ or % in the user name or password as %2F %3F %23 %40 %25`,
+        );
+      }
+      throw new ConfigError(`${name}: ${(err as Error).message.replace(/\s+/g, ' ')}`);
     }
     return raw;
   }

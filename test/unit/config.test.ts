@@ -72,6 +72,7 @@ describe('configuration', () => {
       'postgres://app:Sekr3t/Pw@h1,h2/plants',
       'postgres://app:Sekr3t@Pw@h1,h2/plants',
       'postgres://app:Sekr3tPw@h1,h2:70000/plants',
+      'postgres://app:Sekr3tPw@db/plants?sslrootcert=/nonexistent/ca.pem',
     ]) {
       assert.throws(
         () => loadConfig({ DATABASE_URL: url }),
