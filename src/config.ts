@@ -1,4 +1,6 @@
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { parseDuration } from './durations.js';
 import { isMultiHost, PgUrlError, parsePgUrl } from './pg-url.js';
 
@@ -19,7 +21,11 @@ export interface Config {
   /** GET /plants/export answers running at once in a process, all users together; 0: no limit. */
   maxExports: number;
   metrics: boolean;
-  trustProxy: boolean;
+  /**
+   * The proxies whose X-Forwarded-For entries are believed (Fastify's trustProxy): their addresses
+   * and CIDRs (or loopback, linklocal, uniquelocal); false: none, the socket's address is the client's.
+   */
+  trustProxy: false | string[];
   /** Shared rate-limit counters; empty: in memory, per process. */
   redisUrl: string;
   /** Processes serving one port. */
@@ -175,18 +181,69 @@ const redisUrl: Parser<string> = (raw, name) => {
   throw new ConfigError(`${name} must be redis://… or rediss://…, got ${JSON.stringify(raw)}`);
 };
 
+// proxy-addr's (Fastify's) names for ranges, beside addresses and CIDRs.
+const RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+const proxyAddress = (entry: string): boolean => {
+  if (RANGE_NAMES.includes(entry)) return true;
+  const [address = '', prefix, ...more] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || more.length > 0) return false;
+  return (
+    prefix === undefined || (/^(0|[1-9][0-9]*)$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+  );
+};
+
+// `true` believes the left-most X-Forwarded-For, which the client writes; a hop count cannot tell
+// the proxy from a client that reaches the port directly (Fastify 5.12.1 dropped it). Both refused.
+const trustProxy: Parser<false | string[]> = (raw, name) => {
+  const instead = `give the addresses or CIDRs of the proxies in front of plantstore (like 10.0.0.0/8,192.0.2.7)`;
+  if (/^(true|yes|on)$/i.test(raw)) {
+    throw new ConfigError(
+      `${name} must not be true: any client could pick its own address through X-Forwarded-For; ${instead}`,
+    );
+  }
+  if (/^(false|no|off|0)$/i.test(raw)) return false;
+  if (/^[0-9]+$/.test(raw)) {
+    throw new ConfigError(
+      `${name} must not be a number of proxies: a client reaching plantstore directly could write those hops itself; ${instead}`,
+    );
+  }
+  const list = raw.split(',').map((entry) => entry.trim());
+  const bad = list.find((entry) => !proxyAddress(entry));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${name} must be false or the proxies' addresses and CIDRs (like 10.0.0.0/8,192.0.2.7, or loopback, linklocal, uniquelocal); ${JSON.stringify(bad)} is not one`,
+    );
+  }
+  return list;
+};
+
+// Checked at start-up as the store will read it, so a bad URL is one exit-2 line here rather than an
+// exit 1 from node-postgres later. No message repeats the URL: it may hold a password.
 const database: Parser<string> = (raw, name) => {
-  if (/^postgres(ql)?:\/\/.+/.test(raw) && isMultiHost(raw)) {
-    // Several hosts (contract 6): checked as libpq would, at start-up.
+  if (/^sqlite:.+/.test(raw)) return raw;
+  if (/^postgres(ql)?:\/\/.+/.test(raw)) {
     try {
-      parsePgUrl(raw);
+      if (isMultiHost(raw)) parsePgUrl(raw);
+      else parseConnectionString(raw);
     } catch (err) {
       if (err instanceof PgUrlError) throw new ConfigError(`${name}: ${err.message}`);
-      throw err;
+      // node-postgres's parser says "Invalid URL" or "URI malformed" (no more) for a URL it cannot
+      // read; its other refusals (a certificate file, an sslmode) name a setting, never the URL.
+      if (err instanceof TypeError || err instanceof URIError) {
+        throw new ConfigError(
+          `${name} is not a URL node-postgres can read: check the host and port, and write a / ? # @ or % in the user name or password as %2F %3F %23 %40 %25`,
+        );
+      }
+      throw new ConfigError(`${name}: ${(err as Error).message.replace(/\s+/g, ' ')}`);
     }
+    return raw;
   }
-  if (/^sqlite:.+/.test(raw) || /^postgres(ql)?:\/\/.+/.test(raw)) return raw;
-  throw new ConfigError(`${name} must be sqlite:PATH or postgres://…, got ${JSON.stringify(raw)}`);
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(raw)?.[0];
+  throw new ConfigError(
+    `${name} must be sqlite:PATH or postgres://…, got ${scheme ? `a ${scheme} URL` : 'something else'} (the value is not shown: it may hold a password)`,
+  );
 };
 
 interface Field<K extends keyof Config> {
@@ -275,8 +332,8 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     flag: '--trust-proxy',
     env: 'TRUST_PROXY',
     default: false,
-    parse: boolean,
-    doc: 'take the client address from X-Forwarded-For (behind a load balancer)',
+    parse: trustProxy,
+    doc: 'the addresses and CIDRs of the proxies in front (like 10.0.0.0/8,192.0.2.7): the client address is read from X-Forwarded-For past them (never true)',
   },
   redisUrl: {
     flag: '--redis-url',

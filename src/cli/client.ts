@@ -18,7 +18,8 @@ export function connect(opts: ClientOpts): PlantStore {
   const token = opts.token ?? process.env.PLANTSTORE_TOKEN;
   if (!token) throw new UsageError('a token is needed: --token or PLANTSTORE_TOKEN');
   if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
-    throw new UsageError(`--url must be an http(s) URL; got ${JSON.stringify(url)}`);
+    // Not repeated: a URL may carry a user name and password.
+    throw new UsageError('--url (PLANTSTORE_URL) must be an http(s) URL like http://127.0.0.1:3000');
   }
   return new PlantStore({ url, token });
 }

@@ -21,7 +21,7 @@ export function eventCommands(program: Command): void {
       o.forwardTo !== undefined &&
       (!URL.canParse(o.forwardTo) || !/^https?:$/.test(new URL(o.forwardTo).protocol))
     ) {
-      throw new UsageError(`--forward-to must be an http(s) URL; got ${JSON.stringify(o.forwardTo)}`);
+      throw new UsageError('--forward-to must be an http(s) URL like http://127.0.0.1:8080/hook');
     }
     const store = connect(o);
     const secret = `whsec_${randomBytes(24).toString('base64')}`;

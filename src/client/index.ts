@@ -1,9 +1,11 @@
 /**
  * The plantstore client: `import { PlantStore } from 'plantstore/client'`. Types come from the
  * served OpenAPI document (./openapi.ts, generated at build time); the rest is a small layer on
- * `fetch`, with no dependencies, for Node 22+ and browsers, and the service's own access rules
- * (./access.ts), so that a caller is shown what the service would allow.
+ * `fetch` (its one dependency, eventsource-parser, reads the event stream), for Node 22+ and
+ * browsers, and the service's own access rules (./access.ts), so that a caller is shown what the
+ * service would allow.
  */
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import type { components, operations } from './openapi.js';
 
 export {
@@ -779,43 +781,31 @@ async function refusal(res: Response): Promise<PlantStoreError> {
   );
 }
 
-/** Server-Sent Events messages from a response body (the WHATWG parsing rules for id, event, data). */
+// A message longer than this is no event of the service's: the stream is dropped (and resumed).
+const MAX_SSE_MESSAGE = 1 << 20;
+
+/**
+ * Server-Sent Events messages from a response body, as the WHATWG rules read them (by
+ * eventsource-parser: a line end split across chunks, CR LF included, is still one line end).
+ */
 export async function* sseMessages(
   body: ReadableStream<Uint8Array>,
 ): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
   const reader = body
     .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
+    .pipeThrough(new EventSourceParserStream({ maxBufferSize: MAX_SSE_MESSAGE, onError: 'terminate' }))
     .getReader();
-  let buffer = '';
-  let msg: { id?: string; event?: string; data?: string } = {};
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += value;
-      let nl = buffer.search(/\r\n|\n|\r/);
-      while (nl >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + (buffer.startsWith('\r\n', nl) ? 2 : 1));
-        nl = buffer.search(/\r\n|\n|\r/);
-        if (line === '') {
-          if (msg.data !== undefined) yield msg;
-          msg = {};
-          continue;
-        }
-        if (line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let value = colon < 0 ? '' : line.slice(colon + 1);
-        if (value.startsWith(' ')) value = value.slice(1);
-        if (field === 'data') msg.data = msg.data === undefined ? value : `${msg.data}\n${value}`;
-        else if (field === 'id') msg.id = value;
-        else if (field === 'event') msg.event = value;
-      }
+      const { id, event, data } = value;
+      yield { ...(id === undefined ? {} : { id }), ...(event === undefined ? {} : { event }), data };
     }
   } finally {
+    // Cancelling the reader cancels the body beneath it, which closes the connection.
+    await reader.cancel().catch(() => {});
     reader.releaseLock();
-    await body.cancel().catch(() => {});
   }
 }
 

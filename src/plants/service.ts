@@ -166,8 +166,20 @@ export class PlantService {
     return { plant: made, replayed: false };
   }
 
-  /** The gardens a list reads: `garden` alone (404 unless the caller may see it), or all the caller's. */
-  async scope(caller: Caller, garden: string | undefined, tag?: string): Promise<ListScope> {
+  /**
+   * The gardens a list reads: `garden` alone (404 unless the caller may see it), or all the caller's.
+   * `check`'s q and cursor are checked first: a bad one is 400 before the garden's 404 (section 2's order).
+   */
+  async scope(
+    caller: Caller,
+    garden: string | undefined,
+    tag?: string,
+    check: { q?: string; cursor?: string } = {},
+  ): Promise<ListScope> {
+    if (check.q !== undefined) this.terms(check.q);
+    if (check.cursor !== undefined) {
+      decodeCursor(check.cursor, caller.user, tag ?? null, garden ?? null, check.q ?? null);
+    }
     if (garden !== undefined) {
       await this.gardens.find(caller, garden);
       return { gardens: [garden], garden };

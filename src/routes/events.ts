@@ -71,8 +71,11 @@ export function eventRoutes(events: EventService, auth: AuthDeps) {
           request.caller!,
           typeof last === 'string' && last !== '' ? last : null,
         );
+        // A hijacked reply writes none of the headers set on it so far (RateLimit-*): they go here.
+        const set = reply.getHeaders();
         reply.hijack();
         const res = reply.raw;
+        for (const [name, value] of Object.entries(set)) if (value !== undefined) res.setHeader(name, value);
         res.writeHead(200, {
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache',

@@ -179,7 +179,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
     linkGarden = true,
   ) {
     const want = includes(q.include);
-    const scope = await service.scope(request.caller!, q.garden, q.tag);
+    const scope = await service.scope(request.caller!, q.garden, q.tag, q);
     const query = {
       limit: q.limit === undefined ? undefined : Number(q.limit),
       tag: q.tag,
@@ -540,7 +540,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
       async (request, reply) => {
         const q = request.query;
         const asCsv = wantsCsv(q.format, request.headers.accept);
-        const scope = await service.scope(request.caller!, q.garden, q.tag);
+        const scope = await service.scope(request.caller!, q.garden, q.tag, q);
         const { pages, release } = service.export(request.caller!, scope, q);
         let body: Readable;
         try {

@@ -27,5 +27,6 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     });
   }
   if (/^postgres(ql)?:\/\//.test(opts.url)) return new PgStore({ url: opts.url, poolSize: opts.poolSize });
-  throw new Error(`unsupported database URL ${JSON.stringify(opts.url)}: use sqlite:PATH or postgres://…`);
+  // The URL is not repeated: it may hold a password.
+  throw new Error('unsupported database URL: use sqlite:PATH or postgres://…');
 }

@@ -13,6 +13,7 @@ import {
   PlantStore,
   PlantStoreError,
   signWebhook,
+  sseMessages,
   type Token,
   verifyWebhook,
 } from '../../src/client/index.js';
@@ -345,6 +346,108 @@ describe('the typed client (plantstore/client)', () => {
     } finally {
       await jwtApp.close();
       await issuer.close();
+    }
+  });
+});
+
+// A stream as a service might write it: CRLF, LF and CR line ends, a comment, a retry field, data
+// on two lines, a name in several scripts (bytes of one character split across chunks too).
+const SSE_EVENTS = [
+  { id: 'evt_1', type: 'plant.created', name: 'Fougère ☘' },
+  { id: 'evt_2', type: 'plant.updated', name: 'Кактус' },
+  { id: 'evt_3', type: 'plant.deleted', name: '蘭花' },
+];
+const sseData = (e: (typeof SSE_EVENTS)[number]) =>
+  JSON.stringify({ type: e.type, data: { id: 1, name: e.name }, timestamp: '2026-01-01T00:00:00.000Z' });
+// The third event's data comes on two lines (joined by a line feed, still JSON): cut before "data".
+const AT = sseData(SSE_EVENTS[2]!).indexOf('"data"');
+const SSE_TEXT =
+  `: hello\r\nretry: 1000\r\n\r\n` +
+  `id: ${SSE_EVENTS[0]!.id}\r\nevent: ${SSE_EVENTS[0]!.type}\r\ndata: ${sseData(SSE_EVENTS[0]!)}\r\n\r\n` +
+  `id:${SSE_EVENTS[1]!.id}\nevent:${SSE_EVENTS[1]!.type}\ndata:${sseData(SSE_EVENTS[1]!)}\n\n` +
+  `: still here\r\r` +
+  `id: ${SSE_EVENTS[2]!.id}\revent: ${SSE_EVENTS[2]!.type}\rdata: ${sseData(SSE_EVENTS[2]!).slice(0, AT)}\rdata: ${sseData(SSE_EVENTS[2]!).slice(AT)}\r\r`;
+const SSE_BYTES = new TextEncoder().encode(SSE_TEXT);
+
+function streamOf(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      for (const c of chunks) controller.enqueue(c);
+      controller.close();
+    },
+  });
+}
+
+describe('the typed client reads Server-Sent Events however the bytes are cut', () => {
+  const want = SSE_EVENTS.map((e, i) => ({
+    id: e.id,
+    event: e.type,
+    data: i === 2 ? `${sseData(e).slice(0, AT)}\n${sseData(e).slice(AT)}` : sseData(e),
+  }));
+
+  it('cut in two at every byte: every event arrives with its id', async () => {
+    for (let k = 1; k < SSE_BYTES.length; k++) {
+      const got = [];
+      for await (const m of sseMessages(streamOf([SSE_BYTES.slice(0, k), SSE_BYTES.slice(k)]))) got.push(m);
+      assert.deepEqual(got, want, `cut after byte ${k}: ${JSON.stringify(SSE_TEXT.slice(0, k).slice(-12))}`);
+    }
+  });
+
+  it('one byte at a time: every event arrives with its id', async () => {
+    const got = [];
+    for await (const m of sseMessages(streamOf([...SSE_BYTES].map((b) => Uint8Array.of(b))))) got.push(m);
+    assert.deepEqual(got, want);
+  });
+
+  it('events() over HTTP, each chunk ending in a CR flushed on its own: no event or id is lost', async () => {
+    // The test's own server: the first stream cut after every CR (and in the middle of each
+    // character of more than one byte), each piece written and flushed before the next; later
+    // connections are held open with nothing sent, until the test aborts.
+    const pieces: Uint8Array[] = [];
+    let from = 0;
+    for (let i = 0; i < SSE_BYTES.length; i++) {
+      if (SSE_BYTES[i] === 0x0d || SSE_BYTES[i]! >= 0xc0) {
+        pieces.push(SSE_BYTES.slice(from, i + 1));
+        from = i + 1;
+      }
+    }
+    pieces.push(SSE_BYTES.slice(from));
+    let served = 0;
+    const lastIds: (string | undefined)[] = [];
+    const server = createServer(async (req, res) => {
+      lastIds.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.flushHeaders();
+      if (served++ > 0) return;
+      for (const p of pieces) {
+        await new Promise<void>((r) => res.write(p, () => r()));
+        await new Promise((r) => setImmediate(r));
+      }
+      res.end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const abort = new AbortController();
+    try {
+      const store = new PlantStore({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        token: 'pst_test',
+      });
+      const got: { id: string; type: string; name: string }[] = [];
+      const reading = (async () => {
+        for await (const e of store.events({ signal: abort.signal })) {
+          got.push({ id: e.id, type: e.type, name: (e.data as { name: string }).name });
+          if (got.length === SSE_EVENTS.length) break;
+        }
+      })();
+      await Promise.race([
+        reading,
+        new Promise((_, no) => setTimeout(() => no(new Error(`timeout: ${JSON.stringify(got)}`)), 10_000)),
+      ]);
+      assert.deepEqual(got, SSE_EVENTS);
+    } finally {
+      abort.abort();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
     }
   });
 });

@@ -227,6 +227,9 @@ describe('bin/plantstore usage errors and help', () => {
     ['serve', '--jwt-issuer', 'https://id.example.com'],
     ['serve', '--jwt-issuer', 'https://id.example.com', '--jwt-audience', 'a', '--jwt-algorithms', 'HS256'],
     ['serve', '--durability', 'sometimes'],
+    ['serve', '--trust-proxy'],
+    ['serve', '--trust-proxy', 'true'],
+    ['serve', '--trust-proxy', '1'],
     ['migrate', '--database', 'mysql://nope'],
     ['frobnicate'],
   ]) {
@@ -238,6 +241,27 @@ describe('bin/plantstore usage errors and help', () => {
       assert.match(r.stderr, /^plantstore: /);
       assert.equal(r.stdout, '');
       assert.ok(!existsSync(fresh), 'no store was created');
+    });
+  }
+
+  // Each a URL the configuration refuses; the password (Sekr3t…) must appear in no message.
+  for (const [args, url] of [
+    [['serve'], 'mysql://app:Sekr3tPw@db/plants'],
+    [['serve'], 'postgres://app:Sekr3t%E0%A4Pw@127.0.0.1/plants'],
+    [['serve'], 'postgres://app:Sekr3t/Pw@127.0.0.1/plants'],
+    [['serve'], 'postgres://app:Sekr3tPw@127.0.0.1:99999/plants'],
+    [['serve'], 'postgres://app:Sekr3t/Pw@h1,h2/plants'],
+    [['migrate'], 'postgres://app:Sekr3t/Pw@127.0.0.1/plants'],
+    [['export'], 'postgres://app:Sekr3t%E0%A4Pw@127.0.0.1/plants'],
+    [['import', 'test/e2e/cli.test.ts'], 'postgres://app:Sekr3t@Pw@h1,h2/plants'],
+    [['backup'], 'mysql://app:Sekr3tPw@db/plants'],
+  ] as const) {
+    it(`${args[0]} with a bad DATABASE_URL exits 2 with one line that holds no password: ${url}`, async () => {
+      const r = await cli([...args], { DATABASE_URL: url });
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, /^plantstore: DATABASE_URL/);
+      assert.doesNotMatch(r.stderr + r.stdout, /Sekr3t|Pw/);
     });
   }
 

@@ -56,6 +56,25 @@ for (const engine of ENGINES) {
       );
     });
 
+    it('the 200 carries the RateLimit-* headers its OpenAPI declares, counted like any request', async () => {
+      const c = await h.user();
+      const abort = new AbortController();
+      try {
+        const res = await fetch(`${base}/events`, {
+          headers: { authorization: `Bearer ${c.token}`, accept: 'text/event-stream' },
+          signal: abort.signal,
+        });
+        assert.equal(res.status, 200);
+        assert.match(String(res.headers.get('content-type')), /^text\/event-stream/);
+        assert.equal(res.headers.get('ratelimit-limit'), '6000');
+        assert.equal(res.headers.get('ratelimit-remaining'), '5999');
+        assert.match(String(res.headers.get('ratelimit-reset')), /^[1-9][0-9]*$/);
+        assert.match(String(res.headers.get('x-request-id')), /.+/);
+      } finally {
+        abort.abort();
+      }
+    });
+
     it('plants:admin sees every user’s events', async () => {
       const admin = await h.user(['plants:admin']);
       const s = await stream(admin.token);

@@ -238,6 +238,27 @@ for (const engine of ENGINES) {
       assert.equal((await get(c, `/plants?limit=2&cursor=${cursor}`)).statusCode, 400);
     });
 
+    it('a bad q or cursor answers 400 before a garden the caller cannot see is looked up (404 comes after)', async () => {
+      const c = await h.user();
+      const other = await h.user();
+      const hidden = await homeOf(other);
+      const unknown = 'gdn_000000000000000000000000';
+      for (const gid of [unknown, hidden]) {
+        for (const [url, code] of [
+          [`/plants?garden=${gid}&q=%20`, 'invalid_parameter'],
+          [`/plants?garden=${gid}&cursor=forged`, 'invalid_cursor'],
+          [`/gardens/${gid}/plants?q=%20`, 'invalid_parameter'],
+          [`/gardens/${gid}/plants?cursor=forged`, 'invalid_cursor'],
+          [`/plants/export?garden=${gid}&q=%20`, 'invalid_parameter'],
+        ] as const) {
+          const res = await get(c, url);
+          assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+          assert.equal(JSON.parse(res.body).code, code, url);
+        }
+        assert.equal((await get(c, `/plants?garden=${gid}&q=aloe`)).statusCode, 404, 'a good q: 404');
+      }
+    });
+
     it('answers a repeated search from the list cache only while it is exact: after each write the page follows', async () => {
       const a = await h.user();
       const b = await h.user();

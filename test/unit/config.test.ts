@@ -33,6 +33,14 @@ describe('configuration', () => {
       { DATABASE_URL: 'postgres://h1,h2/db?target_session_attrs=standby' },
       /DATABASE_URL: target_session_attrs must be/,
     ],
+    [{ TRUST_PROXY: 'true' }, /TRUST_PROXY must not be true: .*give the addresses or CIDRs of the proxies/],
+    [{ TRUST_PROXY: 'yes' }, /TRUST_PROXY must not be true/],
+    [{ TRUST_PROXY: '1' }, /TRUST_PROXY must not be a number of proxies: .*give the addresses or CIDRs/],
+    [
+      { TRUST_PROXY: '10.0.0.0/33' },
+      /TRUST_PROXY must be false or the proxies' addresses and CIDRs .*"10.0.0.0\/33" is not one/,
+    ],
+    [{ TRUST_PROXY: '10.0.0.1,proxy.internal' }, /"proxy.internal" is not one/],
     [{ DURABILITY: 'none' }, /DURABILITY must be one of full, normal/],
     [{ METRICS: 'maybe' }, /METRICS must be true or false/],
     [{ RATE_LIMIT: '-1' }, /RATE_LIMIT/],
@@ -59,6 +67,43 @@ describe('configuration', () => {
     assert.equal(
       loadConfig({ MAX_EVENT_LOOP_DELAY: '1s' }, { maxEventLoopDelay: '50ms' }).maxEventLoopDelay,
       50,
+    );
+  });
+
+  it('a DATABASE_URL it refuses is never printed back: one line, no password', () => {
+    for (const url of [
+      'mysql://app:Sekr3tPw@db/plants',
+      'app:Sekr3tPw@db/plants',
+      'postgres://app:Sekr3t%E0%A4Pw@db/plants',
+      'postgres://app:Sekr3t/Pw@db/plants',
+      'postgres://app:Sekr3tPw@db:99999/plants',
+      'postgresql://app:Sekr3tPw@[::1/plants',
+      'postgres://app:Sekr3t%zzPw@h1,h2/plants',
+      'postgres://app:Sekr3t/Pw@h1,h2/plants',
+      'postgres://app:Sekr3t@Pw@h1,h2/plants',
+      'postgres://app:Sekr3tPw@h1,h2:70000/plants',
+      'postgres://app:Sekr3tPw@db/plants?sslrootcert=/nonexistent/ca.pem',
+    ]) {
+      assert.throws(
+        () => loadConfig({ DATABASE_URL: url }),
+        (err: Error) =>
+          err instanceof ConfigError &&
+          err.message.startsWith('DATABASE_URL') &&
+          !err.message.includes('\n') &&
+          !/Sekr3t|Pw/.test(err.message),
+        url,
+      );
+    }
+  });
+
+  it("TRUST_PROXY: false by default, else the proxies' addresses and CIDRs", () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: '0' }).trustProxy, false);
+    assert.deepEqual(loadConfig({}, { trustProxy: '192.0.2.7' }).trustProxy, ['192.0.2.7']);
+    assert.deepEqual(
+      loadConfig({ TRUST_PROXY: ' 10.0.0.0/8, 192.0.2.7,fd00::/8 , ::1,loopback' }).trustProxy,
+      ['10.0.0.0/8', '192.0.2.7', 'fd00::/8', '::1', 'loopback'],
     );
   });
 

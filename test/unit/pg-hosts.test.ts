@@ -57,6 +57,41 @@ describe('several PostgreSQL hosts: the connection string', () => {
     }
   });
 
+  it('reads a password holding ? or # as libpq does (its user information ends at the first @ before any /)', () => {
+    for (const password of ['pa?ss', 'pa#ss', 'p?a#s=s&']) {
+      const t = parsePgUrl(`postgres://app:${password}@h1,h2/plants`);
+      assert.deepEqual(t.hosts, [
+        { host: 'h1', port: 5432 },
+        { host: 'h2', port: 5432 },
+      ]);
+      assert.equal(t.config.user, 'app');
+      assert.equal(t.config.password, password);
+      assert.equal(t.config.database, 'plants');
+      assert.equal(isMultiHost(`postgres://app:${password}@h1,h2/plants`), true);
+    }
+    assert.equal(
+      isMultiHost('postgres://app:pa,ss@h1/plants'),
+      false,
+      'a comma in the password is no host list',
+    );
+  });
+
+  it('never quotes the user information in its refusals', () => {
+    for (const url of [
+      'postgres://app:Sekr3t/Pw@h1,h2/plants',
+      'postgres://app:Sekr3t@Pw@h1,h2/plants',
+      'postgres://app:Sekr3t%zzPw@h1,h2/plants',
+      'postgres://app:Sekr3t%E0%A4Pw@h1,h2/plants',
+      'postgres://app:Sekr3t:Pw/@h1,h2/plants',
+    ]) {
+      assert.throws(
+        () => parsePgUrl(url),
+        (err: Error) => err instanceof PgUrlError && !/Sekr3t|Pw/.test(err.message),
+        url,
+      );
+    }
+  });
+
   it('tells a multi-host URL from a single one', () => {
     assert.equal(isMultiHost('postgres://u@h1:5432,h2:5432/db'), true);
     assert.equal(isMultiHost('postgres://u@h1/db?target_session_attrs=read-write'), true);
