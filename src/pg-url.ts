@@ -60,11 +60,12 @@ export function parsePgUrl(url: string): PgTarget {
   const path = rest.split('?')[0]!;
   const q = query.toString();
   // Re-encoded, so node-postgres's URL parser reads a ? or # of the password as the password's.
+  // The user ends at the first ':'; the password, whatever it holds, is the rest.
+  const colon = raw === null ? -1 : raw.indexOf(':');
   const userinfo =
     raw === null
       ? ''
-      : `${raw
-          .split(/(?<=^[^:]*):/)
+      : `${(colon < 0 ? [raw] : [raw.slice(0, colon), raw.slice(colon + 1)])
           .map((piece) => encodeURIComponent(decode(piece)))
           .join(':')}@`;
   // The rest of the URL, with one stand-in host, as node-postgres reads a single-host URL.
