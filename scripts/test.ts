@@ -16,7 +16,7 @@
 // tests still running, from a progress reporter's log, kills the run and exits non-zero. A run that
 // keeps making progress is never stopped for being slow; a hang is a failure with a name.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { parseDuration } from '../src/durations.js';
@@ -201,7 +201,15 @@ const status = await new Promise<number>((done) =>
   run.on('exit', (code, signal) => done(code ?? (signal ? 1 : 0))),
 );
 clearInterval(watchdog);
-const slowest = fileTimes(readProgress()).slice(0, 8);
+const times = fileTimes(readProgress());
+const slowest = times.slice(0, 8);
+// PLANTSTORE_TEST_TIMES=FILE writes every file's time there, slowest first (docs/testing.md's tiers).
+if (process.env.PLANTSTORE_TEST_TIMES) {
+  writeFileSync(
+    process.env.PLANTSTORE_TEST_TIMES,
+    times.map(([f, ms]) => `${(ms / 1000).toFixed(1)}\t${relative(process.cwd(), f)}\n`).join(''),
+  );
+}
 rmSync(work, { recursive: true, force: true });
 console.log(`# the run took ${Math.round((Date.now() - started) / 1000)} s; the slowest files:`);
 for (const [f, ms] of slowest) console.log(`#   ${Math.round(ms / 1000)} s  ${relative(process.cwd(), f)}`);

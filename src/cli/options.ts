@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { type Config, FIELDS, loadConfig } from '../config.js';
-import { Runtime } from '../runtime.js';
+import type { Runtime } from '../runtime.js';
 
 export const CONFIG_KEYS = Object.keys(FIELDS) as (keyof Config)[];
 
@@ -40,6 +40,7 @@ export async function withRuntime<T>(
   opts: Record<string, unknown>,
   fn: (runtime: Runtime) => Promise<T>,
 ): Promise<T> {
+  const { Runtime } = await import('../runtime.js');
   const runtime = await Runtime.open(configFrom(opts), 'command');
   try {
     return await fn(runtime);

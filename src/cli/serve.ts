@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { serveAll } from '../cluster.js';
 import { CONFIG_KEYS, configFrom, withConfig } from './options.js';
 
 /** `plantstore serve`: the HTTP service, with every configuration field as an option. */
@@ -9,6 +8,8 @@ export function serveCommand(program: Command): void {
     CONFIG_KEYS,
   );
   serve.action(async (opts: Record<string, unknown>) => {
+    // The server's modules (most of a second to load) only for serve, not for every command.
+    const { serveAll } = await import('../cluster.js');
     await serveAll(configFrom(opts));
   });
 }

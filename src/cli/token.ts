@@ -1,17 +1,20 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import pino from 'pino';
-import { Compile } from 'typebox/compile';
 import { parseDuration } from '../durations.js';
 import { TokenNotFoundError } from '../errors.js';
-import { type Operator, TokenService } from '../identity/token-service.js';
+import type { Operator, TokenService } from '../identity/token-service.js';
 import { isValidUser, tokenStatus } from '../identity/tokens.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope, TokenName } from '../schemas/token.js';
 import { UsageError } from '../usage-error.js';
 import { configFrom, withDatabase, withRuntime } from './options.js';
 
-// The API's rule for a token's name (POST /tokens), so that the CLI makes no token it would refuse.
-const tokenName = Compile(TokenName);
+// The API's rule for a token's name (POST /tokens), so that the CLI makes no token it would refuse;
+// compiled when a name is checked (typebox's compiler takes a quarter of a second to load).
+async function validName(name: string): Promise<boolean> {
+  const { Compile } = await import('typebox/compile');
+  return Compile(TokenName).Check(name);
+}
 
 // Whoever runs `plantstore token …` has the database's credentials: an operator, who may make any
 // token. The audit line (who, for whom, which scopes, the id; never the secret) goes to stderr as
@@ -31,6 +34,7 @@ async function withTokens<T>(
   } catch {
     // No entry for this uid (a container): the audit line says unknown.
   }
+  const { TokenService } = await import('../identity/token-service.js');
   return withRuntime(opts, ({ store }) =>
     fn(new TokenService(store, { audit: (entry) => log.info({ audit: entry }, `token ${entry.action}`) }), {
       kind: 'operator',
@@ -78,7 +82,7 @@ export function tokenCommands(program: Command): void {
         `--expires-in must be a whole number and s, m, h or d (like 30d), got ${JSON.stringify(opts.expiresIn)}`,
       );
     }
-    if (opts.name !== undefined && !tokenName.Check(opts.name)) {
+    if (opts.name !== undefined && !(await validName(opts.name))) {
       throw new UsageError('--name must be 1 to 200 characters, not blank, without control characters');
     }
     const { record, secret } = await withTokens(opts, (tokens, me) =>
