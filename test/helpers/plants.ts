@@ -12,6 +12,23 @@ export interface Listed {
   tag?: string;
 }
 
+/** POST /plants/batch with `payload` of content type `type` (`query`: `?ids=drop`, …), as it comes back. */
+export const postBatch = (
+  c: Client,
+  payload: string | Buffer,
+  type: string,
+  query = '',
+  headers: Record<string, string> = {},
+) =>
+  c.request({
+    method: 'POST',
+    url: `/plants/batch${query}`,
+    headers: { 'content-type': type, ...headers },
+    payload,
+  });
+/** POST /plants/batch with `body` as JSON, as it comes back. */
+export const postBatchJson = (c: Client, body: unknown, query = '', headers: Record<string, string> = {}) =>
+  postBatch(c, JSON.stringify(body), 'application/json', query, headers);
 /** GET `url`, as it comes back. */
 export const get = (c: Client, url: string) => c.request({ method: 'GET', url });
 /** PATCH /plants/{id} with this merge patch, as it comes back. */

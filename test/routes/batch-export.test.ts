@@ -9,24 +9,9 @@ import type { Client } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { createGarden, homeOf, share } from '../helpers/gardens.js';
 import { logSettled } from '../helpers/log.js';
-import { get } from '../helpers/plants.js';
+import { get, postBatchJson as json, postBatch as send } from '../helpers/plants.js';
 import { suiteHarness } from '../helpers/suite.js';
 
-const send = (
-  c: Client,
-  payload: string | Buffer,
-  type: string,
-  query = '',
-  headers: Record<string, string> = {},
-) =>
-  c.request({
-    method: 'POST',
-    url: `/plants/batch${query}`,
-    headers: { 'content-type': type, ...headers },
-    payload,
-  });
-const json = (c: Client, body: unknown, query = '', headers: Record<string, string> = {}) =>
-  send(c, JSON.stringify(body), 'application/json', query, headers);
 const csv = (c: Client, text: string | Buffer, query = '') => send(c, text, 'text/csv', query);
 
 async function names(c: Client): Promise<string[]> {

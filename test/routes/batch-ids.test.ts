@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import type { Client, Harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { logSettled } from '../helpers/log.js';
-import { get } from '../helpers/plants.js';
+import { get, postBatch } from '../helpers/plants.js';
 import { suiteHarness } from '../helpers/suite.js';
 
 const DEFAULT_SEED = 11;
@@ -47,12 +47,7 @@ function body(format: Format, rows: { id: number | null; name: string }[]): [str
 
 const batch = (c: Client, format: Format, rows: { id: number | null; name: string }[], query = '') => {
   const [payload, type] = body(format, rows);
-  return c.request({
-    method: 'POST',
-    url: `/plants/batch${query}`,
-    headers: { 'content-type': type },
-    payload,
-  });
+  return postBatch(c, payload, type, query);
 };
 
 /** The caller's plants, id → name. */

@@ -12,25 +12,10 @@ import { testConfig } from '../../src/config.js';
 import { type Client, clientAs, errorBody, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { createGarden, share } from '../helpers/gardens.js';
-import { del, get } from '../helpers/plants.js';
+import { del, get, postBatchJson as json } from '../helpers/plants.js';
 import { suiteHarness } from '../helpers/suite.js';
 import { until } from '../helpers/wait.js';
 
-const send = (
-  c: Client,
-  payload: string | Buffer,
-  type: string,
-  query = '',
-  headers: Record<string, string> = {},
-) =>
-  c.request({
-    method: 'POST',
-    url: `/plants/batch${query}`,
-    headers: { 'content-type': type, ...headers },
-    payload,
-  });
-const json = (c: Client, body: unknown, query = '', headers: Record<string, string> = {}) =>
-  send(c, JSON.stringify(body), 'application/json', query, headers);
 /** An export read by a client that took its first bytes and then stopped reading (a slow client). */
 interface SlowExport {
   status: number;
