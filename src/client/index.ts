@@ -65,8 +65,16 @@ export interface ExportedPlant {
 }
 /** A batch create's answer: how many plants it made (all of them) and their ids, in input order. */
 export type BatchCreated = Json<operations['createPlantsBatch']['responses'][201]>;
-/** A batch's plants: JSON plants, or a CSV or NDJSON text as an export writes (or a spreadsheet saves). */
-export type BatchInput = PlantCreate[] | { csv: string } | { ndjson: string };
+/**
+ * A batch's plants: JSON plants, or a CSV or NDJSON body as an export writes (or a spreadsheet
+ * saves). A CSV file is best given as its bytes (a `Blob`, `File` or `Uint8Array`), sent as they
+ * are: the service checks they are UTF-8 and says how to save the file when they are not, where
+ * text decoded here would already have lost what the file held.
+ */
+export type BatchInput =
+  | PlantCreate[]
+  | { csv: string | Blob | Uint8Array<ArrayBuffer> }
+  | { ndjson: string };
 /** A garden as the service answers it: `{id, name, home, role, createdAt}`, `role` the caller's own. */
 export type Garden = Json<operations['getGarden']['responses'][200]>;
 /** Who the credential is (GET /me). */
@@ -420,7 +428,7 @@ export class PlantStore {
 interface CallOptions {
   body?: unknown;
   /** A body sent as it is, with its own content-type header (CSV, NDJSON). */
-  text?: string;
+  text?: string | Blob | Uint8Array<ArrayBuffer>;
   /** The answer's body is read as a stream for as long as it takes: the deadline covers its headers only. */
   streamed?: boolean;
   headers?: Record<string, string>;
