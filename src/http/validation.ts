@@ -1,6 +1,7 @@
 import type { FastifySchemaValidationError } from 'fastify';
 import { AppError, type ErrorDetail } from '../errors.js';
 import { MAX_PLANT_ID } from '../schemas/plant.js';
+import { visibleProblem } from '../text-rules.js';
 
 type Context = 'body' | 'querystring' | 'params' | 'headers' | string | undefined;
 
@@ -60,7 +61,7 @@ function describe(e: FastifySchemaValidationError, value: unknown, name: string,
       if (fixed) return fixed;
       if (typeof value === 'string' && /[\u0000-\u001F\u007F]/.test(value))
         return 'must not contain control characters';
-      return 'must not be blank';
+      return (typeof value === 'string' ? visibleProblem(value) : null) ?? 'must not be blank';
     }
     // A union of constants (a member's role): name the values it takes.
     case 'const':

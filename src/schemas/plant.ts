@@ -5,20 +5,38 @@ import { MAX_PLANT_ID } from '../plant-id.js';
 
 export { MAX_PLANT_ID };
 
-// One pattern for "no control characters and at least one non-whitespace character"; the error
-// formatter looks at the value to say which half failed. It runs on request input, also on text
+// One pattern for "no control characters and at least one visible character" (contract section 1:
+// not blank, from version 5 not only invisible characters either); the error formatter looks at
+// the value to say which half failed (text-rules.ts). It runs on request input, also on text
 // already too long (Ajv's allErrors), so it must not backtrack: the leading run takes only
-// whitespace and the character after it must not be whitespace, so where one part ends and the
-// next begins is never in doubt and the time is linear in the text's length
-// (test/unit/redos.test.ts checks every pattern in src/). [^\S…] is "whitespace that is not a
-// control character": tab and newline are refused as before.
-const TEXT_PATTERN = '^[^\\S\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
+// characters that show nothing and the character after it must be one that shows, so where one
+// part ends and the next begins is never in doubt and the time is linear in the text's length
+// (test/unit/redos.test.ts checks every pattern in src/). Ajv compiles patterns with the `u` flag,
+// which \p{…} needs. The leading run is whitespace other than C0 controls (\p{Z}, U+0085),
+// default-ignorable code points, format characters (U+200B, bidi controls, U+FEFF…) and C1
+// controls; a visible character is anything but those and the controls; tab and newline are
+// refused as before.
+const TEXT_PATTERN =
+  '^[\\p{Z}\\p{Default_Ignorable_Code_Point}\\p{Cf}\\u0080-\\u009F]*[^\\p{Z}\\p{Default_Ignorable_Code_Point}\\p{Cf}\\p{Cc}][^\\u0000-\\u001F\\u007F]*$';
+
+// The rule before version 5 (not only whitespace, no control characters), for what a store may
+// already hold: an export file made from it must import (schemas/store-file.ts).
+const STORED_TEXT_PATTERN =
+  '^[^\\S\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
+
+/** The text rules of a name, tag or label (text()), for the schemas' descriptions. */
+export const TEXT_RULE =
+  'at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent';
 
 export const text = (maxLength: number, description: string) =>
   Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, description });
 
-export const PlantName = text(200, 'Plant name: 1–200 characters, not blank, no control characters.');
-export const PlantTag = text(100, 'Plant tag: 1–100 characters, not blank, no control characters.');
+/** Text as a store may hold it from any release: what an import takes. */
+export const storedText = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: STORED_TEXT_PATTERN, description });
+
+export const PlantName = text(200, `Plant name: 1–200 characters (code points), ${TEXT_RULE}.`);
+export const PlantTag = text(100, `Plant tag: 1–100 characters (code points), ${TEXT_RULE}.`);
 
 export const PlantId = Type.Integer({
   minimum: 1,
@@ -129,7 +147,8 @@ export const ListQuery = Type.Object(
         examples: ['20'],
       }),
     ),
-    tag: Type.Optional({ ...PlantTag, description: 'Only plants with exactly this tag.' }),
+    // Any tag a store may hold, those stored before version 5's rule included.
+    tag: Type.Optional(storedText(100, 'Only plants with exactly this tag.')),
     include: Type.Optional(
       Type.String({
         pattern: '^(?:id|version|garden)(?:,(?:id|version|garden)){0,2}$',
