@@ -691,9 +691,9 @@ export interface operations {
                         garden?: string;
                         /** @description Present with `include=version`: the plant's version; its ETag is the version in quotes. */
                         version?: number;
-                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     }[];
                 };
@@ -836,7 +836,7 @@ export interface operations {
                 "application/json": {
                     /** @description Optional; when absent or null the service assigns one. */
                     id?: number | null;
-                    /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                    /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                     name: string;
                     /** @description Optional; null means absent. */
                     tag?: string | null;
@@ -865,9 +865,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
@@ -1101,9 +1101,9 @@ export interface operations {
                         garden?: string;
                         /** @description Present with `include=version`: the plant's version; its ETag is the version in quotes. */
                         version?: number;
-                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     }[];
                 };
@@ -1252,7 +1252,7 @@ export interface operations {
                 "application/json": {
                     /** @description Optional; when absent or null the service assigns one. */
                     id?: number | null;
-                    /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                    /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                     name: string;
                     /** @description Optional; null means absent. */
                     tag?: string | null;
@@ -1281,9 +1281,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
@@ -1511,9 +1511,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
@@ -1891,9 +1891,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
@@ -2155,7 +2155,7 @@ export interface operations {
                     plants: {
                         /** @description Optional; when absent or null the service assigns one. */
                         id?: number | null;
-                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
                         /** @description Optional; null means absent. */
                         tag?: string | null;

@@ -5,35 +5,34 @@ import { MAX_PLANT_ID } from '../plant-id.js';
 
 export { MAX_PLANT_ID };
 
-// One pattern for "no control characters and at least one visible character" (contract section 1:
-// not blank, from version 5 not only invisible characters either); the error formatter looks at
-// the value to say which half failed (text-rules.ts). It runs on request input, also on text
+// One pattern for "no control characters and at least one non-whitespace character"; the error
+// formatter looks at the value to say which half failed. It runs on request input, also on text
 // already too long (Ajv's allErrors), so it must not backtrack: the leading run takes only
-// characters that show nothing and the character after it must be one that shows, so where one
-// part ends and the next begins is never in doubt and the time is linear in the text's length
-// (test/unit/redos.test.ts checks every pattern in src/). Ajv compiles patterns with the `u` flag,
-// which \p{…} needs. The leading run is whitespace other than C0 controls (\p{Z}, U+0085),
-// default-ignorable code points, format characters (U+200B, bidi controls, U+FEFF…) and C1
-// controls; a visible character is anything but those and the controls; tab and newline are
-// refused as before.
-const TEXT_PATTERN =
-  '^[\\p{Z}\\p{Default_Ignorable_Code_Point}\\p{Cf}\\u0080-\\u009F]*[^\\p{Z}\\p{Default_Ignorable_Code_Point}\\p{Cf}\\p{Cc}][^\\u0000-\\u001F\\u007F]*$';
+// whitespace and the character after it must not be whitespace, so where one part ends and the
+// next begins is never in doubt and the time is linear in the text's length
+// (test/unit/redos.test.ts checks every pattern in src/). [^\S…] is "whitespace that is not a
+// control character": tab and newline are refused as before. It means the same with and without
+// the `u` flag: Ajv here and Prism use it, Spectral does not, and the document is for any tool.
+const TEXT_PATTERN = '^[^\\S\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
 
-// The rule before version 5 (not only whitespace, no control characters), for what a store may
-// already hold: an export file made from it must import (schemas/store-file.ts).
-const STORED_TEXT_PATTERN =
-  '^[^\\S\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
+/**
+ * The keyword that asks for a visible character (contract section 1, version 5: not only
+ * whitespace or invisible characters such as U+200B). The Unicode properties it needs (\p{…})
+ * would make a `pattern` mean something else to a tool that compiles patterns without the `u`
+ * flag, so the service checks it (http/validation.ts, text-rules.ts) and the description says it.
+ */
+export const VISIBLE_KEYWORD = 'x-visible-character';
 
 /** The text rules of a name, tag or label (text()), for the schemas' descriptions. */
 export const TEXT_RULE =
-  'at least one visible character (not only whitespace or invisible characters such as U+200B), no control characters, valid Unicode (no lone surrogates); stored exactly as sent';
+  'at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent';
 
 export const text = (maxLength: number, description: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, description });
+  Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, [VISIBLE_KEYWORD]: true, description });
 
-/** Text as a store may hold it from any release: what an import takes. */
+/** Text as a store may hold it from any release (not only whitespace, no control characters): what an import takes. */
 export const storedText = (maxLength: number, description: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: STORED_TEXT_PATTERN, description });
+  Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, description });
 
 export const PlantName = text(200, `Plant name: 1–200 characters (code points), ${TEXT_RULE}.`);
 export const PlantTag = text(100, `Plant tag: 1–100 characters (code points), ${TEXT_RULE}.`);
