@@ -698,7 +698,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -872,7 +872,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -955,7 +955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1108,7 +1108,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1288,7 +1288,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1388,7 +1388,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1535,7 +1535,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1657,7 +1657,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.
+                 * @description The ETag of the plant as the caller last read it, exactly as sent, quotes included (`"42"`, not `42`), or `*`: the request applies only if the plant has not changed since.
                  * @example "42"
                  */
                 "if-match"?: string;
@@ -1688,7 +1688,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1754,7 +1754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `If-Match` names no current version of the plant (it changed since it was read): nothing was changed. */
+            /** @description `If-Match` names no current version of the plant (it changed since it was read, or the value is not an ETag exactly as sent, quotes included): nothing was changed. */
             412: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1829,7 +1829,7 @@ export interface operations {
                 /** @description Makes the create safe to retry: the same key and body replay the first response for 24 h. */
                 "idempotency-key"?: string;
                 /**
-                 * @description The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.
+                 * @description The ETag of the plant as the caller last read it, exactly as sent, quotes included (`"42"`, not `42`), or `*`: the request applies only if the plant has not changed since.
                  * @example "42"
                  */
                 "if-match"?: string;
@@ -1898,7 +1898,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1981,7 +1981,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `If-Match` names no current version of the plant (it changed since it was read): nothing was changed. */
+            /** @description `If-Match` names no current version of the plant (it changed since it was read, or the value is not an ETag exactly as sent, quotes included): nothing was changed. */
             412: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2015,7 +2015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2204,7 +2204,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2304,7 +2304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2431,7 +2431,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2725,7 +2725,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2808,7 +2808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3227,7 +3227,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3310,7 +3310,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3597,7 +3597,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3697,7 +3697,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3800,7 +3800,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4118,7 +4118,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4308,7 +4308,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4374,7 +4374,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4919,7 +4919,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5002,7 +5002,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5551,7 +5551,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5719,7 +5719,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5802,7 +5802,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5899,7 +5899,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */

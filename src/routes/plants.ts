@@ -64,7 +64,7 @@ const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(
     Type.String({
       description:
-        'The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.',
+        'The ETag of the plant as the caller last read it, exactly as sent, quotes included (`"42"`, not `42`), or `*`: the request applies only if the plant has not changed since.',
       examples: ['"42"'],
     }),
   ),
