@@ -76,6 +76,6 @@ export function explainPrecondition(request: FastifyRequest, err: unknown): unkn
   const digits = /^(?:W\/)?"?([0-9]{1,16})"?$/.exec(odd)?.[1];
   const example = digits === undefined ? '"3"' : `"${digits}"`;
   return new PreconditionFailedError(
-    `If-Match must hold the ETag exactly as the service sent it, quotes included (If-Match: ${example}), or *; ${JSON.stringify(shown)} is not one, so it matches no version of the plant and nothing changed`,
+    `If-Match must hold the ETag exactly as the service sent it, quotes included (If-Match: ${example}), or *; the value ${shown} is not, so it matched no version of the plant and nothing changed`,
   );
 }

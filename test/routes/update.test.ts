@@ -144,7 +144,7 @@ for (const engine of ENGINES) {
           assert.equal(err.code, 'precondition_failed');
           assert.equal(
             err.message,
-            `If-Match must hold the ETag exactly as the service sent it, quotes included (If-Match: ${example}), or *; ${JSON.stringify(odd)} is not one, so it matches no version of the plant and nothing changed`,
+            `If-Match must hold the ETag exactly as the service sent it, quotes included (If-Match: ${example}), or *; the value ${odd} is not, so it matched no version of the plant and nothing changed`,
           );
         }
       }
