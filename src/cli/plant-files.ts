@@ -29,11 +29,15 @@ function chunks(header: string, rows: string[], sep: string): Chunk[] {
   let at = 0;
   while (at < rows.length) {
     let text = header;
+    let bytes = Buffer.byteLength(header);
     const first = at;
     while (at < rows.length && at - first < ROWS) {
       const row = `${rows[at]}${sep}`;
-      if (at > first && text.length + row.length > BYTES) break;
+      // In bytes, as the service counts: 1,000 rows of non-ASCII names pass 1 MiB sooner.
+      const size = Buffer.byteLength(row);
+      if (at > first && bytes + size > BYTES) break;
       text += row;
+      bytes += size;
       at++;
     }
     out.push({ text, first: first + 1, last: at });
@@ -210,7 +214,10 @@ export function plantFileCommands(plants: Command): void {
               : `header column ${column[1]}: ${d.message}`;
           return d.message;
         });
-        const why = rows.length ? rows.join('; ') : err.message;
+        // One line a person reads: the first few rows, and how many more.
+        const shown = rows.slice(0, 5).join('; ');
+        const more = rows.length > 5 ? ` (and ${rows.length - 5} more problems)` : '';
+        const why = rows.length ? `${shown}${more}` : err.message;
         throw new PlantStoreError(
           err.status,
           err.code,

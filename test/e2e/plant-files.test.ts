@@ -137,5 +137,13 @@ describe('plants search, export and import (CONTRACT.md section 7)', () => {
     );
     const usage = await cli(['plants', 'export', '--delimiter', ';'], third);
     assert.equal(usage.code, 2);
+    // 1,000 rows of 300 emoji are 1.2 MB but 600,000 UTF-16 units: split by bytes, as the service counts.
+    const wide = join(dir, 'emoji.csv');
+    const emoji = Array.from({ length: 1000 }, (_, i) => `${i}${'🌿'.repeat(196)};${'🌵'.repeat(100)}`);
+    writeFileSync(wide, `name;tag\n${emoji.join('\n')}\n`);
+    const big = await cli(['plants', 'import', wide, '--json'], third);
+    assert.equal(big.code, 0, big.stderr);
+    assert.equal(JSON.parse(big.stdout).created, 1000);
+    assert.equal(big.stderr.trim().split('\n').length, 2, 'two requests');
   });
 });
