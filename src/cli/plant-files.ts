@@ -53,6 +53,7 @@ function chunks(header: string, rows: string[], sep: string): Chunk[] {
 function csvChunks(text: string): Chunk[] {
   const delimiter = findDelimiter(text);
   let read = 0;
+  let header: string[] | undefined;
   let records: { raw: string }[];
   try {
     records = parse(text, {
@@ -63,6 +64,8 @@ function csvChunks(text: string): Chunk[] {
       skip_records_with_empty_values: true,
       relax_column_count: true,
       on_record: (record: string[]) => {
+        // With `raw`, csv-parse hands over `{record, raw}`.
+        header ??= (record as unknown as { record: string[] }).record;
         read++;
         return record;
       },
@@ -70,7 +73,10 @@ function csvChunks(text: string): Chunk[] {
   } catch (err) {
     if (!(err instanceof CsvError)) throw err;
     const where = read === 0 ? 'the header' : `row ${read}`;
-    throw new UsageError(`${where} of the file ${syntaxProblem(err, { delimiter, cells: 0 })}`);
+    const names = header?.map((h) => h.trim().toLowerCase());
+    throw new UsageError(
+      `${where} of the file ${syntaxProblem(err, { delimiter, cells: 0, ...(names ? { header: names } : {}) })}`,
+    );
   }
   if (records.length === 0)
     throw new UsageError('the CSV file is empty: it needs a header row and a row for each plant');

@@ -188,6 +188,11 @@ export function syntaxProblem(
       }
       return `has text after the closing quote of a quoted cell${column}: a quote inside a quoted cell is written twice ("")`;
     }
+    case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
+      return `has text after the closing quote of a quoted cell${column}: a quote inside a quoted cell is written twice ("")`;
+    case 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH':
+    case 'CSV_RECORD_INCONSISTENT_COLUMNS':
+      return `does not have as many cells as the header has columns: a cell holding ${d} must be in quotes`;
     case 'INVALID_OPENING_QUOTE':
       return `has a quote inside a cell that does not begin with one${column}: put the whole cell in quotes and write each quote inside it twice, as in "5"" pot"`;
     default:

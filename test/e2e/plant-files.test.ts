@@ -110,6 +110,15 @@ describe('plants search, export and import (CONTRACT.md section 7)', () => {
       `plantstore: ${latin}: The file is not UTF-8 text (byte 0xF6 at line 3 is not UTF-8; Excel's "CSV (Comma delimited)" saves Windows-1252). Save it as "CSV UTF-8 (Comma delimited)" in Excel, or choose the UTF-8 character set in LibreOffice or Google Sheets, and import it again.\n`,
     );
     assert.equal((await cli(['plants', 'export'], third)).stdout, '', 'nothing was created');
+    // A CSV the command cannot split into rows: the service's sentence, before anything is sent.
+    const unclosed = join(dir, 'unclosed.csv');
+    writeFileSync(unclosed, 'Name;Tag\r\nFern;x\r\n"Pilea;y\r\n');
+    const bad = await cli(['plants', 'import', unclosed], third);
+    assert.equal(bad.code, 2);
+    assert.equal(
+      bad.stderr,
+      'plantstore: row 2 of the file has a quote that is never closed (column name): a cell that begins with a quote must end with one, and a quote inside it is written twice ("")\n',
+    );
 
     // As German Excel saves "CSV UTF-8 (Trennzeichen-getrennt)": BOM, ";", CRLF, commas in cells.
     const rows = Array.from(
