@@ -136,6 +136,9 @@ for (const engine of ENGINES) {
       ]) {
         assert.equal((await csv(c, 'name\r\nFern\r\n', type)).statusCode, 201, type);
       }
+      // NDJSON saved with a BOM (a Windows editor's "UTF-8 with BOM") reads as it did.
+      const ndBom = await csv(c, Buffer.concat([BOM, utf8('{"name":"Größe"}\n')]), 'application/x-ndjson');
+      assert.equal(ndBom.statusCode, 201, ndBom.body);
     });
 
     it('says what is wrong with a CSV in a sentence naming the row and the column, once, and creates nothing', async () => {
