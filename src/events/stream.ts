@@ -113,6 +113,9 @@ export class EventStreams {
   private poll: NodeJS.Timeout | undefined;
   /** Where the keep-alive comments have got to in the streams. */
   private beating: Iterator<Stream> | undefined;
+  /** When the keep-alive comments were last counted out, and the share of a comment owed since. */
+  private beatAt = 0;
+  private beatDue = 0;
   /** Unsubscribes from the store's onEvents while no stream is open. */
   private unlisten: (() => void) | undefined;
   private wokenAt = 0;
@@ -287,10 +290,12 @@ export class EventStreams {
     if (this.poll) return;
     this.unlisten = this.store.onEvents(() => this.nudge());
     const tickMs = Math.max(10, Math.min(this.pollMs, 250, this.heartbeatMs / 4));
+    this.beatAt = Date.now();
+    this.beatDue = 0;
     this.poll = setInterval(() => {
       this.cutStalled();
       this.checkCredentials();
-      this.beat(tickMs);
+      this.beat(Date.now());
       if (Date.now() - this.wokenAt >= this.pollMs) this.nudge();
     }, tickMs);
     this.poll.unref();
@@ -300,8 +305,16 @@ export class EventStreams {
   // least every heartbeatMs without a pause of the event loop to write to every socket at once
   // (10,000 writes in one go would hold events back for a fifth of a second). A pass over the
   // streams takes 80 % of heartbeatMs: streams opened during one are also reached within it.
-  private beat(tickMs: number): void {
-    let n = Math.ceil((this.streams.size * tickMs) / (this.heartbeatMs * 0.8));
+  // The slice is a share of the streams that accrues with the time gone by: a fraction of a
+  // stream waits for the next tick rather than being rounded up to a whole one (rounded up, one
+  // open stream had a comment at every tick, 60 a minute instead of about 4), and a tick that
+  // comes late writes for the time it missed.
+  private beat(now: number): void {
+    const elapsed = Math.min(now - this.beatAt, this.heartbeatMs);
+    this.beatAt = now;
+    this.beatDue += (this.streams.size * Math.max(0, elapsed)) / (this.heartbeatMs * 0.8);
+    let n = Math.floor(this.beatDue);
+    this.beatDue -= n;
     while (n-- > 0) {
       let next = this.beating?.next();
       if (next === undefined || next.done) {

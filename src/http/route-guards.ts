@@ -1,35 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
+import { foreignCharset } from '../plants/file-encoding.js';
 import { noRoute } from './errors.js';
 
 type Guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
 
-// JSON, a merge patch and NDJSON are UTF-8 and nothing else (RFC 8259 8.1): a body declared in
-// another charset would be read as UTF-8 and stored garbled, so it is refused before it is read.
-const UTF8_ONLY = new Set(['application/json', 'application/merge-patch+json', 'application/x-ndjson']);
-// The labels of UTF-8 (WHATWG Encoding), and US-ASCII, whose every text is UTF-8 as it is.
-const UTF8_LABELS = new Set([
-  'utf-8',
-  'utf8',
-  'unicode-1-1-utf-8',
-  'unicode11utf8',
-  'unicode20utf8',
-  'x-unicode20utf8',
-  'us-ascii',
-  'ascii',
-]);
-
-/** The charset a Content-Type's parameters name (its last, unquoted), or undefined when none. */
-function charsetOf(header: string): string | undefined {
-  let charset: string | undefined;
-  for (const param of header.split(';').slice(1)) {
-    const eq = param.indexOf('=');
-    if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
-    const value = param.slice(eq + 1).trim();
-    charset = value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
-  }
-  return charset;
-}
+// JSON and a merge patch are UTF-8 and nothing else (RFC 8259 8.1): a body declared in another
+// charset would be read as UTF-8 and stored garbled, so it is refused before it is read. (A CSV or
+// NDJSON batch's label is judged by the batch route, with advice on saving a file as UTF-8.)
+const UTF8_ONLY = new Set(['application/json', 'application/merge-patch+json']);
 
 /** A 415 unless the request's media type (parameters aside) is one of `types`, in UTF-8 when JSON. */
 function requireMediaType(types: string[]): Guard {
@@ -39,8 +18,8 @@ function requireMediaType(types: string[]): Guard {
     const type = header?.split(';')[0]?.trim().toLowerCase();
     if (type === undefined || !types.includes(type))
       return done(new AppError(415, 'unsupported_media_type', message));
-    const charset = UTF8_ONLY.has(type) ? charsetOf(header!) : undefined;
-    if (charset !== undefined && !UTF8_LABELS.has(charset.trim().toLowerCase())) {
+    const charset = UTF8_ONLY.has(type) ? foreignCharset(header) : null;
+    if (charset !== null) {
       const named = JSON.stringify(charset.length > 40 ? `${charset.slice(0, 40)}…` : charset);
       return done(
         new AppError(

@@ -90,6 +90,11 @@ for (const engine of ENGINES) {
             payload: 'x'.repeat(1024 * 1024 + 1),
           });
           assert.equal(res.statusCode, 415, `${method} ${url} ${type} ${charset}: ${res.body}`);
+          // An NDJSON batch's refusal is the batch route's, with advice on saving a file as UTF-8.
+          if (type === 'application/x-ndjson') {
+            assert.equal(errorBody(res).code, 'unsupported_media_type');
+            continue;
+          }
           assert.deepEqual(errorBody(res), {
             error: 415,
             code: 'unsupported_media_type',
