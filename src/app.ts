@@ -20,6 +20,7 @@ import { fastifyInstance } from './http/instance.js';
 import { registerBodyParsers } from './http/json.js';
 import { Metrics } from './http/metrics.js';
 import { registerLoadShedding } from './http/pressure.js';
+import { registerQueryCheck } from './http/query.js';
 import { BODY_LIMIT } from './http/route-guards.js';
 import { BackupSchedule } from './ops/backups.js';
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
@@ -77,6 +78,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorateRequest('caller', null);
   registerErrorHandling(app);
   registerBodyParsers(app);
+  registerQueryCheck(app);
   registerLoadShedding(app, config.maxEventLoopDelay);
   metrics?.observe(app);
   const tags = [...PLANT_TAGS, ...GARDEN_TAGS, ...WEBHOOK_TAGS, ...EVENT_TAGS, ...IDENTITY_TAGS, ...OPS_TAGS];

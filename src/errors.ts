@@ -150,12 +150,10 @@ export class BadRequestError extends AppError {
 
 /** A conditional request's If-Match names no current version of the plant: nothing changed. */
 export class PreconditionFailedError extends AppError {
-  constructor() {
-    super(
-      412,
-      'precondition_failed',
-      'the plant has changed since the ETag in If-Match was read; read it again and reapply the change',
-    );
+  constructor(
+    message = 'the plant has changed since the ETag in If-Match was read; read it again and reapply the change',
+  ) {
+    super(412, 'precondition_failed', message);
   }
 }
 

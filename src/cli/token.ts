@@ -6,6 +6,7 @@ import { TokenNotFoundError } from '../errors.js';
 import type { Operator, TokenService } from '../identity/token-service.js';
 import { isValidUser, tokenStatus } from '../identity/tokens.js';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope, TokenName } from '../schemas/token.js';
+import { visibleProblem } from '../text-rules.js';
 import { UsageError } from '../usage-error.js';
 import { configFrom, withDatabase, withRuntime } from './options.js';
 
@@ -13,7 +14,8 @@ import { configFrom, withDatabase, withRuntime } from './options.js';
 // compiled when a name is checked (typebox's compiler takes a quarter of a second to load).
 async function validName(name: string): Promise<boolean> {
   const { Compile } = await import('typebox/compile');
-  return Compile(TokenName).Check(name);
+  // The schema's pattern, and the visible character its keyword asks Ajv for.
+  return Compile(TokenName).Check(name) && visibleProblem(name) === null;
 }
 
 // Whoever runs `plantstore token …` has the database's credentials: an operator, who may make any
@@ -83,7 +85,9 @@ export function tokenCommands(program: Command): void {
       );
     }
     if (opts.name !== undefined && !(await validName(opts.name))) {
-      throw new UsageError('--name must be 1 to 200 characters, not blank, without control characters');
+      throw new UsageError(
+        '--name must be 1 to 200 characters with a visible character (not only spaces or invisible ones), without control characters',
+      );
     }
     const { record, secret } = await withTokens(opts, (tokens, me) =>
       tokens.create(me, { user: opts.user, scopes, name: opts.name ?? null, expiresInMs }),

@@ -691,14 +691,14 @@ export interface operations {
                         garden?: string;
                         /** @description Present with `include=version`: the plant's version; its ETag is the version in quotes. */
                         version?: number;
-                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -836,7 +836,7 @@ export interface operations {
                 "application/json": {
                     /** @description Optional; when absent or null the service assigns one. */
                     id?: number | null;
-                    /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                    /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                     name: string;
                     /** @description Optional; null means absent. */
                     tag?: string | null;
@@ -865,14 +865,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -955,7 +955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1101,14 +1101,14 @@ export interface operations {
                         garden?: string;
                         /** @description Present with `include=version`: the plant's version; its ETag is the version in quotes. */
                         version?: number;
-                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1252,7 +1252,7 @@ export interface operations {
                 "application/json": {
                     /** @description Optional; when absent or null the service assigns one. */
                     id?: number | null;
-                    /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                    /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                     name: string;
                     /** @description Optional; null means absent. */
                     tag?: string | null;
@@ -1281,14 +1281,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1388,7 +1388,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1511,9 +1511,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
@@ -1535,7 +1535,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1657,7 +1657,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.
+                 * @description The ETag of the plant as the caller last read it, exactly as sent, quotes included (`"42"`, not `42`), or `*`: the request applies only if the plant has not changed since.
                  * @example "42"
                  */
                 "if-match"?: string;
@@ -1688,7 +1688,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1754,7 +1754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `If-Match` names no current version of the plant (it changed since it was read): nothing was changed. */
+            /** @description `If-Match` names no current version of the plant (it changed since it was read, or the value is not an ETag exactly as sent, quotes included): nothing was changed. */
             412: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1829,7 +1829,7 @@ export interface operations {
                 /** @description Makes the create safe to retry: the same key and body replay the first response for 24 h. */
                 "idempotency-key"?: string;
                 /**
-                 * @description The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.
+                 * @description The ETag of the plant as the caller last read it, exactly as sent, quotes included (`"42"`, not `42`), or `*`: the request applies only if the plant has not changed since.
                  * @example "42"
                  */
                 "if-match"?: string;
@@ -1891,14 +1891,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
-                        /** @description Plant tag: 1–100 characters, not blank, no control characters. */
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         tag?: string;
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1981,7 +1981,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `If-Match` names no current version of the plant (it changed since it was read): nothing was changed. */
+            /** @description `If-Match` names no current version of the plant (it changed since it was read, or the value is not an ETag exactly as sent, quotes included): nothing was changed. */
             412: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2015,7 +2015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2155,7 +2155,7 @@ export interface operations {
                     plants: {
                         /** @description Optional; when absent or null the service assigns one. */
                         id?: number | null;
-                        /** @description Plant name: 1–200 characters, not blank, no control characters. */
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
                         name: string;
                         /** @description Optional; null means absent. */
                         tag?: string | null;
@@ -2204,7 +2204,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2304,7 +2304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2433,7 +2433,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2727,7 +2727,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2810,7 +2810,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3229,7 +3229,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3312,7 +3312,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3599,7 +3599,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3699,7 +3699,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3802,7 +3802,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4120,7 +4120,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4310,7 +4310,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4376,7 +4376,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4921,7 +4921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5004,7 +5004,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5553,7 +5553,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5721,7 +5721,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5804,7 +5804,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json. */
+            /** @description Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8). */
             415: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5901,7 +5901,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
             400: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */

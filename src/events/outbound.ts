@@ -96,6 +96,10 @@ export function isForbiddenAddress(ip: string): boolean {
   return forbidden6.check(groups.join(':'), 'ipv6');
 }
 
+// Said with every refusal of an internal address: how to test with a receiver on this machine.
+const LOCAL_TESTING =
+  'for local testing, start the service with --webhook-allow-private (WEBHOOK_ALLOW_PRIVATE=true)';
+
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** The syntactic check at creation (and before every delivery): what can be known without DNS. */
@@ -116,11 +120,14 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): U
   const bare = host.startsWith('[') ? host.slice(1, -1) : host;
   if (isIP(bare) !== 0) {
     return isForbiddenAddress(bare)
-      ? { ok: false, reason: `the URL names a private, loopback or otherwise internal address (${bare})` }
+      ? {
+          ok: false,
+          reason: `the URL names a private, loopback or otherwise internal address (${bare}); ${LOCAL_TESTING}`,
+        }
       : { ok: true, url };
   }
   if (host === 'localhost' || host.endsWith('.localhost') || host === 'localhost.') {
-    return { ok: false, reason: 'the URL names localhost' };
+    return { ok: false, reason: `the URL names localhost; ${LOCAL_TESTING}` };
   }
   return { ok: true, url };
 }
@@ -128,7 +135,7 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): U
 /** How long a host name may take to resolve when an endpoint is made. */
 export const CREATE_RESOLVE_MS = 5_000;
 
-const INTERNAL = 'the host name resolves to a private, loopback or otherwise internal address';
+const INTERNAL = `the host name resolves to a private, loopback or otherwise internal address; ${LOCAL_TESTING}`;
 
 /**
  * The check at creation: the syntactic one, then (unless private addresses are allowed) the host

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError, PreconditionFailedError } from '../errors.js';
 import { etagOf, parseEtags } from '../plants/etag.js';
 
 // Conditional requests (RFC 9110 §13) as HTTP speaks them: the ETag sent, If-None-Match answered
@@ -57,4 +57,25 @@ export function requireIfMatch(request: FastifyRequest): Versions {
     );
   }
   return versions;
+}
+
+/**
+ * A 412's error, said for what the client sent: an If-Match holding something that is not an ETag
+ * (`3` or `W/"3"` where the plant's ETag is `"3"`) never matches, and the client needs to hear that
+ * rather than "the plant has changed". Any other error is returned as it is.
+ */
+export function explainPrecondition(request: FastifyRequest, err: unknown): unknown {
+  const header = request.headers['if-match'];
+  if (!(err instanceof PreconditionFailedError) || header === undefined) return err;
+  const odd = header
+    .split(',')
+    .map((part) => part.trim())
+    .find((part) => !/^"[^"]*"$/.test(part));
+  if (odd === undefined) return err;
+  const shown = odd.length > 40 ? `${odd.slice(0, 40)}…` : odd;
+  const digits = /^(?:W\/)?"?([0-9]{1,16})"?$/.exec(odd)?.[1];
+  const example = digits === undefined ? '"3"' : `"${digits}"`;
+  return new PreconditionFailedError(
+    `If-Match must hold the ETag exactly as the service sent it, quotes included (If-Match: ${example}), or *; the value ${shown} is not, so it matched no version of the plant and nothing changed`,
+  );
 }

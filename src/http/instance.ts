@@ -5,6 +5,7 @@ import { clientErrorHandler, frameworkErrorHandler } from './errors.js';
 import { logSerializers } from './log-serializers.js';
 import { genReqId } from './request-id.js';
 import { requestLoggerFactory } from './request-logger.js';
+import { visibleCharacterKeyword } from './validation.js';
 
 /**
  * A Fastify instance as the configuration asks: JSON logs without credentials, request ids, the
@@ -49,6 +50,7 @@ export function fastifyInstance(
     forceCloseConnections: 'idle',
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false },
+      plugins: [visibleCharacterKeyword],
     },
   });
 }

@@ -1,10 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import sjson from 'secure-json-parse';
-import { AppError } from '../errors.js';
+import { AppError, BadRequestError } from '../errors.js';
+import { illFormedAt } from '../text-rules.js';
+
+// JSON is UTF-8 (RFC 8259 8.1): a byte sequence that is not UTF-8 is refused, never replaced with
+// U+FFFD and stored. A BOM is left to secure-json-parse, which skips it, as before.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+// Decoded UTF-8 holds no lone surrogate: only a \uD800–\uDFFF escape can make one, so only a body
+// with such an escape is walked.
+const SURROGATE_ESCAPE = /\\u[dD][89abcdefABCDEF]/;
 
 /**
  * JSON bodies through secure-json-parse (as Fastify's default parser), but with errors that say
- * what is wrong: empty, not JSON, or carrying prototype-pollution keys.
+ * what is wrong: not UTF-8, empty, not JSON, carrying prototype-pollution keys, or holding a string
+ * that is not valid Unicode (a lone surrogate: echoed as sent, it would be read back as U+FFFD).
  */
 export function registerBodyParsers(app: FastifyInstance): void {
   // Any other type reaches a parser only on routes that ignore bodies (POST checks its type first).
@@ -13,16 +22,25 @@ export function registerBodyParsers(app: FastifyInstance): void {
   // A JSON Merge Patch (RFC 7396) is JSON.
   app.addContentTypeParser(
     ['application/json', 'application/merge-patch+json'],
-    { parseAs: 'string' },
+    { parseAs: 'buffer' },
     (request, body, done) => {
       // Only POST, PATCH and PUT take a body; clients that label every request as JSON are not punished for it.
       const m = request.method;
       if (m !== 'POST' && m !== 'PATCH' && m !== 'PUT') return done(null, undefined);
-      const text = body as string;
+      let text: string;
+      try {
+        text = utf8.decode(body as Buffer);
+      } catch {
+        return done(
+          new AppError(400, 'invalid_json', 'request body is not valid UTF-8: JSON must be sent as UTF-8'),
+          undefined,
+        );
+      }
       if (text.trim() === '')
         return done(new AppError(400, 'invalid_json', 'request body must not be empty'), undefined);
+      let value: unknown;
       try {
-        done(null, sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }));
+        value = sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' });
       } catch (err) {
         const message = (err as Error).message;
         if (/prototype/i.test(message)) {
@@ -38,8 +56,14 @@ export function registerBodyParsers(app: FastifyInstance): void {
         // V8 quotes a piece of the body around the error ("…pst_abc…" is not valid JSON): a secret
         // pasted into a broken body would come back in the answer. Say where, never what.
         const where = withoutQuote(message).replace(/ in JSON /, ' ');
-        done(new AppError(400, 'invalid_json', `request body is not valid JSON: ${where}`), undefined);
+        return done(new AppError(400, 'invalid_json', `request body is not valid JSON: ${where}`), undefined);
       }
+      const bad = SURROGATE_ESCAPE.test(text) ? illFormedAt(value) : null;
+      if (bad !== null) {
+        const label = bad.field === '' ? 'request body' : bad.field.slice(1);
+        return done(new BadRequestError('invalid_body', `${label} ${bad.message}`, [bad]), undefined);
+      }
+      done(null, value);
     },
   );
 }

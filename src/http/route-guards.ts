@@ -1,19 +1,35 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
+import { foreignCharset } from '../plants/file-encoding.js';
 import { noRoute } from './errors.js';
 
 type Guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
 
-/** A 415 unless the request's media type (parameters aside) is one of `types`. */
+// JSON and a merge patch are UTF-8 and nothing else (RFC 8259 8.1): a body declared in another
+// charset would be read as UTF-8 and stored garbled, so it is refused before it is read. (A CSV or
+// NDJSON batch's label is judged by the batch route, with advice on saving a file as UTF-8.)
+const UTF8_ONLY = new Set(['application/json', 'application/merge-patch+json']);
+
+/** A 415 unless the request's media type (parameters aside) is one of `types`, in UTF-8 when JSON. */
 function requireMediaType(types: string[]): Guard {
   const message = `Content-Type must be ${types.join(' or ')}`;
   return (request, _reply, done) => {
-    const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
-    done(
-      type !== undefined && types.includes(type)
-        ? undefined
-        : new AppError(415, 'unsupported_media_type', message),
-    );
+    const header = request.headers['content-type'];
+    const type = header?.split(';')[0]?.trim().toLowerCase();
+    if (type === undefined || !types.includes(type))
+      return done(new AppError(415, 'unsupported_media_type', message));
+    const charset = UTF8_ONLY.has(type) ? foreignCharset(header) : null;
+    if (charset !== null) {
+      const named = JSON.stringify(charset.length > 40 ? `${charset.slice(0, 40)}…` : charset);
+      return done(
+        new AppError(
+          415,
+          'unsupported_media_type',
+          `${type} must be UTF-8, but Content-Type names the charset ${named}: send the body as UTF-8, with charset=utf-8 or no charset`,
+        ),
+      );
+    }
+    done();
   };
 }
 

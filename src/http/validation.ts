@@ -1,6 +1,7 @@
-import type { FastifySchemaValidationError } from 'fastify';
+import type { FastifySchemaValidationError, FastifyServerOptions } from 'fastify';
 import { AppError, type ErrorDetail } from '../errors.js';
-import { MAX_PLANT_ID } from '../schemas/plant.js';
+import { MAX_PLANT_ID, VISIBLE_KEYWORD } from '../schemas/plant.js';
+import { visibleProblem } from '../text-rules.js';
 
 type Context = 'body' | 'querystring' | 'params' | 'headers' | string | undefined;
 
@@ -60,8 +61,10 @@ function describe(e: FastifySchemaValidationError, value: unknown, name: string,
       if (fixed) return fixed;
       if (typeof value === 'string' && /[\u0000-\u001F\u007F]/.test(value))
         return 'must not contain control characters';
-      return 'must not be blank';
+      return (typeof value === 'string' ? visibleProblem(value) : null) ?? 'must not be blank';
     }
+    case VISIBLE_KEYWORD:
+      return (typeof value === 'string' ? visibleProblem(value) : null) ?? 'must have a visible character';
     // A union of constants (a member's role): name the values it takes.
     case 'const':
     case 'anyOf':
@@ -72,6 +75,24 @@ function describe(e: FastifySchemaValidationError, value: unknown, name: string,
       return e.message ?? 'is invalid';
   }
 }
+
+/**
+ * Teaches Ajv the keyword of text that needs a visible character (schemas/plant.ts): true when the
+ * text has a character that is not whitespace, default-ignorable, a format or a control character.
+ */
+export const visibleCharacterKeyword: AjvPlugin = (ajv) =>
+  ajv.addKeyword({
+    keyword: VISIBLE_KEYWORD,
+    type: 'string',
+    schemaType: 'boolean',
+    errors: false,
+    validate: (wanted: boolean, value: string) => !wanted || visibleProblem(value) === null,
+  });
+
+type AjvPlugin = Extract<
+  NonNullable<NonNullable<FastifyServerOptions['ajv']>['plugins']>[number],
+  (...args: never[]) => unknown
+>;
 
 /** Turns Ajv's errors into the contract's 400 with one readable detail per offending field. */
 export function validationError(

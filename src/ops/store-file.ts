@@ -12,6 +12,7 @@ import {
   StoreRecord,
 } from '../schemas/store-file.js';
 import { recordName } from '../store/dump.js';
+import { illFormedAt } from '../text-rules.js';
 import { StoreFileRules } from './store-file-rules.js';
 
 // The export file of contract section 12: a header line, one JSON line per record, and a trailer
@@ -115,6 +116,9 @@ export class StoreFileReader {
         n++;
         if (trailer !== undefined) throw new StoreFileRefused(`line ${n}: a line after the trailer`);
         const value = parse(text, n);
+        // A lone surrogate (a \uD800 escape) would be stored as U+FFFD: the record would not be what it says.
+        const bad = illFormedAt(value);
+        if (bad !== null) throw new StoreRecordRefused(`line ${n}: ${bad.field.slice(1)} ${bad.message}`);
         if (header === undefined) {
           if (!isObject(value) || value.format !== FORMAT) {
             throw new StoreFileRefused('not a plantstore export (its first line is not the header)');

@@ -1,5 +1,6 @@
 import { BadRequestError, type ErrorDetail } from '../errors.js';
 import { MAX_PLANT_ID } from '../plant-id.js';
+import { illFormedAt, textProblem } from '../text-rules.js';
 import { type CsvProblem, parseCsv, parseCsvHeader, unformula } from './csv.js';
 
 // The plants of a batch create (contract 2, POST /plants/batch) as each body form gives them: a JSON
@@ -24,16 +25,6 @@ const COLUMNS = ['name', 'tag', 'id', 'garden'] as const;
 // The cells a CSV header may have: its columns, and empty ones after them.
 const MAX_HEADER_CELLS = 16;
 type Column = (typeof COLUMNS)[number];
-
-// Why a text field breaks section 1's rules (null: it does not), worded as a schema failure is.
-function textProblem(value: string, max: number): string | null {
-  const length = [...value].length;
-  if (length === 0) return 'must not be empty';
-  if (length > max) return `must be at most ${max} characters`;
-  if (CONTROL.test(value)) return 'must not contain control characters';
-  if (value.trim() === '') return 'must not be blank';
-  return null;
-}
 
 const idProblem = `must be a whole number from 1 to ${MAX_PLANT_ID}`;
 
@@ -209,6 +200,12 @@ export function rowsFromNdjson(text: string): BatchRow[] {
       value = JSON.parse(line);
     } catch {
       problems.add(at, 'is not valid JSON');
+      return none;
+    }
+    // A lone surrogate (a \uD800 escape) anywhere in the line: stored, it would read back as U+FFFD.
+    const bad = illFormedAt(value);
+    if (bad !== null) {
+      problems.add(`${at}${bad.field}`, bad.message);
       return none;
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {

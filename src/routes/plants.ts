@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError, BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
-import { ifMatch, readWithEtag, requireIfMatch, setEtag } from '../http/conditional.js';
+import { explainPrecondition, ifMatch, readWithEtag, requireIfMatch, setEtag } from '../http/conditional.js';
 import {
   BATCH_BODY_LIMIT,
   BODY_LIMIT,
@@ -81,7 +81,7 @@ const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(
     Type.String({
       description:
-        'The ETag of the plant as the caller last read it (or `*`): the request applies only if the plant has not changed since.',
+        'The ETag of the plant as the caller last read it, exactly as sent, quotes included (`"42"`, not `42`), or `*`: the request applies only if the plant has not changed since.',
       examples: ['"42"'],
     }),
   ),
@@ -392,13 +392,17 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
       },
       async (request, reply) => {
         const versions = requireIfMatch(request);
-        const out = await service.update(
-          request.caller!,
-          plantId(request.params.id),
-          request.body as PlantPatch,
-          versions,
-          request.headers['idempotency-key'],
-        );
+        const out = await service
+          .update(
+            request.caller!,
+            plantId(request.params.id),
+            request.body as PlantPatch,
+            versions,
+            request.headers['idempotency-key'],
+          )
+          .catch((err: unknown) => {
+            throw explainPrecondition(request, err);
+          });
         setEtag(reply, out.plant.version);
         if (out.replayed) reply.header('idempotent-replayed', 'true');
         return view(out.plant);
@@ -425,7 +429,11 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
         },
       },
       async (request, reply) => {
-        await service.remove(request.caller!, plantId(request.params.id), ifMatch(request));
+        await service
+          .remove(request.caller!, plantId(request.params.id), ifMatch(request))
+          .catch((err: unknown) => {
+            throw explainPrecondition(request, err);
+          });
         return reply.code(204).send(null);
       },
     );

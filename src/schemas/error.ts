@@ -28,14 +28,14 @@ export type ErrorBody = Static<typeof ErrorBody> & { code: ErrorCode };
 const ref = Type.Ref('Error');
 
 const DESCRIPTIONS: Record<number, string> = {
-  400: 'Malformed request: body, parameter, cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`).',
+  400: 'Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`).',
   401: 'Missing, malformed, unknown, expired or revoked bearer token.',
   403: 'The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge).',
   404: 'No such plant or garden, or the caller may not see it (the same answer).',
   409: 'The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`.',
-  412: '`If-Match` names no current version of the plant (it changed since it was read): nothing was changed.',
+  412: '`If-Match` names no current version of the plant (it changed since it was read, or the value is not an ETag exactly as sent, quotes included): nothing was changed.',
   413: 'Request body over 16 KiB.',
-  415: 'Content-Type is not application/json.',
+  415: 'Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8).',
   422: 'Idempotency-Key reused with a different body.',
   428: '`If-Match` is required: send the ETag of the plant as read (or `*`).',
   429: 'Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After.',

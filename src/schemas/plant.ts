@@ -11,14 +11,31 @@ export { MAX_PLANT_ID };
 // whitespace and the character after it must not be whitespace, so where one part ends and the
 // next begins is never in doubt and the time is linear in the text's length
 // (test/unit/redos.test.ts checks every pattern in src/). [^\S…] is "whitespace that is not a
-// control character": tab and newline are refused as before.
+// control character": tab and newline are refused as before. It means the same with and without
+// the `u` flag: Ajv here and Prism use it, Spectral does not, and the document is for any tool.
 const TEXT_PATTERN = '^[^\\S\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
 
+/**
+ * The keyword that asks for a visible character (contract section 1, version 5: not only
+ * whitespace or invisible characters such as U+200B). The Unicode properties it needs (\p{…})
+ * would make a `pattern` mean something else to a tool that compiles patterns without the `u`
+ * flag, so the service checks it (http/validation.ts, text-rules.ts) and the description says it.
+ */
+export const VISIBLE_KEYWORD = 'x-visible-character';
+
+/** The text rules of a name, tag or label (text()), for the schemas' descriptions. */
+export const TEXT_RULE =
+  'at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent';
+
 export const text = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, [VISIBLE_KEYWORD]: true, description });
+
+/** Text as a store may hold it from any release (not only whitespace, no control characters): what an import takes. */
+export const storedText = (maxLength: number, description: string) =>
   Type.String({ minLength: 1, maxLength, pattern: TEXT_PATTERN, description });
 
-export const PlantName = text(200, 'Plant name: 1–200 characters, not blank, no control characters.');
-export const PlantTag = text(100, 'Plant tag: 1–100 characters, not blank, no control characters.');
+export const PlantName = text(200, `Plant name: 1–200 characters (code points), ${TEXT_RULE}.`);
+export const PlantTag = text(100, `Plant tag: 1–100 characters (code points), ${TEXT_RULE}.`);
 
 export const PlantId = Type.Integer({
   minimum: 1,
@@ -129,7 +146,8 @@ export const ListQuery = Type.Object(
         examples: ['20'],
       }),
     ),
-    tag: Type.Optional({ ...PlantTag, description: 'Only plants with exactly this tag.' }),
+    // Any tag a store may hold, those stored before version 5's rule included.
+    tag: Type.Optional(storedText(100, 'Only plants with exactly this tag.')),
     include: Type.Optional(
       Type.String({
         pattern: '^(?:id|version|garden)(?:,(?:id|version|garden)){0,2}$',

@@ -1,14 +1,17 @@
 import { type Static, Type } from 'typebox';
-import { GardenName, Role } from './garden.js';
-import { PlantId, PlantName, PlantTag } from './plant.js';
-import { ScopeName, TokenName, UserName } from './token.js';
+import { Role } from './garden.js';
+import { PlantId, storedText } from './plant.js';
+import { ScopeName, UserName } from './token.js';
 import { EventTypeSchema, WebhookDescription, WebhookUrl } from './webhook.js';
 
 // The records of an export file (contract section 12): one JSON line each, the same from either
 // engine. Times are ISO 8601 strings; event types and roles are the API's words; an endpoint's
 // progress is the id of the last kept event at or before its position (null: before them all).
 // Each field the API takes from a client has the API's own schema here (names, tags, users,
-// scopes, URLs), so an import takes nothing a request could not have made; what the records say
+// scopes, URLs), so an import takes nothing a request could not have made, with one exception:
+// names, tags and labels follow the rule every release had (not only whitespace, no control
+// characters), not version 5's visible-character rule, so a store that holds a name made before it
+// can still move (its events hold that name too); what the records say
 // of each other (a plant's garden, an endpoint's token, the counters) is ops/store-file-rules.ts.
 
 const Str = Type.String();
@@ -23,7 +26,10 @@ const strict = { additionalProperties: false } as const;
 const EventTypeName = EventTypeSchema;
 const User = UserName;
 const MaybeUser = Type.Union([User, Type.Null()]);
-const MaybeTag = Type.Union([PlantTag, Type.Null()]);
+const PlantName = storedText(200, 'Plant name as stored.');
+const GardenName = storedText(100, 'Garden name as stored.');
+const TokenName = storedText(200, 'Token name as stored.');
+const MaybeTag = Type.Union([storedText(100, 'Plant tag as stored.'), Type.Null()]);
 
 export const GardenLine = Type.Object(
   {

@@ -221,6 +221,7 @@ describe('bin/plantstore usage errors and help', () => {
     // The API's rule for a token's name (an export holding it would not import).
     ['token', 'create', '--user', 'x', '--name', 'line\nbreak'],
     ['token', 'create', '--user', 'x', '--name', '   '],
+    ['token', 'create', '--user', 'x', '--name', '\u200b\u2060'],
     ['token', 'list', '--bogus'],
     ['token', 'revoke'],
     ['serve', '--port', '99999'],

@@ -2,6 +2,22 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { errorBody, type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import { postBatch, postBatchJson } from '../helpers/plants.js';
+
+/** Names with nothing to see, each kind: what it is, the name, the code point the 400 names. */
+const INVISIBLE: [string, string, string][] = [
+  ['a zero-width space', '\u200b', 'U+200B'],
+  ['a zero-width non-joiner and joiner', '\u200c\u200d', 'U+200C'],
+  ['a word joiner between spaces', ' \u2060 ', 'U+2060'],
+  ['a BOM', '\ufeff', 'U+FEFF'],
+  ['a soft hyphen', '\u00ad', 'U+00AD'],
+  ['the Hangul filler', '\u3164', 'U+3164'],
+  ['the Hangul choseong filler', '\u115f', 'U+115F'],
+  ['variation selectors', '\ufe0f\u{e0100}', 'U+FE0F'],
+  ['bidi controls', '\u202e\u2066\u2069', 'U+202E'],
+  ['an ideographic space and a zero-width space', '\u3000\u200b', 'U+200B'],
+  ['a C1 control', '\u0085\u0080', 'U+0085'],
+];
 
 for (const engine of ENGINES) {
   describe(`POST /plants (${engine.name})`, { skip: engine.skip }, () => {
@@ -95,6 +111,31 @@ for (const engine of ENGINES) {
         '/tag',
         'tag must be at most 100 characters',
       ],
+      // Version 5: valid Unicode only, and a name needs a character that shows.
+      [
+        'name holds a lone surrogate',
+        { name: 'Fern\ud800' },
+        '/name',
+        'name must be valid Unicode (it holds \\ud800, half of a surrogate pair)',
+      ],
+      [
+        'tag is a lone low surrogate',
+        { name: 'a', tag: '\udc00' },
+        '/tag',
+        'tag must be valid Unicode (it holds \\udc00, half of a surrogate pair)',
+      ],
+      ...INVISIBLE.map(([what, name, shown]): [string, unknown, string, string] => [
+        `name only ${what}`,
+        { name },
+        '/name',
+        `name must have a visible character (it holds only spaces or invisible characters such as ${shown})`,
+      ]),
+      [
+        'tag only a zero-width joiner and spaces',
+        { name: 'a', tag: ' \u200d ' },
+        '/tag',
+        'tag must have a visible character (it holds only spaces or invisible characters such as U+200D)',
+      ],
       ['id zero', { name: 'a', id: 0 }, '/id', 'id must be from 1 to 9007199254740991'],
       ['id negative', { name: 'a', id: -5 }, '/id', 'id must be from 1 to 9007199254740991'],
       ['id too large', { name: 'a', id: 9007199254740992 }, '/id', 'id must be from 1 to 9007199254740991'],
@@ -114,6 +155,89 @@ for (const engine of ENGINES) {
         assert.deepEqual((await c.request({ method: 'GET', url: '/plants' })).json(), []);
       });
     }
+
+    it('a name with bidi controls and letters is stored and read back byte for byte, in a read, the list and the export', async () => {
+      const c = await h.user();
+      const name = '\u202eabc\u202c \u2067שלום\u2069 \u200dx\ufe0f';
+      const tag = '\u2066t\u2069';
+      const res = await c.create({ name, tag });
+      assert.equal(res.statusCode, 201);
+      assert.deepEqual(res.json(), { name, tag });
+      const read = await c.request({ method: 'GET', url: res.headers.location as string });
+      assert.deepEqual(read.json(), { name, tag });
+      assert.ok(read.rawPayload.includes(Buffer.from(name, 'utf8')), 'the name as UTF-8 bytes, unescaped');
+      assert.deepEqual((await c.request({ method: 'GET', url: '/plants' })).json(), [{ name, tag }]);
+      const line = JSON.parse((await c.request({ method: 'GET', url: '/plants/export' })).body);
+      assert.equal(line.name, name);
+    });
+
+    it('a JSON body that is not UTF-8 is 400 invalid_json, never stored with U+FFFD', async () => {
+      const c = await h.user();
+      const send = (payload: Buffer) =>
+        c.request({
+          method: 'POST',
+          url: '/plants',
+          headers: { 'content-type': 'application/json' },
+          payload,
+        });
+      // ISO-8859-1 sent unlabelled: it was stored as "Gr\ufffd\ufffde".
+      const latin1 = await send(Buffer.from('{"name":"Gr\xf6\xdfe"}', 'latin1'));
+      assert.equal(latin1.statusCode, 400, latin1.body);
+      assert.deepEqual(errorBody(latin1), {
+        error: 400,
+        code: 'invalid_json',
+        message: 'request body is not valid UTF-8: JSON must be sent as UTF-8',
+      });
+      // CESU-8 (a surrogate as three bytes), a truncated sequence and an overlong one are not UTF-8 either.
+      for (const bytes of [
+        [0xed, 0xa0, 0x80],
+        [0xe2, 0x82],
+        [0xc0, 0xaf],
+      ]) {
+        const res = await send(
+          Buffer.concat([Buffer.from('{"name":"a'), Buffer.from(bytes), Buffer.from('"}')]),
+        );
+        assert.equal(res.statusCode, 400, `${bytes}: ${res.body}`);
+        assert.equal(errorBody(res).code, 'invalid_json');
+      }
+      assert.deepEqual((await c.request({ method: 'GET', url: '/plants' })).json(), []);
+    });
+
+    it('text nobody can see or that is not Unicode is refused by every batch form, naming the row, creating nothing', async () => {
+      const c = await h.user();
+      for (const [what, name, shown] of INVISIBLE) {
+        const message = `must have a visible character (it holds only spaces or invisible characters such as ${shown})`;
+        const json = await postBatchJson(c, { plants: [{ name: 'ok' }, { name }] });
+        assert.equal(json.statusCode, 400, `${what} JSON: ${json.body}`);
+        assert.deepEqual(errorBody(json).details, [{ field: '/plants/1/name', message }], what);
+        // CSV cells are never quoted here: none of these characters needs it.
+        const csv = await postBatch(c, `name,tag\nok,\n${name},t\n`, 'text/csv');
+        assert.equal(csv.statusCode, 400, `${what} CSV: ${csv.body}`);
+        assert.deepEqual(errorBody(csv).details, [{ field: '/rows/2/name', message }], what);
+        const ndjson = await postBatch(
+          c,
+          `{"name":"ok"}\n${JSON.stringify({ name: 'x', tag: name })}\n`,
+          'application/x-ndjson',
+        );
+        assert.equal(ndjson.statusCode, 400, `${what} NDJSON: ${ndjson.body}`);
+        assert.deepEqual(errorBody(ndjson).details, [{ field: '/rows/2/tag', message }], what);
+      }
+      const surrogate = 'must be valid Unicode (it holds \\ud83c, half of a surrogate pair)';
+      const json = await postBatchJson(c, { plants: [{ name: 'ok' }, { name: 'ok' }, { name: 'a\ud83c' }] });
+      assert.equal(json.statusCode, 400);
+      assert.deepEqual(errorBody(json).details, [{ field: '/plants/2/name', message: surrogate }]);
+      const ndjson = await postBatch(c, '{"name":"ok"}\n{"name":"a\\ud83c"}\n', 'application/x-ndjson');
+      assert.equal(ndjson.statusCode, 400);
+      assert.deepEqual(errorBody(ndjson).details, [{ field: '/rows/2/name', message: surrogate }]);
+      const garden = await postBatch(c, '{"name":"ok","garden":"\\udfff"}\n', 'application/x-ndjson');
+      assert.equal(garden.statusCode, 400);
+      assert.equal(errorBody(garden).details?.length, 1);
+      assert.deepEqual(
+        (await c.request({ method: 'GET', url: '/plants' })).json(),
+        [],
+        'nothing was created',
+      );
+    });
 
     it('reports every offending field at once', async () => {
       const c = await h.user();

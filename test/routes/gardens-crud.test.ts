@@ -244,7 +244,14 @@ for (const engine of ENGINES) {
         async () => {
           const c = await h.user();
           const g = await createGarden(c, 'Keep');
-          for (const name of ['x', '🌱'.repeat(100), 'a'.repeat(100), ' padded ', 'Ünïcødé ✓']) {
+          for (const name of [
+            'x',
+            '🌱'.repeat(100),
+            'a'.repeat(100),
+            ' padded ',
+            'Ünïcødé ✓',
+            '\u2067حديقة\u2069 ✓',
+          ]) {
             const res = await postGarden(c, { name });
             assert.equal(res.statusCode, 201, `${name}: ${res.body}`);
             assert.equal(res.json().name, name);
@@ -266,6 +273,13 @@ for (const engine of ENGINES) {
             'a\u007fb',
             'line\nbreak',
             'tab\there',
+            // Version 5: a visible character, and valid Unicode.
+            '\u200b',
+            ' \u3164 ',
+            '\u202e\u202c',
+            '\ufeff\u00ad',
+            'a\ud800',
+            '\udfff',
             null,
             5,
             true,
@@ -274,6 +288,18 @@ for (const engine of ENGINES) {
           ]) {
             refused(await postGarden(c, { name }), 400, undefined, `POST ${JSON.stringify(name)}`);
             refused(await patchGarden(c, g.id, { name }), 400, undefined, `PATCH ${JSON.stringify(name)}`);
+          }
+          for (const [name, message] of [
+            [
+              '\u200b',
+              'must have a visible character (it holds only spaces or invisible characters such as U+200B)',
+            ],
+            ['a\ud800', 'must be valid Unicode (it holds \\ud800, half of a surrogate pair)'],
+          ]) {
+            for (const res of [await postGarden(c, { name }), await patchGarden(c, g.id, { name })]) {
+              refused(res, 400, 'invalid_body', JSON.stringify(name));
+              assert.deepEqual(res.json().details, [{ field: '/name', message }]);
+            }
           }
           assert.equal((await listGardens(c)).length, before, 'nothing made');
           assert.equal((await getGarden(c, g.id)).json().name, 'Keep', 'nothing renamed');
@@ -302,6 +328,8 @@ for (const engine of ENGINES) {
             ['number', JSON_TYPE, '1', 400],
             ['malformed', JSON_TYPE, '{"name":', 400],
             ['empty', JSON_TYPE, '', 400],
+            ['Latin-1', { 'content-type': 'application/json; charset=iso-8859-1' }, '{"name":"a"}', 415],
+            ['UTF-16', { 'content-type': 'application/json; charset=utf-16' }, '{"name":"a"}', 415],
           ];
           const before = (await listGardens(c)).length;
           for (const [what, headers, payload, status] of cases) {
@@ -334,6 +362,13 @@ for (const engine of ENGINES) {
             ['array', JSON_TYPE, '["viewer"]', 400],
             ['string', JSON_TYPE, '"viewer"', 400],
             ['malformed', JSON_TYPE, '{"role"', 400],
+            ['a lone surrogate', JSON_TYPE, '{"role":"viewer\\ud800"}', 400],
+            [
+              'Windows-1252',
+              { 'content-type': 'application/json; charset=windows-1252' },
+              '{"role":"viewer"}',
+              415,
+            ],
           ];
           for (const [what, headers, payload, status] of memberCases) {
             refused(

@@ -63,6 +63,74 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('415 for a JSON body declared in a charset other than UTF-8, on every route that takes JSON, before 413; nothing stored', async () => {
+      const c = await h.user(['plants:read', 'plants:write', 'tokens:manage']);
+      const routes: [string, string, string][] = [
+        ['POST', '/plants', 'application/json'],
+        ['POST', '/gardens/gdn_x/plants', 'application/json'],
+        ['PATCH', '/plants/1', 'application/merge-patch+json'],
+        ['PATCH', '/plants/1', 'application/json'],
+        ['POST', '/plants/batch', 'application/json'],
+        ['POST', '/plants/batch', 'application/x-ndjson'],
+        ['POST', '/gardens', 'application/json'],
+        ['PATCH', '/gardens/gdn_x', 'application/json'],
+        ['PUT', '/gardens/gdn_x/members/bob', 'application/json'],
+        ['POST', '/tokens', 'application/json'],
+        ['POST', '/webhooks', 'application/json'],
+        ['POST', '/webhooks/whk_x/recover', 'application/json'],
+      ];
+      const charsets = ['iso-8859-1', 'windows-1252', '"UTF-16"', 'utf-16le', 'latin1', 'shift_jis', ''];
+      for (const [method, url, type] of routes) {
+        for (const charset of charsets) {
+          const res = await c.request({
+            method: method as 'POST',
+            url,
+            headers: { 'content-type': `${type}; charset=${charset}` },
+            // Over every limit: the 415 comes first, before the body is read.
+            payload: 'x'.repeat(1024 * 1024 + 1),
+          });
+          assert.equal(res.statusCode, 415, `${method} ${url} ${type} ${charset}: ${res.body}`);
+          // An NDJSON batch's refusal is the batch route's, with advice on saving a file as UTF-8.
+          if (type === 'application/x-ndjson') {
+            assert.equal(errorBody(res).code, 'unsupported_media_type');
+            continue;
+          }
+          assert.deepEqual(errorBody(res), {
+            error: 415,
+            code: 'unsupported_media_type',
+            message: `${type} must be UTF-8, but Content-Type names the charset ${JSON.stringify(charset.replace(/"/g, ''))}: send the body as UTF-8, with charset=utf-8 or no charset`,
+          });
+        }
+      }
+      // What was reported stored garbled: ISO-8859-1 bytes, labelled as such.
+      const latin1 = await c.request({
+        method: 'POST',
+        url: '/plants',
+        headers: { 'content-type': 'application/json; charset=iso-8859-1' },
+        payload: Buffer.from('{"name":"Gr\xf6\xdfe F\xe4cherpalme"}', 'latin1'),
+      });
+      assert.equal(latin1.statusCode, 415);
+      assert.deepEqual((await c.request({ method: 'GET', url: '/plants' })).json(), []);
+      // UTF-8 in any spelling, US-ASCII (whose every text is UTF-8) and other parameters are read.
+      for (const type of [
+        'application/json; charset=utf-8',
+        'application/json; charset="utf-8"',
+        'application/json;charset=UTF8',
+        'application/json; Charset = "UTF-8"',
+        'application/json; charset=us-ascii',
+        'application/json; profile=x',
+      ]) {
+        const res = await c.request({
+          method: 'POST',
+          url: '/plants',
+          headers: { 'content-type': type },
+          payload: Buffer.from('{"name":"Große Fächerpalme"}', 'utf8'),
+        });
+        assert.equal(res.statusCode, 201, `${type}: ${res.body}`);
+        assert.deepEqual(res.json(), { name: 'Große Fächerpalme' });
+      }
+    });
+
     it('415 comes before 413 and 400', async () => {
       const c = await h.user();
       const res = await c.request({

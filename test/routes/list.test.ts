@@ -261,6 +261,39 @@ for (const engine of ENGINES) {
       });
     }
 
+    it('a query parameter that is not percent-encoded UTF-8 is 400 naming it, on the list, a garden list and the export', async () => {
+      const c = await h.user();
+      await c.create({ name: 'Fern', tag: '%FF' });
+      const cases: [string, string][] = [
+        ['tag=%FF', 'tag'], // Latin-1 ÿ, not UTF-8: it once listed the plant tagged with the text "%FF"
+        ['tag=%ED%A0%80', 'tag'], // a surrogate encoded as UTF-8 (CESU-8)
+        ['tag=caf%E9', 'tag'],
+        ['q=100%', 'q'],
+        ['q=%C3', 'q'],
+        ['garden=%FE%FF', 'garden'],
+        ['limit=5&t%FFg=x', 't%FFg'],
+      ];
+      for (const path of ['/plants', '/plants/export']) {
+        for (const [q, name] of cases) {
+          const res = await c.request({ method: 'GET', url: `${path}?${q}` });
+          assert.equal(res.statusCode, 400, `${path}?${q}: ${res.body}`);
+          assert.deepEqual(errorBody(res), {
+            error: 400,
+            code: 'invalid_parameter',
+            message: `query parameter ${name} is not percent-encoded UTF-8: encode each byte of its UTF-8 form as %XX, and % itself as %25`,
+            details: [{ field: `/${name}`, message: 'must be percent-encoded UTF-8' }],
+          });
+        }
+      }
+      const home = (await c.request({ method: 'GET', url: '/gardens' })).json()[0].id;
+      const garden = await c.request({ method: 'GET', url: `/gardens/${home}/plants?tag=%FF` });
+      assert.equal(garden.statusCode, 400);
+      // The same text, encoded right, is an ordinary filter.
+      const ok = await c.request({ method: 'GET', url: '/plants?tag=%25FF' });
+      assert.deepEqual(ok.json(), [{ name: 'Fern', tag: '%FF' }]);
+      assert.deepEqual((await c.request({ method: 'GET', url: '/plants?q=caf%C3%A9' })).json(), []);
+    });
+
     it('400 invalid_cursor for a forged cursor, another user’s, or another tag’s', async () => {
       const a = await h.user();
       const b = await h.user();

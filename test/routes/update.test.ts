@@ -123,6 +123,38 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('an If-Match that is not a quoted ETag is 412 saying to send the ETag exactly as sent, quoted; PATCH and DELETE', async () => {
+      const c = await h.user();
+      const { id, etag } = await make(c);
+      const bare = etag.slice(1, -1);
+      // [If-Match, the part that is not an ETag, the ETag the message shows]
+      const cases: [string, string, string][] = [
+        [bare, bare, `"${bare}"`],
+        [`W/${etag}`, `W/${etag}`, `"${bare}"`],
+        [`"999999", ${bare}`, bare, `"${bare}"`],
+        ['garbage', 'garbage', '"3"'],
+      ];
+      for (const [header, odd, example] of cases) {
+        for (const res of [
+          await patch(c, id, { name: 'C' }, { 'if-match': header }),
+          await c.request({ method: 'DELETE', url: `/plants/${id}`, headers: { 'if-match': header } }),
+        ]) {
+          assert.equal(res.statusCode, 412, `${header}: ${res.body}`);
+          const err = errorBody(res);
+          assert.equal(err.code, 'precondition_failed');
+          assert.equal(
+            err.message,
+            `If-Match must hold the ETag exactly as the service sent it, quotes included (If-Match: ${example}), or *; the value ${odd} is not, so it matched no version of the plant and nothing changed`,
+          );
+        }
+      }
+      assert.equal((await read(c, id)).headers.etag, etag, 'nothing changed');
+      // A quoted ETag that is stale keeps the message it had.
+      const stale = await patch(c, id, { name: 'D' }, { 'if-match': '"999999"' });
+      assert.equal(stale.statusCode, 412);
+      assert.match(errorBody(stale).message, /^the plant has changed since the ETag in If-Match was read/);
+    });
+
     it('If-None-Match on GET: 304 with no body for the current ETag or *, 200 otherwise', async () => {
       const c = await h.user();
       const { id, etag } = await make(c);
@@ -296,6 +328,56 @@ for (const engine of ENGINES) {
       const now = await read(c, id);
       assert.deepEqual(now.json(), { name: 'Fern', tag: 'indoor' });
       assert.equal(now.headers.etag, etag);
+    });
+
+    it('a name or tag nobody can see, or not valid Unicode, is 400 naming the field; the plant keeps its ETag', async () => {
+      const c = await h.user();
+      const { id, etag } = await make(c);
+      const cases: [string, string, string][] = [
+        [
+          '{"name":"\\u200b"}',
+          '/name',
+          'must have a visible character (it holds only spaces or invisible characters such as U+200B)',
+        ],
+        [
+          '{"name":" \\u3164\\u00ad "}',
+          '/name',
+          'must have a visible character (it holds only spaces or invisible characters such as U+3164)',
+        ],
+        [
+          '{"name":"\\u202e\\u2069"}',
+          '/name',
+          'must have a visible character (it holds only spaces or invisible characters such as U+202E)',
+        ],
+        [
+          '{"tag":"\\ufeff"}',
+          '/tag',
+          'must have a visible character (it holds only spaces or invisible characters such as U+FEFF)',
+        ],
+        [
+          '{"name":"Fern\\ud800"}',
+          '/name',
+          'must be valid Unicode (it holds \\ud800, half of a surrogate pair)',
+        ],
+        ['{"tag":"\\udfff"}', '/tag', 'must be valid Unicode (it holds \\udfff, half of a surrogate pair)'],
+      ];
+      for (const [body, field, message] of cases) {
+        const res = await patch(c, id, body, { 'if-match': etag });
+        assert.equal(res.statusCode, 400, `${body}: ${res.body}`);
+        assert.deepEqual(errorBody(res), {
+          error: 400,
+          code: 'invalid_body',
+          message: `${field.slice(1)} ${message}`,
+          details: [{ field, message }],
+        });
+      }
+      const now = await read(c, id);
+      assert.deepEqual(now.json(), { name: 'Fern', tag: 'indoor' });
+      assert.equal(now.headers.etag, etag);
+      // Bidi controls with letters are a name like any other, kept as sent.
+      const rtl = await patch(c, id, { name: '\u2067فرن\u2069 fern' }, { 'if-match': etag });
+      assert.equal(rtl.statusCode, 200);
+      assert.deepEqual((await read(c, id)).json(), { name: '\u2067فرن\u2069 fern', tag: 'indoor' });
     });
 
     it('a retag moves the plant between tag filters on the very next list; a rename shows at once', async () => {

@@ -93,6 +93,62 @@ for (const engine of ENGINES) {
       });
     }
 
+    it('the refusal of a loopback, private or localhost URL says how to test locally: --webhook-allow-private', async () => {
+      const c = await strict.user();
+      dns.set('inside.hooks.test', ['10.0.0.7']);
+      const hint =
+        'for local testing, start the service with --webhook-allow-private (WEBHOOK_ALLOW_PRIVATE=true)';
+      for (const [url, reason] of [
+        [
+          'http://127.0.0.1:8080/hook',
+          'the URL names a private, loopback or otherwise internal address (127.0.0.1)',
+        ],
+        ['http://[::1]/hook', 'the URL names a private, loopback or otherwise internal address (::1)'],
+        ['http://localhost:3001/hook', 'the URL names localhost'],
+        [
+          'http://inside.hooks.test/hook',
+          'the host name resolves to a private, loopback or otherwise internal address',
+        ],
+      ]) {
+        const res = await c.request({
+          method: 'POST',
+          url: '/webhooks',
+          headers: json,
+          payload: JSON.stringify({ url }),
+        });
+        assert.deepEqual(errorBody(res), {
+          error: 400,
+          code: 'invalid_webhook_url',
+          message: `url is refused: ${reason}; ${hint}`,
+          details: [{ field: '/url', message: `${reason}; ${hint}` }],
+        });
+      }
+      // A URL refused for anything else does not send anyone to that flag.
+      const scheme = await c.request({
+        method: 'POST',
+        url: '/webhooks',
+        headers: json,
+        payload: JSON.stringify({ url: 'ftp://example.com/hook' }),
+      });
+      assert.doesNotMatch(errorBody(scheme).message, /webhook-allow-private/);
+    });
+
+    it('a lone surrogate in any field of a webhook body is 400 naming it; nothing is registered', async () => {
+      const c = await strict.user();
+      for (const [payload, field] of [
+        ['{"url":"https://example.com/h\\ud800"}', '/url'],
+        ['{"url":"https://example.com/hook","description":"deploys \\udc00"}', '/description'],
+        ['{"url":"https://example.com/hook","events":["plant.created\\ud83c"]}', '/events/0'],
+      ]) {
+        const res = await c.request({ method: 'POST', url: '/webhooks', headers: json, payload });
+        assert.equal(res.statusCode, 400, `${payload}: ${res.body}`);
+        const body = errorBody(res);
+        assert.equal(body.code, 'invalid_body');
+        assert.equal((body.details as { field: string }[])[0]?.field, field);
+      }
+      assert.deepEqual((await c.request({ method: 'GET', url: '/webhooks' })).json(), []);
+    });
+
     it('a host name that resolves to a private address, or to none, is refused at creation without saying what it resolved to', async () => {
       const c = await strict.user();
       dns.set('inside.hooks.test', ['10.0.0.7']);

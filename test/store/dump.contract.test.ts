@@ -87,6 +87,9 @@ async function fill(store: Store) {
     at: new Date(),
   });
   assert.ok('ok' in changed);
+  // A name and tag with nothing visible, as a release before version 5 took them: a store holding
+  // them must still move (their events hold them too).
+  await plant(store, o, h, { name: '\u200b\u2060', tag: '\u3164', at: new Date() });
   const gone = await plant(store, o, g, { id: 900_000, name: 'client id', at: new Date() });
   assert.deepEqual(await store.deletePlant(gone.id, o, { at: new Date() }), { ok: true });
   const t = await createToken(store, { user: e, scopes: ['plants:read'], name: 'reader', expiresInMs: null });
@@ -223,6 +226,18 @@ for (const { from, to } of pairs) {
           /\/name/,
         ],
         ['a tag with NUL', 'plant', (r) => ({ ...r, tag: 'in\u0000door' }) as StoreRecord, /\/tag/],
+        [
+          'a plant name with a lone surrogate',
+          'plant',
+          (r) => ({ ...r, name: 'Fern\ud800' }) as StoreRecord,
+          /name must be valid Unicode \(it holds \\ud800/,
+        ],
+        [
+          'a garden name with a lone surrogate',
+          'garden',
+          (r) => ({ ...r, name: '\udc00' }) as StoreRecord,
+          /name must be valid Unicode/,
+        ],
         ['a garden name with LF', 'garden', (r) => ({ ...r, name: 'A\nB' }) as StoreRecord, /\/name/],
         [
           'a plant in a garden not in the file',
