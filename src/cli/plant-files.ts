@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parse } from 'csv-parse/sync';
-import { type ListedPlant, PlantStoreError } from '../client/index.js';
+import { CsvError, parse } from 'csv-parse/sync';
+import { type CsvDelimiter, type ListedPlant, PlantStoreError } from '../client/index.js';
+import { findDelimiter, syntaxProblem } from '../plants/csv.js';
+import { encodingProblem } from '../plants/file-encoding.js';
 import { UsageError } from '../usage-error.js';
 import { type ClientOpts, connect, gardenId, out, withClient } from './client.js';
 
@@ -39,21 +41,35 @@ function chunks(header: string, rows: string[], sep: string): Chunk[] {
   return out;
 }
 
-/** CSV: the header and each record's own text (csv-parse reads the quoting; nothing is rewritten). */
+/**
+ * CSV: the header and each record's own text, read with the delimiter the header shows (csv-parse
+ * reads the quoting; nothing is rewritten, so each request keeps the file's delimiter). Records
+ * whose cells are all empty are left out, as the service leaves them out, so row numbers agree.
+ */
 function csvChunks(text: string): Chunk[] {
+  const delimiter = findDelimiter(text);
+  let read = 0;
   let records: { raw: string }[];
   try {
     records = parse(text, {
       bom: true,
+      delimiter,
       raw: true,
       skip_empty_lines: true,
+      skip_records_with_empty_values: true,
       relax_column_count: true,
-    }) as unknown as {
-      raw: string;
-    }[];
+      on_record: (record: string[]) => {
+        read++;
+        return record;
+      },
+    }) as unknown as { raw: string }[];
   } catch (err) {
-    throw new UsageError(`the file is not CSV: ${(err as Error).message}`);
+    if (!(err instanceof CsvError)) throw err;
+    const where = read === 0 ? 'the header' : `row ${read}`;
+    throw new UsageError(`${where} of the file ${syntaxProblem(err, { delimiter, cells: 0 })}`);
   }
+  if (records.length === 0)
+    throw new UsageError('the CSV file is empty: it needs a header row and a row for each plant');
   if (records.length < 2) throw new UsageError('the CSV file has no rows after its header');
   // Each record's text without the line end csv-parse leaves on it (a loop: no regex to backtrack).
   const raw = records.map((r) => {
@@ -68,6 +84,17 @@ function ndjsonChunks(text: string): Chunk[] {
   const lines = text.split('\n').filter((l) => l.trim() !== '');
   if (lines.length === 0) throw new UsageError('the NDJSON file has no plants');
   return chunks('', lines, '\n');
+}
+
+// --delimiter as the client takes it; only with --format csv.
+function delimiterOption(value: string | undefined, format: string): CsvDelimiter | undefined {
+  if (value === undefined) return undefined;
+  if (format !== 'csv') throw new UsageError('--delimiter is for --format csv only');
+  const d = value === 'tab' || value === '\\t' ? '\t' : value;
+  if (d !== ',' && d !== ';' && d !== '\t') {
+    throw new UsageError(`--delimiter must be ",", ";" or "tab"; got ${JSON.stringify(value)}`);
+  }
+  return d;
 }
 
 /** `plantstore plants search|export|import`. */
@@ -101,41 +128,58 @@ export function plantFileCommands(plants: Command): void {
       .command('export')
       .description('every plant you may see (or those the filters keep), from one snapshot, to stdout')
       .option('--format <format>', 'csv or ndjson', 'ndjson')
+      .option(
+        '--delimiter <d>',
+        'CSV only: "," (the default), ";" (for Excel where the decimal separator is a comma, as in German or French) or "tab"',
+      )
       .option('--tag <tag>', 'only plants with this tag')
       .option('--garden <gid>', 'only the plants of this garden')
       .option('--q <text>', 'only the plants this search finds'),
-  ).action(async (o: ClientOpts & { format: string; tag?: string; garden?: string; q?: string }) => {
-    if (o.format !== 'csv' && o.format !== 'ndjson') {
-      throw new UsageError(`--format must be csv or ndjson; got ${JSON.stringify(o.format)}`);
-    }
-    const q = {
-      ...(o.tag === undefined ? {} : { tag: o.tag }),
-      ...(o.garden === undefined ? {} : { garden: gardenId(o.garden, '--garden') }),
-      ...(o.q === undefined ? {} : { q: o.q }),
-    };
-    for await (const line of connect(o).plants.exportText(q, o.format)) {
-      // Waits while stdout is full: memory stays flat however many plants there are.
-      if (!process.stdout.write(line)) await new Promise((r) => process.stdout.once('drain', r));
-    }
-  });
+  ).action(
+    async (
+      o: ClientOpts & { format: string; delimiter?: string; tag?: string; garden?: string; q?: string },
+    ) => {
+      if (o.format !== 'csv' && o.format !== 'ndjson') {
+        throw new UsageError(`--format must be csv or ndjson; got ${JSON.stringify(o.format)}`);
+      }
+      const delimiter = delimiterOption(o.delimiter, o.format);
+      const q = {
+        ...(o.tag === undefined ? {} : { tag: o.tag }),
+        ...(o.garden === undefined ? {} : { garden: gardenId(o.garden, '--garden') }),
+        ...(o.q === undefined ? {} : { q: o.q }),
+      };
+      const opts = delimiter === undefined ? {} : { delimiter };
+      for await (const line of connect(o).plants.exportText(q, o.format, opts)) {
+        // Waits while stdout is full: memory stays flat however many plants there are.
+        if (!process.stdout.write(line)) await new Promise((r) => process.stdout.once('drain', r));
+      }
+    },
+  );
 
   withClient(
     plants
       .command('import')
       .description(
-        'create the plants of a CSV (header: name, tag, id, garden) or NDJSON file, 1,000 a request, each request all or nothing; stops at the first refused one',
+        'create the plants of a CSV (UTF-8, with or without a BOM; header: name, tag, id, garden; cells separated by ",", ";" or tabs, as the header shows) or NDJSON file, 1,000 a request, each request all or nothing; stops at the first refused one',
       )
       .argument('<file>', 'a .csv or .ndjson file (an export of `plants export` too)')
       .option('--garden <gid>', 'the garden for rows that name none (default: your home garden)')
       .option('--new-ids', 'ignore the ids in the file: the service assigns new ones'),
   ).action(async (file: string, o: ClientOpts & { garden?: string; newIds?: boolean }) => {
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file));
+      bytes = readFileSync(file);
     } catch (err) {
       throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
     }
-    const isNdjson = /\.(nd)?jsonl?$|\.ndjson$/i.test(file) || /^\uFEFF?\s*\{/.test(text);
+    // Checked here, as the service checks them: text decoded with replacement characters would
+    // send "Gr��e" for a Windows-1252 "Größe".
+    const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+    const isNdjson =
+      /\.(nd)?jsonl?$|\.ndjson$/i.test(file) || /^\s*\{/.test(bytes.toString('latin1', start, start + 64));
+    const problem = encodingProblem(bytes, isNdjson ? 'ndjson' : 'csv');
+    if (problem !== null) throw new UsageError(`${file}: ${problem}`);
+    const text = bytes.toString('utf8', start);
     const parts = isNdjson ? ndjsonChunks(text) : csvChunks(text);
     const total = parts[parts.length - 1]!.last;
     const store = connect(o);
@@ -152,10 +196,19 @@ export function plantFileCommands(plants: Command): void {
         if (!(err instanceof PlantStoreError) || err.status === 0) throw err;
         // The service's rows count from 1 in each request; the file's from 1 after its header.
         const rows = (err.details ?? []).map((d) => {
-          const m = /^\/rows\/(\d+)(\/.*)?$/.exec(d.field);
-          return m
-            ? `row ${part.first + Number(m[1]) - 1}${m[2] ? ` ${m[2].slice(1)}` : ''} ${d.message}`
-            : d.message;
+          const row = /^\/rows\/(\d+)(?:\/(.+))?$/.exec(d.field);
+          if (row) {
+            const n = part.first + Number(row[1]) - 1;
+            return row[2] === undefined
+              ? `row ${n} ${d.message}`
+              : `row ${n}, ${isNdjson ? 'field' : 'column'} ${row[2]}: ${d.message}`;
+          }
+          const column = /^\/columns(?:\/(\d+))?$/.exec(d.field);
+          if (column)
+            return column[1] === undefined
+              ? `the header ${d.message}`
+              : `header column ${column[1]}: ${d.message}`;
+          return d.message;
         });
         const why = rows.length ? rows.join('; ') : err.message;
         throw new PlantStoreError(

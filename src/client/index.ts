@@ -75,6 +75,8 @@ export type BatchInput =
   | PlantCreate[]
   | { csv: string | Blob | Uint8Array<ArrayBuffer> }
   | { ndjson: string };
+/** The delimiters a CSV export may use (`GET /plants/export?delimiter=`). */
+export type CsvDelimiter = ',' | ';' | '\t';
 /** A garden as the service answers it: `{id, name, home, role, createdAt}`, `role` the caller's own. */
 export type Garden = Json<operations['getGarden']['responses'][200]>;
 /** Who the credential is (GET /me). */
@@ -496,9 +498,19 @@ export class Plants {
     }
   }
 
-  /** The export as the service writes it, line by line (each with its line end): NDJSON or CSV. */
-  async *exportText(q: ExportQuery = {}, format: 'ndjson' | 'csv' = 'csv'): AsyncGenerator<string> {
+  /**
+   * The export as the service writes it, line by line (each with its line end): NDJSON, or CSV
+   * with its UTF-8 byte order mark (U+FEFF, first in the first line, so a file written from these
+   * lines opens right in Excel) and `opts.delimiter` between cells (`,` by default; `;` for Excel
+   * where the decimal separator is a comma; or a tab).
+   */
+  async *exportText(
+    q: ExportQuery = {},
+    format: 'ndjson' | 'csv' = 'csv',
+    opts: { delimiter?: CsvDelimiter } = {},
+  ): AsyncGenerator<string> {
     const params = new URLSearchParams({ format });
+    if (opts.delimiter !== undefined) params.set('delimiter', opts.delimiter);
     if (q.tag !== undefined) params.set('tag', q.tag);
     if (q.garden !== undefined) params.set('garden', q.garden);
     if (q.q !== undefined) params.set('q', q.q);
@@ -517,7 +529,8 @@ const EXPORT_IDLE_MS = 60_000;
  */
 async function* readLines(body: ReadableStream<Uint8Array>, idleMs: number): AsyncGenerator<string> {
   const reader = body.getReader();
-  const decoder = new TextDecoder();
+  // Keeps a byte order mark: the lines are the body as it was sent.
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   let rest = '';
   try {
     for (;;) {

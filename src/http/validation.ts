@@ -66,6 +66,7 @@ function describe(e: FastifySchemaValidationError, value: unknown, name: string,
     case 'const':
     case 'anyOf':
       if (name === 'role') return 'must be viewer, editor or owner';
+      if (name === 'delimiter') return 'must be "," or ";" or a tab (%09)';
       return e.message ?? 'is invalid';
     default:
       return e.message ?? 'is invalid';

@@ -35,22 +35,41 @@ function textProblem(value: string, max: number): string | null {
 
 const idProblem = `must be a whole number from 1 to ${MAX_PLANT_ID}`;
 
+/**
+ * Where a detail's field is, as the summary of a 400 says it: "Row 4, column name:" for
+ * `/rows/4/name` (`noun`: "field" in NDJSON), "Row 4" for `/rows/4`, "Header column 2:" and "The
+ * header" for `/columns/2` and `/columns`; a JSON body's pointer as it is (`plants/3/name`).
+ */
+function where(field: string, noun: string): string {
+  const row = /^\/rows\/(\d+)(?:\/(.+))?$/.exec(field);
+  if (row) return row[2] === undefined ? `Row ${row[1]}` : `Row ${row[1]}, ${noun} ${row[2]}:`;
+  const column = /^\/columns(?:\/(\d+))?$/.exec(field);
+  if (column) return column[1] === undefined ? 'The header' : `Header column ${column[1]}:`;
+  return field.slice(1);
+}
+
+/**
+ * The message of a 400 with these details: the first one's place and reason, and how many more
+ * there are; each detail says only its own reason, so message and details say each thing once.
+ */
+function summary(details: readonly ErrorDetail[], noun = 'column'): string {
+  const first = details[0]!;
+  const n = details.length - 1;
+  const more = n === 0 ? '' : ` (and ${n} more problem${n === 1 ? '' : 's'})`;
+  return `${where(first.field, noun)} ${first.message}${more}`;
+}
+
 /** Collects a batch's problems, one detail per bad field. */
 class Problems {
   readonly details: ErrorDetail[] = [];
+  constructor(private readonly noun = 'column') {}
   add(field: string, message: string): void {
     if (this.details.length < 100) this.details.push({ field, message });
   }
   /** Throws the 400 when there was any problem. */
   check(): void {
     if (this.details.length === 0) return;
-    const first = this.details[0]!;
-    const more = this.details.length > 1 ? ` (and ${this.details.length - 1} more)` : '';
-    throw new BadRequestError(
-      'invalid_body',
-      `${first.field.slice(1)} ${first.message}${more}`,
-      this.details,
-    );
+    throw new BadRequestError('invalid_body', summary(this.details, this.noun), this.details);
   }
 }
 
@@ -68,8 +87,9 @@ export function rowsFromJson(
 }
 
 /**
- * The plants of a CSV body: RFC 4180 (csv.ts), a header naming columns from name, tag, id and garden
- * (name required); a cell that an export made formula-safe (a leading `'`) is read back as it was.
+ * The plants of a CSV body: RFC 4180 (csv.ts) with the delimiter its header shows, a header naming
+ * columns from name, tag, id and garden (name required; case and spaces around a name aside); a
+ * cell that an export made formula-safe (a leading `'`) is read back as it was.
  */
 export function rowsFromCsv(text: string): BatchRow[] {
   // The header first, alone: a bad one is refused before any row is read.
@@ -77,19 +97,16 @@ export function rowsFromCsv(text: string): BatchRow[] {
   if (!head.ok) refuseCsv(head);
   const problems = new Problems();
   const at = new Map<Column, number>();
-  head.header.forEach((name, i) => {
+  head.header.forEach((cell, i) => {
+    const name = cell.trim().toLowerCase();
     const column = COLUMNS.find((c) => c === name);
-    if (column === undefined)
-      problems.add(
-        `/columns/${i + 1}`,
-        `${JSON.stringify(name)} is not a known column (name, tag, id, garden)`,
-      );
-    else if (at.has(column)) problems.add(`/columns/${i + 1}`, `${name} is named twice`);
+    if (column === undefined) problems.add(`/columns/${i + 1}`, unknownColumn(cell));
+    else if (at.has(column)) problems.add(`/columns/${i + 1}`, `names the column ${name} a second time`);
     else at.set(column, i);
   });
   if (!at.has('name')) problems.add('/columns', 'must include a name column');
   problems.check();
-  const table = parseCsv(text, MAX_BATCH, head.header.length);
+  const table = parseCsv(text, MAX_BATCH, head.header, head.delimiter);
   if (!table.ok) refuseCsv(table);
   const cell = (cells: string[], column: Column) => {
     const i = at.get(column);
@@ -118,10 +135,26 @@ export function rowsFromCsv(text: string): BatchRow[] {
   return rows.map((r) => r.row);
 }
 
-// The 400 of a CSV body refused as a whole, or at its header (`/columns`) or one row (`/rows/4`).
-function refuseCsv(p: CsvProblem): never {
-  const field = p.row === undefined ? '' : p.row === 0 ? '/columns' : `/rows/${p.row}`;
-  throw new BadRequestError('invalid_body', p.problem, [{ field, message: p.detail ?? p.problem }]);
+// Why a header cell names no column; a cell that holds known names joined by another separator
+// (`name;tag` read as one column) says the header seems split on the wrong delimiter.
+function unknownColumn(cell: string): string {
+  const known = `the columns are ${COLUMNS.join(', ')}`;
+  for (const sep of [';', ',', '\t', '|']) {
+    const parts = cell.split(sep).map((p) => p.trim().toLowerCase());
+    if (parts.length > 1 && parts.some((p) => (COLUMNS as readonly string[]).includes(p))) {
+      const d = sep === '\t' ? 'tabs' : `"${sep}"`;
+      return `${JSON.stringify(cell)} is not a column: it looks like several column names joined by ${d}, so the header seems split on the wrong delimiter (separate its columns with ",", ";" or a tab, outside quotes, and its rows the same way); ${known}`;
+    }
+  }
+  return `${JSON.stringify(cell)} is not a column: ${known}`;
+}
+
+// The 400 of a CSV body refused as a whole (a sentence, no details), or at its header (`/columns`)
+// or one row (`/rows/4`).
+function refuseCsv(p: CsvProblem & { ok: false }): never {
+  if (p.row === undefined) throw new BadRequestError('invalid_body', p.problem);
+  const details = [{ field: p.row === 0 ? '/columns' : `/rows/${p.row}`, message: p.detail }];
+  throw new BadRequestError('invalid_body', summary(details), details);
 }
 
 // The checks of section 1 on one row of a CSV or NDJSON body (JSON bodies have their schema).
@@ -154,7 +187,7 @@ export function rowsFromNdjson(text: string): BatchRow[] {
     ]);
   }
   if (lines.length > MAX_BATCH) tooMany(lines.length);
-  const problems = new Problems();
+  const problems = new Problems('field');
   const rows = lines.map((line, i): BatchRow => {
     const at = `/rows/${i + 1}`;
     const none: BatchRow = { id: null, name: '', tag: null, garden: null };
@@ -210,7 +243,13 @@ export function distinctIds(rows: BatchRow[], at: (i: number) => string): void {
     if (r.id === null) return;
     const earlier = first.get(r.id);
     if (earlier === undefined) first.set(r.id, i);
-    else problems.add(`${at(i)}/id`, `repeats the id ${r.id} of ${at(earlier).slice(1)}`);
+    else
+      problems.add(
+        `${at(i)}/id`,
+        `repeats the id ${r.id} of ${at(earlier)
+          .slice(1)
+          .replace(/^rows\//, 'row ')}`,
+      );
   });
   problems.check();
 }

@@ -3,7 +3,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { BadRequestError } from '../errors.js';
+import { AppError, BadRequestError } from '../errors.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { ifMatch, readWithEtag, requireIfMatch, setEtag } from '../http/conditional.js';
 import {
@@ -23,6 +23,7 @@ import {
   rowsFromJson,
   rowsFromNdjson,
 } from '../plants/batch-input.js';
+import { encodingProblem, foreignCharset } from '../plants/file-encoding.js';
 import { ListCache } from '../plants/list-cache.js';
 import type { PlantService } from '../plants/service.js';
 import { created, errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
@@ -45,8 +46,24 @@ import type { PagePlant } from '../store/store.js';
 import { exportBody, wantsCsv } from './plant-export.js';
 
 const tags = ['plants'];
-// Fails on a byte sequence that is not UTF-8, instead of replacing it.
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const mediaType = (request: FastifyRequest) =>
+  (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+
+// A CSV or NDJSON batch labelled with a charset other than UTF-8: 415 before its body is read (a
+// JSON body's charset is the JSON parser's to judge).
+function requireUtf8Text(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  const type = mediaType(request);
+  const charset = type === 'application/json' ? null : foreignCharset(request.headers['content-type']);
+  done(
+    charset === null
+      ? undefined
+      : new AppError(
+          415,
+          'unsupported_media_type',
+          `Only UTF-8 text is accepted, and this ${type} body is labelled charset=${charset}. Save the file as UTF-8 (in Excel: "CSV UTF-8 (Comma delimited)") and send it with charset=utf-8 or no charset.`,
+        ),
+  );
+}
 
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
@@ -413,33 +430,36 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
       },
     );
 
-    // Bodies a batch create takes besides JSON: read whole (1 MiB at most), as UTF-8 text.
+    // Bodies a batch create takes besides JSON: read whole (1 MiB at most), as UTF-8 text. Bytes
+    // that are not UTF-8 are refused with what they are and how to save them, never decoded with
+    // replacement characters (which would store "Gr��e" for a Windows-1252 "Größe").
     root.addContentTypeParser(
       ['text/csv', 'application/x-ndjson'],
       { parseAs: 'buffer', bodyLimit: BATCH_BODY_LIMIT },
-      (_request, body, done) => {
-        try {
-          done(null, utf8.decode(body as Buffer));
-        } catch {
+      (request, body, done) => {
+        const bytes = body as Buffer;
+        const kind = mediaType(request) === 'text/csv' ? 'csv' : 'ndjson';
+        const problem = encodingProblem(bytes, kind);
+        if (problem !== null) done(new BadRequestError('invalid_body', problem));
+        // Without its byte order mark, if it has one (what Excel's "CSV UTF-8" writes).
+        else
           done(
-            new BadRequestError('invalid_body', 'the body is not valid UTF-8', [
-              { field: '', message: 'must be valid UTF-8' },
-            ]),
+            null,
+            bytes.toString('utf8', bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0),
           );
-        }
       },
     );
 
     app.post(
       '/plants/batch',
       {
-        onRequest: [write, requireBatchMedia],
+        onRequest: [write, requireBatchMedia, requireUtf8Text],
         bodyLimit: BATCH_BODY_LIMIT,
         schema: {
           operationId: 'createPlantsBatch',
           summary: 'Create many plants at once, all or nothing',
           description:
-            'Creates 1 … 1000 plants in one transaction, each with its own `plant.created` event, or none of them. The body is JSON (`{"plants": [...], "garden"?: gid}`), CSV (`text/csv`: RFC 4180, UTF-8, an optional BOM, CRLF or LF, a header naming columns from `name`, `tag`, `id`, `garden`; an empty cell is none) or NDJSON (`application/x-ndjson`: one `{id?, name, tag?, garden?}` a line, as the export writes them), at most 1 MiB. A plant without a garden goes to `?garden=` or else the caller\'s home garden; the caller must be an editor or owner of each. Any invalid plant: 400 with a detail per bad one (`/plants/3/name` in JSON, `/rows/4/name` for CSV and NDJSON, rows counted from 1 after the header), nothing created; an id that exists: 409 naming it, nothing created. `?ids=drop` ignores the ids given (re-importing an export as new plants). An `Idempotency-Key` covers the whole batch.',
+            'Creates 1 … 1000 plants in one transaction, each with its own `plant.created` event, or none of them. The body is JSON (`{"plants": [...], "garden"?: gid}`), CSV (`text/csv`: RFC 4180, UTF-8 with or without a BOM, CRLF or LF; the delimiter `,`, `;` or a tab, whichever the header row holds most outside quotes (`,` for a header of one column), every row read with it; a header naming columns from `name`, `tag`, `id`, `garden`, case aside; an empty cell is none, a row whose cells are all empty is skipped, a row with fewer cells than the header has the rest empty) or NDJSON (`application/x-ndjson`: one `{id?, name, tag?, garden?}` a line, as the export writes them), at most 1 MiB. A body that is not UTF-8 (Excel\'s "CSV (Comma delimited)" saves Windows-1252, its "Unicode Text" UTF-16): 400 naming the first bad byte and its line and saying how to save the file as UTF-8, nothing created; a `charset` other than UTF-8 in the Content-Type of a CSV or NDJSON body: 415. A plant without a garden goes to `?garden=` or else the caller\'s home garden; the caller must be an editor or owner of each. Any invalid plant: 400 with a detail per bad one (`/plants/3/name` in JSON, `/rows/4/name` for CSV and NDJSON, rows counted from 1 after the header; `/columns/2` for the CSV header), nothing created: the `message` is a sentence naming the first problem\'s row and column and how many more there are (`Row 4, column name: must not be empty (and 2 more problems)`), each detail\'s `message` that field\'s own reason; a CSV that cannot be read (a quote never closed, a row with more cells than the header) names its row and column in a sentence. A whole-body problem (empty, no rows, over 1000 rows, not UTF-8) is a `message` alone; an id that exists: 409 naming it, nothing created. `?ids=drop` ignores the ids given (re-importing an export as new plants). An `Idempotency-Key` covers the whole batch.',
           tags,
           security,
           headers: IdempotencyHeaders,
@@ -449,7 +469,8 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
               'application/json': { schema: PlantBatch },
               'text/csv': {
                 schema: Type.String({
-                  description: 'CSV with a header row naming columns from name, tag, id and garden.',
+                  description:
+                    'CSV in UTF-8 (a BOM is skipped) with a header row naming columns from name, tag, id and garden, its cells separated by `,`, `;` or a tab as the header shows.',
                   examples: ['name,tag\r\nMonstera,indoor\r\nBoston fern,\r\n'],
                 }),
               },
@@ -472,7 +493,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
         },
       },
       async (request, reply) => {
-        const type = request.headers['content-type']!.split(';')[0]!.trim().toLowerCase();
+        const type = mediaType(request);
         const query = request.query;
         let rows: BatchRow[];
         let garden = query.garden;
@@ -514,7 +535,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
           operationId: 'exportPlants',
           summary: 'Every plant the caller may see, in one streamed answer',
           description:
-            "Every plant a list with the same `tag`, `garden` and `q` shows, by id, from one consistent snapshot of the store, streamed (no `limit` or `cursor`). NDJSON by default (`{id, name, tag, garden, version}` a line); CSV with `?format=csv` or `Accept: text/csv` (header `id,name,tag,garden`; a cell beginning with `=`, `+`, `-`, `@`, tab, carriage return or `'` is prefixed with `'`, so no spreadsheet runs it as a formula). Either is accepted back by `POST /plants/batch` (with `?ids=drop` for new ids). The snapshot is read whole before the answer starts, so a store that fails is a 503, never a cut answer. A user runs at most 2 exports at once and an instance 8 (by default): one more answers 429 `too_many_exports` with Retry-After.",
+            "Every plant a list with the same `tag`, `garden` and `q` shows, by id, from one consistent snapshot of the store, streamed (no `limit` or `cursor`). NDJSON by default (`{id, name, tag, garden, version}` a line); CSV with `?format=csv` or `Accept: text/csv`: a UTF-8 BOM (so spreadsheets read UTF-8), then the header `id,name,tag,garden`, cells separated by `,` or by `?delimiter=` (`;` for Excel where the decimal separator is a comma, or a tab); a cell holding `,`, `;`, a tab, a quote or a line break, or a space at either end, is quoted, and a record with a cell holding a delimiter other than the one in use has every cell quoted; a cell beginning with `=`, `+`, `-`, `@`, tab, carriage return or `'` is prefixed with `'`, so no spreadsheet runs it as a formula. `delimiter` with NDJSON, or another delimiter: 400 `invalid_parameter`. Either is accepted back by `POST /plants/batch` (with `?ids=drop` for new ids). The snapshot is read whole before the answer starts, so a store that fails is a 503, never a cut answer. A user runs at most 2 exports at once and an instance 8 (by default): one more answers 429 `too_many_exports` with Retry-After.",
           tags,
           security,
           querystring: ExportQuery,
@@ -529,7 +550,9 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
                   }),
                 },
                 'text/csv': {
-                  schema: Type.String({ examples: ['id,name,tag,garden\r\n1,Monstera,indoor,gdn_3f9a\r\n'] }),
+                  schema: Type.String({
+                    examples: ['\uFEFFid,name,tag,garden\r\n1,Monstera,indoor,gdn_3f9a\r\n'],
+                  }),
                 },
               },
             },
@@ -540,11 +563,18 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
       async (request, reply) => {
         const q = request.query;
         const asCsv = wantsCsv(q.format, request.headers.accept);
+        if (q.delimiter !== undefined && !asCsv) {
+          throw new BadRequestError(
+            'invalid_parameter',
+            'query parameter delimiter is for CSV only: add format=csv, or leave delimiter out for NDJSON',
+            [{ field: '/delimiter', message: 'is for CSV only (format=csv)' }],
+          );
+        }
         const scope = await service.scope(request.caller!, q.garden, q.tag, q);
         const { pages, release } = service.export(request.caller!, scope, q);
         let body: Readable;
         try {
-          body = await exportBody(pages, asCsv);
+          body = await exportBody(pages, asCsv ? (q.delimiter ?? ',') : null);
         } catch (err) {
           release();
           throw err;

@@ -219,6 +219,12 @@ export const ExportQuery = Type.Object(
         description: 'ndjson (the default) or csv; without it, `Accept: text/csv` chooses CSV.',
       }),
     ),
+    delimiter: Type.Optional(
+      Type.Union([Type.Literal(','), Type.Literal(';'), Type.Literal('\t')], {
+        description:
+          'CSV only: the delimiter between cells, `,` (the default), `;` (what Excel expects where the decimal separator is a comma, as in German or French) or a tab (`%09`). Write `;` as `%3B`, as a URL encoder does.',
+      }),
+    ),
     tag: ListQuery.properties.tag,
     garden: GardenFilter,
     q: Type.Optional(SearchText),
