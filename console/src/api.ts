@@ -6,8 +6,6 @@ import { useContext } from 'preact/hooks';
 export interface Api {
   store: PlantStore;
   me: Me;
-  /** The bearer token, for the one request the client cannot make as the console needs it (an export's bytes). */
-  token: string;
   /**
    * A sentence for the failure to show; a 401 (the token expired or was revoked) signs out at once
    * and explains why on the sign-in page.

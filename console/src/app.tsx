@@ -103,7 +103,6 @@ export function App({ settings }: { settings: Settings }) {
       session && {
         store: session.store,
         me: session.me,
-        token: session.token,
         fail: (err) => {
           if (isStatus(err, 401)) {
             signOut('The service no longer accepts your token (it expired or was revoked). Sign in again.');

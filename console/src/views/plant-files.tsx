@@ -1,4 +1,4 @@
-import { type ErrorBody, type ExportQuery, PlantStoreError } from 'plantstore/client';
+import { type ExportQuery, PlantStoreError } from 'plantstore/client';
 import type { ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
@@ -10,11 +10,10 @@ import { Name } from '../ui.js';
  * "Export CSV" (comma) and "Export for Excel (;)": the export of what the filters show, the second
  * with `;` between cells, as Excel reads a CSV where the list separator is `;` (German, French…).
  * The request needs the token, so a click reads the export and hands the file to the browser as a
- * download, its bytes as the service sent them (the BOM Excel needs included: text decoded line
- * by line would drop it).
+ * download, as the service sent it (the BOM Excel needs included).
  */
 export function ExportLinks(props: { query: ExportQuery; onError: (message: string) => void }) {
-  const { token, fail } = useApi();
+  const { store, fail } = useApi();
   const link = (delimiter: ',' | ';') => {
     const params = new URLSearchParams({ format: 'csv', ...props.query });
     if (delimiter === ';') params.set('delimiter', ';');
@@ -23,8 +22,10 @@ export function ExportLinks(props: { query: ExportQuery; onError: (message: stri
   const download = (delimiter: ',' | ';') => async (e: Event) => {
     e.preventDefault();
     try {
-      const bytes = await exportBytes(token, link(delimiter));
-      const url = URL.createObjectURL(new Blob([bytes], { type: 'text/csv; charset=utf-8' }));
+      // The client keeps the BOM (a decoder that dropped it would make Excel misread the accents).
+      let text = '';
+      for await (const line of store.plants.exportText(props.query, 'csv', { delimiter })) text += line;
+      const url = URL.createObjectURL(new Blob([text], { type: 'text/csv; charset=utf-8' }));
       const a = document.createElement('a');
       a.href = url;
       a.download = delimiter === ';' ? 'plants-semicolon.csv' : 'plants.csv';
@@ -53,35 +54,16 @@ export function ExportLinks(props: { query: ExportQuery; onError: (message: stri
   );
 }
 
-/** The export's body as bytes, or the service's refusal as a PlantStoreError. */
-async function exportBytes(token: string, path: string): Promise<ArrayBuffer> {
-  let res: Response;
-  try {
-    res = await fetch(path, { headers: { authorization: `Bearer ${token}`, accept: 'text/csv' } });
-  } catch {
-    throw new PlantStoreError(0, 'unreachable', 'the service could not be reached');
-  }
-  if (!res.ok) {
-    const body = (await res.json().catch(() => ({}))) as Partial<ErrorBody>;
-    throw new PlantStoreError(
-      res.status,
-      body.code ?? 'error',
-      body.message ?? `the export failed (${res.status})`,
-      body.details,
-      res.headers.get('x-request-id'),
-    );
-  }
-  return res.arrayBuffer();
-}
+// The places a refused CSV's details name (as the service's own summary says them).
+const ROW = /^\/(rows|columns)(?:\/(\d+))?(?:\/(\w+))?$/;
 
-const ROW = /^\/(rows|columns)\/(\d+)(?:\/(\w+))?$/;
-
-// A refused row as a person reads it: "Row 4, name: must not be empty".
+// A refused row as a person reads it: "Row 4, name: must not be empty", "Row 3: has 4 cells…",
+// "Header column 2: …", "The header must include a name column".
 function reason(d: { field: string; message: string }): string {
   const m = ROW.exec(d.field);
-  if (!m) return d.message;
-  const where = `${m[1] === 'rows' ? 'Row' : 'Column'} ${m[2]}${m[3] ? `, ${m[3]}` : ''}`;
-  return `${where}: ${d.message}`;
+  if (!m || (m[1] === 'rows' && !m[2])) return d.message;
+  if (m[1] === 'columns') return m[2] ? `Header column ${m[2]}: ${d.message}` : `The header ${d.message}`;
+  return m[3] ? `Row ${m[2]}, ${m[3]}: ${d.message}` : `Row ${m[2]}: ${d.message}`;
 }
 
 /**
