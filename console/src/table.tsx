@@ -1,8 +1,14 @@
 import type { ComponentChildren } from 'preact';
+import { useLayoutEffect, useRef } from 'preact/hooks';
 
 /**
  * A table of rows with a caption for screen readers and a header per column; `actions` adds a last
  * column, named "Actions" for screen readers, for each row's buttons.
+ *
+ * On a phone's width each row is shown as a card, each cell under its column's name (styles.css):
+ * so that every button stays on the screen. The roles are given explicitly, because a table whose
+ * parts are displayed as blocks may lose them (set here: the markup's own are implied), and each cell gets its column's name as `data-label`
+ * (set after each render, so that the views write plain rows).
  */
 export function Table(props: {
   caption: ComponentChildren;
@@ -10,10 +16,27 @@ export function Table(props: {
   actions?: boolean;
   children: ComponentChildren;
 }) {
+  const table = useRef<HTMLTableElement>(null);
+  useLayoutEffect(() => {
+    const t = table.current;
+    if (!t) return;
+    t.setAttribute('role', 'table');
+    for (const part of [t.tHead, ...t.tBodies]) part?.setAttribute('role', 'rowgroup');
+    for (const th of t.querySelectorAll('thead tr')) th.setAttribute('role', 'row');
+    for (const th of t.querySelectorAll('th')) th.setAttribute('role', 'columnheader');
+    for (const row of t.tBodies[0]?.rows ?? []) {
+      row.setAttribute('role', 'row');
+      [...row.cells].forEach((cell, i) => {
+        cell.setAttribute('role', 'cell');
+        const label = props.columns[i];
+        if (label) cell.dataset.label = label;
+        else cell.classList.add('row-actions');
+      });
+    }
+  });
   return (
-    // The table scrolls inside its own box on a narrow screen; the page never scrolls sideways.
     <div class="scroll">
-      <table>
+      <table ref={table}>
         <caption class="visually-hidden">{props.caption}</caption>
         <thead>
           <tr>

@@ -145,7 +145,10 @@ function GardenCell(props: { id: string | undefined; name: (id: string) => strin
     <code class="id">{props.id}</code>
   ) : (
     <>
-      <Name of={name} /> <span class="help id">{props.id}</span>
+      <Name of={name} />{' '}
+      <span class="help oneline" title={props.id}>
+        {props.id}
+      </span>
     </>
   );
 }

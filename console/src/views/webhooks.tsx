@@ -238,7 +238,7 @@ function Deliveries(props: { endpoint: Webhook; write: boolean }) {
   return (
     <section class="panel" aria-labelledby="deliveries-h">
       <h3 id="deliveries-h" ref={heading} tabIndex={-1}>
-        Deliveries of <Name of={endpoint.url} />
+        Deliveries of <Url of={endpoint.url} />
       </h3>
       <Status message={status} />
       <Loading on={list.loading} />
@@ -253,7 +253,10 @@ function Deliveries(props: { endpoint: Webhook; write: boolean }) {
             <tr key={a.id}>
               <td>{when(a.timestamp)}</td>
               <td>
-                {a.eventType} <span class="help">{a.eventId}</span>
+                {a.eventType}{' '}
+                <span class="help oneline" title={a.eventId}>
+                  {a.eventId}
+                </span>
               </td>
               <td>{a.attempt}</td>
               <td>
