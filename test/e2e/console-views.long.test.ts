@@ -132,6 +132,16 @@ describe('the web console in Chromium: gardens, live, the keyboard', {
       .getByRole('status')
       .filter({ hasText: `${bob} is now a viewer.` })
       .waitFor();
+
+    // A garden with a plant cannot be deleted: what to do, said once.
+    await srv.plant(u.token, { name: 'Tomato' }, gid);
+    await page.getByRole('button', { name: 'Delete garden' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).click();
+    assert.equal(
+      await page.getByRole('dialog').getByRole('alert').innerText(),
+      'This garden still has plants. Move them to another garden or delete them, then delete the garden.',
+    );
+    await page.keyboard.press('Escape');
     assertClean(watch, [srv.url]);
     await context.close();
   });
