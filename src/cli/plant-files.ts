@@ -29,11 +29,15 @@ function chunks(header: string, rows: string[], sep: string): Chunk[] {
   let at = 0;
   while (at < rows.length) {
     let text = header;
+    let bytes = Buffer.byteLength(header);
     const first = at;
     while (at < rows.length && at - first < ROWS) {
       const row = `${rows[at]}${sep}`;
-      if (at > first && text.length + row.length > BYTES) break;
+      // In bytes, as the service counts: 1,000 rows of non-ASCII names pass 1 MiB sooner.
+      const size = Buffer.byteLength(row);
+      if (at > first && bytes + size > BYTES) break;
       text += row;
+      bytes += size;
       at++;
     }
     out.push({ text, first: first + 1, last: at });
@@ -49,6 +53,7 @@ function chunks(header: string, rows: string[], sep: string): Chunk[] {
 function csvChunks(text: string): Chunk[] {
   const delimiter = findDelimiter(text);
   let read = 0;
+  let header: string[] | undefined;
   let records: { raw: string }[];
   try {
     records = parse(text, {
@@ -59,6 +64,8 @@ function csvChunks(text: string): Chunk[] {
       skip_records_with_empty_values: true,
       relax_column_count: true,
       on_record: (record: string[]) => {
+        // With `raw`, csv-parse hands over `{record, raw}`.
+        header ??= (record as unknown as { record: string[] }).record;
         read++;
         return record;
       },
@@ -66,7 +73,10 @@ function csvChunks(text: string): Chunk[] {
   } catch (err) {
     if (!(err instanceof CsvError)) throw err;
     const where = read === 0 ? 'the header' : `row ${read}`;
-    throw new UsageError(`${where} of the file ${syntaxProblem(err, { delimiter, cells: 0 })}`);
+    const names = header?.map((h) => h.trim().toLowerCase());
+    throw new UsageError(
+      `${where} of the file ${syntaxProblem(err, { delimiter, cells: 0, ...(names ? { header: names } : {}) })}`,
+    );
   }
   if (records.length === 0)
     throw new UsageError('the CSV file is empty: it needs a header row and a row for each plant');
@@ -210,7 +220,10 @@ export function plantFileCommands(plants: Command): void {
               : `header column ${column[1]}: ${d.message}`;
           return d.message;
         });
-        const why = rows.length ? rows.join('; ') : err.message;
+        // One line a person reads: the first few rows, and how many more.
+        const shown = rows.slice(0, 5).join('; ');
+        const more = rows.length > 5 ? ` (and ${rows.length - 5} more problems)` : '';
+        const why = rows.length ? `${shown}${more}` : err.message;
         throw new PlantStoreError(
           err.status,
           err.code,

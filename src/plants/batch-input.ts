@@ -21,6 +21,8 @@ export interface BatchRow {
 const CONTROL = /[\u0000-\u001f\u007f]/u;
 const ID_TEXT = /^[1-9][0-9]{0,15}$/;
 const COLUMNS = ['name', 'tag', 'id', 'garden'] as const;
+// The cells a CSV header may have: its columns, and empty ones after them.
+const MAX_HEADER_CELLS = 16;
 type Column = (typeof COLUMNS)[number];
 
 // Why a text field breaks section 1's rules (null: it does not), worded as a schema failure is.
@@ -93,14 +95,20 @@ export function rowsFromJson(
  */
 export function rowsFromCsv(text: string): BatchRow[] {
   // The header first, alone: a bad one is refused before any row is read.
-  const head = parseCsvHeader(text, COLUMNS);
+  const head = parseCsvHeader(text, COLUMNS, MAX_HEADER_CELLS);
   if (!head.ok) refuseCsv(head);
   const problems = new Problems();
   const at = new Map<Column, number>();
-  head.header.forEach((cell, i) => {
+  // Empty cells at the end of the header are columns a spreadsheet wrote for a used range wider
+  // than the table (`name;tag;;`); the rows may have cells there, empty ones.
+  let named = head.header.length;
+  while (named > 0 && head.header[named - 1]!.trim() === '') named--;
+  head.header.slice(0, named).forEach((cell, i) => {
     const name = cell.trim().toLowerCase();
     const column = COLUMNS.find((c) => c === name);
-    if (column === undefined) problems.add(`/columns/${i + 1}`, unknownColumn(cell));
+    if (name === '')
+      problems.add(`/columns/${i + 1}`, `is empty: name the column (${COLUMNS.join(', ')}) or remove it`);
+    else if (column === undefined) problems.add(`/columns/${i + 1}`, unknownColumn(cell));
     else if (at.has(column)) problems.add(`/columns/${i + 1}`, `names the column ${name} a second time`);
     else at.set(column, i);
   });
@@ -130,6 +138,11 @@ export function rowsFromCsv(text: string): BatchRow[] {
   });
   for (const { n, row, idText } of rows) {
     checkRow(problems, `/rows/${n}`, row, idText);
+  }
+  for (const { row, cells } of table.rows) {
+    const extra = cells.findIndex((c, i) => i >= named && c.trim() !== '');
+    if (extra >= 0)
+      problems.add(`/rows/${row}`, `has a value in column ${extra + 1}, which the header does not name`);
   }
   problems.check();
   return rows.map((r) => r.row);

@@ -103,14 +103,14 @@ function read(
 
 /**
  * The header of a CSV text: its delimiter (findDelimiter) and its first record alone (empty lines
- * skipped), at most as many cells as the `names` a header may use; nothing after it is read, so a
- * bad header costs what the header does.
+ * skipped), at most `maxCells` cells (the `names` a header may use, and any empty ones a
+ * spreadsheet adds); nothing after it is read, so a bad header costs what the header does.
  */
-export function parseCsvHeader(text: string, names: readonly string[]): CsvHeader {
+export function parseCsvHeader(text: string, names: readonly string[], maxCells: number): CsvHeader {
   const delimiter = findDelimiter(text);
-  const r = read(text, 1, names.length, delimiter);
+  const r = read(text, 1, maxCells, delimiter);
   if ('err' in r)
-    return { ok: false, row: 0, detail: syntaxProblem(r.err, { delimiter, cells: names.length, names }) };
+    return { ok: false, row: 0, detail: syntaxProblem(r.err, { delimiter, cells: maxCells, names }) };
   const header = r.records[0];
   if (header === undefined) {
     return {
@@ -168,7 +168,7 @@ export function syntaxProblem(
   const d = delimiterName(at.delimiter);
   if (err instanceof TooManyCells) {
     return at.names !== undefined
-      ? `names more than ${at.cells} columns: the columns are ${at.names.join(', ')}, each at most once`
+      ? `has more than ${at.cells} cells: the columns are ${at.names.join(', ')}, each at most once`
       : `has more cells than the header's ${at.cells} columns: a cell holding ${d} must be in quotes`;
   }
   const e = err as CsvError & { column?: number | null };
@@ -188,6 +188,11 @@ export function syntaxProblem(
       }
       return `has text after the closing quote of a quoted cell${column}: a quote inside a quoted cell is written twice ("")`;
     }
+    case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
+      return `has text after the closing quote of a quoted cell${column}: a quote inside a quoted cell is written twice ("")`;
+    case 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH':
+    case 'CSV_RECORD_INCONSISTENT_COLUMNS':
+      return `does not have as many cells as the header has columns: a cell holding ${d} must be in quotes`;
     case 'INVALID_OPENING_QUOTE':
       return `has a quote inside a cell that does not begin with one${column}: put the whole cell in quotes and write each quote inside it twice, as in "5"" pot"`;
     default:

@@ -11,9 +11,11 @@ const ADVICE =
 /** The kind of file a batch body holds: its advice differs (a spreadsheet saves CSV). */
 export type FileKind = 'csv' | 'ndjson';
 
-// The offset of the first byte that does not begin or continue a well-formed UTF-8 sequence
-// (Unicode 15, table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF).
-function firstBadByte(b: Uint8Array): number {
+/**
+ * The offset of the first byte that does not begin or continue a well-formed UTF-8 sequence (-1:
+ * none; Unicode 15, table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF).
+ */
+export function firstBadByte(b: Uint8Array): number {
   let i = 0;
   while (i < b.length) {
     const c = b[i]!;

@@ -73,8 +73,14 @@ for (const engine of ENGINES) {
       assert.ok(exported.every((p) => Number.isInteger(p.version) && typeof p.garden === 'string'));
       const lines = [];
       for await (const line of store.plants.exportText({ tag: 'odd' }, 'csv')) lines.push(line);
-      assert.equal(lines[0], 'id,name,tag,garden\r\n');
+      // As the service wrote it: the BOM first, so a file written from these lines opens in Excel.
+      assert.equal(lines[0], '\ufeffid,name,tag,garden\r\n');
       assert.equal(lines.length, 1 + 1250);
+      const semi = [];
+      for await (const line of store.plants.exportText({ q: 'plant 7' }, 'csv', { delimiter: ';' }))
+        semi.push(line);
+      assert.equal(semi[0], '\ufeffid;name;tag;garden\r\n');
+      assert.match(semi[1]!, /^\d+;'=Plant 7;odd;gdn_\w+\r\n$/);
       // Into another user's store: ids dropped, gardens left to the batch's default.
       const other = await client();
       const csv = lines

@@ -128,8 +128,8 @@ for (const engine of ENGINES) {
         const { message, details } = res.json();
         return { message, details };
       };
-      // Nearly 1 MiB of header cells: refused at the fifth, whatever follows.
-      const columns = 'names more than 4 columns: the columns are name, tag, id, garden, each at most once';
+      // Nearly 1 MiB of header cells: refused at the 17th, whatever follows.
+      const columns = 'has more than 16 cells: the columns are name, tag, id, garden, each at most once';
       assert.deepEqual(await refusal('name,'.repeat((MiB - 10) / 5)), {
         message: `The header ${columns}`,
         details: [{ field: '/columns', message: columns }],

@@ -126,8 +126,8 @@ for (const engine of ENGINES) {
       ];
       for (const [format, field, first] of [
         ['json', '/plants/2/id', 'plants/0'],
-        ['csv', '/rows/3/id', 'rows/1'],
-        ['ndjson', '/rows/3/id', 'rows/1'],
+        ['csv', '/rows/3/id', 'row 1'],
+        ['ndjson', '/rows/3/id', 'row 1'],
       ] as const) {
         const res = await batch(c, format, rows);
         assert.equal(res.statusCode, 400, `${format}: ${res.body}`);

@@ -53,6 +53,11 @@ for (const engine of ENGINES) {
           ['Größe Fächerpalme|Zimmer, hell', 'Monstera, groß|Topf; 30 cm'],
         ],
         [
+          "Excel with a used range wider than the table: empty columns after the header's",
+          Buffer.concat([BOM, utf8('Name;Tag;;\r\nFern;hell;;\r\nAloe;;;\r\n;;;\r\n')]),
+          ['Fern|hell', 'Aloe|'],
+        ],
+        [
           'LibreOffice default: UTF-8 without BOM, ",", LF, text cells quoted',
           utf8('"name","tag"\n"Café ☕","sun"\n"Fern; big",""\n'),
           ['Café ☕|sun', 'Fern; big|'],
@@ -131,6 +136,9 @@ for (const engine of ENGINES) {
       ]) {
         assert.equal((await csv(c, 'name\r\nFern\r\n', type)).statusCode, 201, type);
       }
+      // NDJSON saved with a BOM (a Windows editor's "UTF-8 with BOM") reads as it did.
+      const ndBom = await csv(c, Buffer.concat([BOM, utf8('{"name":"Größe"}\n')]), 'application/x-ndjson');
+      assert.equal(ndBom.statusCode, 201, ndBom.body);
     });
 
     it('says what is wrong with a CSV in a sentence naming the row and the column, once, and creates nothing', async () => {
@@ -205,6 +213,18 @@ for (const engine of ENGINES) {
           { field: '/columns', message: 'must include a name column' },
         ],
       });
+      assert.deepEqual(
+        await refusal('name;tag;\r\nFern;a;\r\nAloe;b;c\r\n'),
+        one('/rows/2', 'has a value in column 3, which the header does not name', 'Row 2'),
+      );
+      assert.deepEqual(
+        await refusal('name;;tag\r\nFern;;a\r\n'),
+        one(
+          '/columns/2',
+          'is empty: name the column (name, tag, id, garden) or remove it',
+          'Header column 2:',
+        ),
+      );
       assert.deepEqual(await refusal('name,colour\r\nFern,red\r\n'), {
         message: 'Header column 2: "colour" is not a column: the columns are name, tag, id, garden',
         details: [
