@@ -92,7 +92,12 @@ export function WebhooksView() {
               </td>
               <td>
                 <span class={`badge ${e.status}`}>{e.status}</span>
-                {e.disabledReason ? <span class="help"> ({e.disabledReason})</span> : null}
+                {e.disabledReason ? (
+                  <span class="help">
+                    {' '}
+                    (<Name of={e.disabledReason} />)
+                  </span>
+                ) : null}
               </td>
               <td>{e.events.join(', ')}</td>
               <td>{when(e.createdAt)}</td>
@@ -261,7 +266,12 @@ function Deliveries(props: { endpoint: Webhook; write: boolean }) {
               <td>{a.attempt}</td>
               <td>
                 <span class={`badge ${a.outcome}`}>{a.outcome}</span>
-                {a.error ? <span class="help"> ({a.error})</span> : null}
+                {a.error ? (
+                  <span class="help">
+                    {' '}
+                    (<Name of={a.error} />)
+                  </span>
+                ) : null}
               </td>
               <td>{a.status ?? 'none'}</td>
               <td>{when(a.nextAttemptAt)}</td>
