@@ -148,7 +148,10 @@ export function App({ settings }: { settings: Settings }) {
           {session && (
             <>
               <p class="who">
-                Signed in as <strong>{session.me.user}</strong>
+                Signed in as{' '}
+                <strong>
+                  <bdi>{session.me.user}</bdi>
+                </strong>
               </p>
               <button type="button" onClick={() => signOut(null)}>
                 Sign out

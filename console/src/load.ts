@@ -7,6 +7,8 @@ export interface Loaded<T> {
   data: T | null;
   setData: (update: (data: T | null) => T | null) => void;
   error: string | null;
+  /** True while the first read is on its way (nothing read yet, no failure yet): the view says "Loading…". */
+  loading: boolean;
   setError: (error: string | null) => void;
   /** Runs `what`, shows its failure as `error` (or clears it); true when it succeeded. */
   attempt: (what: () => Promise<unknown>) => Promise<boolean>;
@@ -48,7 +50,7 @@ export function useLoad<T>(read: () => Promise<T>): Loaded<T> {
   useEffect(() => {
     void reload();
   }, [reload]);
-  return { data, setData, error, setError, attempt, reload };
+  return { data, setData, error, setError, attempt, reload, loading: data === null && error === null };
 }
 
 /** A list read a page at a time: the items of the pages read so far, and the next page's cursor. */

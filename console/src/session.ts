@@ -53,15 +53,47 @@ export function newKey(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-/** A sentence for a person from any failure of a call. */
+/** "name must not be blank" → "Name must not be blank." */
+export function sentence(text: string): string {
+  const t = text.trim();
+  return t === '' ? t : `${t[0]!.toUpperCase()}${t.slice(1)}${/[.!?…]$/.test(t) ? '' : '.'}`;
+}
+
+/**
+ * A field the service names by a JSON pointer, in words: `/name` → "name", `/plants/3/tag` →
+ * "plant 3, tag", `/rows/4/name` → "row 4, name".
+ */
+// Fields whose pointer is not the word a person reads.
+const FIELD_WORDS: Record<string, string> = { q: 'the search', url: 'the URL', expiresIn: 'expires in' };
+
+function fieldWords(pointer: string): string {
+  const parts = pointer.split('/').filter(Boolean);
+  const words: string[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const next = parts[i + 1];
+    if (next !== undefined && /^\d+$/.test(next)) {
+      words.push(`${parts[i]!.replace(/s$/, '')} ${next}`);
+      i++;
+    } else words.push(FIELD_WORDS[parts[i]!] ?? parts[i]!);
+  }
+  return words.join(', ');
+}
+
+/**
+ * A sentence for a person from any failure of a call: each field the service names said once, as
+ * a sentence ("Name must not be blank."), else the service's own sentence.
+ */
 export function describe(err: unknown): string {
   if (err instanceof PlantStoreError) {
     if (err.status === 0) return 'The service could not be reached. Check the connection and try again.';
-    const details = err.details?.map((d) => `${d.field ? `${d.field}: ` : ''}${d.message}`).join('; ');
+    const fields = (err.details ?? []).filter((d) => d.field);
+    const said = fields.length
+      ? fields.map((d) => sentence(`${fieldWords(d.field)} ${d.message}`)).join(' ')
+      : sentence(err.message);
     const ref = err.status >= 500 && err.requestId ? ` (request ${err.requestId})` : '';
-    return `${err.message}${details && !err.message.includes(details) ? ` (${details})` : ''}${ref}`;
+    return `${said}${ref}`;
   }
-  return err instanceof Error ? err.message : String(err);
+  return sentence(err instanceof Error ? err.message : String(err));
 }
 
 export const isStatus = (err: unknown, status: number): err is PlantStoreError =>

@@ -6,7 +6,11 @@ import { useApi } from './api.js';
  * A modal dialog of the page (<dialog> with showModal: focus moves in, the rest is inert, Escape
  * closes it). Rendered only while open; `onClose` runs however it closes.
  */
-export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren }) {
+export function Dialog(props: {
+  title: ComponentChildren;
+  onClose: () => void;
+  children: ComponentChildren;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   const id = useId();
   useEffect(() => {
@@ -25,7 +29,7 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
 /** A confirmation: its question, a button naming the action (default "Delete") and "Cancel". */
 export function Confirm(props: {
   title: string;
-  question: string;
+  question: ComponentChildren;
   action?: string;
   error?: string | null;
   onConfirm: () => void | Promise<void>;
@@ -53,23 +57,50 @@ export function Confirm(props: {
 
 /**
  * A view of the console: a section named by its heading, which the console focuses when the view
- * opens (and a view may focus again through `heading`, after what it showed is gone).
+ * opens (and a view may focus again through `heading`, after what it showed is gone). `loading`:
+ * its first read is on its way; the section is aria-busy and says "Loading…".
  */
 export function View(props: {
   id: string;
   title: string;
   heading?: Ref<HTMLHeadingElement>;
+  loading?: boolean;
   children: ComponentChildren;
 }) {
   return (
-    <section aria-labelledby={`${props.id}-h`}>
+    <section aria-labelledby={`${props.id}-h`} aria-busy={props.loading ? 'true' : undefined}>
       <h2 id={`${props.id}-h`} ref={props.heading} tabIndex={-1}>
         {props.title}
       </h2>
+      <Loading on={props.loading ?? false} />
       {props.children}
     </section>
   );
 }
+
+/** "Loading…" as a status while `on`; the region stays in the page so that its change is read out. */
+export const Loading = ({ on }: { on: boolean }) => (
+  <p role="status" class="status loading">
+    {on ? 'Loading…' : ''}
+  </p>
+);
+
+/**
+ * Text from the service (a plant's or garden's name, a tag, a user, a URL) isolated from the text
+ * around it, so that bidi controls in it (U+202E) cannot reorder what follows.
+ */
+export const Name = ({ of }: { of: string }) => <bdi>{of}</bdi>;
+
+/**
+ * A name from the service within a sentence, in quotes, the quotes isolated with it: “Fern”. (The
+ * element holding the name is then never one whose whole text is the name, as its table cell is,
+ * so that finding a plant by its name finds one element.)
+ */
+export const Quoted = ({ of }: { of: string }) => <bdi>“{BIDI.test(of) ? `\u2068${of}\u2069` : of}”</bdi>;
+
+// A name holding bidi controls is also isolated inside its quotes (U+2068 … U+2069), so that an
+// override in it cannot turn its closing quote around; other names are left as they are.
+const BIDI = /[\u202A-\u202E\u2066-\u2069]/;
 
 /** A confirmation to ask about one thing (a plant, a member), and its failure. */
 export interface Asking<T> {
@@ -158,7 +189,7 @@ export function ErrorText({ error }: { error: string | null }) {
  * A polite live region for what just happened ("Created …"). It stays in the page, so that
  * screen readers hear each new message.
  */
-export function Status({ message }: { message: string }) {
+export function Status({ message }: { message: ComponentChildren }) {
   return (
     <p role="status" class="status">
       {message}
@@ -170,7 +201,7 @@ export function Status({ message }: { message: string }) {
  * A secret shown this once, with a "Copy" button: it is never shown again, and the console keeps
  * it nowhere once dismissed.
  */
-export function Secret(props: { label: string; value: string; onDone: () => void }) {
+export function Secret(props: { label: string; of: string; value: string; onDone: () => void }) {
   const [copied, setCopied] = useState('');
   const input = useRef<HTMLInputElement>(null);
   const id = useId();
@@ -187,11 +218,13 @@ export function Secret(props: { label: string; value: string; onDone: () => void
   };
   return (
     <section class="secret" aria-labelledby={`${id}-h`}>
-      <h3 id={`${id}-h`}>{props.label}</h3>
+      <h3 id={`${id}-h`}>
+        {props.label} <Name of={props.of} />
+      </h3>
       <p>Copy it now: it is shown this once and cannot be shown again.</p>
       <div class="row">
         <label for={id} class="visually-hidden">
-          {props.label}
+          {props.label} <Name of={props.of} />
         </label>
         <input id={id} ref={input} readOnly value={props.value} spellcheck={false} autocomplete="off" />
         <button type="button" onClick={copy}>

@@ -121,7 +121,8 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
         'the theme stays after signing in',
       );
       await page.getByText('Monstera', { exact: true }).first().waitFor();
-      await check('Plants');
+      await page.getByRole('link', { name: 'Export for Excel (;)' }).waitFor();
+      await check('Plants (with both exports)');
 
       await page.getByRole('button', { name: 'New plant' }).click();
       await page.getByRole('button', { name: 'Create', exact: true }).waitFor();
@@ -146,6 +147,14 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
       await page.getByRole('button', { name: 'Open Balcony' }).click();
       await page.getByRole('combobox', { name: 'Role of a11y-friend' }).waitFor();
       await check('a garden and its members');
+      // "Add member" for someone already a member asks before changing their role.
+      await page.getByLabel('User', { exact: true }).fill('a11y-friend');
+      await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+      await page.getByRole('button', { name: 'Add member' }).click();
+      await page.getByRole('dialog', { name: 'Change role' }).waitFor();
+      await check('the change-role dialog');
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
 
       const opened = page.waitForResponse((r) => new URL(r.url()).pathname === '/events');
       await nav(page, 'Live');
@@ -154,8 +163,24 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
       await page.getByText(`Live ${theme.name}`).first().waitFor();
       await check('Live');
 
+      // A view while its first read is on its way: "Loading…", the region busy.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const isList = (url: URL) => url.pathname === '/webhooks';
+      await page.route(isList, async (route) => {
+        await held;
+        await route.continue();
+      });
       await nav(page, 'Webhooks');
+      await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor();
+      assert.equal(await page.getByRole('region', { name: 'Webhooks' }).getAttribute('aria-busy'), 'true');
+      await check('a view loading');
+      release();
       await page.getByText(receiver.url).first().waitFor();
+      await page.unroute(isList);
+      assert.equal(await page.getByRole('region', { name: 'Webhooks' }).getAttribute('aria-busy'), null);
       await check('Webhooks');
       await page.getByRole('button', { name: 'New endpoint' }).click();
       await page.getByLabel('URL', { exact: true }).waitFor();

@@ -192,6 +192,74 @@ describe('the web console in Chromium: plants', {
     await context.close();
   });
 
+  it('the list says where the person is, a plant just created is shown (marked, at the top), a blank name is refused with a sentence', async () => {
+    const u = await srv.user('position');
+    const name = (i: number) => `Earlier ${String(i).padStart(2, '0')}`;
+    for (let i = 1; i <= 25; i++) await srv.plant(u.token, { name: name(i) });
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await page.getByText('Page 1 · plants 1–20', { exact: true }).waitFor();
+    await page.getByRole('button', { name: /^next/i }).click();
+    await page.getByText('Page 2 · plants 21–25', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Previous', exact: true }).click();
+    await page.getByText('Page 1 · plants 1–20', { exact: true }).waitFor();
+
+    // A blank name: the service's 400 as a sentence, not "(/name: must not be blank)".
+    await page.getByRole('button', { name: 'New plant' }).click();
+    const form = plantForm(page);
+    await form.getByLabel('Name', { exact: true }).fill('   ');
+    await form.getByRole('button', { name: 'Create', exact: true }).click();
+    assert.equal(await form.getByRole('alert').innerText(), 'Name must not be blank.');
+
+    // Created, it belongs on page 2 (id order); it is shown here, at the top of page 1, marked.
+    await form.getByLabel('Name', { exact: true }).fill('Brand new monstera');
+    await form.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Created “Brand new monstera”' }).waitFor();
+    const first = page.getByRole('table').locator('tbody tr').first();
+    assert.match(await first.innerText(), /^Brand new monstera new\b/);
+    await page.getByRole('button', { name: /^next/i }).click();
+    await page.getByText('Page 2 · plants 21–26', { exact: true }).waitFor();
+    const cells = page.getByRole('cell', { name: /^Brand new monstera( new)?$/ });
+    assert.deepEqual(
+      await cells.allInnerTexts(),
+      ['Brand new monstera'],
+      'once, in its place, no longer marked',
+    );
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('a name holding U+202E is isolated: in its row, its buttons’ names and the delete dialog', async () => {
+    const u = await srv.user('bidi');
+    const hostile = 'abc\u202Edef';
+    await srv.plant(u.token, { name: hostile, tag: 'x\u202Ey' });
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    const del = page.getByRole('button', { name: `Delete ${hostile}`, exact: true });
+    await del.waitFor();
+    // Every element holding the name isolates it (a <bdi>, or unicode-bidi: isolate).
+    const isolated = async (scope: import('playwright-core').Locator) =>
+      scope.evaluate((root, text) => {
+        const holders = [...root.querySelectorAll('*')].filter((e) =>
+          [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent?.includes(text)),
+        );
+        return holders.map((e) => `${e.tagName}:${getComputedStyle(e).unicodeBidi}`);
+      }, '\u202E');
+    const row = page.getByRole('row').filter({ has: del });
+    for (const held of await isolated(row)) assert.match(held, /^BDI:isolate/, `in the row: ${held}`);
+    await del.click();
+    const dialog = page.getByRole('dialog');
+    const held = await isolated(dialog);
+    assert.ok(held.length > 0);
+    for (const h of held) assert.match(h, /^BDI:isolate/, `in the dialog: ${h}`);
+    // The text after the name reads in order: the question's end stays after it.
+    assert.match(await dialog.innerText(), /”\? This cannot be undone\./);
+    await page.screenshot({ path: '/tmp/console-bidi.png' });
+    await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
   it('hostile plant names and tags are shown as literal text, and nothing runs', async () => {
     const u = await srv.user('hostile');
     const hostile = [

@@ -31,6 +31,40 @@ describe('the web console in Chromium: search, import and export', {
     await srv?.stop();
   });
 
+  it('imports files as spreadsheets save them: Windows-1252 refused with how to save it, nothing created; German Excel’s ; with a BOM created with its names intact', async () => {
+    const u = await srv.user('sheets');
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await page.getByText('No plants here yet.').waitFor();
+    const pick = async (name: string, buffer: Buffer) => {
+      const chooser = page.waitForEvent('filechooser');
+      await page.getByRole('button', { name: 'Import CSV' }).click();
+      await (await chooser).setFiles({ name, mimeType: 'text/csv', buffer });
+    };
+    // Excel's "CSV (Comma delimited)" on Windows: Windows-1252, ö = 0xF6, ä = 0xE4.
+    await pick('excel.csv', Buffer.from('name,tag\r\nGr\xf6\xdfe F\xe4cherpalme,indoor\r\n', 'latin1'));
+    const alert = page.getByRole('alert').filter({ hasText: 'Nothing was created from excel.csv.' });
+    await alert.waitFor();
+    const said = await alert.innerText();
+    assert.match(said, /UTF-8/);
+    assert.match(said, /CSV UTF-8/, 'says how to save it');
+    assert.doesNotMatch(said, /\uFFFD/);
+    assert.deepEqual(await plantNames(srv, u.token), [], 'nothing was created');
+
+    // German Excel's "CSV UTF-8": a BOM, ';' between cells.
+    const german = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('name;tag\r\nGröße Fächerpalme;drinnen\r\nMonstera, groß;\r\n'),
+    ]);
+    await pick('deutsch.csv', german);
+    await page.getByRole('status').filter({ hasText: 'Created 2 plants from deutsch.csv.' }).waitFor();
+    await page.getByRole('cell', { name: 'Größe Fächerpalme', exact: true }).waitFor();
+    assert.equal(await alert.count(), 0, 'the refusal is gone');
+    assert.deepEqual((await plantNames(srv, u.token)).sort(), ['Größe Fächerpalme', 'Monstera, groß']);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
   it('searches as the person types, imports a CSV (refused rows shown, then a good one) and exports the search', async () => {
     const u = await srv.user('search');
     for (const name of ['Monstera deliciosa', 'Café rose', 'Boston fern']) await srv.plant(u.token, { name });
@@ -66,15 +100,27 @@ describe('the web console in Chromium: search, import and export', {
     await page.getByRole('status').filter({ hasText: 'Created 2 plants from good.csv.' }).waitFor();
     await rows.filter({ hasText: 'Café crème' }).waitFor();
 
-    // Export CSV: what the search shows, formula-safe.
-    const downloading = page.waitForEvent('download');
-    await page.getByRole('link', { name: 'Export CSV' }).click();
-    const file = await (await downloading).path();
-    const csv = readFileSync(file, 'utf8').split('\r\n');
-    // The BOM the service writes, kept by the client, so Excel reads the file as UTF-8.
-    assert.equal(csv[0], '\ufeffid,name,tag,garden');
+    // Export CSV: what the search shows, formula-safe, the service's bytes as they are (its BOM
+    // included); "Export for Excel (;)" the same with ';' between cells.
+    const exported = async (link: string, query: string) => {
+      const downloading = page.waitForEvent('download');
+      await page.getByRole('link', { name: link, exact: true }).click();
+      const got = readFileSync(await (await downloading).path());
+      const sent = await srv.api(u.token, `/plants/export?format=csv&q=cafe${query}`);
+      assert.deepEqual(got, Buffer.from(await sent.arrayBuffer()), `${link}: the bytes the service sent`);
+      assert.deepEqual([...got.subarray(0, 3)], [0xef, 0xbb, 0xbf], `${link}: the BOM Excel needs`);
+      return got.toString('utf8').slice(1).split('\r\n');
+    };
+    const csv = await exported('Export CSV', '');
+    assert.equal(csv[0], 'id,name,tag,garden');
     assert.deepEqual(
       csv.slice(1, -1).map((l) => l.split(',')[1]),
+      ['Café rose', 'Café crème', "'=Cafe au lait"],
+    );
+    const semi = await exported('Export for Excel (;)', '&delimiter=%3B');
+    assert.equal(semi[0], 'id;name;tag;garden');
+    assert.deepEqual(
+      semi.slice(1, -1).map((l) => l.split(';')[1]),
       ['Café rose', 'Café crème', "'=Cafe au lait"],
     );
     assertClean(watch, [srv.url]);

@@ -89,6 +89,63 @@ describe('the web console in Chromium: gardens, live, the keyboard', {
     await context.close();
   });
 
+  it('gardens: "Add member" for someone already an editor shows their role and asks; Cancel changes nothing', async () => {
+    const u = await srv.user('asker');
+    const made = await srv.api(u.token, '/gardens', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'Greenhouse' }),
+    });
+    const gid = ((await made.json()) as { id: string }).id;
+    const bob = `bob-${process.pid}`;
+    const put = await srv.api(u.token, `/gardens/${gid}/members/${bob}`, {
+      method: 'PUT',
+      body: JSON.stringify({ role: 'editor' }),
+    });
+    assert.equal(put.status, 201);
+    const role = async () =>
+      (
+        (await (await srv.api(u.token, `/gardens/${gid}/members`)).json()) as { user: string; role: string }[]
+      ).find((m) => m.user === bob)?.role;
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await nav(page, 'Gardens');
+    await page.getByRole('button', { name: 'Open Greenhouse' }).click();
+    const add = async () => {
+      await page.getByLabel('User', { exact: true }).fill(bob);
+      await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+      await page.getByRole('button', { name: 'Add member' }).click();
+    };
+    await add();
+    const dialog = page.getByRole('dialog', { name: 'Change role' });
+    await dialog.waitFor();
+    assert.equal(
+      (await dialog.locator('p').first().innerText()).trim(),
+      `${bob} is already an editor of “Greenhouse”. Change their role to viewer?`,
+    );
+    await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(await role(), 'editor', 'Cancel changes nothing');
+    await add();
+    await confirm(page, 'Change role');
+    await eventually('the role changed', async () => (await role()) === 'viewer');
+    await page
+      .getByRole('status')
+      .filter({ hasText: `${bob} is now a viewer.` })
+      .waitFor();
+
+    // A garden with a plant cannot be deleted: what to do, said once.
+    await srv.plant(u.token, { name: 'Tomato' }, gid);
+    await page.getByRole('button', { name: 'Delete garden' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).click();
+    assert.equal(
+      await page.getByRole('dialog').getByRole('alert').innerText(),
+      'This garden still has plants. Move them to another garden or delete them, then delete the garden.',
+    );
+    await page.keyboard.press('Escape');
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
   it('gardens: a member leaves a garden shared with it', async () => {
     const owner = await srv.user('bench-owner');
     const member = await srv.user('bench-member');
@@ -164,6 +221,12 @@ describe('the web console in Chromium: gardens, live, the keyboard', {
     await until('the events stream answered', async () => (await events.response())?.status() === 200);
     await srv.plant(u.token, { name, tag: 'live' });
     await page.getByText(name).first().waitFor();
+    // Its garden by name (the caller's home garden), not only by id.
+    const home = (
+      (await (await srv.api(u.token, '/gardens')).json()) as { name: string; home: boolean }[]
+    ).find((g) => g.home)!;
+    const row = page.getByRole('row').filter({ hasText: name });
+    assert.match(await row.getByRole('cell').last().innerText(), new RegExp(`^${home.name} `));
     // Announced: a live region (aria-live, or a role that implies one) carries it.
     const live = page
       .locator('[aria-live="polite"], [aria-live="assertive"], [role="log"], [role="status"], [role="alert"]')

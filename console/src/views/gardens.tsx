@@ -1,17 +1,18 @@
 import { can, capabilities, type Garden, ROLES, type Role } from 'plantstore/client';
+import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
 import { Options, SelectField, TextField } from '../fields.js';
 import { useLoad } from '../load.js';
 import { isStatus } from '../session.js';
 import { RowButton, Table } from '../table.js';
-import { Confirm, ErrorText, Status, useAsking, View, when } from '../ui.js';
+import { Confirm, ErrorText, Loading, Name, Quoted, Status, useAsking, View, when } from '../ui.js';
 
 export function GardensView() {
   const { store, me } = useApi();
   const [open, setOpen] = useState<string | null>(null);
   const [name, setName] = useState('');
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useState<ComponentChildren>('');
   const heading = useRef<HTMLHeadingElement>(null);
   const list = useLoad(useCallback(() => store.gardens.list(), [store]));
 
@@ -20,14 +21,18 @@ export function GardensView() {
     await list.attempt(async () => {
       const g = await store.gardens.create(name);
       setName('');
-      setStatus(`Created the garden “${g.name}”.`);
+      setStatus(
+        <>
+          Created the garden <Quoted of={g.name} />.
+        </>,
+      );
       setOpen(g.id);
       await list.reload();
     });
   };
 
   const current = list.data?.find((g) => g.id === open) ?? null;
-  const gone = async (message: string) => {
+  const gone = async (message: ComponentChildren) => {
     setOpen(null);
     setStatus(message);
     await list.reload();
@@ -35,7 +40,7 @@ export function GardensView() {
   };
 
   return (
-    <View id="gardens" title="Gardens" heading={heading}>
+    <View id="gardens" title="Gardens" heading={heading} loading={list.loading}>
       {can(me, 'plants:write') && (
         <form class="toolbar" onSubmit={create} aria-label="New garden">
           <TextField
@@ -59,14 +64,14 @@ export function GardensView() {
           {list.data.map((g) => (
             <tr key={g.id}>
               <td>
-                {g.name}
+                <Name of={g.name} />
                 {g.home ? ' (home)' : ''}
               </td>
               <td>{g.role}</td>
               <td>{when(g.createdAt)}</td>
               <td class="row-actions">
                 <RowButton
-                  name={`Open ${g.name}`}
+                  of={g.name}
                   pressed={open === g.id}
                   onClick={() => setOpen(open === g.id ? null : g.id)}
                 >
@@ -82,8 +87,13 @@ export function GardensView() {
   );
 }
 
-type Asked = { kind: 'delete' } | { kind: 'remove'; user: string } | { kind: 'leave' };
+type Asked =
+  | { kind: 'delete' }
+  | { kind: 'remove'; user: string }
+  | { kind: 'leave' }
+  | { kind: 'role'; user: string; from: Role; to: Role };
 const ASKED = {
+  role: { title: 'Change role', action: 'Change role' },
   delete: { title: 'Delete garden', action: 'Delete' },
   leave: { title: 'Leave garden', action: 'Leave' },
   remove: { title: 'Remove member', action: 'Remove' },
@@ -92,7 +102,7 @@ const ASKED = {
 function GardenPanel(props: {
   garden: Garden;
   onChanged: () => Promise<unknown>;
-  onGone: (message: string) => Promise<void>;
+  onGone: (message: ComponentChildren) => Promise<void>;
 }) {
   const { store, me } = useApi();
   const { garden } = props;
@@ -102,7 +112,7 @@ function GardenPanel(props: {
   const [role, setRole] = useState<Role>('viewer');
   const [roles, setRoles] = useState<Record<string, Role>>({});
   const confirm = useAsking<Asked>();
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useState<ComponentChildren>('');
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
 
@@ -114,7 +124,7 @@ function GardenPanel(props: {
     }, [store, garden.id]),
   );
 
-  const act = (what: () => Promise<unknown>, done: string) =>
+  const act = (what: () => Promise<unknown>, done: ComponentChildren) =>
     members.attempt(async () => {
       await what();
       setStatus(done);
@@ -122,19 +132,47 @@ function GardenPanel(props: {
 
   const doRename = async (e: Event) => {
     e.preventDefault();
-    if (await act(() => store.gardens.rename(garden.id, rename), `Renamed to “${rename}”.`))
-      await props.onChanged();
+    const renamed = (
+      <>
+        Renamed to <Quoted of={rename} />.
+      </>
+    );
+    if (await act(() => store.gardens.rename(garden.id, rename), renamed)) await props.onChanged();
   };
   const share = async (who: string, r: Role) => {
-    if (await act(() => store.gardens.share(garden.id, who, r), `${who} is now ${r}.`)) {
+    const now = (
+      <>
+        <Name of={who} /> is now {r}.
+      </>
+    );
+    if (await act(() => store.gardens.share(garden.id, who, r), now)) {
       await members.reload();
       return true;
     }
     return false;
   };
+  // "Add member" adds; it never changes the role of someone already a member without asking
+  // (PUT would silently turn an editor into a viewer). The members are read afresh to decide.
   const add = async (e: Event) => {
     e.preventDefault();
-    if (await share(user.trim(), role)) setUser('');
+    const who = user.trim();
+    let current: Role | undefined;
+    const read = await members.attempt(async () => {
+      current = (await store.gardens.members(garden.id)).find((m) => m.user === who)?.role;
+    });
+    if (!read) return;
+    if (current === undefined) {
+      if (await share(who, role)) setUser('');
+    } else if (current === role) {
+      setStatus(
+        <>
+          <Name of={who} /> is already {article(current)} {current} of <Quoted of={garden.name} />: nothing
+          changed.
+        </>,
+      );
+    } else {
+      confirm.ask({ kind: 'role', user: who, from: current, to: role });
+    }
   };
   const confirmed = (asked: Asked) =>
     confirm.run(
@@ -142,37 +180,70 @@ function GardenPanel(props: {
         if (asked.kind === 'delete') {
           await store.gardens.delete(garden.id);
           confirm.close();
-          await props.onGone(`Deleted the garden “${garden.name}”.`);
+          await props.onGone(
+            <>
+              Deleted the garden <Quoted of={garden.name} />.
+            </>,
+          );
         } else if (asked.kind === 'leave') {
           await store.gardens.unshare(garden.id, me.user);
           confirm.close();
-          await props.onGone(`You left “${garden.name}”.`);
+          await props.onGone(
+            <>
+              You left <Quoted of={garden.name} />.
+            </>,
+          );
+        } else if (asked.kind === 'role') {
+          await store.gardens.share(garden.id, asked.user, asked.to);
+          confirm.close();
+          setUser('');
+          setStatus(
+            <>
+              <Name of={asked.user} /> is now {article(asked.to)} {asked.to}.
+            </>,
+          );
+          await members.reload();
         } else {
           await store.gardens.unshare(garden.id, asked.user);
           confirm.close();
-          setStatus(`Removed ${asked.user}.`);
+          setStatus(
+            <>
+              Removed <Name of={asked.user} />.
+            </>,
+          );
           await members.reload();
         }
       },
+      // The service's sentence ("still has plants: delete them first") said once, as what to do.
       (err, sentence) =>
-        isStatus(err, 409) && asked.kind === 'delete'
-          ? `${sentence} Move or delete its plants first.`
+        isStatus(err, 409) && err.code === 'garden_not_empty'
+          ? 'This garden still has plants. Move them to another garden or delete them, then delete the garden.'
           : sentence,
     );
+  const name = <Quoted of={garden.name} />;
   const question = (asked: Asked) =>
-    asked.kind === 'delete'
-      ? `Delete the garden “${garden.name}”? Only an empty garden can be deleted.`
-      : asked.kind === 'leave'
-        ? `Leave “${garden.name}”? You stop seeing its plants at once.`
-        : `Remove ${asked.user} from “${garden.name}”? They stop seeing its plants at once.`;
+    asked.kind === 'delete' ? (
+      <>Delete the garden {name}? Only an empty garden can be deleted.</>
+    ) : asked.kind === 'leave' ? (
+      <>Leave {name}? You stop seeing its plants at once.</>
+    ) : asked.kind === 'role' ? (
+      <>
+        <Name of={asked.user} /> is already {article(asked.from)} {asked.from} of {name}. Change their role to{' '}
+        {asked.to}?
+      </>
+    ) : (
+      <>
+        Remove <Name of={asked.user} /> from {name}? They stop seeing its plants at once.
+      </>
+    );
 
   return (
     <section class="panel" aria-labelledby="garden-h">
       <h3 id="garden-h" ref={heading} tabIndex={-1}>
-        {garden.name}
+        <Name of={garden.name} />
       </h3>
       <p class="help">
-        Id <code>{garden.id}</code>. Your role: {garden.role}.
+        Id <code class="id">{garden.id}</code>. Your role: {garden.role}.
       </p>
       <Status message={status} />
       <ErrorText error={members.error} />
@@ -191,11 +262,14 @@ function GardenPanel(props: {
       )}
 
       <h4>Members</h4>
+      <Loading on={members.loading} />
       {members.data && (
         <Table caption={`Members of ${garden.name}`} columns={['User', 'Role', 'Added']} actions>
           {members.data.map((m) => (
             <tr key={m.user}>
-              <td>{m.user}</td>
+              <td>
+                <Name of={m.user} />
+              </td>
               <td>
                 {owner ? (
                   <select
@@ -212,19 +286,12 @@ function GardenPanel(props: {
               <td>{when(m.addedAt)}</td>
               <td class="row-actions">
                 {owner && (
-                  <RowButton
-                    name={`Save role of ${m.user}`}
-                    onClick={() => share(m.user, roles[m.user] ?? m.role)}
-                  >
+                  <RowButton of={m.user} joined=" of " onClick={() => share(m.user, roles[m.user] ?? m.role)}>
                     Save role
                   </RowButton>
                 )}
                 {owner && m.user !== me.user && (
-                  <RowButton
-                    name={`Remove ${m.user}`}
-                    danger
-                    onClick={() => confirm.ask({ kind: 'remove', user: m.user })}
-                  >
+                  <RowButton of={m.user} danger onClick={() => confirm.ask({ kind: 'remove', user: m.user })}>
                     Remove
                   </RowButton>
                 )}
@@ -269,9 +336,12 @@ function GardenPanel(props: {
           action={ASKED[confirm.about.kind].action}
           error={confirm.error}
           onConfirm={() => confirmed(confirm.about!)}
-          onCancel={confirm.close}
+          onCancel={confirm.cancel}
         />
       )}
     </section>
   );
 }
+
+/** "an" before "editor" and "owner", "a" before "viewer". */
+const article = (role: Role) => (role === 'viewer' ? 'a' : 'an');

@@ -1,9 +1,11 @@
 import type { PlantEvent } from 'plantstore/client';
-import { useEffect, useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
+import { useLoad } from '../load.js';
 import { describe, isStatus } from '../session.js';
 import { Table } from '../table.js';
-import { View, when } from '../ui.js';
+import { Name, Quoted, View, when } from '../ui.js';
 
 const KEEP = 200;
 const VERBS: Record<PlantEvent['type'], string> = {
@@ -29,8 +31,24 @@ export function LiveView() {
   const { store, fail } = useApi();
   const [events, setEvents] = useState<PlantEvent[]>([]);
   const [state, setState] = useState('Connecting…');
-  const [announce, setAnnounce] = useState('');
+  const [announce, setAnnounce] = useState<ComponentChildren>('');
   const [error, setError] = useState<string | null>(null);
+  const [open, setOpen] = useState(false);
+  // The caller's gardens, to name each event's garden (an event carries only its id).
+  const gardens = useLoad(useCallback(() => store.gardens.list(), [store]));
+  const gardenName = (id: string) => gardens.data?.find((g) => g.id === id)?.name;
+  // A garden made (or shared with the caller) since they were read: read them again, once for it.
+  const asked = useRef(new Set<string>());
+  const { reload } = gardens;
+  useEffect(() => {
+    const unknown = events
+      .map((e) => (e.data as { garden?: string }).garden)
+      .filter((g): g is string => !!g && !asked.current.has(g) && !gardens.data?.some((x) => x.id === g));
+    if (gardens.data && unknown.length > 0) {
+      for (const g of unknown) asked.current.add(g);
+      void reload();
+    }
+  }, [events, gardens.data, reload]);
 
   useEffect(() => {
     const stop = new AbortController();
@@ -42,6 +60,7 @@ export function LiveView() {
             ...(last ? { lastEventId: last } : {}),
             signal: stop.signal,
             onOpen: () => {
+              setOpen(true);
               setState(
                 last
                   ? 'Connected again; nothing was missed.'
@@ -53,7 +72,11 @@ export function LiveView() {
             failures = 0;
             last = e.id;
             setEvents((list) => [e, ...list].slice(0, KEEP));
-            setAnnounce(`Plant ${VERBS[e.type]}: ${e.data.name}`);
+            setAnnounce(
+              <>
+                Plant {VERBS[e.type]}: <Quoted of={e.data.name} />
+              </>,
+            );
           }
         } catch (err) {
           if (stop.signal.aborted) return;
@@ -78,7 +101,7 @@ export function LiveView() {
   }, [store, fail]);
 
   return (
-    <View id="live" title="Live">
+    <View id="live" title="Live" loading={!open && !error}>
       <p class="help">{state}</p>
       {error && <p class="error">{error}</p>}
       <p role="status" aria-live="polite" class="visually-hidden">
@@ -93,18 +116,39 @@ export function LiveView() {
               <td>{when(e.timestamp)}</td>
               <td>{e.type}</td>
               <td>
-                {e.data.name}
-                {e.type === 'plant.updated' && e.data.previous?.name !== undefined
-                  ? ` (was ${e.data.previous.name})`
-                  : ''}
+                <Name of={e.data.name} />
+                {e.type === 'plant.updated' && e.data.previous?.name !== undefined ? (
+                  <>
+                    {' '}
+                    (was <Name of={e.data.previous.name} />)
+                  </>
+                ) : null}
               </td>
-              <td>{e.data.tag ?? '—'}</td>
+              <td>{e.data.tag ? <Name of={e.data.tag} /> : '—'}</td>
               <td>{e.data.id}</td>
-              <td>{(e.data as { garden?: string }).garden ?? '—'}</td>
+              <td>
+                <GardenCell id={(e.data as { garden?: string }).garden} name={gardenName} />
+              </td>
             </tr>
           ))}
         </Table>
       )}
     </View>
+  );
+}
+
+/** An event's garden by its name (the id beside it, small), or its id when the caller no longer has it. */
+function GardenCell(props: { id: string | undefined; name: (id: string) => string | undefined }) {
+  if (!props.id) return <>—</>;
+  const name = props.name(props.id);
+  return name === undefined ? (
+    <code class="id">{props.id}</code>
+  ) : (
+    <>
+      <Name of={name} />{' '}
+      <span class="help oneline" title={props.id}>
+        {props.id}
+      </span>
+    </>
   );
 }

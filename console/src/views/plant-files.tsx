@@ -1,25 +1,34 @@
 import { type ExportQuery, PlantStoreError } from 'plantstore/client';
+import type { ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
+import { Name } from '../ui.js';
 
 // The Plants view's "Export CSV" link and "Import CSV" button (contract section 11, version 4).
 
 /**
- * "Export CSV": the export of what the filters show. The request needs the token, so a click reads
- * the export through the client and hands the file to the browser as a download.
+ * "Export CSV" (comma) and "Export for Excel (;)": the export of what the filters show, the second
+ * with `;` between cells, as Excel reads a CSV where the list separator is `;` (German, French…).
+ * The request needs the token, so a click reads the export and hands the file to the browser as a
+ * download, as the service sent it (the BOM Excel needs included).
  */
-export function ExportLink(props: { query: ExportQuery; onError: (message: string) => void }) {
+export function ExportLinks(props: { query: ExportQuery; onError: (message: string) => void }) {
   const { store, fail } = useApi();
-  const params = new URLSearchParams({ format: 'csv', ...props.query });
-  const download = async (e: Event) => {
+  const link = (delimiter: ',' | ';') => {
+    const params = new URLSearchParams({ format: 'csv', ...props.query });
+    if (delimiter === ';') params.set('delimiter', ';');
+    return `/plants/export?${params}`;
+  };
+  const download = (delimiter: ',' | ';') => async (e: Event) => {
     e.preventDefault();
     try {
+      // The client keeps the BOM (a decoder that dropped it would make Excel misread the accents).
       let text = '';
-      for await (const line of store.plants.exportText(props.query, 'csv')) text += line;
-      const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+      for await (const line of store.plants.exportText(props.query, 'csv', { delimiter })) text += line;
+      const url = URL.createObjectURL(new Blob([text], { type: 'text/csv; charset=utf-8' }));
       const a = document.createElement('a');
       a.href = url;
-      a.download = 'plants.csv';
+      a.download = delimiter === ';' ? 'plants-semicolon.csv' : 'plants.csv';
       document.body.append(a);
       a.click();
       a.remove();
@@ -29,18 +38,32 @@ export function ExportLink(props: { query: ExportQuery; onError: (message: strin
     }
   };
   return (
-    <a class="button" href={`/plants/export?${params}`} onClick={download}>
-      Export CSV
-    </a>
+    <>
+      <a class="button" href={link(',')} onClick={download(',')}>
+        Export CSV
+      </a>
+      <a
+        class="button"
+        href={link(';')}
+        onClick={download(';')}
+        title="A CSV file with ; between cells, as Excel opens it where the list separator is ; (German, French, …)"
+      >
+        Export for Excel (;)
+      </a>
+    </>
   );
 }
 
-// A refused row as a person reads it: "Row 4, name: must not be empty".
+// The places a refused CSV's details name (as the service's own summary says them).
+const ROW = /^\/(rows|columns)(?:\/(\d+))?(?:\/(\w+))?$/;
+
+// A refused row as a person reads it: "Row 4, name: must not be empty", "Row 3: has 4 cells…",
+// "Header column 2: …", "The header must include a name column".
 function reason(d: { field: string; message: string }): string {
-  const m = /^\/(rows|columns)\/(\d+)(?:\/(\w+))?$/.exec(d.field);
-  if (!m) return d.message;
-  const where = `${m[1] === 'rows' ? 'Row' : 'Column'} ${m[2]}${m[3] ? `, ${m[3]}` : ''}`;
-  return `${where}: ${d.message}`;
+  const m = ROW.exec(d.field);
+  if (!m || (m[1] === 'rows' && !m[2])) return d.message;
+  if (m[1] === 'columns') return m[2] ? `Header column ${m[2]}: ${d.message}` : `The header ${d.message}`;
+  return m[3] ? `Row ${m[2]}, ${m[3]}: ${d.message}` : `Row ${m[2]}: ${d.message}`;
 }
 
 /**
@@ -49,25 +72,35 @@ function reason(d: { field: string; message: string }): string {
  */
 export function ImportButton(props: {
   garden: string | undefined;
-  onDone: (message: string) => Promise<void>;
+  onDone: (message: ComponentChildren) => Promise<void>;
 }) {
   const { store, fail } = useApi();
   const input = useRef<HTMLInputElement>(null);
   const [busy, setBusy] = useState(false);
-  const [refused, setRefused] = useState<{ title: string; rows: string[] } | null>(null);
+  const [refused, setRefused] = useState<{ file: string; rows: string[]; reason: string | null } | null>(
+    null,
+  );
 
   const chosen = async (file: File) => {
     setBusy(true);
     setRefused(null);
     try {
-      const made = await store.plants.batch(
-        { csv: await file.text() },
-        props.garden ? { garden: props.garden } : {},
+      // The file's bytes as they are: the service tells a file that is not UTF-8 (Excel's
+      // "CSV (Comma delimited)" is Windows-1252) and says how to save it; text decoded here would
+      // already have turned its letters into U+FFFD.
+      const made = await store.plants.batch({ csv: file }, props.garden ? { garden: props.garden } : {});
+      await props.onDone(
+        <>
+          Created {made.created} plants from <Name of={file.name} />.
+        </>,
       );
-      await props.onDone(`Created ${made.created} plants from ${file.name}.`);
     } catch (err) {
-      const rows = err instanceof PlantStoreError ? (err.details ?? []).map(reason) : [];
-      setRefused({ title: `Nothing was created from ${file.name}. ${fail(err)}`, rows });
+      // Said once: the refused rows when the service names them, else its sentence.
+      const rows =
+        err instanceof PlantStoreError
+          ? (err.details ?? []).filter((d) => ROW.test(d.field ?? '')).map(reason)
+          : [];
+      setRefused({ file: file.name, rows, reason: rows.length ? null : fail(err) });
     } finally {
       setBusy(false);
       if (input.current) input.current.value = '';
@@ -91,7 +124,9 @@ export function ImportButton(props: {
       />
       {refused && (
         <div role="alert" class="notice">
-          <p>{refused.title}</p>
+          <p>
+            Nothing was created from <Name of={refused.file} />.{refused.reason ? ` ${refused.reason}` : ''}
+          </p>
           {refused.rows.length > 0 && (
             <ul>
               {refused.rows.map((r) => (

@@ -1,12 +1,13 @@
 import { can, capabilities, etagOf, type Garden, type ListedPlant } from 'plantstore/client';
+import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
 import { FormButtons, FormPanel, SelectField, TextField, useForm } from '../fields.js';
 import { useLoad } from '../load.js';
 import { isStatus, newKey } from '../session.js';
 import { DeleteButton, RowButton, Table } from '../table.js';
-import { Confirm, Dialog, ErrorText, Opener, Status, useAsking, View } from '../ui.js';
-import { ExportLink, ImportButton } from './plant-files.js';
+import { Confirm, Dialog, ErrorText, Name, Opener, Quoted, Status, useAsking, View } from '../ui.js';
+import { ExportLinks, ImportButton } from './plant-files.js';
 
 type Item = ListedPlant<'garden' | 'version'>;
 const PAGE = 20;
@@ -23,12 +24,16 @@ export function PlantsView() {
     const timer = setTimeout(() => {
       setFilter((f) => ({ ...f, q }));
       setStarts([null]);
+      setMade(null);
     }, 250);
     return () => clearTimeout(timer);
   }, [typed, filter.q]);
   // The `next` path that each page read so far starts at (null: the first); the last is shown.
   const [starts, setStarts] = useState<(string | null)[]>([null]);
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useState<ComponentChildren>('');
+  // The plant just created: shown at the top of the list, marked, until the person moves on (with
+  // 20 a page in id order it is often on another page, and would seem to vanish).
+  const [made, setMade] = useState<Item | null>(null);
   const [editing, setEditing] = useState<Item | null>(null);
   const deleting = useAsking<Item>();
   const heading = useRef<HTMLHeadingElement>(null);
@@ -62,18 +67,32 @@ export function PlantsView() {
     e.preventDefault();
     setFilter({ ...draft, q: typed.trim() });
     setStarts([null]);
+    setMade(null);
+  };
+  const turn = (to: (string | null)[]) => {
+    setStarts(to);
+    setMade(null);
   };
 
   const remove = (p: Item) =>
     deleting.run(async () => {
       try {
         await store.delete(p.id, { ifMatch: etagOf(p) });
-        setStatus(`Deleted “${p.name}”.`);
+        setStatus(
+          <>
+            Deleted <Quoted of={p.name} />.
+          </>,
+        );
+        if (made?.id === p.id) setMade(null);
         deleting.close();
         heading.current?.focus();
       } catch (err) {
         if (isStatus(err, 404)) {
-          setStatus(`“${p.name}” was already gone.`);
+          setStatus(
+            <>
+              <Quoted of={p.name} /> was already gone.
+            </>,
+          );
           deleting.close();
         } else if (isStatus(err, 412)) {
           deleting.close(
@@ -85,7 +104,7 @@ export function PlantsView() {
       }
       await page.reload();
     });
-  const done = async (message: string | null) => {
+  const done = async (message: ComponentChildren | null) => {
     if (message) {
       setStatus(message);
       await page.reload();
@@ -93,7 +112,7 @@ export function PlantsView() {
   };
 
   return (
-    <View id="plants" title="Plants" heading={heading}>
+    <View id="plants" title="Plants" heading={heading} loading={page.loading || gardenList.loading}>
       <form class="toolbar" onSubmit={applyFilter} aria-label="Filter plants">
         <TextField
           id="search-plants"
@@ -124,7 +143,7 @@ export function PlantsView() {
       </form>
 
       <div class="actions">
-        <ExportLink
+        <ExportLinks
           query={{
             ...(filter.garden ? { garden: filter.garden } : {}),
             ...(filter.tag ? { tag: filter.tag } : {}),
@@ -141,9 +160,16 @@ export function PlantsView() {
           form={(close) => (
             <NewPlant
               gardens={writable}
-              onDone={async (message) => {
+              onDone={async (plant) => {
                 close();
-                await done(message);
+                if (plant) {
+                  setMade(plant);
+                  await done(
+                    <>
+                      Created <Quoted of={plant.name} /> (id {plant.id}).
+                    </>,
+                  );
+                }
               }}
             />
           )}
@@ -154,21 +180,35 @@ export function PlantsView() {
       <ErrorText error={page.error ?? gardenList.error} />
       {deleting.error && !deleting.about && <ErrorText error={deleting.error} />}
 
-      {page.data && page.data.plants.length === 0 && (
+      {page.data && page.data.plants.length === 0 && !made && (
         <p>No plants here{filter.tag || filter.garden || filter.q ? ' with this filter' : ' yet'}.</p>
       )}
       {page.data && page.data.plants.length > 0 && (
+        <p class="help" id="plants-position">
+          Page {starts.length} · plants {(starts.length - 1) * PAGE + 1}–
+          {(starts.length - 1) * PAGE + page.data.plants.length}
+        </p>
+      )}
+      {page.data && (page.data.plants.length > 0 || made) && (
         <Table caption={`Plants, page ${starts.length}`} columns={['Name', 'Tag', 'Garden', 'Id']} actions>
-          {page.data.plants.map((p) => (
-            <tr key={p.id}>
-              <td>{p.name}</td>
-              <td>{p.tag ?? '—'}</td>
-              <td>{gardenName(p.garden)}</td>
+          {[
+            ...(made && !page.data.plants.some((p) => p.id === made.id) ? [made] : []),
+            ...page.data.plants,
+          ].map((p) => (
+            <tr key={p.id} class={p.id === made?.id ? 'just-made' : undefined}>
+              <td>
+                <Name of={p.name} />
+                {p.id === made?.id && <span class="tag-new"> new</span>}
+              </td>
+              <td>{p.tag ? <Name of={p.tag} /> : '—'}</td>
+              <td>
+                <Name of={gardenName(p.garden)} />
+              </td>
               <td>{p.id}</td>
               <td class="row-actions">
                 {mayChange(p) && (
                   <>
-                    <RowButton name={`Change ${p.name}`} onClick={() => setEditing(p)}>
+                    <RowButton of={p.name} onClick={() => setEditing(p)}>
                       Change
                     </RowButton>
                     <DeleteButton of={p.name} onClick={() => deleting.ask(p)} />
@@ -181,12 +221,12 @@ export function PlantsView() {
       )}
       <div class="actions pager">
         {starts.length > 1 && (
-          <button type="button" onClick={() => setStarts(starts.slice(0, -1))}>
+          <button type="button" onClick={() => turn(starts.slice(0, -1))}>
             Previous
           </button>
         )}
         {page.data?.next && (
-          <button type="button" onClick={() => setStarts([...starts, page.data!.next])}>
+          <button type="button" onClick={() => turn([...starts, page.data!.next])}>
             Next page
           </button>
         )}
@@ -204,7 +244,11 @@ export function PlantsView() {
       {deleting.about && (
         <Confirm
           title="Delete plant"
-          question={`Delete “${deleting.about.name}”? This cannot be undone.`}
+          question={
+            <>
+              Delete <Quoted of={deleting.about.name} />? This cannot be undone.
+            </>
+          }
           error={deleting.error}
           onConfirm={() => remove(deleting.about!)}
           onCancel={deleting.cancel}
@@ -217,13 +261,13 @@ export function PlantsView() {
 /** The gardens as the options of a choice, by name; `marked`: the home garden says so. */
 const GardenOptions = (props: { gardens: Garden[]; marked: boolean }) =>
   props.gardens.map((g) => (
-    <option key={g.id} value={g.id}>
+    <option key={g.id} value={g.id} class="name">
       {g.name}
       {props.marked && g.home ? ' (home)' : ''}
     </option>
   ));
 
-function NewPlant(props: { gardens: Garden[]; onDone: (message: string | null) => void }) {
+function NewPlant(props: { gardens: Garden[]; onDone: (made: Item | null) => void }) {
   const { store } = useApi();
   const home = props.gardens.find((g) => g.home) ?? props.gardens[0];
   const [fields, setFields] = useState({ name: '', tag: '', garden: '' });
@@ -232,7 +276,8 @@ function NewPlant(props: { gardens: Garden[]; onDone: (message: string | null) =
   const form = useForm(async () => {
     const plant = { name: fields.name, tag: fields.tag || null };
     const made = await store.create(plant, { idempotencyKey: newKey(), ...(garden ? { garden } : {}) });
-    props.onDone(`Created “${made.name}” (id ${made.id}).`);
+    // Its ETag is its version, quoted (section 1): the list's rows carry the version, not the ETag.
+    props.onDone({ ...made, garden, version: Number(made.etag.replace(/^"|"$/g, '')) });
   });
 
   return (
@@ -274,7 +319,7 @@ function NewPlant(props: { gardens: Garden[]; onDone: (message: string | null) =
  * Changes a plant with If-Match of the version the list showed. When someone changed it meanwhile
  * (412), shows what it is now and lets the person apply the same change again, on that version.
  */
-function ChangePlant(props: { plant: Item; onDone: (message: string | null) => void }) {
+function ChangePlant(props: { plant: Item; onDone: (message: ComponentChildren | null) => void }) {
   const { store, fail } = useApi();
   const { plant } = props;
   const [name, setName] = useState(plant.name);
@@ -290,7 +335,11 @@ function ChangePlant(props: { plant: Item; onDone: (message: string | null) => v
     if (Object.keys(patch).length === 0) return props.onDone('Nothing to change.');
     try {
       const saved = await store.update(plant.id, patch, { ifMatch: etag, idempotencyKey: newKey() });
-      props.onDone(`Saved “${saved.name}”.`);
+      props.onDone(
+        <>
+          Saved <Quoted of={saved.name} />.
+        </>,
+      );
     } catch (err) {
       if (isStatus(err, 412)) {
         try {
@@ -309,16 +358,25 @@ function ChangePlant(props: { plant: Item; onDone: (message: string | null) => v
   });
 
   return (
-    <Dialog title={`Change ${plant.name}`} onClose={() => props.onDone(null)}>
+    <Dialog
+      title={
+        <>
+          Change <Name of={plant.name} />
+        </>
+      }
+      onClose={() => props.onDone(null)}
+    >
       <form class="stack" onSubmit={submit}>
         {conflict && (
           <div role="alert" class="notice">
             <p>Someone changed this plant after you opened it. It is now:</p>
             <dl>
               <dt>Name</dt>
-              <dd>{conflict.name}</dd>
+              <dd>
+                <Name of={conflict.name} />
+              </dd>
               <dt>Tag</dt>
-              <dd>{conflict.tag ?? '(none)'}</dd>
+              <dd>{conflict.tag ? <Name of={conflict.tag} /> : '(none)'}</dd>
             </dl>
             <p>Your change is still in the fields below. Apply it again to this version, or cancel.</p>
           </div>

@@ -1,16 +1,17 @@
 import { grantableScopes, type Scope, type Token } from 'plantstore/client';
+import type { ComponentChildren } from 'preact';
 import { useCallback, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
 import { Choices, FormButtons, FormPanel, TextField, useForm } from '../fields.js';
 import { usePages } from '../load.js';
 import { More, RowButton, Table } from '../table.js';
-import { Confirm, ErrorText, Secret, Status, useAsking, View, when } from '../ui.js';
+import { Confirm, ErrorText, Name, Secret, Status, useAsking, View, when } from '../ui.js';
 
 export function TokensView() {
   const { store, me } = useApi();
-  const [made, setMade] = useState<{ label: string; value: string } | null>(null);
+  const [made, setMade] = useState<{ label: string; of: string; value: string } | null>(null);
   const revoking = useAsking<Token>();
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useState<ComponentChildren>('');
   const heading = useRef<HTMLHeadingElement>(null);
   // Only scopes the service lets this caller give are offered.
   const grantable = grantableScopes(me);
@@ -40,7 +41,7 @@ export function TokensView() {
       ...(expiresIn.trim() ? { expiresIn: expiresIn.trim() } : {}),
     });
     form.setError(null);
-    setMade({ label: `New token ${t.name ?? t.id}`, value: t.token });
+    setMade({ label: 'New token', of: t.name ?? t.id, value: t.token });
     setName('');
     setExpiresIn('');
     setStatus(`Created the token ${t.id}${t.expiresAt ? `, valid until ${when(t.expiresAt)}` : ''}.`);
@@ -50,14 +51,18 @@ export function TokensView() {
   const revoke = (t: Token) =>
     revoking.run(async () => {
       await store.tokens.revoke(t.id);
-      setStatus(`Revoked ${t.name ?? t.id}: it stops working everywhere within 5 seconds.`);
+      setStatus(
+        <>
+          Revoked <Name of={t.name ?? t.id} />: it stops working everywhere within 5 seconds.
+        </>,
+      );
       revoking.close();
       heading.current?.focus();
       await list.reload();
     });
 
   return (
-    <View id="tokens" title="Tokens" heading={heading}>
+    <View id="tokens" title="Tokens" heading={heading} loading={list.loading}>
       <FormPanel id="new-token" title="New token" onSubmit={form.submit}>
         <TextField
           id="token-name"
@@ -79,7 +84,7 @@ export function TokensView() {
         />
         <FormButtons submit="Create token" />
       </FormPanel>
-      {made && <Secret label={made.label} value={made.value} onDone={() => setMade(null)} />}
+      {made && <Secret label={made.label} of={made.of} value={made.value} onDone={() => setMade(null)} />}
       <Status message={status} />
       <ErrorText error={form.error ?? list.error} />
       {list.data && list.data.items.length === 0 && <p>No tokens.</p>}
@@ -92,13 +97,15 @@ export function TokensView() {
           {list.data.items.map((t) => (
             <tr key={t.id}>
               <td>
-                {t.name ?? '—'}
+                {t.name ? <Name of={t.name} /> : '—'}
                 {t.id === me.tokenId ? ' (this one)' : ''}
               </td>
               <td>
-                <code>{t.id}</code>
+                <code class="id">{t.id}</code>
               </td>
-              <td>{t.user}</td>
+              <td>
+                <Name of={t.user} />
+              </td>
               <td>{t.scopes.join(' ')}</td>
               <td>{when(t.createdAt)}</td>
               <td>{t.expiresAt ? when(t.expiresAt) : 'never'}</td>
@@ -108,7 +115,7 @@ export function TokensView() {
               </td>
               <td class="row-actions">
                 {t.status === 'active' && (
-                  <RowButton name={`Revoke ${t.name ?? t.id}`} danger onClick={() => revoking.ask(t)}>
+                  <RowButton of={t.name ?? t.id} danger onClick={() => revoking.ask(t)}>
                     Revoke
                   </RowButton>
                 )}
@@ -121,7 +128,13 @@ export function TokensView() {
       {revoking.about && (
         <Confirm
           title="Revoke token"
-          question={`Revoke ${revoking.about.name ?? revoking.about.id}${revoking.about.id === me.tokenId ? ', the token you are signed in with' : ''}? It stops working everywhere within 5 seconds.`}
+          question={
+            <>
+              Revoke <Name of={revoking.about.name ?? revoking.about.id} />
+              {revoking.about.id === me.tokenId ? ', the token you are signed in with' : ''}? It stops working
+              everywhere within 5 seconds.
+            </>
+          }
           action="Revoke"
           error={revoking.error}
           onConfirm={() => revoke(revoking.about!)}

@@ -1,10 +1,11 @@
 import { can, type DeliveryAttempt, type Webhook } from 'plantstore/client';
+import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
 import { Choices, FormButtons, FormPanel, TextField, useForm } from '../fields.js';
 import { useLoad, usePages } from '../load.js';
 import { DeleteButton, More, RowButton, Table } from '../table.js';
-import { Confirm, ErrorText, Opener, Secret, Status, useAsking, View, when } from '../ui.js';
+import { Confirm, ErrorText, Loading, Name, Opener, Secret, Status, useAsking, View, when } from '../ui.js';
 
 const TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const;
 type Type = (typeof TYPES)[number];
@@ -12,10 +13,10 @@ type Type = (typeof TYPES)[number];
 export function WebhooksView() {
   const { store, me } = useApi();
   // A secret just made (by a create or a rotation): shown once, then forgotten.
-  const [secret, setSecret] = useState<{ label: string; value: string } | null>(null);
+  const [secret, setSecret] = useState<{ label: string; of: string; value: string } | null>(null);
   const [open, setOpen] = useState<string | null>(null);
   const asking = useAsking<{ kind: 'delete' | 'rotate'; endpoint: Webhook }>();
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useState<ComponentChildren>('');
   const heading = useRef<HTMLHeadingElement>(null);
   const write = can(me, 'plants:write');
   const list = useLoad(useCallback(() => store.webhooks.list(), [store]));
@@ -23,7 +24,11 @@ export function WebhooksView() {
   const remove = (endpoint: Webhook) =>
     asking.run(async () => {
       await store.webhooks.delete(endpoint.id);
-      setStatus(`Deleted the endpoint ${endpoint.url}.`);
+      setStatus(
+        <>
+          Deleted the endpoint <Name of={endpoint.url} />.
+        </>,
+      );
       if (open === endpoint.id) setOpen(null);
       asking.close();
       heading.current?.focus();
@@ -33,13 +38,13 @@ export function WebhooksView() {
     asking.run(async () => {
       const e = await store.webhooks.rotateSecret(endpoint.id);
       asking.close();
-      setSecret({ label: `New signing secret for ${e.url}`, value: e.secret });
+      setSecret({ label: 'New signing secret for', of: e.url, value: e.secret });
       setStatus('The secret was rotated; the old one keeps signing beside it for 24 hours.');
     });
   const shown = list.data?.find((e) => e.id === open);
 
   return (
-    <View id="webhooks" title="Webhooks" heading={heading}>
+    <View id="webhooks" title="Webhooks" heading={heading} loading={list.loading}>
       <p class="help">
         plantstore sends each plant event to these URLs, signed as Standard Webhooks specify, and retries
         until the receiver answers 2xx.
@@ -53,8 +58,12 @@ export function WebhooksView() {
               onDone={async (made) => {
                 close();
                 if (made) {
-                  setSecret({ label: `Signing secret for ${made.url}`, value: made.secret });
-                  setStatus(`Created the endpoint ${made.url}.`);
+                  setSecret({ label: 'Signing secret for', of: made.url, value: made.secret });
+                  setStatus(
+                    <>
+                      Created the endpoint <Name of={made.url} />.
+                    </>,
+                  );
                   await list.reload();
                 }
               }}
@@ -62,7 +71,9 @@ export function WebhooksView() {
           )}
         />
       )}
-      {secret && <Secret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
+      {secret && (
+        <Secret label={secret.label} of={secret.of} value={secret.value} onDone={() => setSecret(null)} />
+      )}
       <Status message={status} />
       <ErrorText error={list.error} />
       {list.data && list.data.length === 0 && <p>No endpoints yet.</p>}
@@ -70,19 +81,30 @@ export function WebhooksView() {
         <Table caption="Webhook endpoints" columns={['URL', 'Status', 'Events', 'Created']} actions>
           {list.data.map((e) => (
             <tr key={e.id}>
-              <td class="wrap">
-                {e.url}
-                {e.description ? <span class="help"> — {e.description}</span> : null}
+              <td>
+                <Url of={e.url} />
+                {e.description ? (
+                  <span class="help">
+                    {' '}
+                    — <Name of={e.description} />
+                  </span>
+                ) : null}
               </td>
               <td>
                 <span class={`badge ${e.status}`}>{e.status}</span>
-                {e.disabledReason ? <span class="help"> ({e.disabledReason})</span> : null}
+                {e.disabledReason ? (
+                  <span class="help">
+                    {' '}
+                    (<Name of={e.disabledReason} />)
+                  </span>
+                ) : null}
               </td>
               <td>{e.events.join(', ')}</td>
               <td>{when(e.createdAt)}</td>
               <td class="row-actions">
                 <RowButton
-                  name={`Deliveries of ${e.url}`}
+                  of={e.url}
+                  joined=" of "
                   pressed={open === e.id}
                   onClick={() => setOpen(open === e.id ? null : e.id)}
                 >
@@ -91,7 +113,8 @@ export function WebhooksView() {
                 {write && (
                   <>
                     <RowButton
-                      name={`Rotate secret of ${e.url}`}
+                      of={e.url}
+                      joined=" of "
                       onClick={() => asking.ask({ kind: 'rotate', endpoint: e })}
                     >
                       Rotate secret
@@ -108,7 +131,11 @@ export function WebhooksView() {
       {asking.about?.kind === 'delete' && (
         <Confirm
           title="Delete endpoint"
-          question={`Delete the endpoint ${asking.about.endpoint.url}? It receives nothing more.`}
+          question={
+            <>
+              Delete the endpoint <Name of={asking.about.endpoint.url} />? It receives nothing more.
+            </>
+          }
           error={asking.error}
           onConfirm={() => remove(asking.about!.endpoint)}
           onCancel={asking.close}
@@ -117,7 +144,12 @@ export function WebhooksView() {
       {asking.about?.kind === 'rotate' && (
         <Confirm
           title="Rotate secret"
-          question={`Make a new signing secret for ${asking.about.endpoint.url}? For 24 hours deliveries carry signatures of both the old and the new one.`}
+          question={
+            <>
+              Make a new signing secret for <Name of={asking.about.endpoint.url} />? For 24 hours deliveries
+              carry signatures of both the old and the new one.
+            </>
+          }
           action="Rotate"
           error={asking.error}
           onConfirm={() => rotate(asking.about!.endpoint)}
@@ -211,9 +243,10 @@ function Deliveries(props: { endpoint: Webhook; write: boolean }) {
   return (
     <section class="panel" aria-labelledby="deliveries-h">
       <h3 id="deliveries-h" ref={heading} tabIndex={-1}>
-        Deliveries of {endpoint.url}
+        Deliveries of <Url of={endpoint.url} />
       </h3>
       <Status message={status} />
+      <Loading on={list.loading} />
       <ErrorText error={list.error} />
       {list.data && list.data.items.length === 0 && <p>No delivery attempts yet.</p>}
       {list.data && list.data.items.length > 0 && (
@@ -225,12 +258,20 @@ function Deliveries(props: { endpoint: Webhook; write: boolean }) {
             <tr key={a.id}>
               <td>{when(a.timestamp)}</td>
               <td>
-                {a.eventType} <span class="help">{a.eventId}</span>
+                {a.eventType}{' '}
+                <span class="help oneline" title={a.eventId}>
+                  {a.eventId}
+                </span>
               </td>
               <td>{a.attempt}</td>
               <td>
                 <span class={`badge ${a.outcome}`}>{a.outcome}</span>
-                {a.error ? <span class="help"> ({a.error})</span> : null}
+                {a.error ? (
+                  <span class="help">
+                    {' '}
+                    (<Name of={a.error} />)
+                  </span>
+                ) : null}
               </td>
               <td>{a.status ?? 'none'}</td>
               <td>{when(a.nextAttemptAt)}</td>
@@ -255,3 +296,13 @@ function Deliveries(props: { endpoint: Webhook; write: boolean }) {
     </section>
   );
 }
+
+/**
+ * A URL on one line, never broken mid-word: cut with an ellipsis when its column is narrow, the
+ * whole of it in its title and in the text that is selected and copied.
+ */
+const Url = ({ of }: { of: string }) => (
+  <bdi class="url" title={of}>
+    {of}
+  </bdi>
+);
