@@ -153,7 +153,7 @@ describe('the web console in Chromium: webhooks, tokens, hostile names', {
     await nav(page, 'Webhooks');
     const row = page.getByRole('row').filter({ hasText: receiver.url });
     await row.getByText('disabled', { exact: true }).waitFor();
-    await row.getByText(/410/).waitFor();
+    await row.getByText(/answered 410 Gone/).waitFor();
 
     await page.getByRole('button', { name: `Delete ${receiver.url}` }).click();
     await confirm(page, 'Delete');
