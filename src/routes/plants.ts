@@ -164,7 +164,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
 
   async function create(request: FastifyRequest, reply: FastifyReply, garden: string | undefined) {
     const key = request.headers['idempotency-key'] as string | undefined;
-    const out = await service.create(request.caller!, request.body as PlantCreate, key, garden);
+    const out = await service.create(request.caller!, request.body as PlantCreate, key, garden, request.id);
     setEtag(reply.code(201).header('location', `/plants/${out.plant.id}`), out.plant.version);
     if (out.replayed) reply.header('idempotent-replayed', 'true');
     return view(out.plant);
@@ -381,6 +381,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
           request.body as PlantPatch,
           versions,
           request.headers['idempotency-key'],
+          request.id,
         );
         setEtag(reply, out.plant.version);
         if (out.replayed) reply.header('idempotent-replayed', 'true');
@@ -408,7 +409,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
         },
       },
       async (request, reply) => {
-        await service.remove(request.caller!, plantId(request.params.id), ifMatch(request));
+        await service.remove(request.caller!, plantId(request.params.id), ifMatch(request), request.id);
         return reply.code(204).send(null);
       },
     );
@@ -496,6 +497,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
         const out = await service.batch(request.caller!, rows, {
           ...(garden === undefined ? {} : { garden }),
           newIds: query.ids === 'drop',
+          requestId: request.id,
           ...(request.headers['idempotency-key'] === undefined
             ? {}
             : { idempotencyKey: request.headers['idempotency-key'] }),

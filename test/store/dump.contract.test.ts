@@ -17,6 +17,7 @@ import { dumpStore, loadStore, RecordRefused, StoreNotEmpty, storeSchema } from 
 import { openStore } from '../../src/store/index.js';
 import type { FinishedAttempt, Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { claimAll, endpoint, home, plant, takeAll, team } from '../helpers/gardens.js';
 import { logSettled } from '../helpers/log.js';
 import { rewriteExport } from '../helpers/store-file.js';
@@ -371,7 +372,7 @@ for (const { from, to } of pairs) {
       const last = (await t.eventPosition(events.at(-1)!.id))!;
       const next = await t.readEvents({ after: last, gardens: null, limit: 10 });
       assert.deepEqual(
-        next.events.map((e) => e.data.id),
+        next.events.map((e) => plantOf(e.data).id),
         [made.id],
       );
       assert.ok(!events.some((e) => e.id === next.events[0]!.id), 'a new event id');

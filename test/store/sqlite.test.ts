@@ -11,6 +11,7 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { sqliteAtVersion } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { acknowledged, claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
 
@@ -179,7 +180,7 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(
       (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events.map((e) => [
         e.type,
-        e.data.name,
+        plantOf(e.data).name,
       ]),
       [
         ['plant.created', 'five'],
@@ -520,7 +521,7 @@ describe('SQLite store specifics', () => {
       skipEndpoints: [],
     });
     assert.deepEqual(
-      jobs.map((j) => [j.event.id, j.event.data.name]),
+      jobs.map((j) => [j.event.id, plantOf(j.event.data).name]),
       [['evt_old2', 'Fern']],
     );
     await store.createPlant({ id: null, owner: 'o', garden: homeO, name: 'New', tag: null }, undefined, {
@@ -547,7 +548,7 @@ describe('SQLite store specifics', () => {
       ['4'],
     );
     assert.equal(
-      (await store.readEvents({ after: '0', gardens: [homeO], limit: 10 })).events[0]!.data.name,
+      plantOf((await store.readEvents({ after: '0', gardens: [homeO], limit: 10 })).events[0]!.data).name,
       'Newer',
     );
     // An hour on, every lease has run out: what is left to claim is the newest event, from the log.
@@ -560,7 +561,7 @@ describe('SQLite store specifics', () => {
       skipEndpoints: [],
     });
     assert.deepEqual(
-      later.map((j) => j.event.data.name),
+      later.map((j) => plantOf(j.event.data).name),
       ['Newer'],
       'the purged events’ deliveries went with them',
     );
@@ -639,7 +640,7 @@ describe('SQLite store specifics', () => {
         perEndpoint: 1,
         skipEndpoints: [],
       });
-      sent.push(...claim.jobs.map((j) => j.event.data.name));
+      sent.push(...claim.jobs.map((j) => plantOf(j.event.data).name));
       await store.finishDeliveries(
         claim.jobs.map((j) => acknowledged(j, 'd', new Date())),
         Object.entries(claim.windows).map(([endpointId, position]) => ({
@@ -662,7 +663,7 @@ describe('SQLite store specifics', () => {
         perEndpoint: 10,
         skipEndpoints: [],
       });
-      sent.push(...claim.jobs.map((j) => j.event.data.name));
+      sent.push(...claim.jobs.map((j) => plantOf(j.event.data).name));
       await store.finishDeliveries(
         [],
         Object.entries(claim.windows).map(([endpointId, position]) => ({
