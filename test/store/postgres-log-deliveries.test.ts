@@ -81,7 +81,11 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
           VALUES ('evt_old${i}', 'we_a', '${state}', ${attempts}, now(), now())`);
       }
       store = new PgStore({ url: db.url, poolSize: 4 });
-      assert.deepEqual(await store.migrate(), ['0011_deliveries_from_the_log', '0012_plant_search']);
+      assert.deepEqual(await store.migrate(), [
+        '0011_deliveries_from_the_log',
+        '0012_plant_search',
+        '0013_event_actors',
+      ]);
       const { rows } = await c.query<{ state: string }>('SELECT state FROM deliveries ORDER BY id');
       assert.deepEqual(
         rows.map((r) => r.state),

@@ -53,6 +53,7 @@ describe('SQLite store specifics', () => {
       { version: 14, name: '0014_deliveries_from_the_log' },
       { version: 15, name: '0015_plant_search' },
       { version: 16, name: '0016_search_words' },
+      { version: 17, name: '0017_event_actors' },
     ]);
     db.close();
   });
@@ -500,6 +501,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -627,6 +629,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
@@ -710,6 +713,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -775,6 +779,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;
