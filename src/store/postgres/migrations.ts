@@ -372,10 +372,11 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
     // Who did it (contract 13.1): each event keeps the user name of the caller whose request made it
     // and that request's id; events written before have neither (null: adding a nullable column
     // rewrites nothing). Membership changes are events too (13.3; their data is JSON as a plant
-    // event's is). Endpoints that took every event type (mask 7) take the new ones too.
+    // event's is). Endpoints made before keep the types they have (nothing of version 4 changes
+    // for a client that does not ask for the new): only endpoints made from now on without a list
+    // of types receive membership events.
     sql: `
       ALTER TABLE events ADD COLUMN actor text, ADD COLUMN request_id text;
-      UPDATE webhook_endpoints SET events = 63 WHERE events = 7;
     `,
   },
 ];
