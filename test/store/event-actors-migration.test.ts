@@ -8,6 +8,7 @@ import { PgStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion, sqliteAtVersion } from '../helpers/engines.js';
+import { logSettled } from '../helpers/log.js';
 
 // SQLite migration 17 and PostgreSQL migration 13 (contract 13.1, 13.3): events written before
 // them keep everything they had and read actor null, requestId null; endpoints keep the types
@@ -20,6 +21,7 @@ const ENDPOINTS = `INSERT INTO webhook_endpoints (id, owner, admin, url, events,
 
 // `start`: a position before every event, as the engine spells it.
 async function check(store: Store, garden: string, start: string): Promise<void> {
+  await logSettled(store);
   const old = (await store.readEvents({ after: start, gardens: null, limit: 10 })).events;
   assert.deepEqual(
     old.map((e) => [e.type, e.data, e.actor, e.requestId]),
@@ -38,6 +40,7 @@ async function check(store: Store, garden: string, start: string): Promise<void>
     { at, actor: 'alice', requestId: 'req-new' },
   );
   assert.ok('ok' in made);
+  await logSettled(store);
   const now = (await store.readEvents({ after: old[0]!.position, gardens: [garden], limit: 10 })).events;
   assert.deepEqual(
     now.map((e) => [e.type, e.actor, e.requestId]),
