@@ -450,9 +450,10 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
   eventRetention: {
     flag: '--event-retention',
     env: 'EVENT_RETENTION',
-    default: 7 * 86_400_000,
+    // 30 days (contract 13.1): history and activity read the log, as far back as it keeps.
+    default: 30 * 86_400_000,
     parse: duration,
-    doc: 'how long events and delivery records are kept (like 7d)',
+    doc: 'how long events and delivery records are kept (like 30d)',
   },
   console: {
     flag: '--console',

@@ -552,6 +552,66 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "member.added": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A member was added to a garden (data: garden, user, role)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_member_added"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "member.changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A member's role in a garden was changed (data: garden, user, role, and `previous`: the role it had)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_member_changed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "member.removed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A member was removed from a garden, or left it (data: garden, user, and the role it had)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_member_removed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -587,39 +647,81 @@ export interface components {
          * @example {
          *       "type": "plant.created",
          *       "timestamp": "2026-11-22T10:00:00.000Z",
+         *       "actor": "alice",
+         *       "requestId": "4f8c2a9e-6b1d-4c3e-9a7f-2d5e8b1c0a6f",
          *       "data": {
          *         "id": 42,
          *         "name": "Fern",
-         *         "tag": "indoor"
+         *         "tag": "indoor",
+         *         "garden": "gdn_5b1f0c3a9e2d4f6a8b7c1d0e"
          *       }
          *     }
          * @example {
          *       "type": "plant.updated",
          *       "timestamp": "2026-11-22T10:05:00.000Z",
+         *       "actor": "alice",
+         *       "requestId": "a1b2c3",
          *       "data": {
          *         "id": 42,
          *         "name": "Boston fern",
          *         "tag": "indoor",
+         *         "garden": "gdn_5b1f0c3a9e2d4f6a8b7c1d0e",
          *         "previous": {
          *           "name": "Fern"
          *         }
          *       }
          *     }
+         * @example {
+         *       "type": "member.changed",
+         *       "timestamp": "2026-11-22T10:06:00.000Z",
+         *       "actor": "alice",
+         *       "requestId": "b2c3d4",
+         *       "data": {
+         *         "garden": "gdn_5b1f0c3a9e2d4f6a8b7c1d0e",
+         *         "user": "bob",
+         *         "role": "editor",
+         *         "previous": "viewer"
+         *       }
+         *     }
          */
         Event: {
-            /** @description What happened to a plant. */
             type: "plant.created" | "plant.updated" | "plant.deleted";
             /** Format: date-time */
             timestamp: string;
+            /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+            actor: string | null;
+            /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+            requestId: string | null;
+            /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
             data: {
                 id: number;
                 name: string;
                 tag?: string;
+                /** @description The plant's garden. */
+                garden: string;
                 /** @description plant.updated only: the changed fields' former values (`tag: null` when the change added a tag). */
                 previous?: {
                     name?: string;
                     tag?: string | null;
                 };
+            };
+        } | {
+            type: "member.added" | "member.changed" | "member.removed";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+            actor: string | null;
+            /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+            requestId: string | null;
+            /** @description A garden's membership change. */
+            data: {
+                garden: string;
+                /** @description The member whose membership changed. */
+                user: string;
+                /** @description Its role now; on member.removed, the role it had. */
+                role: "viewer" | "editor" | "owner";
+                /** @description member.changed only: the role it had before. */
+                previous?: "viewer" | "editor" | "owner";
             };
         };
     };
@@ -4765,7 +4867,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -4881,7 +4983,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Which events to receive; default every type. */
-                    events?: ("plant.created" | "plant.updated" | "plant.deleted")[];
+                    events?: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
                     description?: string | null;
                 };
             };
@@ -4907,7 +5009,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5105,7 +5207,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5382,7 +5484,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5537,8 +5639,8 @@ export interface operations {
                     "application/json": {
                         id: string;
                         eventId: string;
-                        /** @description What happened to a plant. */
-                        eventType: "plant.created" | "plant.updated" | "plant.deleted";
+                        /** @description What happened: to a plant, or to a garden's membership. */
+                        eventType: "plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed";
                         /** @description 1 for the first attempt of this delivery. */
                         attempt: number;
                         /** Format: date-time */
@@ -6295,6 +6397,162 @@ export interface operations {
         };
     };
     webhook_plant_deleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_member_added: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_member_changed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_member_removed: {
         parameters: {
             query?: never;
             header: {

@@ -1,14 +1,20 @@
 import type { EventRecord } from '../store/store.js';
 
-/** The JSON an event is sent as, by webhook and by the live stream (CONTRACT.md section 8). */
+/** The JSON an event is sent as, by webhook and by the live stream (CONTRACT.md sections 8, 13.1). */
 export interface EventPayload {
   type: EventRecord['type'];
   timestamp: string;
+  /** Who caused it (null: the service itself, or an event written before version 5). */
+  actor: string | null;
+  /** The X-Request-Id of the request that caused it (null: none). */
+  requestId: string | null;
   data: EventRecord['data'];
 }
 
 export const eventPayload = (e: EventRecord): EventPayload => ({
   type: e.type,
   timestamp: e.createdAt.toISOString(),
+  actor: e.actor,
+  requestId: e.requestId,
   data: e.data,
 });

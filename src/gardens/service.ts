@@ -180,12 +180,17 @@ export class GardenService {
     id: string,
     user: string,
     role: Role,
+    requestId: string | null = null,
   ): Promise<{ member: MemberRecord; created: boolean }> {
-    return ok(await this.store.putMember(checked(id), actorOf(caller), user, role, this.now()));
+    const at = this.now();
+    // The event's time is the membership's: a new member's endpoints get its member.added.
+    const event = { at, actor: caller.user, requestId };
+    return ok(await this.store.putMember(checked(id), actorOf(caller), user, role, at, event));
   }
 
-  /** Removes a member (owners), or the caller itself (leaving). */
-  async unshare(caller: Caller, id: string, user: string): Promise<void> {
-    ok(await this.store.removeMember(checked(id), actorOf(caller), user));
+  /** Removes a member (owners), or the caller itself (leaving); the garden's members are told (member.removed). */
+  async unshare(caller: Caller, id: string, user: string, requestId: string | null = null): Promise<void> {
+    const event = { at: this.now(), actor: caller.user, requestId };
+    ok(await this.store.removeMember(checked(id), actorOf(caller), user, event));
   }
 }

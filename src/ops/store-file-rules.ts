@@ -1,6 +1,7 @@
 import { isAdmin } from '../access/policy.js';
 import { isGardenId } from '../gardens/id.js';
 import { RECORD_KINDS, type RecordKind, type StoreRecord } from '../schemas/store-file.js';
+import { lineData } from '../store/dump-rows.js';
 
 // What the records of an export file must say of each other, beyond each record's own schema
 // (src/schemas/store-file.ts, the API's own field rules): the kinds in the exporter's order, so
@@ -52,6 +53,11 @@ export class StoreFileRules {
         return reachRule(r, this.tokens, this.adminTokens);
       case 'delivery':
         return this.endpoints.has(r.endpoint) ? null : `its endpoint ${r.endpoint} is not in the file`;
+      case 'event':
+        if (lineData(r) !== null) return null;
+        return r.type.startsWith('member.')
+          ? `a ${r.type} event needs member and no plant`
+          : `a ${r.type} event needs plant and no member`;
       case 'counters':
         if (this.counted) return 'a second counters record';
         this.counted = true;

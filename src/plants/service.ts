@@ -119,9 +119,10 @@ export class PlantService {
     this.exports = new ExportSlots(exportLimits.perUser, exportLimits.total);
   }
 
-  // Every successful create and delete records an event, in the change's own transaction.
-  private event(): NewEvent {
-    return { at: this.now() };
+  // Every successful create, change and delete records an event, in the change's own transaction,
+  // with who caused it: the caller, in the request `requestId` (contract 13.1).
+  private event(caller: Caller, requestId: string | null): NewEvent {
+    return { at: this.now(), actor: caller.user, requestId };
   }
 
   /**
@@ -133,6 +134,7 @@ export class PlantService {
     body: PlantCreate,
     idempotencyKey?: string,
     garden?: string,
+    requestId: string | null = null,
   ): Promise<CreateOutcome> {
     if (garden !== undefined) await this.gardens.require(caller, garden, 'write');
     const plant = {
@@ -144,7 +146,10 @@ export class PlantService {
       tag: body.tag ?? null,
     };
     if (idempotencyKey === undefined) {
-      const made = ok(await this.store.createPlant(plant, undefined, this.event()), plant.id);
+      const made = ok(
+        await this.store.createPlant(plant, undefined, this.event(caller, requestId)),
+        plant.id,
+      );
       this.onEvent();
       return { plant: made, replayed: false };
     }
@@ -160,7 +165,9 @@ export class PlantService {
       }
       throw refusal('exists', plant.id);
     }
-    const result = await this.underKey(ref, () => this.store.createPlant(plant, ref, this.event()));
+    const result = await this.underKey(ref, () =>
+      this.store.createPlant(plant, ref, this.event(caller, requestId)),
+    );
     const made = ok(result, plant.id);
     this.onEvent();
     return { plant: made, replayed: false };
@@ -266,7 +273,7 @@ export class PlantService {
   async batch(
     caller: Caller,
     rows: BatchRow[],
-    opts: { garden?: string; newIds?: boolean; idempotencyKey?: string },
+    opts: { garden?: string; newIds?: boolean; idempotencyKey?: string; requestId?: string | null },
   ): Promise<{ ids: number[]; replayed: boolean }> {
     const named = new Set(rows.flatMap((r) => (r.garden === null ? [] : [r.garden])));
     if (opts.garden !== undefined) named.add(opts.garden);
@@ -284,8 +291,9 @@ export class PlantService {
       tag: r.tag,
     }));
     const key = opts.idempotencyKey;
+    const event = this.event(caller, opts.requestId ?? null);
     if (key === undefined) {
-      const ids = this.batchMade(await this.store.createPlants(plants, undefined, this.event()));
+      const ids = this.batchMade(await this.store.createPlants(plants, undefined, event));
       return { ids, replayed: false };
     }
     const ref = { user: caller.user, key };
@@ -303,7 +311,7 @@ export class PlantService {
       if (status === 409 && plantId !== null) throw refusal('exists', plantId);
       throw this.keyReused();
     }
-    const result = await this.underKey(ref, () => this.store.createPlants(plants, ref, this.event()));
+    const result = await this.underKey(ref, () => this.store.createPlants(plants, ref, event));
     return { ids: this.batchMade(result), replayed: false };
   }
 
@@ -363,16 +371,15 @@ export class PlantService {
     patch: PlantPatch,
     ifMatch: Precondition,
     idempotencyKey?: string,
+    requestId: string | null = null,
   ): Promise<UpdateOutcome> {
     const actor = actorOf(caller);
+    const event = this.event(caller, requestId);
     const versions = ifMatch === '*' ? null : ifMatch;
     // Without a key the store's answer is the whole order (missing before mismatch) in one step.
     if (idempotencyKey === undefined) {
       return {
-        plant: this.updated(
-          await this.store.updatePlant(id, actor, patch, versions, undefined, this.event()),
-          id,
-        ),
+        plant: this.updated(await this.store.updatePlant(id, actor, patch, versions, undefined, event), id),
         replayed: false,
       };
     }
@@ -391,7 +398,7 @@ export class PlantService {
     }
     try {
       return {
-        plant: this.updated(await this.store.updatePlant(id, actor, patch, versions, ref, this.event()), id),
+        plant: this.updated(await this.store.updatePlant(id, actor, patch, versions, ref, event), id),
         replayed: false,
       };
     } catch (err) {
@@ -408,9 +415,14 @@ export class PlantService {
   }
 
   /** Deletes the plant if the caller may see it (404 otherwise) and, with `ifMatch`, it is in such a version (412). */
-  async remove(caller: Caller, id: number, ifMatch?: Precondition): Promise<void> {
+  async remove(
+    caller: Caller,
+    id: number,
+    ifMatch?: Precondition,
+    requestId: string | null = null,
+  ): Promise<void> {
     const versions = ifMatch === undefined || ifMatch === '*' ? null : ifMatch;
-    ok(await this.store.deletePlant(id, actorOf(caller), this.event(), versions), id);
+    ok(await this.store.deletePlant(id, actorOf(caller), this.event(caller, requestId), versions), id);
     this.onEvent();
   }
 

@@ -206,7 +206,13 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const user = memberName(request.params.user);
-        const out = await gardens.share(request.caller!, request.params.gid, user, request.body.role);
+        const out = await gardens.share(
+          request.caller!,
+          request.params.gid,
+          user,
+          request.body.role,
+          request.id,
+        );
         reply.code(out.created ? 201 : 200);
         return memberView(out.member);
       },
@@ -232,7 +238,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
       },
       async (request, reply) => {
         const user = memberName(request.params.user);
-        await gardens.unshare(request.caller!, request.params.gid, user);
+        await gardens.unshare(request.caller!, request.params.gid, user, request.id);
         return reply.code(204).send(null);
       },
     );

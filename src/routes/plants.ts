@@ -181,7 +181,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
 
   async function create(request: FastifyRequest, reply: FastifyReply, garden: string | undefined) {
     const key = request.headers['idempotency-key'] as string | undefined;
-    const out = await service.create(request.caller!, request.body as PlantCreate, key, garden);
+    const out = await service.create(request.caller!, request.body as PlantCreate, key, garden, request.id);
     setEtag(reply.code(201).header('location', `/plants/${out.plant.id}`), out.plant.version);
     if (out.replayed) reply.header('idempotent-replayed', 'true');
     return view(out.plant);
@@ -399,6 +399,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
             request.body as PlantPatch,
             versions,
             request.headers['idempotency-key'],
+            request.id,
           )
           .catch((err: unknown) => {
             throw explainPrecondition(request, err);
@@ -430,7 +431,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
       },
       async (request, reply) => {
         await service
-          .remove(request.caller!, plantId(request.params.id), ifMatch(request))
+          .remove(request.caller!, plantId(request.params.id), ifMatch(request), request.id)
           .catch((err: unknown) => {
             throw explainPrecondition(request, err);
           });
@@ -525,6 +526,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
         const out = await service.batch(request.caller!, rows, {
           ...(garden === undefined ? {} : { garden }),
           newIds: query.ids === 'drop',
+          requestId: request.id,
           ...(request.headers['idempotency-key'] === undefined
             ? {}
             : { idempotencyKey: request.headers['idempotency-key'] }),

@@ -86,6 +86,8 @@ export const TokenLine = Type.Object(
   strict,
 );
 
+// An event: a plant's change (`plant`, and `previous` as its data has it) or a membership change
+// (`member`, version 5); who caused it (version 5: absent in older files, where it means null).
 export const EventLine = Type.Object(
   {
     kind: Type.Literal('event'),
@@ -93,12 +95,19 @@ export const EventLine = Type.Object(
     type: EventTypeName,
     owner: User,
     garden: Str,
-    plant: Type.Object({ id: PlantId, name: PlantName, tag: MaybeTag }, strict),
-    previous: Type.Union([
-      Type.Object({ name: Type.Optional(PlantName), tag: Type.Optional(MaybeTag) }, strict),
-      Type.Null(),
-    ]),
+    plant: Type.Optional(Type.Object({ id: PlantId, name: PlantName, tag: MaybeTag }, strict)),
+    previous: Type.Optional(
+      Type.Union([
+        Type.Object({ name: Type.Optional(PlantName), tag: Type.Optional(MaybeTag) }, strict),
+        Type.Null(),
+      ]),
+    ),
+    member: Type.Optional(
+      Type.Object({ user: User, role: Role, previous: Type.Union([Role, Type.Null()]) }, strict),
+    ),
     createdAt: Time,
+    actor: Type.Optional(MaybeUser),
+    requestId: Type.Optional(MaybeStr),
   },
   strict,
 );

@@ -2,8 +2,15 @@ import { type Static, Type } from 'typebox';
 import { LIMIT_TEXT } from './plant.js';
 
 export const EventTypeSchema = Type.Union(
-  [Type.Literal('plant.created'), Type.Literal('plant.updated'), Type.Literal('plant.deleted')],
-  { description: 'What happened to a plant.' },
+  [
+    Type.Literal('plant.created'),
+    Type.Literal('plant.updated'),
+    Type.Literal('plant.deleted'),
+    Type.Literal('member.added'),
+    Type.Literal('member.changed'),
+    Type.Literal('member.removed'),
+  ],
+  { description: "What happened: to a plant, or to a garden's membership." },
 );
 
 export const WebhookUrl = Type.String({
@@ -108,45 +115,109 @@ export const RecoverBody = Type.Object(
   { additionalProperties: false, examples: [{ since: '2026-11-22T09:00:00Z' }] },
 );
 
-export const EventSchema = Type.Object(
+const eventCause = {
+  actor: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5).",
+  }),
+  requestId: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'The `X-Request-Id` of the request that caused it, as the service answered it; null when none.',
+  }),
+};
+const Time = Type.String({ format: 'date-time' });
+const roleName = (description: string) =>
+  Type.Union([Type.Literal('viewer'), Type.Literal('editor'), Type.Literal('owner')], { description });
+
+const PlantEventSchema = Type.Object(
   {
-    type: EventTypeSchema,
-    timestamp: Type.String({ format: 'date-time' }),
-    data: Type.Object({
-      id: Type.Integer({ minimum: 1, maximum: 9007199254740991 }),
-      name: Type.String(),
-      tag: Type.Optional(Type.String()),
-      previous: Type.Optional(
-        Type.Object(
-          {
-            name: Type.Optional(Type.String()),
-            tag: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-          },
-          {
-            description:
-              "plant.updated only: the changed fields' former values (`tag: null` when the change added a tag).",
-          },
+    type: Type.Union([
+      Type.Literal('plant.created'),
+      Type.Literal('plant.updated'),
+      Type.Literal('plant.deleted'),
+    ]),
+    timestamp: Time,
+    ...eventCause,
+    data: Type.Object(
+      {
+        id: Type.Integer({ minimum: 1, maximum: 9007199254740991 }),
+        name: Type.String(),
+        tag: Type.Optional(Type.String()),
+        garden: Type.String({ description: "The plant's garden." }),
+        previous: Type.Optional(
+          Type.Object(
+            {
+              name: Type.Optional(Type.String()),
+              tag: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+            },
+            {
+              description:
+                "plant.updated only: the changed fields' former values (`tag: null` when the change added a tag).",
+            },
+          ),
         ),
-      ),
-    }),
-  },
-  {
-    $id: 'Event',
-    title: 'Event',
-    examples: [
-      {
-        type: 'plant.created',
-        timestamp: '2026-11-22T10:00:00.000Z',
-        data: { id: 42, name: 'Fern', tag: 'indoor' },
       },
-      {
-        type: 'plant.updated',
-        timestamp: '2026-11-22T10:05:00.000Z',
-        data: { id: 42, name: 'Boston fern', tag: 'indoor', previous: { name: 'Fern' } },
-      },
-    ],
+      { description: 'The plant (for plant.deleted: as it was; for plant.updated: after the change).' },
+    ),
   },
+  { title: 'PlantEvent' },
 );
+
+const MemberEventSchema = Type.Object(
+  {
+    type: Type.Union([
+      Type.Literal('member.added'),
+      Type.Literal('member.changed'),
+      Type.Literal('member.removed'),
+    ]),
+    timestamp: Time,
+    ...eventCause,
+    data: Type.Object(
+      {
+        garden: Type.String(),
+        user: Type.String({ description: 'The member whose membership changed.' }),
+        role: roleName('Its role now; on member.removed, the role it had.'),
+        previous: Type.Optional(roleName('member.changed only: the role it had before.')),
+      },
+      { description: "A garden's membership change." },
+    ),
+  },
+  { title: 'MemberEvent' },
+);
+
+export const EventSchema = Type.Union([PlantEventSchema, MemberEventSchema], {
+  $id: 'Event',
+  title: 'Event',
+  examples: [
+    {
+      type: 'plant.created',
+      timestamp: '2026-11-22T10:00:00.000Z',
+      actor: 'alice',
+      requestId: '4f8c2a9e-6b1d-4c3e-9a7f-2d5e8b1c0a6f',
+      data: { id: 42, name: 'Fern', tag: 'indoor', garden: 'gdn_5b1f0c3a9e2d4f6a8b7c1d0e' },
+    },
+    {
+      type: 'plant.updated',
+      timestamp: '2026-11-22T10:05:00.000Z',
+      actor: 'alice',
+      requestId: 'a1b2c3',
+      data: {
+        id: 42,
+        name: 'Boston fern',
+        tag: 'indoor',
+        garden: 'gdn_5b1f0c3a9e2d4f6a8b7c1d0e',
+        previous: { name: 'Fern' },
+      },
+    },
+    {
+      type: 'member.changed',
+      timestamp: '2026-11-22T10:06:00.000Z',
+      actor: 'alice',
+      requestId: 'b2c3d4',
+      data: { garden: 'gdn_5b1f0c3a9e2d4f6a8b7c1d0e', user: 'bob', role: 'editor', previous: 'viewer' },
+    },
+  ],
+});
 
 const deliveryHeaders = [
   ['webhook-id', 'The event id; the same on every retry: use it to drop duplicates.', 'evt_9x2Qm4…'],
@@ -194,4 +265,13 @@ export const WEBHOOKS_DOC = {
     'A plant was changed (data: the plant after the change, and `previous`: the changed fields as they were)',
   ),
   'plant.deleted': delivery('plant.deleted', 'A plant was deleted (data: the plant as it was)'),
+  'member.added': delivery('member.added', 'A member was added to a garden (data: garden, user, role)'),
+  'member.changed': delivery(
+    'member.changed',
+    "A member's role in a garden was changed (data: garden, user, role, and `previous`: the role it had)",
+  ),
+  'member.removed': delivery(
+    'member.removed',
+    'A member was removed from a garden, or left it (data: garden, user, and the role it had)',
+  ),
 };

@@ -1,5 +1,7 @@
-import type { StoreRecord, TokenLine, WebhookLine } from '../schemas/store-file.js';
+import type { EventLine, StoreRecord, TokenLine, WebhookLine } from '../schemas/store-file.js';
 import { typesOf } from './event-mask.js';
+import { eventData } from './plant-changes.js';
+import { type EventData, type EventType, isMemberEvent, type MemberEventData } from './store.js';
 
 // What both engines' exports (sqlite/dump.ts, postgres/dump.ts) read the same way: the statements
 // of the tables whose columns have the same names on both, and the records made of their rows.
@@ -122,4 +124,50 @@ export function webhookRecord(r: Row, iso: (t: unknown) => string, after: string
     seq: Number(r.seq),
     after,
   };
+}
+
+/** An event as its record: a plant's change or a membership change, and who caused it. */
+export function eventLine(e: {
+  id: string;
+  type: EventType;
+  owner: string;
+  garden: string;
+  data: EventData | MemberEventData;
+  createdAt: string;
+  actor: string | null;
+  requestId: string | null;
+}): EventLine {
+  const { id, type, owner, garden, data, createdAt, actor, requestId } = e;
+  if ('user' in data) {
+    const member = { user: data.user, role: data.role, previous: data.previous ?? null };
+    return { kind: 'event', id, type, owner, garden, member, createdAt, actor, requestId };
+  }
+  const plant = { id: data.id, name: data.name, tag: data.tag ?? null };
+  return {
+    kind: 'event',
+    id,
+    type,
+    owner,
+    garden,
+    plant,
+    previous: data.previous ?? null,
+    createdAt,
+    actor,
+    requestId,
+  };
+}
+
+/**
+ * The data of an event's record, as the engines write an event's data (eventData's and
+ * memberChange's shapes); null when the record has not what its type needs.
+ */
+export function lineData(r: EventLine): EventData | MemberEventData | null {
+  if (isMemberEvent(r.type)) {
+    if (r.member === undefined || r.plant !== undefined) return null;
+    const { user, role, previous } = r.member;
+    return previous === null ? { garden: r.garden, user, role } : { garden: r.garden, user, role, previous };
+  }
+  if (r.plant === undefined || r.member !== undefined) return null;
+  const { id, name, tag } = r.plant;
+  return eventData(id, name, tag, r.garden, r.previous ?? undefined);
 }

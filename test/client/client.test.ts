@@ -21,6 +21,7 @@ import { createToken } from '../../src/identity/tokens.js';
 import type { Scope } from '../../src/schemas/token.js';
 import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { startIssuer } from '../helpers/oidc.js';
 import { startReceiver } from '../helpers/receiver.js';
 
@@ -250,7 +251,7 @@ describe('the typed client (plantstore/client)', () => {
       });
       const reading = (async () => {
         for await (const e of store.events({ signal: abort.signal, onOpen: () => opened() })) {
-          got.push(`${e.type} ${e.data.name}`);
+          got.push(`${e.type} ${plantOf(e.data).name}`);
           if (got.length === 1) {
             // Cut the stream's connection; the next events are written while it is down.
             proxy.rules.push(answer(503, { 'retry-after': '0' }));

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { PlantStore, type PlantStoreError, verifyWebhook } from '../../src/client/index.js';
 import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/wait.js';
 
@@ -33,7 +34,7 @@ describe('the typed client: webhooks and tokens', { timeout: 60_000 }, () => {
       await store.create({ name: 'Delivered fern' });
       const [got] = await receiver.waitFor(1);
       const event = await verifyWebhook(made.secret, got!.headers as Record<string, string>, got!.body);
-      assert.equal(event.data.name, 'Delivered fern');
+      assert.equal(plantOf(event.data).name, 'Delivered fern');
       const page = await until('the attempt to be recorded', async () => {
         const p = await store.webhooks.deliveries(made.id);
         return p.attempts.length > 0 && p;

@@ -42,6 +42,8 @@ interface Reply {
 interface EventJson {
   type: string;
   timestamp: string;
+  actor?: string | null;
+  requestId?: string | null;
   data: { id: number; name: string; tag?: string; garden?: string; previous?: Record<string, unknown> };
 }
 interface SeenEvent {
@@ -643,8 +645,12 @@ for (const engine of ENGINES) {
     });
 
     /** An event version 2 wrote, as the new version shows it: the same, and in the owner's home garden. */
+    // Version 3 put each event in its owner's home garden; version 5 says who did it: nobody
+    // recorded it before (null).
     const asMigrated = (e: EventJson, owner: User): EventJson => ({
       ...e,
+      actor: null,
+      requestId: null,
       data: { ...e.data, garden: homes[owner] },
     });
     const ownerOf = new Map<string, User>(); // event id → its plant's owner

@@ -109,8 +109,9 @@ describe('moving a store from SQLite to PostgreSQL', { skip: postgres.skip }, ()
       200,
     );
     assert.equal((await call(sqlite.url, alice, 'DELETE', `/plants/${ids[2]}`)).status, 204);
-    // Alice sees the plants of her home garden: four made, one changed, one deleted.
-    const seen = await stream.waitFor(6, 10_000);
+    // Alice sees Bob's two member.added (contract 13.3) and the plants of her home garden: four
+    // made, one changed, one deleted.
+    const seen = await stream.waitFor(8, 10_000);
     stream.close();
     // Every delivery so far is refused (503): they wait for a retry when the store moves.
     await until('a delivery of each event refused', () => receiver.received.length >= 6);
@@ -162,7 +163,8 @@ describe('moving a store from SQLite to PostgreSQL', { skip: postgres.skip }, ()
     assert.doesNotMatch(imported.stderr, /already executing a query|Warning/);
     assert.match(
       imported.stdout,
-      /imported 3 gardens, 5 members, 7 plants, 2 tokens, 10 events, 1 webhooks, \d+ deliveries/,
+      // 10 plant events and the two member.added of Bob's sharing (contract 13.3).
+      /imported 3 gardens, 5 members, 7 plants, 2 tokens, 12 events, 1 webhooks, \d+ deliveries/,
     );
     const again = await cli(['import', file], pgEnv);
     assert.equal(again.code, 1);

@@ -63,3 +63,9 @@ export const delivered = (r: Receiver, type: string, name: string): Promise<Rece
   until(`${type} of ${name} at the receiver`, () =>
     r.received.find((d) => JSON.parse(d.body).type === type && plantName(d) === name),
   );
+
+/** Waits until the receiver holds a membership event of this type about this user. */
+export const deliveredMember = (r: Receiver, type: string, user: string): Promise<Received> =>
+  until(`${type} of ${user} at the receiver`, () =>
+    r.received.find((d) => JSON.parse(d.body).type === type && JSON.parse(d.body).data.user === user),
+  );

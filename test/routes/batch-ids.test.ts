@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Client, Harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { logSettled } from '../helpers/log.js';
 import { get, postBatch } from '../helpers/plants.js';
 import { suiteHarness } from '../helpers/suite.js';
@@ -72,7 +73,7 @@ async function createdAfter(h: Harness, head: string, user: string): Promise<num
   const read = await h.store.readEvents({ after: head, gardens: null, limit: 10_000 });
   return read.events
     .filter((e) => e.type === 'plant.created' && e.owner === user)
-    .map((e) => e.data.id)
+    .map((e) => plantOf(e.data).id)
     .sort((a, b) => a - b);
 }
 

@@ -16,7 +16,13 @@ const json = { 'content-type': 'application/json' };
 function verified(
   secret: string,
   d: Received,
-): { type: string; timestamp: string; data: Record<string, unknown> } {
+): {
+  type: string;
+  timestamp: string;
+  actor: string | null;
+  requestId: string | null;
+  data: Record<string, unknown>;
+} {
   return new Webhook(secret).verify(d.body, d.headers as Record<string, string>) as never;
 }
 
@@ -288,7 +294,14 @@ for (const engine of ENGINES) {
       const other = await h.user();
       const e = await register(c, { url: r.url, description: 'mine' });
       assert.match(e.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
-      assert.deepEqual(e.events, ['plant.created', 'plant.updated', 'plant.deleted']);
+      assert.deepEqual(e.events, [
+        'plant.created',
+        'plant.updated',
+        'plant.deleted',
+        'member.added',
+        'member.changed',
+        'member.removed',
+      ]);
       await other.create({ name: 'Not yours' });
       const made = await c.create({ name: 'Fern', tag: 'indoor' });
       const id = locationId(made);
@@ -299,7 +312,12 @@ for (const engine of ENGINES) {
         payload: JSON.stringify({ name: 'Boston fern', tag: null }),
       });
       assert.equal(changed.statusCode, 200);
-      assert.equal((await c.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      const deleted = await c.request({
+        method: 'DELETE',
+        url: `/plants/${id}`,
+        headers: { 'x-request-id': 'del-1' },
+      });
+      assert.equal(deleted.statusCode, 204);
       const got = await r.waitFor(3);
       // The other user's event fell due before these: had it been queued for this endpoint,
       // it would have been sent before them.
@@ -321,6 +339,20 @@ for (const engine of ENGINES) {
         previous: { name: 'Fern', tag: 'indoor' },
       });
       assert.deepEqual(byType['plant.deleted']!.data, { id, name: 'Boston fern', garden });
+      // Who did it (contract 13.1): the caller, and each request's id as its answer gave it (the
+      // caller's own X-Request-Id, when it sent one).
+      const cause = (b: { actor: unknown; requestId: unknown }) => [b.actor, b.requestId];
+      assert.deepEqual(cause(byType['plant.created']!), [c.user, made.headers['x-request-id']]);
+      assert.deepEqual(cause(byType['plant.updated']!), [c.user, changed.headers['x-request-id']]);
+      assert.deepEqual(cause(byType['plant.deleted']!), [c.user, 'del-1']);
+      assert.equal(deleted.headers['x-request-id'], 'del-1');
+      assert.deepEqual(Object.keys(byType['plant.created']!), [
+        'type',
+        'timestamp',
+        'actor',
+        'requestId',
+        'data',
+      ]);
       assert.match(got[0]!.headers['webhook-id'] as string, /^evt_/);
       assert.equal(got[0]!.headers['content-type'], 'application/json');
     });
@@ -594,7 +626,16 @@ for (const engine of ENGINES) {
 
     it('/openapi.json describes the deliveries under `webhooks` and the endpoints API', async () => {
       const doc = (await h.app.inject('/openapi.json')).json();
-      for (const type of ['plant.created', 'plant.deleted']) {
+      const types = [
+        'plant.created',
+        'plant.updated',
+        'plant.deleted',
+        'member.added',
+        'member.changed',
+        'member.removed',
+      ];
+      assert.deepEqual(Object.keys(doc.webhooks), types);
+      for (const type of types) {
         const op = doc.webhooks[type].post;
         assert.equal(op.requestBody.content['application/json'].schema.$ref, '#/components/schemas/Event');
         assert.deepEqual(
@@ -602,7 +643,12 @@ for (const engine of ENGINES) {
           ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
         );
       }
-      assert.ok(doc.components.schemas.Event.properties.data);
+      // A plant's event or a membership change's, each with who did it.
+      const [plantEvent, memberEvent] = doc.components.schemas.Event.anyOf;
+      for (const shape of [plantEvent, memberEvent]) {
+        assert.deepEqual(shape.required, ['type', 'timestamp', 'actor', 'requestId', 'data']);
+      }
+      assert.deepEqual(memberEvent.properties.data.required, ['garden', 'user', 'role']);
       assert.match(doc.paths['/webhooks'].post.responses['409'].description, /too_many_webhooks/);
       for (const path of [
         '/webhooks',

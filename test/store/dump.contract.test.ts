@@ -17,7 +17,8 @@ import { dumpStore, loadStore, RecordRefused, StoreNotEmpty, storeSchema } from 
 import { openStore } from '../../src/store/index.js';
 import type { FinishedAttempt, Store } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
-import { claimAll, endpoint, home, plant, takeAll, team } from '../helpers/gardens.js';
+import { plantOf } from '../helpers/events.js';
+import { claimAll, endpoint, home, plant, takeAll, team, user } from '../helpers/gardens.js';
 import { logSettled } from '../helpers/log.js';
 import { rewriteExport } from '../helpers/store-file.js';
 
@@ -85,11 +86,19 @@ async function fill(store: Store) {
     );
   const changed = await store.updatePlant(ps[1]!.id, e, { name: 'Renamed' }, null, undefined, {
     at: new Date(),
+    actor: e,
+    requestId: 'req-rename',
   });
   assert.ok('ok' in changed);
   // A name and tag with nothing visible, as a release before version 5 took them: a store holding
   // them must still move (their events hold them too).
   await plant(store, o, h, { name: '\u200b\u2060', tag: '\u3164', at: new Date() });
+  // Membership changes, each an event with who did it (contract 13.3).
+  const x = user();
+  const by = (requestId: string) => ({ at: new Date(), actor: o, requestId });
+  assert.ok('ok' in (await store.putMember(g, o, x, 'viewer', new Date(), by('req-m1'))));
+  assert.ok('ok' in (await store.putMember(g, o, x, 'editor', new Date(), by('req-m2'))));
+  assert.ok('ok' in (await store.removeMember(g, o, x, by('req-m3'))));
   const gone = await plant(store, o, g, { id: 900_000, name: 'client id', at: new Date() });
   assert.deepEqual(await store.deletePlant(gone.id, o, { at: new Date() }), { ok: true });
   const t = await createToken(store, { user: e, scopes: ['plants:read'], name: 'reader', expiresInMs: null });
@@ -238,6 +247,18 @@ for (const { from, to } of pairs) {
           (r) => ({ ...r, name: '\udc00' }) as StoreRecord,
           /name must be valid Unicode/,
         ],
+        [
+          'a plant event with a member instead of its plant',
+          'event',
+          (r) =>
+            ({
+              ...r,
+              plant: undefined,
+              member: { user: 'x', role: 'viewer', previous: null },
+            }) as StoreRecord,
+          /plant\.created event needs plant and no member/,
+        ],
+        ['an actor with a space', 'event', (r) => ({ ...r, actor: 'a b' }) as StoreRecord, /\/actor/],
         ['a garden name with LF', 'garden', (r) => ({ ...r, name: 'A\nB' }) as StoreRecord, /\/name/],
         [
           'a plant in a garden not in the file',
@@ -314,6 +335,32 @@ for (const { from, to } of pairs) {
       }
     });
 
+    it('imports an older file, whose events have no actor and request id: they read null', async () => {
+      const f = join(dir, `${from.name}-${to.name}-v4.ndjson`);
+      await rewriteExport(file, f, (rs) =>
+        rs
+          .filter((r) => !(r.kind === 'event' && r.type.startsWith('member.')))
+          .map((r) => {
+            if (r.kind !== 'event') return r;
+            const { actor: _a, requestId: _r, ...older } = r;
+            return older as StoreRecord;
+          }),
+      );
+      const other = await fresh(to);
+      try {
+        await loadStore(other.url, new StoreFileReader(f).records());
+        await logSettled(other.store);
+        const start = (await other.store.eventPosition(
+          exported.find((r) => r.kind === 'event')!.id as string,
+        ))!;
+        const all = [...(await other.store.readEvents({ after: start, gardens: null, limit: 100 })).events];
+        assert.ok(all.length > 3);
+        assert.ok(all.every((e) => e.actor === null && e.requestId === null));
+      } finally {
+        await other.drop();
+      }
+    });
+
     it('imports everything: the same records, answers, tokens, log positions and pending deliveries', async () => {
       const reader = new StoreFileReader(file);
       await loadStore(target.url, reader.records());
@@ -357,7 +404,31 @@ for (const { from, to } of pairs) {
           e.id,
           e.type,
           e.data,
+          e.actor,
+          e.requestId,
         ]);
+      // Who did it and the membership changes travel in the file (contract 13.1, 13.3).
+      const causes = events.map((r) => r.kind === 'event' && [r.type, r.actor, r.requestId]);
+      for (const want of [
+        ['plant.updated', filled.e, 'req-rename'],
+        ['member.added', filled.o, 'req-m1'],
+        ['member.changed', filled.o, 'req-m2'],
+        ['member.removed', filled.o, 'req-m3'],
+      ]) {
+        assert.ok(
+          causes.some((c) => JSON.stringify(c) === JSON.stringify(want)),
+          JSON.stringify(want),
+        );
+      }
+      const changedRecord = events.find((r) => r.kind === 'event' && r.type === 'member.changed');
+      assert.deepEqual(changedRecord?.kind === 'event' && changedRecord.member, {
+        user: changedRecord?.kind === 'event' && changedRecord.member?.user,
+        role: 'editor',
+        previous: 'viewer',
+      });
+      const early = (await t.eventPosition(events[0]!.id))!;
+      const before = (await s.eventPosition(events[0]!.id))!;
+      assert.deepEqual(await after(t, early), await after(s, before));
       assert.deepEqual(await after(t, tp), await after(s, (await s.eventPosition(mid))!));
 
       // Pending work is claimed in the target as in the source: the queued retry and the log's events.
@@ -386,7 +457,7 @@ for (const { from, to } of pairs) {
       const last = (await t.eventPosition(events.at(-1)!.id))!;
       const next = await t.readEvents({ after: last, gardens: null, limit: 10 });
       assert.deepEqual(
-        next.events.map((e) => e.data.id),
+        next.events.map((e) => plantOf(e.data).id),
         [made.id],
       );
       assert.ok(!events.some((e) => e.id === next.events[0]!.id), 'a new event id');

@@ -30,6 +30,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0014_deliveries_from_the_log',
           '0015_plant_search',
           '0016_search_words',
+          '0017_event_actors',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
@@ -60,6 +61,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
         '0010_endpoint_admin_credential',
         '0011_deliveries_from_the_log',
         '0012_plant_search',
+        '0013_event_actors',
       ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

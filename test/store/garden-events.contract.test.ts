@@ -9,6 +9,7 @@ import {
   type Store,
 } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { claimAll, endpoint, garden, plant, takeAll, user } from '../helpers/gardens.js';
 import { logSettled } from '../helpers/log.js';
 import { until } from '../helpers/wait.js';
@@ -136,7 +137,7 @@ for (const engine of ENGINES) {
       await until(`the quiet garden's ${mine.length} events read`, async () => {
         const r = await store.readEvents({ after: at, gardens: [quiet], limit: 3 });
         if (r.events.length === 3) assert.equal(r.position, r.events.at(-1)!.position);
-        seen.push(...r.events.map((e) => e.data.name));
+        seen.push(...r.events.map((e) => plantOf(e.data).name));
         at = r.position;
         return seen.length >= mine.length;
       });
@@ -271,7 +272,7 @@ for (const engine of ENGINES) {
       const after = await store.getEndpoint(leavers.id);
       assert.equal(after?.status, 'enabled');
       assert.equal(after?.failingSince, null);
-      assert.ok(jobs.every((j) => j.event.data.id === p.id));
+      assert.ok(jobs.every((j) => plantOf(j.event.data).id === p.id));
     });
 
     it('recover queues again only the events of gardens the owner is a member of now (admin: every one)', async () => {
@@ -347,7 +348,7 @@ for (const engine of ENGINES) {
       const [first] = (await claimAll(store, new Date(t0), 'reach-holder')).filter(
         (j) => j.endpoint.id === admins.id,
       );
-      assert.equal(first?.event.data.id, written.id);
+      assert.equal(first && plantOf(first.event.data).id, written.id);
       await store.finishDeliveries(
         [attemptOf(first!, 'reach-holder', 'retrying', new Date(t0 + 1), new Date(t0 + 2))],
         [
@@ -367,7 +368,7 @@ for (const engine of ENGINES) {
       const claimedAt = new Date(t0 + 10_000);
       const jobs = (await claimAll(store, claimedAt)).filter((j) => j.endpoint.id === admins.id);
       assert.deepEqual(
-        jobs.map((j) => j.event.data.id),
+        jobs.map((j) => plantOf(j.event.data).id),
         [mine.id],
         'the revoked token’s reach: only the owner’s event goes out',
       );
@@ -401,13 +402,13 @@ for (const engine of ENGINES) {
       // Before the expiry: every garden's events of the log.
       const early = (await claimAll(store, new Date(t0 + 5_000))).filter((j) => j.endpoint.id === admins.id);
       assert.deepEqual(
-        early.map((j) => j.event.data.id),
+        early.map((j) => plantOf(j.event.data).id),
         [before.id, ownBefore.id, afterExp.id, ownAfter.id],
       );
       // After it (the lease ran out, nothing was acknowledged): the owner's events only.
       const late = (await claimAll(store, new Date(t0 + 200_000))).filter((j) => j.endpoint.id === admins.id);
       assert.deepEqual(
-        late.map((j) => j.event.data.id),
+        late.map((j) => plantOf(j.event.data).id),
         [ownBefore.id, ownAfter.id],
       );
       assert.deepEqual(await store.listAttempts(admins.id, { limit: 10, beforeId: null }), []);
@@ -500,14 +501,14 @@ for (const engine of ENGINES) {
       });
       // perEndpoint bounds one claim; the window reaches the last event taken.
       assert.deepEqual(
-        got.jobs.map((j) => j.event.data.id),
+        got.jobs.map((j) => plantOf(j.event.data).id),
         [ps[0]!.id, ps[1]!.id],
       );
       assert.deepEqual(got.windows, { [e.id]: got.jobs[1]!.event.position });
       // Read on from the window: the third, then the window reaches as far as the claim looked.
       const next = await claim('a', now, [e.id], { windows: got.windows, perEndpoint: 2 });
       assert.deepEqual(
-        next.jobs.map((j) => j.event.data.id),
+        next.jobs.map((j) => plantOf(j.event.data).id),
         [ps[2]!.id],
       );
       assert.ok(next.windows[e.id]);
@@ -534,7 +535,7 @@ for (const engine of ENGINES) {
         return c.jobs.length > 0 && c;
       });
       assert.deepEqual(
-        b.jobs.map((j) => j.event.data.id),
+        b.jobs.map((j) => plantOf(j.event.data).id),
         [more.id],
       );
       // The holder "crashes": once its lease has run out, the other takes the whole window again
@@ -615,12 +616,12 @@ for (const engine of ENGINES) {
         return c.jobs.length > 0 && c;
       });
       assert.deepEqual(
-        l.jobs.map((j) => j.event.data.id),
+        l.jobs.map((j) => plantOf(j.event.data).id),
         [late.id],
       );
       const taken = await claim('d5', new Date(t0 + 72_000), mine, { leaseMs: 10_000 });
       assert.deepEqual(
-        taken.jobs.map((j) => j.event.data.id),
+        taken.jobs.map((j) => plantOf(j.event.data).id),
         [late.id],
       );
       await store.finishDeliveries([
@@ -650,13 +651,13 @@ for (const engine of ENGINES) {
         return c.jobs.length > 0 && c;
       });
       assert.deepEqual(
-        got.jobs.map((j) => j.event.data.id),
+        got.jobs.map((j) => plantOf(j.event.data).id),
         [next.id],
       );
       assert.equal(await store.recoverDeliveries(e.id, since, new Date()), 1);
       const queued = await claim('y', new Date(t0 + 2), mine);
       assert.deepEqual(
-        queued.jobs.map((j) => [j.id !== null, j.event.data.id]),
+        queued.jobs.map((j) => [j.id !== null, plantOf(j.event.data).id]),
         [[true, missed.id]],
       );
     });

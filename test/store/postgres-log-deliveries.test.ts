@@ -4,6 +4,7 @@ import pg from 'pg';
 import { PgStore } from '../../src/store/postgres/store.js';
 import type { Claim, DeliveryJob, FinishedAttempt, LogProgress, Store } from '../../src/store/store.js';
 import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { acknowledged, endpoint, home, plant, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
 
@@ -80,7 +81,11 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
           VALUES ('evt_old${i}', 'we_a', '${state}', ${attempts}, now(), now())`);
       }
       store = new PgStore({ url: db.url, poolSize: 4 });
-      assert.deepEqual(await store.migrate(), ['0011_deliveries_from_the_log', '0012_plant_search']);
+      assert.deepEqual(await store.migrate(), [
+        '0011_deliveries_from_the_log',
+        '0012_plant_search',
+        '0013_event_actors',
+      ]);
       const { rows } = await c.query<{ state: string }>('SELECT state FROM deliveries ORDER BY id');
       assert.deepEqual(
         rows.map((r) => r.state),
@@ -104,7 +109,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       );
       // Anything still to come would come now.
       sent.push(...(await a.round()), ...(await b.round()));
-      assert.deepEqual(sent.map((j) => j.event.data.name).sort(), want);
+      assert.deepEqual(sent.map((j) => plantOf(j.event.data).name).sort(), want);
       assert.ok(sent.every((j) => j.endpoint.id === 'we_a'));
       assert.deepEqual(
         sent
@@ -220,7 +225,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       // after it: the lease stays, so nobody else takes what the claim handed out.
       const second = await claiming;
       assert.deepEqual(
-        second.jobs.map((j) => j.event.data.name),
+        second.jobs.map((j) => plantOf(j.event.data).name),
         ['p2', 'p3'],
       );
       await store.finishDeliveries(
@@ -234,7 +239,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       );
       const third = await q('b');
       assert.deepEqual(
-        third.jobs.map((j) => j.event.data.name),
+        third.jobs.map((j) => plantOf(j.event.data).name),
         ['p4', 'p5'],
         'once a’s window ended, b goes on after it',
       );

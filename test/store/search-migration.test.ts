@@ -63,7 +63,11 @@ describe('search migration: plants stored before it are found', () => {
       sqliteWithPlants(path, 14).close();
       const store = new SqliteStore({ path, durability: 'full' });
       try {
-        assert.deepEqual(await store.migrate(), ['0015_plant_search', '0016_search_words']);
+        assert.deepEqual(await store.migrate(), [
+          '0015_plant_search',
+          '0016_search_words',
+          '0017_event_actors',
+        ]);
         await checks(store);
       } finally {
         await store.close();
@@ -82,7 +86,7 @@ describe('search migration: plants stored before it are found', () => {
       old.close();
       const store = new SqliteStore({ path, durability: 'full' });
       try {
-        assert.deepEqual(await store.migrate(), ['0016_search_words']);
+        assert.deepEqual(await store.migrate(), ['0016_search_words', '0017_event_actors']);
         await checks(store);
       } finally {
         await store.close();
@@ -112,7 +116,7 @@ describe('search migration: plants stored before it are found', () => {
         ]);
       }
       store = new PgStore({ url: db.url, poolSize: 2 });
-      assert.deepEqual(await store.migrate(), ['0012_plant_search']);
+      assert.deepEqual(await store.migrate(), ['0012_plant_search', '0013_event_actors']);
       await checks(store);
     } finally {
       await store?.close();

@@ -11,6 +11,7 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { sqliteAtVersion } from '../helpers/engines.js';
+import { plantOf } from '../helpers/events.js';
 import { acknowledged, claimAll, endpoint, garden, plant, user } from '../helpers/gardens.js';
 import { until } from '../helpers/wait.js';
 
@@ -52,6 +53,7 @@ describe('SQLite store specifics', () => {
       { version: 14, name: '0014_deliveries_from_the_log' },
       { version: 15, name: '0015_plant_search' },
       { version: 16, name: '0016_search_words' },
+      { version: 17, name: '0017_event_actors' },
     ]);
     db.close();
   });
@@ -179,7 +181,7 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(
       (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events.map((e) => [
         e.type,
-        e.data.name,
+        plantOf(e.data).name,
       ]),
       [
         ['plant.created', 'five'],
@@ -499,6 +501,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -520,7 +523,7 @@ describe('SQLite store specifics', () => {
       skipEndpoints: [],
     });
     assert.deepEqual(
-      jobs.map((j) => [j.event.id, j.event.data.name]),
+      jobs.map((j) => [j.event.id, plantOf(j.event.data).name]),
       [['evt_old2', 'Fern']],
     );
     await store.createPlant({ id: null, owner: 'o', garden: homeO, name: 'New', tag: null }, undefined, {
@@ -547,7 +550,7 @@ describe('SQLite store specifics', () => {
       ['4'],
     );
     assert.equal(
-      (await store.readEvents({ after: '0', gardens: [homeO], limit: 10 })).events[0]!.data.name,
+      plantOf((await store.readEvents({ after: '0', gardens: [homeO], limit: 10 })).events[0]!.data).name,
       'Newer',
     );
     // An hour on, every lease has run out: what is left to claim is the newest event, from the log.
@@ -560,7 +563,7 @@ describe('SQLite store specifics', () => {
       skipEndpoints: [],
     });
     assert.deepEqual(
-      later.map((j) => j.event.data.name),
+      later.map((j) => plantOf(j.event.data).name),
       ['Newer'],
       'the purged events’ deliveries went with them',
     );
@@ -626,6 +629,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
@@ -639,7 +643,7 @@ describe('SQLite store specifics', () => {
         perEndpoint: 1,
         skipEndpoints: [],
       });
-      sent.push(...claim.jobs.map((j) => j.event.data.name));
+      sent.push(...claim.jobs.map((j) => plantOf(j.event.data).name));
       await store.finishDeliveries(
         claim.jobs.map((j) => acknowledged(j, 'd', new Date())),
         Object.entries(claim.windows).map(([endpointId, position]) => ({
@@ -662,7 +666,7 @@ describe('SQLite store specifics', () => {
         perEndpoint: 10,
         skipEndpoints: [],
       });
-      sent.push(...claim.jobs.map((j) => j.event.data.name));
+      sent.push(...claim.jobs.map((j) => plantOf(j.event.data).name));
       await store.finishDeliveries(
         [],
         Object.entries(claim.windows).map(([endpointId, position]) => ({
@@ -709,6 +713,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -744,6 +749,7 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(
       endpoints.map((e) => [e.id, e.events]),
       [
+        // Migration 6 gave it plant.updated; migration 17 leaves endpoints' types as they were.
         ['we_all', ['plant.created', 'plant.updated', 'plant.deleted']],
         ['we_del', ['plant.deleted']],
       ],
@@ -774,6 +780,7 @@ describe('SQLite store specifics', () => {
       '0014_deliveries_from_the_log',
       '0015_plant_search',
       '0016_search_words',
+      '0017_event_actors',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

@@ -8,7 +8,10 @@ import { Table } from '../table.js';
 import { Name, Quoted, View, when } from '../ui.js';
 
 const KEEP = 200;
-const VERBS: Record<PlantEvent['type'], string> = {
+// This view shows plants' changes; a garden's membership changes (member.*) are left out of it.
+type PlantChange = Extract<PlantEvent, { type: `plant.${string}` }>;
+const isPlantChange = (e: PlantEvent): e is PlantChange => e.type.startsWith('plant.');
+const VERBS: Record<PlantChange['type'], string> = {
   'plant.created': 'created',
   'plant.updated': 'changed',
   'plant.deleted': 'deleted',
@@ -29,7 +32,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
  */
 export function LiveView() {
   const { store, fail } = useApi();
-  const [events, setEvents] = useState<PlantEvent[]>([]);
+  const [events, setEvents] = useState<PlantChange[]>([]);
   const [state, setState] = useState('Connecting…');
   const [announce, setAnnounce] = useState<ComponentChildren>('');
   const [error, setError] = useState<string | null>(null);
@@ -71,6 +74,7 @@ export function LiveView() {
           })) {
             failures = 0;
             last = e.id;
+            if (!isPlantChange(e)) continue;
             setEvents((list) => [e, ...list].slice(0, KEEP));
             setAnnounce(
               <>

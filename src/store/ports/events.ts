@@ -1,3 +1,4 @@
+import type { Role } from '../../access/policy.js';
 import type { Change } from './change.js';
 
 // The event log, webhook endpoints and their deliveries.
@@ -8,15 +9,38 @@ export const NOT_SENT_MEMBER = "not sent: the endpoint's owner is no longer a me
 export const NOT_SENT_ADMIN =
   "not sent: the credential that gave this endpoint every user's events is no longer valid, and its owner is not a member of garden ";
 
-export type EventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
+export type PlantEventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
+/** A garden's membership changes (contract 13.3): events of the garden, as a plant's are. */
+export type MemberEventType = 'member.added' | 'member.changed' | 'member.removed';
+export type EventType = PlantEventType | MemberEventType;
 
-export const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.updated', 'plant.deleted'];
+export const EVENT_TYPES: readonly EventType[] = [
+  'plant.created',
+  'plant.updated',
+  'plant.deleted',
+  'member.added',
+  'member.changed',
+  'member.removed',
+];
+
+export const isMemberEvent = (t: EventType): t is MemberEventType => t.startsWith('member.');
+
+/**
+ * Who caused an event (contract 13.1): `actor` the user name of the caller whose request made the
+ * change, `requestId` that request's X-Request-Id as the service answered it; null for the
+ * service's own changes (and for events written before version 5).
+ */
+export interface EventCause {
+  actor: string | null;
+  requestId: string | null;
+}
 
 /**
  * An event the service decided a change makes; the store writes it in the change's own
  * transaction and gives it its id (`evt_…`, unique; each engine makes them its cheapest way).
+ * Without a cause, actor and requestId are null.
  */
-export interface NewEvent {
+export interface NewEvent extends Partial<EventCause> {
   at: Date;
 }
 
@@ -39,14 +63,25 @@ export interface EventData {
   previous?: EventPrevious;
 }
 
-export interface EventRecord {
+/**
+ * A membership change's data: the garden, the member, its role (on member.removed: the role it
+ * had), and on member.changed the role it had before.
+ */
+export interface MemberEventData {
+  garden: string;
+  user: string;
+  role: Role;
+  previous?: Role;
+}
+
+export interface EventRecord extends EventCause {
   id: string;
   type: EventType;
-  /** Who made the plant. */
+  /** Who made the plant (a membership change: the member). */
   owner: string;
   /** The plant's garden: its members may see the event (besides plants:admin). */
   garden: string;
-  data: EventData;
+  data: EventData | MemberEventData;
   createdAt: Date;
   /** Opaque, engine-ordered place in the log; readEvents({after}) gives what follows it. */
   position: string;

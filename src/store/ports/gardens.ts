@@ -1,5 +1,6 @@
 import type { Actor, GardenRefusal, Role } from '../../access/policy.js';
 import type { Change } from './change.js';
+import type { NewEvent } from './events.js';
 
 // Gardens and their members.
 
@@ -62,10 +63,22 @@ export interface GardenPort {
   /**
    * Adds `user` to a garden the actor owns, or changes its role: atomic with the checks (limits,
    * the last owner, a home garden's own user), whatever else races it. `created`: it was added.
+   * With `event`, a member.added or member.changed event (none when the role is the one it had),
+   * in the same transaction.
    */
-  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut>;
-  /** Removes `user` from the garden: by an owner, or by the user itself (leaving); never the last owner. */
-  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>>;
+  putMember(
+    id: string,
+    actor: Actor,
+    user: string,
+    role: Role,
+    at: Date,
+    event?: NewEvent,
+  ): Promise<MemberPut>;
+  /**
+   * Removes `user` from the garden: by an owner, or by the user itself (leaving); never the last
+   * owner. With `event`, a member.removed event (the role it had), in the same transaction.
+   */
+  removeMember(id: string, actor: Actor, user: string, event?: NewEvent): Promise<GardenChange<true>>;
   /**
    * The members of each of these gardens, in one statement, as committed when it runs (a garden
    * with no member, or none any more, is left out). The live stream asks it once per batch of events.

@@ -2,9 +2,15 @@ import pg from 'pg';
 import type { StoreRecord } from '../../schemas/store-file.js';
 import { indexedWords } from '../../search-text.js';
 import { DATA_TABLES, type LoadTarget, RecordRefused, StoreNotEmpty } from '../dump.js';
-import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
+import {
+  eventLine,
+  lineData,
+  TABLES_AFTER_WEBHOOKS,
+  TABLES_BEFORE_EVENTS,
+  webhookRecord,
+} from '../dump-rows.js';
 import { maskOf } from '../event-mask.js';
-import type { EventData } from '../store.js';
+import type { EventData, EventType, MemberEventData } from '../store.js';
 import { types } from './store.js';
 
 // Export and import of a PostgreSQL store (contract section 12; the file: src/ops/store-file.ts).
@@ -55,23 +61,27 @@ export async function* dumpPostgres(url: string): AsyncGenerator<StoreRecord> {
     // Log order is (xid, seq), compared as xid8: never as the text of the xid.
     for await (const r of pages<{
       id: string;
-      type: 'plant.created' | 'plant.updated' | 'plant.deleted';
+      type: EventType;
       owner: string;
       garden: string;
       data: string;
       created_at: Date;
-    }>(c, 'SELECT id, type, owner, garden, data, created_at FROM events ORDER BY xid, seq')) {
-      const d = JSON.parse(r.data) as EventData;
-      yield {
-        kind: 'event',
+      actor: string | null;
+      request_id: string | null;
+    }>(
+      c,
+      'SELECT id, type, owner, garden, data, created_at, actor, request_id FROM events ORDER BY xid, seq',
+    )) {
+      yield eventLine({
         id: r.id,
         type: r.type,
         owner: r.owner,
         garden: r.garden,
-        plant: { id: d.id, name: d.name, tag: d.tag ?? null },
-        previous: d.previous ?? null,
+        data: JSON.parse(r.data) as EventData | MemberEventData,
         createdAt: iso(r.created_at),
-      };
+        actor: r.actor,
+        requestId: r.request_id,
+      });
     }
     for await (const r of pages<Record<string, unknown> & { after: string | null }>(
       c,
@@ -142,9 +152,10 @@ const INSERTS = {
   },
   // The import's own transaction is every event's xid: their order is their seq, as in the file.
   event: {
-    sql: `INSERT INTO events (seq, id, type, owner, garden, data, created_at)
-      SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])`,
-    n: 7,
+    sql: `INSERT INTO events (seq, id, type, owner, garden, data, created_at, actor, request_id)
+      SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
+        $8::text[], $9::text[])`,
+    n: 9,
   },
   webhook: {
     sql: `INSERT INTO webhook_endpoints (id, owner, admin, admin_token, admin_until, url, events, description, secret,
@@ -199,13 +210,10 @@ function row(r: StoreRecord, seq: number): unknown[] {
         r.seq,
       ];
     case 'event': {
-      const p = r.plant;
-      const data: EventData =
-        p.tag === null
-          ? { id: p.id, name: p.name, garden: r.garden }
-          : { id: p.id, name: p.name, tag: p.tag, garden: r.garden };
-      if (r.previous !== null) data.previous = r.previous;
-      return [seq, r.id, r.type, r.owner, r.garden, JSON.stringify(data), r.createdAt];
+      const data = lineData(r);
+      if (data === null) throw new RecordRefused(`event ${r.id} has not what a ${r.type} event needs`);
+      const cause = [r.actor ?? null, r.requestId ?? null];
+      return [seq, r.id, r.type, r.owner, r.garden, JSON.stringify(data), r.createdAt, ...cause];
     }
     case 'webhook':
       return [

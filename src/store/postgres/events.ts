@@ -6,6 +6,8 @@ import {
   type EventData,
   type EventRecord,
   type EventType,
+  type MemberEventData,
+  type NewEvent,
   NOT_SENT_ADMIN,
   NOT_SENT_MEMBER,
 } from '../store.js';
@@ -40,12 +42,31 @@ const MAY_SEE = (reach: string, owner: string, ev: string, since = false) =>
     since ? ` AND m.added_at <= ${ev}.created_at` : ''
   }))`;
 
-// Writes an event (type T, at $AT) for the rows of CTE `p` (those `where` keeps), in one statement.
-// Nothing per endpoint: each endpoint's dispatcher reads the log from its own position (claim).
-export const eventFor = (type: EventType, at: string, data = DATA, where = '') => `
-  e AS (INSERT INTO events (id, type, owner, garden, data, created_at)
-        SELECT ${NEW_ID(at)}, '${type}', p.owner, p.garden, ${data}, ${at} FROM p ${where}
+// Writes an event (type T, at $AT, caused by the actor and request id the SQL expressions `cause`
+// give) for the rows of CTE `p` (those `where` keeps), in one statement. Nothing per endpoint: each
+// endpoint's dispatcher reads the log from its own position (claim).
+export const eventFor = (
+  type: EventType,
+  at: string,
+  cause: [actor: string, requestId: string],
+  data = DATA,
+  where = '',
+) => `
+  e AS (INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
+        SELECT ${NEW_ID(at)}, '${type}', p.owner, p.garden, ${data}, ${at}, ${cause[0]}::text, ${cause[1]}::text
+        FROM p ${where}
         RETURNING 1)`;
+
+/** An event's actor and request id, as statement parameters (null: none). */
+export const causeOf = (event: NewEvent | undefined): [string | null, string | null] => [
+  event?.actor ?? null,
+  event?.requestId ?? null,
+];
+
+// One event from parameters: type $1, owner $2, garden $3, data $4 (JSON text), at $5, actor $6,
+// request id $7 (a membership change's, written in its transaction: gardens.ts).
+export const RECORD_EVENT = `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
+  VALUES (${NEW_ID('$5')}, $1, $2, $3, $4, $5, $6, $7)`;
 
 // Endpoints per owner are counted under an advisory lock on the owner (there is no users row to
 // lock); a key space of its own, apart from the gardens' user lock (gardens.ts).
@@ -72,7 +93,7 @@ const ENDPOINT_COLS = [
   'failing_since',
 ] as const;
 const EVENT_COLS = (t = 'events') =>
-  `${t}.xid::text AS xid, ${t}.seq, ${t}.id, ${t}.type, ${t}.owner, ${t}.garden, ${t}.data, ${t}.created_at`;
+  `${t}.xid::text AS xid, ${t}.seq, ${t}.id, ${t}.type, ${t}.owner, ${t}.garden, ${t}.data, ${t}.created_at, ${t}.actor, ${t}.request_id`;
 // An event type column's bit in endpoint masks, as event-mask.ts gives it.
 const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
@@ -229,12 +250,12 @@ export const EVENT_QUERIES = {
       SELECT 'l', NULL, 0, t.endpoint_id, NULL, NULL, ev.xid, ${EVENT_COLS('ev')}
         FROM took t JOIN upd u ON u.id = t.endpoint_id AND u.act = 'lease' JOIN events ev ON ev.id = t.event_id
       UNION ALL
-      SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
         FROM upd u WHERE u.act = 'lease'
       UNION ALL
       -- A window of the caller's whose lease its own record just ended (or another took after it ran
       -- out): answered as it was, with nothing more taken from it.
-      SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
         FROM ends e WHERE e.windowed AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.id = e.id)) r
     LEFT JOIN webhook_endpoints ep ON ep.id = r.endpoint_id AND r.kind <> 'w'
     ORDER BY r.kind DESC, r.x, r.seq`,
@@ -326,7 +347,8 @@ export const EVENT_QUERIES = {
   // plant list page is.
   eventsOf: `SELECT h.xmin::text AS head, e.* FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) h
     LEFT JOIN LATERAL (
-      SELECT e.xid AS x, e.xid::text AS xid, e.seq, e.id, e.type, e.owner, e.garden, e.data, e.created_at
+      SELECT e.xid AS x, e.xid::text AS xid, e.seq, e.id, e.type, e.owner, e.garden, e.data, e.created_at,
+        e.actor, e.request_id
       FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
         SELECT * FROM events
         WHERE garden = g.id AND (xid, seq) > ($1::xid8, $2::bigint) AND xid < h.xmin
@@ -348,6 +370,8 @@ export interface EventRow {
   garden: string;
   data: string;
   created_at: Date;
+  actor: string | null;
+  request_id: string | null;
 }
 /** A row of the claim: a queued delivery (q), an event from the log (l), or a window (w). */
 export type ClaimRow = EventRow & { [K in keyof EndpointRow as `w_${K}`]: EndpointRow[K] } & {
@@ -400,7 +424,7 @@ export function parsePosition(p: string): [string, string] {
 }
 
 export function toEvent(r: EventRow): EventRecord {
-  const data = JSON.parse(r.data) as EventData;
+  const data = JSON.parse(r.data) as EventData | MemberEventData;
   // Events written before gardens (migration 5 put them in their owner's home garden) carry their
   // garden in the column only.
   if (data.garden === undefined) data.garden = r.garden;
@@ -412,6 +436,8 @@ export function toEvent(r: EventRow): EventRecord {
     data,
     createdAt: r.created_at,
     position: position(r.xid, r.seq),
+    actor: r.actor,
+    requestId: r.request_id,
   };
 }
 

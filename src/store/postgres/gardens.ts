@@ -9,6 +9,7 @@ import {
   mayRename,
   roleOf,
 } from '../../access/policy.js';
+import { memberChange } from '../member-changes.js';
 import {
   type Actor,
   type GardenChange,
@@ -16,11 +17,13 @@ import {
   type MemberPut,
   type MemberRecord,
   type Membership,
+  type NewEvent,
   type NewGarden,
   type Role,
   refused,
 } from '../store.js';
 import type { PgDb } from './db.js';
+import { causeOf, RECORD_EVENT } from './events.js';
 
 // Gardens and their members on PostgreSQL (contract 3.2; mirrors sqlite/gardens.ts): each
 // write reads the facts the access policy's garden rules need, under its locks, and lets the policy
@@ -40,6 +43,7 @@ const USER_LOCK = 727_003;
 const GARDEN_COLS = 'g.id, g.name, g.home_user, g.created_at';
 
 export const GARDEN_QUERIES = {
+  recordMemberEvent: RECORD_EVENT,
   homeOf: `SELECT ${GARDEN_COLS} FROM gardens g WHERE g.home_user = $1`,
   // The garden and its owner membership in one statement; a racing instance's insert wins quietly.
   makeHome: `WITH g AS (INSERT INTO gardens (id, name, home_user, created_at, created_by) VALUES ($1, $2, $3, $4, $3)
@@ -210,7 +214,14 @@ export class PgGardens {
   }
 
   /** Adds a member or changes its role, with the limits, the last owner and a home garden's user checked. */
-  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut> {
+  putMember(
+    id: string,
+    actor: Actor,
+    user: string,
+    role: Role,
+    at: Date,
+    event?: NewEvent,
+  ): Promise<MemberPut> {
     return this.db.tx(async (c) => {
       const g = await this.locked(c, id, actor, { user });
       const was = await this.memberState(c, id, user);
@@ -221,6 +232,7 @@ export class PgGardens {
         userGardens: was.user_gardens,
       });
       if (refusal !== null) return refused(refusal);
+      if (event) await this.record(c, event, id, user, was.role, role);
       if (was.role === null) {
         await this.db.q('insertMember', [id, user, role, at], c);
         return { ok: { member: { user, role, addedAt: at }, created: true } };
@@ -231,15 +243,31 @@ export class PgGardens {
   }
 
   /** Removes a member, by an owner or by the member itself (leaving); never the last owner or a home garden's user. */
-  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>> {
+  removeMember(id: string, actor: Actor, user: string, event?: NewEvent): Promise<GardenChange<true>> {
     return this.db.tx(async (c) => {
       const g = await this.locked(c, id, actor, 'lockGarden');
       const was = await this.memberState(c, id, user);
       const refusal = mayRemoveMember(g, actor, user, { was: was.role, owners: was.owners });
       if (refusal !== null) return refused(refusal);
       await this.db.q('deleteMember', [id, user], c);
+      if (event) await this.record(c, event, id, user, was.role, null);
       return { ok: true as const };
     });
+  }
+
+  // A membership change's event, if it changes a role (memberChange), in the change's transaction.
+  private async record(
+    c: pg.PoolClient,
+    event: NewEvent,
+    garden: string,
+    user: string,
+    was: Role | null,
+    now: Role | null,
+  ): Promise<void> {
+    const change = memberChange(garden, user, was, now);
+    if (change === null) return;
+    const data = JSON.stringify(change.data);
+    await this.db.q('recordMemberEvent', [change.type, user, garden, data, event.at, ...causeOf(event)], c);
   }
 
   private async memberState(c: pg.PoolClient, id: string, user: string) {

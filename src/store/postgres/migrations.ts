@@ -366,4 +366,17 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
     fill: fillSearch,
     after: 'CREATE INDEX plants_search ON plants USING gin (search);',
   },
+  {
+    version: 13,
+    name: '0013_event_actors',
+    // Who did it (contract 13.1): each event keeps the user name of the caller whose request made it
+    // and that request's id; events written before have neither (null: adding a nullable column
+    // rewrites nothing). Membership changes are events too (13.3; their data is JSON as a plant
+    // event's is). Endpoints made before keep the types they have (nothing of version 4 changes
+    // for a client that does not ask for the new): only endpoints made from now on without a list
+    // of types receive membership events.
+    sql: `
+      ALTER TABLE events ADD COLUMN actor text, ADD COLUMN request_id text;
+    `,
+  },
 ];

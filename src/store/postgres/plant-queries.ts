@@ -90,22 +90,24 @@ const MARK_COLS = (
 
 export const PLANT_QUERIES = {
   // Creates with server-assigned ids ($1[i] … $6[i]: owner, garden, name, tag, the event's time or
-  // null for none, made by admin), each row of the answer tagged with its ordinal n; only a plant
+  // null for none, made by admin; $7[i] the name's words, $8[i] and $9[i] the event's actor and
+  // request id), each row of the answer tagged with its ordinal n; only a plant
   // whose creator may write in its garden takes an id. `i` is evaluated once (it calls nextval), so
   // each plant's id is the one its row is matched back by; a plant whose id was taken meanwhile is
   // not in p.
   createPlants: `WITH u AS (
-      SELECT u.n, u.owner, u.garden, u.name, u.tag, u.at, u.admin, u.words, a.found, a.role
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[], $7::text[])
-        WITH ORDINALITY AS u(owner, garden, name, tag, at, admin, words, n)
+      SELECT u.n, u.owner, u.garden, u.name, u.tag, u.at, u.admin, u.words, u.actor, u.request_id, a.found, a.role
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[], $7::text[],
+          $8::text[], $9::text[])
+        WITH ORDINALITY AS u(owner, garden, name, tag, at, admin, words, actor, request_id, n)
       CROSS JOIN LATERAL (${ACCESS('u.garden', 'u.owner')}) a),
-    i AS (SELECT nextval('plants_id_seq') AS id, owner, garden, name, tag, at, words, n FROM u
+    i AS (SELECT nextval('plants_id_seq') AS id, owner, garden, name, tag, at, words, actor, request_id, n FROM u
       WHERE found AND (admin OR ${WRITES('role')})),
     ins AS (INSERT INTO plants (id, owner, garden, name, tag, search)
       SELECT id, owner, garden, name, tag, ${WORDS('words')} FROM i
       ON CONFLICT (id) DO NOTHING RETURNING id, version),
     p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)),
-    ${eventFor('plant.created', 'p.at', DATA, 'WHERE p.at IS NOT NULL')}
+    ${eventFor('plant.created', 'p.at', ['p.actor', 'p.request_id'], DATA, 'WHERE p.at IS NOT NULL')}
     SELECT u.n, p.id, p.version, u.found, u.role FROM u LEFT JOIN p USING (n)`,
   // A client-chosen id's plant ($1 … $5: id, owner, garden, name, tag; $6 by admin), if its
   // creator may write in its garden: whether it may, and the plant written (none: the id exists).
@@ -118,7 +120,7 @@ export const PLANT_QUERIES = {
     WHERE EXISTS (SELECT 1 FROM plants p WHERE p.id = u.id) ORDER BY u.n LIMIT 1`,
   raiseSequence: `SELECT setval('plants_id_seq', GREATEST($1::bigint, (SELECT last_value FROM plants_id_seq)))`,
   recordCreated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden, $4::text AS name,
-      $5::text AS tag), ${eventFor('plant.created', '$6')} SELECT 1`,
+      $5::text AS tag), ${eventFor('plant.created', '$6', ['$7', '$8'])} SELECT 1`,
   // A change: the row locked, so that its check and its write are one step against any other
   // writer, with the actor's role in its garden.
   plantForUpdate: `SELECT p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role FROM plants p
@@ -131,7 +133,7 @@ export const PLANT_QUERIES = {
   batchAccess: `SELECT g.id AS garden, a.found, a.role FROM unnest($1::text[]) AS g(id)
     CROSS JOIN LATERAL (${ACCESS('g.id', '$2::text')}) a`,
   // A batch's plants ($1[i] … $6[i]: id or null for the next, owner, garden, name, tag, words), with
-  // their events at $7 (null: none), in the batch's transaction, its garden checks done and the
+  // their events at $7 (null: none; caused by actor $8 and request id $9), in the batch's transaction, its garden checks done and the
   // sequence raised past the ids given (no id taken twice in the statement, so each inserted row
   // joins back to one row of i): each row of the answer is a plant by its ordinal n, with its
   // version when it was written (none: its id exists).
@@ -144,19 +146,21 @@ export const PLANT_QUERIES = {
       SELECT id, owner, garden, name, tag, ${WORDS('words')} FROM i
       ON CONFLICT (id) DO NOTHING RETURNING id, version),
     p AS (SELECT i.*, ins.version FROM i JOIN ins USING (id)),
-    ${eventFor('plant.created', 'p.at', DATA, 'WHERE p.at IS NOT NULL')}
+    ${eventFor('plant.created', 'p.at', ['$8', '$9'], DATA, 'WHERE p.at IS NOT NULL')}
     SELECT i.n, i.id, p.version FROM i LEFT JOIN p USING (n) ORDER BY i.n`,
-  // A change's event: the plant row and the event's data (the plant after it, with previous) as parameters.
+  // A change's event: the plant row and the event's data (the plant after it, with previous) as
+  // parameters; $6 and $7 its actor and request id.
   recordUpdated: `WITH p AS (SELECT $1::bigint AS id, $2::text AS owner, $3::text AS garden),
-    ${eventFor('plant.updated', '$5', '$4::text')} SELECT 1`,
+    ${eventFor('plant.updated', '$5', ['$6', '$7'], '$4::text')} SELECT 1`,
   // A delete in one statement, by an actor ($2; null: admin) that may write in the plant's garden,
-  // in one of the versions $3 (null: any), with its event at $4 (null: none). When it deletes
+  // in one of the versions $3 (null: any), with its event at $4 (null: none; caused by actor $5 and
+  // request id $6). When it deletes
   // nothing, the store reads why.
   deletePlant: `WITH p AS (DELETE FROM plants x WHERE x.id = $1 AND ($3::bigint[] IS NULL OR x.version = ANY($3))
       AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM garden_members m
         WHERE m.garden_id = x.garden AND m.user_id = $2 AND ${WRITES('m.role')}))
       RETURNING x.id, x.owner, x.garden, x.name, x.tag),
-    ${eventFor('plant.deleted', '$4::timestamptz', DATA, 'WHERE $4::timestamptz IS NOT NULL')}
+    ${eventFor('plant.deleted', '$4::timestamptz', ['$5', '$6'], DATA, 'WHERE $4::timestamptz IS NOT NULL')}
     SELECT id FROM p`,
   getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
   // A plant and a user's role in its garden (no user: no role), by primary keys.

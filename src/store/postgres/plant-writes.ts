@@ -19,6 +19,7 @@ import {
 } from '../store.js';
 import { CallBatch } from './call-batch.js';
 import type { PgDb } from './db.js';
+import { causeOf } from './events.js';
 import type { PLANT_QUERIES } from './plant-queries.js';
 import { IN_FLIGHT, type PlantRow, toPlant } from './plant-reads.js';
 
@@ -134,7 +135,7 @@ export class PgPlantWrites {
     if (event) {
       await this.db.q(
         'recordCreated',
-        [made.id, plant.owner, plant.garden, plant.name, plant.tag, event.at],
+        [made.id, plant.owner, plant.garden, plant.name, plant.tag, event.at, ...causeOf(event)],
         c,
       );
     }
@@ -191,6 +192,7 @@ export class PgPlantWrites {
               plants.map((p) => p.tag),
               plants.map((p) => indexedWords(p.name)),
               event?.at ?? null,
+              ...causeOf(event),
             ],
             c,
           );
@@ -256,7 +258,7 @@ export class PgPlantWrites {
         now = { ...was, name, tag, version: r.rows[0]!.version };
         if (event) {
           const data = JSON.stringify(eventData(id, name, tag, was.garden, previous));
-          await this.db.q('recordUpdated', [id, was.owner, was.garden, data, event.at], c);
+          await this.db.q('recordUpdated', [id, was.owner, was.garden, data, event.at, ...causeOf(event)], c);
         }
       }
       if (idem) {
@@ -279,6 +281,8 @@ export class PgPlantWrites {
         cs.map((x) => x.event?.at ?? null),
         cs.map((x) => x.plant.admin === true),
         cs.map((x) => indexedWords(x.plant.name)),
+        cs.map((x) => x.event?.actor ?? null),
+        cs.map((x) => x.event?.requestId ?? null),
       ],
       c,
     );
@@ -329,7 +333,7 @@ export class PgPlantWrites {
     // An id the bigint parameter would refuse is no plant.
     if (!Number.isSafeInteger(id)) return refused('missing');
     const versions = ifVersions ?? null;
-    const r = await this.db.q('deletePlant', [id, actor, versions, event?.at ?? null]);
+    const r = await this.db.q('deletePlant', [id, actor, versions, event?.at ?? null, ...causeOf(event)]);
     if ((r.rowCount ?? 0) > 0) return { ok: true };
     if (actor === null && versions === null) return refused('missing');
     // Not deleted: why, as things stand now (missing before forbidden before mismatch).

@@ -518,12 +518,12 @@ export class PgStore implements Store {
     return this.gardens.listMembers(id);
   }
 
-  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut> {
-    return this.gardens.putMember(id, actor, user, role, at);
+  putMember(...a: Parameters<Store['putMember']>): Promise<MemberPut> {
+    return this.told(this.gardens.putMember(...a), a[5]);
   }
 
-  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>> {
-    return this.gardens.removeMember(id, actor, user);
+  removeMember(...a: Parameters<Store['removeMember']>): Promise<GardenChange<true>> {
+    return this.told(this.gardens.removeMember(...a), a[3]);
   }
 
   async insertEndpoint(e: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>> {

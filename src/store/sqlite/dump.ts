@@ -8,8 +8,15 @@ import {
   recordName,
   StoreNotEmpty,
 } from '../dump.js';
-import { TABLES_AFTER_WEBHOOKS, TABLES_BEFORE_EVENTS, webhookRecord } from '../dump-rows.js';
+import {
+  eventLine,
+  lineData,
+  TABLES_AFTER_WEBHOOKS,
+  TABLES_BEFORE_EVENTS,
+  webhookRecord,
+} from '../dump-rows.js';
 import { maskOf, typeBit, typeOfBit } from '../event-mask.js';
+import { eventColumns, rowData } from './events.js';
 import { LAST_PLANT_ID } from './plant-writes.js';
 import { fillSearch, fillWords } from './search.js';
 import { openConnection } from './writes.js';
@@ -47,19 +54,22 @@ export async function* dumpSqlite(path: string): AsyncGenerator<StoreRecord> {
       previous: string | null;
       created_at: number;
       legacy_id: string | null;
+      actor: string | null;
+      request_id: string | null;
     }>(
-      'SELECT seq, type, owner, garden, plant_id, name, tag, previous, created_at, legacy_id FROM events WHERE type != 0 ORDER BY seq',
+      'SELECT seq, type, owner, garden, plant_id, name, tag, previous, created_at, legacy_id, actor, request_id FROM events WHERE type != 0 ORDER BY seq',
     )) {
-      yield {
-        kind: 'event',
+      const type = typeOfBit(r.type)!;
+      yield eventLine({
         id: eventId(r.legacy_id, r.seq),
-        type: typeOfBit(r.type)!,
+        type,
         owner: r.owner,
         garden: r.garden,
-        plant: { id: r.plant_id, name: r.name, tag: r.tag },
-        previous: r.previous === null ? null : JSON.parse(r.previous),
+        data: rowData(r, type),
         createdAt: iso(r.created_at),
-      };
+        actor: r.actor,
+        requestId: r.request_id,
+      });
     }
     for (const r of rows<Record<string, unknown> & { after_seq: number | null; after_legacy: string | null }>(
       `SELECT w.*, a.seq AS after_seq, a.legacy_id AS after_legacy FROM webhook_endpoints w
@@ -154,8 +164,8 @@ function sqliteLoader(db: Database.Database): Loader {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     event: db.prepare(
-      `INSERT INTO events (seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO events (seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden, actor, request_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     webhook: db.prepare(
       `INSERT INTO webhook_endpoints (id, owner, admin, admin_token, admin_until, url, events, description, secret,
@@ -206,20 +216,26 @@ function sqliteLoader(db: Database.Database): Loader {
           r.seq,
         );
         return;
-      case 'event':
+      case 'event': {
+        const data = lineData(r);
+        if (data === null) throw new RecordRefused(`event ${r.id} has not what a ${r.type} event needs`);
+        const [plantId, name, tag, previous] = eventColumns(data);
         s.event.run(
           ++seq,
           typeBit(r.type),
           r.owner,
-          r.plant.id,
-          r.plant.name,
-          r.plant.tag,
+          plantId,
+          name,
+          tag,
           Date.parse(r.createdAt),
           r.id,
-          r.previous === null ? null : JSON.stringify(r.previous),
+          previous,
           r.garden,
+          r.actor ?? null,
+          r.requestId ?? null,
         );
         return;
+      }
       case 'webhook':
         s.webhook.run(
           r.id,

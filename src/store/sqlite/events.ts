@@ -15,9 +15,11 @@ import type {
   EventType,
   FinishedAttempt,
   LogProgress,
+  MemberEventData,
   NewEvent,
+  Role,
 } from '../store.js';
-import { MAX_ENDPOINTS_PER_USER, NOT_SENT_ADMIN, NOT_SENT_MEMBER, refused } from '../store.js';
+import { isMemberEvent, MAX_ENDPOINTS_PER_USER, NOT_SENT_ADMIN, NOT_SENT_MEMBER, refused } from '../store.js';
 
 // The log stores an event's type as its bit in endpoint masks (event-mask.ts), so that matching
 // an endpoint is one AND in SQL.
@@ -33,8 +35,11 @@ interface EventRow {
   legacy_id: string | null;
   previous: string | null;
   garden: string;
+  actor: string | null;
+  request_id: string | null;
 }
-const EVENT_COLS = 'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden';
+const EVENT_COLS =
+  'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden, actor, request_id';
 // An endpoint has admin reach at `at`: the access policy's reachHolds, in SQL (made with
 // plants:admin, and the credential that made it still valid then: its built-in token neither
 // revoked nor expired, and before its expiry).
@@ -132,8 +137,52 @@ const toAttempt = (r: AttemptRow): AttemptRecord => ({
   nextAttemptAt: date(r.next_attempt_at),
 });
 
-// An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at, previous (JSON), garden.
-type PendingEvent = [number, string, number, string, string | null, number, string | null, string];
+// An event waiting for its batch's insert: type, owner, plant id, name, tag, created_at, previous
+// (JSON), garden, actor, request id.
+type PendingEvent = [
+  number,
+  string,
+  number,
+  string,
+  string | null,
+  number,
+  string | null,
+  string,
+  string | null,
+  string | null,
+];
+
+// A member event in the log's plant columns (migration 17): the member as name, its role as tag,
+// the former role in previous; plant_id 0.
+export function eventColumns(
+  data: EventData | MemberEventData,
+): [number, string, string | null, string | null] {
+  if ('user' in data) {
+    const previous = data.previous === undefined ? null : JSON.stringify({ role: data.previous });
+    return [0, data.user, data.role, previous];
+  }
+  const previous = data.previous === undefined ? null : JSON.stringify(data.previous);
+  return [data.id, data.name, data.tag ?? null, previous];
+}
+
+// The data of a row, as eventColumns wrote it.
+export function rowData(
+  r: Pick<EventRow, 'garden' | 'plant_id' | 'name' | 'tag' | 'previous'>,
+  type: EventType,
+): EventData | MemberEventData {
+  if (isMemberEvent(type)) {
+    const data: MemberEventData = { garden: r.garden, user: r.name, role: r.tag as Role };
+    if (r.previous !== null) data.previous = (JSON.parse(r.previous) as { role: Role }).role;
+    return data;
+  }
+  return eventData(
+    r.plant_id,
+    r.name,
+    r.tag,
+    r.garden,
+    r.previous === null ? undefined : JSON.parse(r.previous),
+  );
+}
 
 /**
  * The SQL of the event log, webhook endpoints and deliveries. Every method is synchronous and
@@ -152,8 +201,9 @@ export class SqliteEvents {
     this.s = {
       // A commit batch's events in one statement: far cheaper than one insert per event.
       insertEvents: db.prepare<[string]>(
-        `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden)
-         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7
+        `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id)
+         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7,
+           value->>8, value->>9
          FROM json_each(?) ORDER BY key`,
       ),
       insertEndpoint: db.prepare(
@@ -366,7 +416,7 @@ export class SqliteEvents {
       ),
       purgeNewest: db.prepare<[number]>(
         `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL, previous = NULL,
-           garden = ''
+           garden = '', actor = NULL, request_id = NULL
          WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0`,
       ),
       // Deliveries whose event is gone (purge takes the oldest, and empties the newest).
@@ -383,17 +433,25 @@ export class SqliteEvents {
   private queued = 0;
 
   /** Records an event of the open transaction; writeEvents() writes it before the commit. */
-  record(event: NewEvent, type: EventType, owner: string, garden: string, data: EventData): void {
-    const previous = data.previous === undefined ? null : JSON.stringify(data.previous);
+  record(
+    event: NewEvent,
+    type: EventType,
+    owner: string,
+    garden: string,
+    data: EventData | MemberEventData,
+  ): void {
+    const [plantId, name, tag, previous] = eventColumns(data);
     this.pending.push([
       typeBit(type),
       owner,
-      data.id,
-      data.name,
-      data.tag ?? null,
+      plantId,
+      name,
+      tag,
       event.at.getTime(),
       previous,
       garden,
+      event.actor ?? null,
+      event.requestId ?? null,
     ]);
   }
 
@@ -427,20 +485,17 @@ export class SqliteEvents {
   }
 
   private toEvent(r: EventRow): EventRecord {
+    const type = typeOfBit(r.type)!;
     return {
       id: r.legacy_id ?? eventId(this.key, r.seq),
-      type: typeOfBit(r.type)!,
+      type,
       owner: r.owner,
       garden: r.garden,
-      data: eventData(
-        r.plant_id,
-        r.name,
-        r.tag,
-        r.garden,
-        r.previous === null ? undefined : JSON.parse(r.previous),
-      ),
+      data: rowData(r, type),
       createdAt: new Date(r.created_at),
       position: String(r.seq),
+      actor: r.actor,
+      requestId: r.request_id,
     };
   }
 

@@ -10,15 +10,18 @@ import {
   mayRename,
   roleOf,
 } from '../../access/policy.js';
+import { memberChange } from '../member-changes.js';
 import {
   type Actor,
   type GardenChange,
   type GardenRecord,
   type MemberPut,
+  type NewEvent,
   type NewGarden,
   type Role,
   refused,
 } from '../store.js';
+import type { SqliteEvents } from './events.js';
 
 export interface GardenRow {
   id: string;
@@ -43,7 +46,11 @@ export const toGarden = (r: GardenRow): GardenRecord => ({
 export class SqliteGardenWrites {
   private readonly s;
 
-  constructor(db: Database.Database) {
+  constructor(
+    db: Database.Database,
+    /** The writer's event log, which records a membership change's event in the same transaction. */
+    private readonly events: () => SqliteEvents,
+  ) {
     this.s = {
       garden: db.prepare<[string], GardenRow>('SELECT * FROM gardens WHERE id = ?'),
       home: db.prepare<[string], GardenRow>('SELECT * FROM gardens WHERE home_user = ?'),
@@ -148,11 +155,12 @@ export class SqliteGardenWrites {
     return { ok: true };
   }
 
-  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): MemberPut {
+  putMember(id: string, actor: Actor, user: string, role: Role, at: Date, event?: NewEvent): MemberPut {
     const g = this.found(id, actor);
     const was = this.s.member.get(id, user);
     const refusal = mayPutMember(g, user, role, this.memberFacts(id, user, was?.role ?? null));
     if (refusal !== null) return refused(refusal);
+    if (event) this.record(event, id, user, was?.role ?? null, role);
     if (was === undefined) {
       this.s.insertMember.run(id, user, role, at.getTime());
       return { ok: { member: { user, role, addedAt: at }, created: true } };
@@ -161,7 +169,7 @@ export class SqliteGardenWrites {
     return { ok: { member: { user, role, addedAt: new Date(was.added_at) }, created: false } };
   }
 
-  removeMember(id: string, actor: Actor, user: string): GardenChange<true> {
+  removeMember(id: string, actor: Actor, user: string, event?: NewEvent): GardenChange<true> {
     const g = this.found(id, actor);
     const was = this.s.member.get(id, user);
     const refusal = mayRemoveMember(g, actor, user, {
@@ -170,6 +178,13 @@ export class SqliteGardenWrites {
     });
     if (refusal !== null) return refused(refusal);
     this.s.deleteMember.run(id, user);
+    if (event) this.record(event, id, user, was!.role, null);
     return { ok: true };
+  }
+
+  // A membership change's event, if it changes a role (memberChange), in the open transaction.
+  private record(event: NewEvent, garden: string, user: string, was: Role | null, now: Role | null): void {
+    const change = memberChange(garden, user, was, now);
+    if (change !== null) this.events().record(event, change.type, user, garden, change.data);
   }
 }

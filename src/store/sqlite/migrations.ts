@@ -427,4 +427,19 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
     sql: `${WORDS_TABLE};`,
     fill: fillWords,
   },
+  {
+    version: 17,
+    name: '0017_event_actors',
+    // Who did it (contract 13.1): each event keeps the user name of the caller whose request made it
+    // and that request's id; events written before have neither (null). Membership changes are
+    // events too (13.3), their type bits 8, 16 and 32: a member event keeps the member in \`name\`,
+    // its role in \`tag\` and, on member.changed, the former role as {"role": …} in \`previous\`
+    // (plant_id 0, which no plant has). Endpoints made before keep the types they have (nothing
+    // of version 4 changes for a client that does not ask for the new): only endpoints made from
+    // now on without a list of types receive membership events.
+    sql: `
+      ALTER TABLE events ADD COLUMN actor TEXT;
+      ALTER TABLE events ADD COLUMN request_id TEXT;
+    `,
+  },
 ];

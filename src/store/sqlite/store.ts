@@ -548,12 +548,12 @@ export class SqliteStore implements Store {
     return this.writer.write('deleteGarden', id, actor);
   }
 
-  putMember(id: string, actor: Actor, user: string, role: Role, at: Date): Promise<MemberPut> {
-    return this.writer.write('putMember', id, actor, user, role, at);
+  putMember(...a: Parameters<Store['putMember']>): Promise<MemberPut> {
+    return this.writer.write('putMember', ...a);
   }
 
-  removeMember(id: string, actor: Actor, user: string): Promise<GardenChange<true>> {
-    return this.writer.write('removeMember', id, actor, user);
+  removeMember(...a: Parameters<Store['removeMember']>): Promise<GardenChange<true>> {
+    return this.writer.write('removeMember', ...a);
   }
 
   async updatePlant(...change: Parameters<Store['updatePlant']>): Promise<UpdateResult> {

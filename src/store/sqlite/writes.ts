@@ -104,7 +104,7 @@ export class SqliteWrites {
   }
 
   private get g(): SqliteGardenWrites {
-    this.gardensSql ??= new SqliteGardenWrites(this.db);
+    this.gardensSql ??= new SqliteGardenWrites(this.db, () => this.e);
     return this.gardensSql;
   }
 
