@@ -9,7 +9,7 @@
  * fill cost on disk: the SQLite file (with its WAL checkpointed) before and after, or PostgreSQL's
  * pg_total_relation_size('events').
  *
- *   npx tsx bench/history-pages.ts 100000 sqlite
+ *   npx tsx bench/history-pages.ts 100000 sqlite        (or: npm run bench -- --history-pages 100000 sqlite)
  *   npx tsx bench/history-pages.ts 1000000 postgres 10
  *
  * The events are written by SQL, as the service writes them (the same columns and indexes), so a
