@@ -61,9 +61,9 @@ function send(
 ) {
   const link = nextLink(path, page, params);
   if (link) reply.header('link', link);
-  // Serialized here, as the webhook and stream bodies are (JSON.stringify): the response schema's
-  // union of plant and member events made the schema serializer try each branch of it per element,
-  // some 5 times the CPU of the whole request. A string with its type set is sent as it is.
+  // Serialized here with JSON.stringify, as webhook and stream bodies are, rather than through the
+  // response schema's union of plant and member events (about 10 % less CPU for a page of 100,
+  // measured in-process). A string with its type set is sent as it is.
   reply.type('application/json; charset=utf-8');
   return JSON.stringify(page.items.map(historyItem)) as unknown as Static<typeof HistoryPage>;
 }
