@@ -205,6 +205,30 @@ for (const engine of ENGINES) {
         ['member.removed', 'plant.deleted', 'plant.updated', 'plant.created'],
       );
     });
+
+    // Last in this store: the purge takes every event of it.
+    it('what the purge removed is gone from history and activity; what it kept stays', async () => {
+      const o = user('owner');
+      const g = await garden(store, o);
+      const old = new Date(Date.now() - 3_600_000);
+      const p = await plant(store, o, g, { at: old });
+      await store.updatePlant(p.id, o, { name: 'Now' }, null, undefined, {
+        at: new Date(),
+        actor: o,
+        requestId: 'r',
+      });
+      assert.ok((await store.purgeEvents(new Date(Date.now() - 60_000))) >= 1);
+      const history = await store.plantHistory({ plantId: p.id, gardens: [g], before: null, limit: 10 });
+      assert.deepEqual(
+        history.map((e) => e.type),
+        ['plant.updated'],
+      );
+      const activity = await store.gardenActivity({ garden: g, types: null, before: null, limit: 10 });
+      assert.deepEqual(
+        activity.map((e) => e.type),
+        ['plant.updated'],
+      );
+    });
   });
 }
 
