@@ -21,6 +21,10 @@
  *                                          (bench/store-move.ts; its options are that script's)
  *   npm run bench -- --pg-statements       only PostgreSQL's statements and round trips per request
  *                                          (bench/pg-statements.ts; counted on the wire)
+ *   npm run bench -- --history-pages 100000 sqlite
+ *                                          only a page of one plant's history and of a garden's
+ *                                          activity with N events kept (bench/history-pages.ts:
+ *                                          N, engine, seconds), with their cost on disk
  *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
  *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
@@ -76,6 +80,7 @@ const SCRIPTS: Record<string, string> = {
   '--pg-statements': 'pg-statements.ts', // statements and round trips to PostgreSQL per request
   '--flame': 'flame.ts', // flame graphs of the three hottest paths (CPU profiles under load)
   '--peer': 'peer.ts', // plantstore beside Platformatic DB
+  '--history-pages': 'history-pages.ts', // a page of history and activity as the log grows
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
   if (!process.argv.includes(flag)) continue;

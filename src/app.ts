@@ -10,6 +10,7 @@ import { consoleFeature } from './features/console.js';
 import { docsFeature } from './features/docs.js';
 import { EVENT_TAGS, eventsFeature } from './features/events.js';
 import { GARDEN_TAGS, gardensFeature } from './features/gardens.js';
+import { historyFeature } from './features/history.js';
 import { IDENTITY_TAGS, identity } from './features/identity.js';
 import { OPS_TAGS, opsFeature } from './features/ops.js';
 import { PLANT_TAGS, plantsFeature } from './features/plants.js';
@@ -103,6 +104,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     }),
   );
   await app.register(gardensFeature(gardens, auth));
+  await app.register(historyFeature(store, gardens, auth));
   await app.register(identityFeature);
   const allowPrivate = config.webhookAllowPrivate;
   await app.register(webhooksFeature({ store, auth, allowPrivate, resolver: deps.resolver }));

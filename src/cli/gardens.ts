@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
-import { type Garden, ROLES, type Role } from '../client/index.js';
+import { type EventType, type Garden, ROLES, type Role } from '../client/index.js';
 import { isValidUser } from '../identity/tokens.js';
+import { EVENT_TYPES } from '../store/ports/events.js';
 import { UsageError } from '../usage-error.js';
 import { type ClientOpts, connect, gardenId, out, withClient } from './client.js';
+import { printEvents } from './event-lines.js';
 
 function userName(text: string): string {
   if (!isValidUser(text)) {
@@ -22,7 +24,7 @@ function role(text: string): Role {
 
 const gardenLine = (g: Garden) => `${g.id}\t${g.name}\t${g.role}`;
 
-/** `plantstore gardens list|create|share|unshare`, on a running service. */
+/** `plantstore gardens list|create|share|unshare|activity`, on a running service. */
 export function gardenCommands(program: Command): void {
   const gardens = program
     .command('gardens')
@@ -77,4 +79,32 @@ export function gardenCommands(program: Command): void {
     if (o.json) out(JSON.stringify({ garden: gid, user, removed: true }));
     else process.stderr.write(`removed ${user} from garden ${gid}\n`);
   });
+
+  withClient(
+    gardens
+      .command('activity')
+      .description(
+        "a garden's events still kept, plants' and members', newest first: time, type, who, and the plant or member; NDJSON with --json",
+      )
+      .argument('<gid>', 'garden id (gdn_…)')
+      .option('--type <types>', `only these event types, comma-separated: ${EVENT_TYPES.join(', ')}`),
+  ).action(async (gid: string, o: ClientOpts & { type?: string }) => {
+    const type = o.type === undefined ? undefined : eventTypes(o.type);
+    await printEvents(
+      connect(o).gardens.activity(gardenId(gid), type === undefined ? {} : { type }),
+      o.json,
+      out,
+    );
+  });
+}
+
+function eventTypes(text: string): EventType[] {
+  const types = text.split(',');
+  const bad = types.find((t) => !(EVENT_TYPES as readonly string[]).includes(t));
+  if (bad !== undefined) {
+    throw new UsageError(
+      `--type must be a comma-separated list of ${EVENT_TYPES.join(', ')}; got ${JSON.stringify(bad)}`,
+    );
+  }
+  return types as EventType[];
 }

@@ -3,6 +3,7 @@ import { type ListedPlant, type PlantPatch, type PlantStore, PlantStoreError } f
 import { ID_TEXT, LIMIT_TEXT } from '../schemas/plant.js';
 import { UsageError } from '../usage-error.js';
 import { type ClientOpts, connect, gardenId, out, withClient } from './client.js';
+import { printEvents } from './event-lines.js';
 import { listLine, plantFileCommands } from './plant-files.js';
 
 function plantId(text: string): number {
@@ -130,6 +131,17 @@ export function plantCommands(program: Command): void {
       else process.stderr.write(`deleted plant ${n}\n`);
     },
   );
+
+  withClient(
+    plants
+      .command('history')
+      .description(
+        'the events of one plant still kept (a deleted one too), newest first: time, type, who, id, name; NDJSON with --json',
+      )
+      .argument('<id>', 'plant id'),
+  ).action(async (id: string, o: ClientOpts) => {
+    await printEvents(connect(o).plants.history(plantId(id)), o.json, out);
+  });
 
   plantFileCommands(plants);
 }

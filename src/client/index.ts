@@ -119,6 +119,8 @@ export interface TokenQuery {
 export type ErrorBody = components['schemas']['Error'];
 /** A plant event (CONTRACT.md section 8) with its id. */
 export type PlantEvent = components['schemas']['Event'] & { id: string };
+/** An event type, as activity's `type` filter names them. */
+export type EventType = PlantEvent['type'];
 
 /** A refusal from the service, or a failure to reach it (`status` 0, `code` `unreachable`). */
 export class PlantStoreError extends Error {
@@ -175,6 +177,31 @@ function nextLink(link: string | null): string | null {
   // [^<>]: each `<` scans only up to the next bracket, so a header of many `<` stays linear.
   const m = link && /<([^<>]+)>\s*;\s*rel="?next"?/.exec(link);
   return m ? m[1]! : null;
+}
+
+/** What a history or activity read takes: a page size, and a cursor to start after (from a `Link`). */
+export interface EventPageQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+/** Every event from `path` with `q`, page after page through `Link`, newest first. */
+async function* eventPages(
+  call: Call,
+  path: string,
+  q: EventPageQuery & { type?: readonly string[] },
+): AsyncGenerator<PlantEvent> {
+  const params = new URLSearchParams();
+  if (q.limit !== undefined) params.set('limit', String(q.limit));
+  if (q.cursor !== undefined) params.set('cursor', q.cursor);
+  if (q.type !== undefined) params.set('type', q.type.join(','));
+  const query = params.toString();
+  let next: string | null = query === '' ? path : `${path}?${query}`;
+  while (next !== null) {
+    const res = await call('GET', next, { retryable: true });
+    yield* (await res.json()) as PlantEvent[];
+    next = nextLink(res.headers.get('link'));
+  }
 }
 
 export class PlantStore {
@@ -462,6 +489,15 @@ export class Plants {
   }
 
   /**
+   * The events of plant `id` still kept (a deleted plant's too), newest first, each with its id,
+   * actor and request id, every page read through `Link`: `for await (const e of
+   * store.plants.history(42))`. Only gardens the caller is a member of now; none: 404 `plant_not_found`.
+   */
+  history(id: number, q: EventPageQuery = {}): AsyncGenerator<PlantEvent> {
+    return eventPages(this.call, `/plants/${id}/history`, q);
+  }
+
+  /**
    * Creates 1 … 1000 plants at once, all or none, each with its own event: JSON plants, or a CSV or
    * NDJSON text. Plants without a garden go to `garden`, else to the caller's home garden; `newIds`
    * ignores the ids given (re-importing an export). Retried safely under one Idempotency-Key (made
@@ -596,6 +632,18 @@ export class Gardens {
   /** Deletes an empty garden (owners only; a garden with plants: 409 `garden_not_empty`). */
   async delete(gid: string): Promise<void> {
     await this.call('DELETE', gardenPath(gid), { retryable: true });
+  }
+
+  /**
+   * The garden's events still kept, plants' and members', newest first (of `type` only, when
+   * given), every page read through `Link`, to any member: `for await (const e of
+   * store.gardens.activity(gid, { type: ['plant.deleted'] }))`.
+   */
+  activity(
+    gid: string,
+    q: EventPageQuery & { type?: readonly EventType[] } = {},
+  ): AsyncGenerator<PlantEvent> {
+    return eventPages(this.call, `${gardenPath(gid)}/activity`, q);
   }
 
   /** The garden's members, to any member. */

@@ -214,6 +214,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/plants/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A plant's history
+         * @description The events of this plant id still kept (`EVENT_RETENTION`, 30 days by default), newest first, each `{id, type, timestamp, actor, requestId, data}`: a webhook body with the event id. Only events of gardens the caller is a member of now (every garden with `plants:admin`); a plant deleted since still has its history while its events are kept. None visible: 404 `plant_not_found`. Follow `Link: rel="next"` for older events; the cursor is bound to the caller and the plant.
+         */
+        get: operations["plantHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gardens/{gid}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A garden's activity
+         * @description The garden's events still kept, plants' and members' (`member.added`, `member.changed`, `member.removed`), newest first, each as in a plant's history. Any member may read it (an admin too); a garden the caller is not a member of answers 404, as one that does not exist. `type` keeps only the types it names. Follow `Link: rel="next"` for older events; the cursor is bound to the caller, the garden and `type`.
+         */
+        get: operations["gardenActivity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/me": {
         parameters: {
             query?: never;
@@ -3972,6 +4012,415 @@ export interface operations {
             };
             /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
             409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    plantHistory: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size: 1 … 1000 in decimal digits with no sign or leading zero; default 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Opaque token from a `Link: rel="next"` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Plant id, 1 … 2^53−1, in decimal digits with no sign or leading zero.
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plant's events, newest first. `Link: <…>; rel="next"` is present when more follow. */
+            200: {
+                headers: {
+                    /** @description The next page, `</plants/{id}/history?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page. */
+                    link?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": ({
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        type: "plant.created" | "plant.updated" | "plant.deleted";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+                        data: {
+                            id: number;
+                            name: string;
+                            tag?: string;
+                            /** @description The plant's garden. */
+                            garden: string;
+                            /** @description plant.updated only: the changed fields' former values (`tag: null` when the change added a tag). */
+                            previous?: {
+                                name?: string;
+                                tag?: string | null;
+                            };
+                        };
+                    } | {
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        type: "member.added" | "member.changed" | "member.removed";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description A garden's membership change. */
+                        data: {
+                            garden: string;
+                            /** @description The member whose membership changed. */
+                            user: string;
+                            /** @description Its role now; on member.removed, the role it had. */
+                            role: "viewer" | "editor" | "owner";
+                            /** @description member.changed only: the role it had before. */
+                            previous?: "viewer" | "editor" | "owner";
+                        };
+                    })[];
+                };
+            };
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    gardenActivity: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size: 1 … 1000 in decimal digits with no sign or leading zero; default 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Opaque token from a `Link: rel="next"` header. */
+                cursor?: string;
+                /**
+                 * @description Only events of these types, comma-separated: `plant.created`, `plant.updated`, `plant.deleted`, `member.added`, `member.changed`, `member.removed`. An unknown type or an empty entry: 400 `invalid_parameter`.
+                 * @example plant.deleted,member.removed
+                 */
+                type?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description A garden id. One the caller is not a member of answers 404, exactly as one that does not exist.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The garden's events, newest first. `Link: <…>; rel="next"` is present when more follow. */
+            200: {
+                headers: {
+                    /** @description The next page, `</gardens/{gid}/activity?limit=…&cursor=…>; rel="next"`, when more follow; absent on the last page. */
+                    link?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": ({
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        type: "plant.created" | "plant.updated" | "plant.deleted";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+                        data: {
+                            id: number;
+                            name: string;
+                            tag?: string;
+                            /** @description The plant's garden. */
+                            garden: string;
+                            /** @description plant.updated only: the changed fields' former values (`tag: null` when the change added a tag). */
+                            previous?: {
+                                name?: string;
+                                tag?: string | null;
+                            };
+                        };
+                    } | {
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        type: "member.added" | "member.changed" | "member.removed";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description A garden's membership change. */
+                        data: {
+                            garden: string;
+                            /** @description The member whose membership changed. */
+                            user: string;
+                            /** @description Its role now; on member.removed, the role it had. */
+                            role: "viewer" | "editor" | "owner";
+                            /** @description member.changed only: the role it had before. */
+                            previous?: "viewer" | "editor" | "owner";
+                        };
+                    })[];
+                };
+            };
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
                     "x-request-id"?: string;

@@ -18,3 +18,9 @@ export const eventPayload = (e: EventRecord): EventPayload => ({
   requestId: e.requestId,
   data: e.data,
 });
+
+/** An event as history and activity list it (contract 13.3): its webhook body, with its id. */
+export const historyItem = (e: EventRecord): EventPayload & { id: string } => ({
+  id: e.id,
+  ...eventPayload(e),
+});

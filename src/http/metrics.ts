@@ -47,6 +47,8 @@ const TIMED = [
   'eventPosition',
   'headPosition',
   'readEvents',
+  'plantHistory',
+  'gardenActivity',
   'purgeEvents',
   'ping',
 ] as const satisfies readonly (keyof Store)[];

@@ -165,7 +165,8 @@ const listed = (path: string) =>
 const { garden: _inPath, ...nestedQuery } = ListQuery.properties;
 const GardenListQuery = Type.Object(nestedQuery, { additionalProperties: false });
 
-function plantId(raw: string): number {
+/** A path's plant id, checked against the ids a plant may have (400 otherwise); shared with history. */
+export function plantId(raw: string): number {
   const id = Number(raw);
   if (!(id <= MAX_PLANT_ID)) {
     throw new BadRequestError('invalid_parameter', `id must be a whole number from 1 to ${MAX_PLANT_ID}`, [

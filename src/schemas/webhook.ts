@@ -185,6 +185,19 @@ const MemberEventSchema = Type.Object(
   { title: 'MemberEvent' },
 );
 
+// History and activity (contract 13.3): each event as a webhook's body, with the event's id.
+const EventIdField = {
+  id: Type.String({ description: 'The event id (`evt_…`), as webhooks send it in `webhook-id`.' }),
+};
+export const HistoryEvent = Type.Union(
+  [
+    Type.Object({ ...EventIdField, ...PlantEventSchema.properties }, { title: 'PlantHistoryEvent' }),
+    Type.Object({ ...EventIdField, ...MemberEventSchema.properties }, { title: 'MemberHistoryEvent' }),
+  ],
+  { title: 'HistoryEvent' },
+);
+export const HistoryPage = Type.Array(HistoryEvent, { title: 'HistoryPage' });
+
 export const EventSchema = Type.Union([PlantEventSchema, MemberEventSchema], {
   $id: 'Event',
   title: 'Event',

@@ -309,4 +309,46 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
       await r.close();
     }
   });
+
+  it('plants history ID: newest first, one line an event (time, type, who, id, name); NDJSON with --json', async () => {
+    const id = (await cli(['plants', 'create', '--name', 'Aloe'], as)).stdout.trim();
+    assert.equal((await cli(['plants', 'update', id, '--name', 'Aloe vera'], as)).code, 0);
+    const lines = await cli(['plants', 'history', id], as);
+    assert.equal(lines.code, 0, lines.stderr);
+    const rows = lines.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split('\t').slice(1));
+    assert.deepEqual(rows, [
+      ['plant.updated', 'cli-user', id, 'Aloe vera'],
+      ['plant.created', 'cli-user', id, 'Aloe'],
+    ]);
+    const json = await cli(['plants', 'history', id, '--json'], as);
+    const events = json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; id: string });
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['plant.updated', 'plant.created'],
+    );
+    assert.match(events[0]!.id, /^evt_/);
+  });
+
+  it("gardens activity GID --type: that garden's events of those types; an unknown type is exit 2", async () => {
+    const g = (await cli(['gardens', 'create', 'Activity'], as)).stdout.trim();
+    assert.equal((await cli(['gardens', 'share', g, 'cli-friend'], as)).code, 0);
+    assert.equal((await cli(['plants', 'create', '--name', 'Sage', '--garden', g], as)).code, 0);
+    const seen = await cli(['gardens', 'activity', g, '--type', 'member.added'], friend);
+    assert.equal(seen.code, 0, seen.stderr);
+    assert.deepEqual(
+      seen.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.split('\t').slice(1)),
+      [['member.added', 'cli-user', 'cli-friend', 'viewer']],
+    );
+    const bad = await cli(['gardens', 'activity', g, '--type', 'plant.x'], as);
+    assert.equal(bad.code, 2, bad.stderr);
+  });
 });

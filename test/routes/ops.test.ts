@@ -30,6 +30,8 @@ const CONTRACT: Record<string, Record<string, number[]>> = {
     delete: [204, 401, 403, 404, 409, 429, 500, 503],
   },
   '/gardens/{gid}/members': { get: [200, 401, 403, 404, 429, 500, 503] },
+  '/gardens/{gid}/activity': { get: [200, 400, 401, 403, 404, 429, 500, 503] },
+  '/plants/{id}/history': { get: [200, 400, 401, 403, 404, 429, 500, 503] },
   '/gardens/{gid}/members/{user}': {
     put: [200, 201, 400, 401, 403, 404, 409, 413, 415, 429, 500, 503],
     delete: [204, 400, 401, 403, 404, 409, 429, 500, 503],

@@ -31,6 +31,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0015_plant_search',
           '0016_search_words',
           '0017_event_actors',
+          '0018_history_pages',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
@@ -62,6 +63,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
         '0011_deliveries_from_the_log',
         '0012_plant_search',
         '0013_event_actors',
+        '0014_history_pages',
       ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

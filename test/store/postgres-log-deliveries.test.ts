@@ -85,6 +85,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
         '0011_deliveries_from_the_log',
         '0012_plant_search',
         '0013_event_actors',
+        '0014_history_pages',
       ]);
       const { rows } = await c.query<{ state: string }>('SELECT state FROM deliveries ORDER BY id');
       assert.deepEqual(

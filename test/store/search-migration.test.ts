@@ -67,6 +67,7 @@ describe('search migration: plants stored before it are found', () => {
           '0015_plant_search',
           '0016_search_words',
           '0017_event_actors',
+          '0018_history_pages',
         ]);
         await checks(store);
       } finally {
@@ -86,7 +87,11 @@ describe('search migration: plants stored before it are found', () => {
       old.close();
       const store = new SqliteStore({ path, durability: 'full' });
       try {
-        assert.deepEqual(await store.migrate(), ['0016_search_words', '0017_event_actors']);
+        assert.deepEqual(await store.migrate(), [
+          '0016_search_words',
+          '0017_event_actors',
+          '0018_history_pages',
+        ]);
         await checks(store);
       } finally {
         await store.close();
@@ -116,7 +121,11 @@ describe('search migration: plants stored before it are found', () => {
         ]);
       }
       store = new PgStore({ url: db.url, poolSize: 2 });
-      assert.deepEqual(await store.migrate(), ['0012_plant_search', '0013_event_actors']);
+      assert.deepEqual(await store.migrate(), [
+        '0012_plant_search',
+        '0013_event_actors',
+        '0014_history_pages',
+      ]);
       await checks(store);
     } finally {
       await store?.close();

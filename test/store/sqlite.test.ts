@@ -54,6 +54,7 @@ describe('SQLite store specifics', () => {
       { version: 15, name: '0015_plant_search' },
       { version: 16, name: '0016_search_words' },
       { version: 17, name: '0017_event_actors' },
+      { version: 18, name: '0018_history_pages' },
     ]);
     db.close();
   });
@@ -502,6 +503,7 @@ describe('SQLite store specifics', () => {
       '0015_plant_search',
       '0016_search_words',
       '0017_event_actors',
+      '0018_history_pages',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -630,6 +632,7 @@ describe('SQLite store specifics', () => {
       '0015_plant_search',
       '0016_search_words',
       '0017_event_actors',
+      '0018_history_pages',
     ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
@@ -714,6 +717,7 @@ describe('SQLite store specifics', () => {
       '0015_plant_search',
       '0016_search_words',
       '0017_event_actors',
+      '0018_history_pages',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -781,6 +785,7 @@ describe('SQLite store specifics', () => {
       '0015_plant_search',
       '0016_search_words',
       '0017_event_actors',
+      '0018_history_pages',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

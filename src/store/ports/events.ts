@@ -87,6 +87,29 @@ export interface EventRecord extends EventCause {
   position: string;
 }
 
+/**
+ * A page of one plant's history (contract 13.3): the plant events of plant id `plantId` still kept,
+ * of the `gardens` given (null: every garden, an admin), newest first, older than `before` (a
+ * position of an event of an earlier page; null: from the newest), at most `limit`.
+ */
+export interface HistoryQuery {
+  plantId: number;
+  gardens: string[] | null;
+  before: string | null;
+  limit: number;
+}
+
+/**
+ * A page of one garden's activity (contract 13.3): its events still kept, plants' and members',
+ * of `types` (null: every type), newest first, older than `before`, at most `limit`.
+ */
+export interface ActivityQuery {
+  garden: string;
+  types: EventType[] | null;
+  before: string | null;
+  limit: number;
+}
+
 /** What readEvents found, and where the next read starts. */
 export interface EventRead {
   events: EventRecord[];
@@ -287,6 +310,13 @@ export interface EventPort {
    * at the same stretch of others' events again.
    */
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead>;
+  /**
+   * A page of a plant's history, read along an index of the plant's events by position (a page
+   * costs what it holds, not what the log holds).
+   */
+  plantHistory(q: HistoryQuery): Promise<EventRecord[]>;
+  /** A page of a garden's activity, read along an index of the garden's events by position. */
+  gardenActivity(q: ActivityQuery): Promise<EventRecord[]>;
   /** Log order of two positions of this store: negative when `a` comes before `b`, 0 when equal. */
   comparePositions(a: string, b: string): number;
   /**

@@ -99,6 +99,15 @@ const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
 
 export const EVENT_QUERIES = {
+  // History and activity, newest first by seq along events_plant_history / events_garden_history
+  // (migration 14): a page reads the rows it shows, and those of the same plant or garden that its
+  // garden or type filter passes over. $3 null: every garden (every type).
+  history: `SELECT ${EVENT_COLS()} FROM events
+    WHERE plant_id = $1 AND seq < $2 AND ($3::text[] IS NULL OR garden = ANY($3::text[]))
+    ORDER BY seq DESC LIMIT $4`,
+  activity: `SELECT ${EVENT_COLS()} FROM events
+    WHERE garden = $1 AND seq < $2 AND ($3::text[] IS NULL OR type = ANY($3::text[]))
+    ORDER BY seq DESC LIMIT $4`,
   // Under the owner's lock (lockOwner), so that racing inserts count each other.
   lockOwner: `SELECT pg_advisory_xact_lock(${OWNER_LOCK}, hashtext($1))`,
   insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,

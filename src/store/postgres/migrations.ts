@@ -379,4 +379,19 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
       ALTER TABLE events ADD COLUMN actor text, ADD COLUMN request_id text;
     `,
   },
+  {
+    version: 14,
+    name: '0014_history_pages',
+    // History and activity (contract 13.3) read newest first a page at a time. A plant event's
+    // plant id lives in its JSON data: a stored generated column takes it out, filled here for
+    // the events kept (the table is rewritten once) and by PostgreSQL on every insert, whichever
+    // statement writes it. A plant's events by (plant_id, seq), a garden's by (garden, seq): a page
+    // costs what it holds, not what the log holds.
+    sql: `
+      ALTER TABLE events ADD COLUMN plant_id bigint
+        GENERATED ALWAYS AS (CASE WHEN type LIKE 'plant.%' THEN (data::jsonb ->> 'id')::bigint END) STORED;
+      CREATE INDEX events_plant_history ON events (plant_id, seq) WHERE plant_id IS NOT NULL;
+      CREATE INDEX events_garden_history ON events (garden, seq);
+    `,
+  },
 ];

@@ -6,6 +6,7 @@ import { maskOf } from '../event-mask.js';
 import { pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
 import type {
+  ActivityQuery,
   Actor,
   AttemptRecord,
   BatchCreateResult,
@@ -17,10 +18,12 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventRead,
+  EventRecord,
   ExportQuery,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
+  HistoryQuery,
   IdempotencyClaim,
   IdempotencyRef,
   ListMarks,
@@ -172,6 +175,11 @@ const Q = {
 type QueryName = keyof typeof Q;
 
 /** The scale-out store: a bounded node-postgres pool, named (prepared) statements. */
+// Where a history or activity page starts: before the seq of a position of an earlier page
+// ("xid.seq"; a bare seq too), or from the newest.
+const beforeSeq = (p: string | null): string =>
+  p === null ? '9223372036854775807' : p.slice(p.lastIndexOf('.') + 1) || '0';
+
 export class PgStore implements Store {
   readonly engine = 'postgres';
   private readonly pool: pg.Pool;
@@ -689,6 +697,16 @@ export class PgStore implements Store {
     // Everything before the snapshot's xmin has been looked at: go on from there, never backwards.
     const head = BigInt(r.rows[0]!.head);
     return { events, position: head > BigInt(xid) ? position(String(head), 0) : q.after };
+  }
+
+  async plantHistory(q: HistoryQuery): Promise<EventRecord[]> {
+    const r = await this.q<EventRow>('history', [q.plantId, beforeSeq(q.before), q.gardens, q.limit]);
+    return r.rows.map(toEvent);
+  }
+
+  async gardenActivity(q: ActivityQuery): Promise<EventRecord[]> {
+    const r = await this.q<EventRow>('activity', [q.garden, beforeSeq(q.before), q.types, q.limit]);
+    return r.rows.map(toEvent);
   }
 
   comparePositions(a: string, b: string): number {

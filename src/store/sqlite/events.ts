@@ -3,6 +3,7 @@ import { reachHolds } from '../../access/policy.js';
 import { maskOf, typeBit, typeOfBit, typesOf } from '../event-mask.js';
 import { eventData } from '../plant-changes.js';
 import type {
+  ActivityQuery,
   AttemptRecord,
   Change,
   Claim,
@@ -14,12 +15,20 @@ import type {
   EventRecord,
   EventType,
   FinishedAttempt,
+  HistoryQuery,
   LogProgress,
   MemberEventData,
   NewEvent,
   Role,
 } from '../store.js';
-import { isMemberEvent, MAX_ENDPOINTS_PER_USER, NOT_SENT_ADMIN, NOT_SENT_MEMBER, refused } from '../store.js';
+import {
+  EVENT_TYPES,
+  isMemberEvent,
+  MAX_ENDPOINTS_PER_USER,
+  NOT_SENT_ADMIN,
+  NOT_SENT_MEMBER,
+  refused,
+} from '../store.js';
 
 // The log stores an event's type as its bit in endpoint masks (event-mask.ts), so that matching
 // an endpoint is one AND in SQL.
@@ -93,6 +102,24 @@ interface AttemptRow {
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 /** How many seqs of the log one read looks at, at most, before the next (see list). */
 const WINDOW = 20_000;
+// The type bits of plant events: a plant's history holds those (member events have plant_id 0).
+const PLANT_BITS = maskOf(['plant.created', 'plant.updated', 'plant.deleted']);
+// History and activity, newest first along events_plant_seq / events_garden_seq: a page reads the
+// rows it shows (and, with a garden or type filter, those of the same plant or garden it passes).
+// Exported for the test that asks SQLite for their plans.
+export const HISTORY_SQL = {
+  historyAll: `SELECT ${EVENT_COLS} FROM events WHERE plant_id = ? AND seq < ? AND (type & ${PLANT_BITS}) != 0
+    ORDER BY seq DESC LIMIT ?`,
+  historyOf: `SELECT ${EVENT_COLS} FROM events WHERE plant_id = ? AND seq < ? AND (type & ${PLANT_BITS}) != 0
+      AND garden IN (SELECT value FROM json_each(?))
+    ORDER BY seq DESC LIMIT ?`,
+  activity: `SELECT ${EVENT_COLS} FROM events WHERE garden = ? AND seq < ? AND (type & ?) != 0
+    ORDER BY seq DESC LIMIT ?`,
+};
+// Where a history or activity page starts: before a position of an earlier page (its seq), or
+// from the newest. A position of another engine's form ("xid.seq") is read by its seq.
+const beforeSeq = (p: string | null): number =>
+  p === null ? Number.MAX_SAFE_INTEGER : Number(p.slice(p.lastIndexOf('.') + 1)) || 0;
 /**
  * Event ids: `evt_`, this log's key (16 hex digits, random, made with the database) and the seq (16
  * hex digits). Unique without an index: a seq is never reused within a log (purge leaves the
@@ -384,6 +411,9 @@ export class SqliteEvents {
       hasSeq: db.prepare<[number], number>('SELECT seq FROM events WHERE seq = ? AND type != 0').pluck(),
       legacyPosition: db.prepare<[string], number>('SELECT seq FROM events WHERE legacy_id = ?').pluck(),
       head: db.prepare<[], number>('SELECT coalesce(max(seq), 0) FROM events').pluck(),
+      historyAll: db.prepare<[number, number, number], EventRow>(HISTORY_SQL.historyAll),
+      historyOf: db.prepare<[number, number, string, number], EventRow>(HISTORY_SQL.historyOf),
+      activity: db.prepare<[string, number, number, number], EventRow>(HISTORY_SQL.activity),
       // A window of the log, (after, upTo], a slice at a time (see list).
       eventsAll: db.prepare<[number, number, number], EventRow>(
         `SELECT ${EVENT_COLS} FROM events WHERE seq > ? AND seq <= ? AND type != 0 ORDER BY seq LIMIT ?`,
@@ -789,6 +819,24 @@ export class SqliteEvents {
       from = to;
     }
     return { events: rows.map((r) => this.toEvent(r)), position: String(Math.max(after, head)) };
+  }
+
+  /** A page of a plant's history (HistoryQuery), newest first. */
+  history(q: HistoryQuery): EventRecord[] {
+    const before = beforeSeq(q.before);
+    const rows =
+      q.gardens === null
+        ? this.s.historyAll.all(q.plantId, before, q.limit)
+        : q.gardens.length === 0
+          ? []
+          : this.s.historyOf.all(q.plantId, before, JSON.stringify(q.gardens), q.limit);
+    return rows.map((r) => this.toEvent(r));
+  }
+
+  /** A page of a garden's activity (ActivityQuery), newest first. */
+  activity(q: ActivityQuery): EventRecord[] {
+    const mask = maskOf(q.types ?? EVENT_TYPES);
+    return this.s.activity.all(q.garden, beforeSeq(q.before), mask, q.limit).map((r) => this.toEvent(r));
   }
 
   purge(before: Date): number {

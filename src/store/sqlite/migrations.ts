@@ -442,4 +442,12 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
       ALTER TABLE events ADD COLUMN request_id TEXT;
     `,
   },
+  {
+    version: 18,
+    name: '0018_history_pages',
+    // History and activity (contract 13.3) read newest first a page at a time: a plant's events
+    // along (plant_id, seq), a garden's along events_garden_seq (0012) backwards. One index more
+    // for every event written; a page then costs what it holds, not what the log holds.
+    sql: `CREATE INDEX events_plant_seq ON events (plant_id, seq);`,
+  },
 ];

@@ -5,6 +5,7 @@ import { roleOf, type Scope } from '../../access/policy.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { pendingMigrations } from '../migrate.js';
 import type {
+  ActivityQuery,
   Actor,
   AttemptRecord,
   BatchCreateResult,
@@ -16,10 +17,12 @@ import type {
   EndpointPatch,
   EndpointRecord,
   EventRead,
+  EventRecord,
   ExportQuery,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
+  HistoryQuery,
   IdempotencyClaim,
   IdempotencyRef,
   ListMarks,
@@ -626,6 +629,14 @@ export class SqliteStore implements Store {
 
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead> {
     return this.run(() => this.e.list(q));
+  }
+
+  plantHistory(q: HistoryQuery): Promise<EventRecord[]> {
+    return this.run(() => this.e.history(q));
+  }
+
+  gardenActivity(q: ActivityQuery): Promise<EventRecord[]> {
+    return this.run(() => this.e.activity(q));
   }
 
   // Positions are the log's seq numbers, written as decimal text.

@@ -1,0 +1,202 @@
+/**
+ * What a page of history and activity costs as the log grows (contract 13.3): fills a store with N
+ * events (argument 1, default 100,000; 1,000,000 is the contract's figure, and slow to fill), then
+ * drives `bin/plantstore serve` with 20 requests in flight (argument 3, seconds, default 10) for
+ *   - a page of 100 of one plant's history (the plant has 1,000 events among the N),
+ *   - a page of 100 of one garden's activity (1 % of the N, spread through the log),
+ * each read from the newest and from a random older page (a cursor taken along the way),
+ * and prints req/s, p50 and p99 latency and the server's CPU µs per request. It also prints what the
+ * fill cost on disk: the SQLite file (with its WAL checkpointed) before and after, or PostgreSQL's
+ * pg_total_relation_size('events').
+ *
+ *   npx tsx bench/history-pages.ts 100000 sqlite        (or: npm run bench -- --history-pages 100000 sqlite)
+ *   npx tsx bench/history-pages.ts 1000000 postgres 10
+ *
+ * The events are written by SQL, as the service writes them (the same columns and indexes), so a
+ * million take seconds, not the hours a million requests would. The load generator runs in this
+ * process; on a small shared machine run it more than once. Not run by the tests.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { gardenId } from '../src/gardens/id.js';
+import { createToken } from '../src/identity/tokens.js';
+import { PgStore } from '../src/store/postgres/store.js';
+import { SqliteStore } from '../src/store/sqlite/store.js';
+import type { Store } from '../src/store/store.js';
+import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, waitReady } from './ports.js';
+import { cpuTicks, spawnServer, stopAll, TICK_US } from './procs.js';
+
+const N = Number(process.argv[2] ?? 100_000);
+const ENGINE = process.argv[3] ?? 'sqlite';
+const SECONDS = Number(process.argv[4] ?? 10);
+const CONNECTIONS = 20;
+const PLANT = 424_242;
+const PLANT_EVENTS = 1000;
+if (!(N >= 10_000) || !['sqlite', 'postgres'].includes(ENGINE)) {
+  throw new Error('usage: history-pages.ts N(>= 10000) sqlite|postgres [seconds]');
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'plantstore-history-'));
+const file = join(dir, 'plants.db');
+const db = ENGINE === 'postgres' ? await pgDatabase(BENCH_PG, 'plantstore_history') : null;
+const database = db?.url ?? `sqlite:${file}`;
+
+// The caller, its garden (the one the plant and the activity are in) and a token.
+const store: Store =
+  db === null
+    ? new SqliteStore({ path: file, durability: 'full' })
+    : new PgStore({ url: db.url, poolSize: 2 });
+await store.migrate();
+const at = new Date();
+const garden = gardenId(randomBytes);
+await store.createGarden({ id: garden, name: 'Bench', owner: 'bench', at });
+const { secret: token } = await createToken(store, {
+  user: 'bench',
+  scopes: ['plants:read'],
+  name: 'bench',
+  expiresInMs: null,
+});
+await store.close();
+
+// Event i: every (N / PLANT_EVENTS)th is the plant's (a change), 1 % are the caller's garden's,
+// the rest other plants' in 100 other gardens, 10 events a plant.
+const every = Math.floor(N / PLANT_EVENTS);
+const sqliteSize = () => {
+  const c = new Database(file);
+  c.pragma('wal_checkpoint(TRUNCATE)');
+  c.close();
+  return statSync(file).size;
+};
+async function fill(): Promise<{ before: number; after: number; seconds: number }> {
+  const start = performance.now();
+  if (db === null) {
+    const before = sqliteSize();
+    const c = new Database(file);
+    c.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${N})
+      INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id)
+      SELECT CASE WHEN i % ${every} = 0 THEN 4 ELSE 1 << (i % 3) END, 'bench',
+        CASE WHEN i % ${every} = 0 THEN ${PLANT} ELSE 1000000 + i / 10 END,
+        'Monstera deliciosa ' || i, CASE WHEN i % 2 = 0 THEN 'indoor' END, ${at.getTime()} + i,
+        CASE WHEN i % ${every} = 0 THEN '{"name":"Monstera"}' END,
+        CASE WHEN i % ${every} = 0 OR i % 100 = 7 THEN '${garden}' ELSE 'gdn_other' || (i % 100) END,
+        'bench', 'req-' || hex(randomblob(8)) FROM n`);
+    c.close();
+    const after = sqliteSize();
+    return { before, after, seconds: (performance.now() - start) / 1000 };
+  }
+  const c = new pg.Client({ connectionString: db.url });
+  await c.connect();
+  const size = async () =>
+    Number((await c.query("SELECT pg_total_relation_size('events') AS n")).rows[0].n as string);
+  const before = await size();
+  await c.query(`INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
+    SELECT 'evt_' || md5(i::text), CASE WHEN i % ${every} = 0 THEN 'plant.updated'
+        ELSE (ARRAY['plant.created', 'plant.deleted', 'plant.updated'])[1 + i % 3] END, 'bench',
+      CASE WHEN i % ${every} = 0 OR i % 100 = 7 THEN '${garden}' ELSE 'gdn_other' || (i % 100) END,
+      json_build_object('id', CASE WHEN i % ${every} = 0 THEN ${PLANT} ELSE 1000000 + i / 10 END,
+        'name', 'Monstera deliciosa ' || i, 'garden', '${garden}')::text,
+      now() + i * interval '1 ms', 'bench', 'req-' || md5(random()::text)
+    FROM generate_series(1, ${N}) i`);
+  await c.query('VACUUM ANALYZE events');
+  const after = await size();
+  await c.end();
+  return { before, after, seconds: (performance.now() - start) / 1000 };
+}
+
+const disk = await fill();
+const port = await freePort();
+const url = `http://127.0.0.1:${port}`;
+const server = spawnServer(
+  ['bin/plantstore', 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS],
+  false,
+);
+await waitReady(url, '/readyz');
+const headers = { authorization: `Bearer ${token}` };
+
+// Cursors along the way: the Link of each page of the first 20, to read older pages from.
+async function cursors(path: string): Promise<string[]> {
+  const got: string[] = [path];
+  for (let next: string | null = path; next !== null && got.length < 20; ) {
+    const res: Response = await fetch(`${url}${next}`, { headers });
+    if (res.status !== 200) throw new Error(`${next}: ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+    next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
+    if (next) got.push(next);
+  }
+  return got;
+}
+
+async function drive(name: string, paths: string[]) {
+  const latencies: number[] = [];
+  const ticks = cpuTicks(server.pid!);
+  const end = performance.now() + SECONDS * 1000;
+  const start = performance.now();
+  let k = 0;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (performance.now() < end) {
+        const path = paths[k++ % paths.length]!;
+        const t = performance.now();
+        const res = await fetch(`${url}${path}`, { headers });
+        const body = await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
+        if (body.byteLength < 100) throw new Error(`${path}: a short page`);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  const cpu = (cpuTicks(server.pid!) - ticks) * TICK_US;
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) =>
+    Number(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(2));
+  return {
+    name,
+    requests: latencies.length,
+    perSecond: Math.round(latencies.length / seconds),
+    p50ms: q(0.5),
+    p99ms: q(0.99),
+    cpuMicrosPerRequest: Math.round(cpu / latencies.length),
+  };
+}
+
+try {
+  const history = await cursors(`/plants/${PLANT}/history?limit=100`);
+  const activity = await cursors(`/gardens/${garden}/activity?limit=100`);
+  // Warm up, then measure.
+  await drive('warm-up', [...history, ...activity]);
+  const results = [
+    await drive('history, newest page', [history[0]!]),
+    await drive('history, pages 1-10', history.slice(0, 10)),
+    await drive('activity, newest page', [activity[0]!]),
+    await drive('activity, pages 1-20', activity),
+  ];
+  console.log(
+    JSON.stringify(
+      {
+        engine: ENGINE,
+        events: N,
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+        fill: {
+          seconds: Number(disk.seconds.toFixed(1)),
+          bytesBefore: disk.before,
+          bytesAfter: disk.after,
+          bytesPerMillionEvents: Math.round(((disk.after - disk.before) / N) * 1_000_000),
+          measured: db === null ? 'SQLite file, WAL checkpointed' : "pg_total_relation_size('events')",
+        },
+        results,
+      },
+      null,
+      2,
+    ),
+  );
+} finally {
+  await stopAll([server]);
+  await db?.drop();
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { PlantStore, type PlantStoreError } from '../../src/client/index.js';
+import { type Harness, harness } from '../helpers/app.js';
+import { ENGINES } from '../helpers/engines.js';
+
+// store.plants.history and store.gardens.activity against a real listening service: every page
+// read through Link, newest first, as async iterators of events.
+
+describe('the typed client: history and activity', { timeout: 60_000 }, () => {
+  let h: Harness;
+  let base: string;
+  before(async () => {
+    h = await harness(ENGINES[0]!);
+    base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  after(() => h?.close());
+
+  const all = async <T>(it: AsyncIterable<T>) => {
+    const got: T[] = [];
+    for await (const x of it) got.push(x);
+    return got;
+  };
+
+  it('a plant history and a garden activity, every page, newest first; type filters; 404s as errors', async () => {
+    const owner = await h.user();
+    const friend = await h.user();
+    const store = new PlantStore({ url: base, token: owner.token });
+    const gid = (await store.gardens.create('Shared')).id;
+    await store.gardens.share(gid, friend.user, 'viewer');
+    const made = await store.create({ name: 'Fern' }, { garden: gid });
+    for (const name of ['A', 'B', 'C']) await store.update(made.id, { name }, { ifMatch: '*' });
+    await store.delete(made.id);
+
+    const history = await all(store.plants.history(made.id, { limit: 2 }));
+    assert.deepEqual(
+      history.map((e) => e.type),
+      ['plant.deleted', 'plant.updated', 'plant.updated', 'plant.updated', 'plant.created'],
+    );
+    assert.ok(history.every((e) => e.actor === owner.user && e.id.startsWith('evt_')));
+
+    const viewer = new PlantStore({ url: base, token: friend.token });
+    const activity = await all(viewer.gardens.activity(gid, { limit: 3 }));
+    assert.equal(activity.length, 6);
+    assert.equal(activity.at(-1)!.type, 'member.added');
+    const some = await all(
+      viewer.gardens.activity(gid, { type: ['plant.created', 'member.added'], limit: 1 }),
+    );
+    assert.deepEqual(
+      some.map((e) => e.type),
+      ['plant.created', 'member.added'],
+    );
+
+    const stranger = new PlantStore({ url: base, token: (await h.user()).token });
+    await assert.rejects(all(stranger.plants.history(made.id)), (e: PlantStoreError) => e.status === 404);
+    await assert.rejects(all(stranger.gardens.activity(gid)), (e: PlantStoreError) => e.status === 404);
+  });
+});
