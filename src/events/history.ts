@@ -22,6 +22,9 @@ const historyListing = (user: string, plantId: number) => `history\n${user}\n${p
 const activityListing = (user: string, garden: string, types: EventType[] | null) =>
   `activity\n${user}\n${garden}\n${types === null ? '*' : types.join(',')}`;
 
+/** The event types an activity's `type` filter may name (the route's description lists them). */
+export const ACTIVITY_TYPES: readonly EventType[] = EVENT_TYPES;
+
 /**
  * The `type` filter of an activity: comma-separated event types, each known; none given: every
  * type. Returned in one order with no repeats, so that a cursor is bound to the set.

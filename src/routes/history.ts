@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { historyItem } from '../events/event.js';
-import { type HistoryService, parseTypes } from '../events/history.js';
+import { ACTIVITY_TYPES, type HistoryService, parseTypes } from '../events/history.js';
 import { type AuthDeps, authenticate } from '../http/auth.js';
 import { methodNotAllowed, requireIdSegment } from '../http/route-guards.js';
 import { nextLink, type Page } from '../paging.js';
@@ -11,7 +11,7 @@ import { errorResponses, success } from '../schemas/error.js';
 import { GardenIdParam } from '../schemas/garden.js';
 import { LIMIT_TEXT, PlantIdParam } from '../schemas/plant.js';
 import { HistoryPage } from '../schemas/webhook.js';
-import { EVENT_TYPES, type EventRecord } from '../store/store.js';
+import type { EventRecord } from '../store/store.js';
 import { plantId } from './plants.js';
 
 const limit = Type.Optional(
@@ -37,7 +37,7 @@ const ActivityQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 200,
-        description: `Only events of these types, comma-separated: ${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}. An unknown type or an empty entry: 400 \`invalid_parameter\`.`,
+        description: `Only events of these types, comma-separated: ${ACTIVITY_TYPES.map((t) => `\`${t}\``).join(', ')}. An unknown type or an empty entry: 400 \`invalid_parameter\`.`,
         examples: ['plant.deleted,member.removed'],
       }),
     ),
