@@ -13,7 +13,8 @@ const LONE_SURROGATE = /\p{Cs}/u;
 // (bidi controls, U+FEFF…) and control characters. A name needs one character outside these.
 const VISIBLE = /[^\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Cf}\p{Cc}]/u;
 const INVISIBLE_NOT_SPACE = /[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Cc}]/u;
-const CONTROL = /[\u0000-\u001f\u007f]/u;
+/** The control characters section 1 refuses in any text field (U+0000–U+001F, U+007F). */
+export const CONTROL = /[\u0000-\u001f\u007f]/u;
 
 const hex = (unit: number) => `U+${unit.toString(16).toUpperCase().padStart(4, '0')}`;
 

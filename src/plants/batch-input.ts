@@ -1,6 +1,6 @@
 import { BadRequestError, type ErrorDetail } from '../errors.js';
 import { MAX_PLANT_ID } from '../plant-id.js';
-import { illFormedAt, textProblem } from '../text-rules.js';
+import { CONTROL, illFormedAt, textProblem } from '../text-rules.js';
 import { type CsvProblem, parseCsv, parseCsvHeader, unformula } from './csv.js';
 
 // The plants of a batch create (contract 2, POST /plants/batch) as each body form gives them: a JSON
@@ -19,7 +19,6 @@ export interface BatchRow {
   garden: string | null;
 }
 
-const CONTROL = /[\u0000-\u001f\u007f]/u;
 const ID_TEXT = /^[1-9][0-9]{0,15}$/;
 const COLUMNS = ['name', 'tag', 'id', 'garden'] as const;
 // The cells a CSV header may have: its columns, and empty ones after them.
