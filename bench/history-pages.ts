@@ -16,9 +16,11 @@
  * million take seconds, not the hours a million requests would. The load generator runs in this
  * process; on a small shared machine run it more than once. Not run by the tests.
  */
+
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -110,9 +112,11 @@ async function fill(): Promise<{ before: number; after: number; seconds: number 
 const disk = await fill();
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
+// The server on core 0 and the load on core 1, where the machine has two and taskset works.
+const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const server = spawnServer(
   ['bin/plantstore', 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS],
-  false,
+  PIN,
 );
 await waitReady(url, '/readyz');
 const headers = { authorization: `Bearer ${token}` };
@@ -130,37 +134,79 @@ async function cursors(path: string): Promise<string[]> {
   return got;
 }
 
+// The load: wrk (Debian's package, through bench/wrk.mjs: latency measured in C, one thread)
+// when it is installed, the server pinned to one core and wrk to the other where the machine has
+// two; otherwise fetch from this process (whose own queueing then shows in the latency).
+const WRK = spawnSync('wrk', ['-v']).error === undefined;
+const LOADGEN = WRK ? 'wrk' : 'fetch';
+
 async function drive(name: string, paths: string[]) {
-  const latencies: number[] = [];
   const ticks = cpuTicks(server.pid!);
-  const end = performance.now() + SECONDS * 1000;
   const start = performance.now();
-  let k = 0;
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (performance.now() < end) {
-        const path = paths[k++ % paths.length]!;
-        const t = performance.now();
-        const res = await fetch(`${url}${path}`, { headers });
-        const body = await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
-        if (body.byteLength < 100) throw new Error(`${path}: a short page`);
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
+  let requests: number;
+  let p50: number;
+  let p99: number;
+  if (WRK) {
+    // Each path is one "id" of wrk.lua's rotation: the path template is just {id}.
+    const idsFile = join(dir, 'paths.json');
+    writeFileSync(idsFile, JSON.stringify(paths));
+    const spec = {
+      urls: [url],
+      connections: CONNECTIONS,
+      duration: SECONDS,
+      method: 'GET',
+      path: '{id}',
+      token,
+      idsFile,
+      rotation: 'all',
+    };
+    const pin = PIN ? ['taskset', '-c', '1'] : [];
+    const run = spawnSync(
+      pin[0] ?? process.execPath,
+      [
+        ...pin.slice(1),
+        ...(PIN ? [process.execPath] : []),
+        join(import.meta.dirname, 'wrk.mjs'),
+        JSON.stringify(spec),
+      ],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
+    if (out.non2xx > 0 || out.errors > 0)
+      throw new Error(`${name}: ${out.non2xx} answers not 2xx, ${out.errors} errors`);
+    ({ total: requests, p50, p99 } = out);
+  } else {
+    const latencies: number[] = [];
+    const end = performance.now() + SECONDS * 1000;
+    let k = 0;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (performance.now() < end) {
+          const path = paths[k++ % paths.length]!;
+          const t = performance.now();
+          const res = await fetch(`${url}${path}`, { headers });
+          const body = await res.arrayBuffer();
+          if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
+          if (body.byteLength < 100) throw new Error(`${path}: a short page`);
+          latencies.push(performance.now() - t);
+        }
+      }),
+    );
+    latencies.sort((a, b) => a - b);
+    const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!;
+    requests = latencies.length;
+    p50 = q(0.5);
+    p99 = q(0.99);
+  }
   const seconds = (performance.now() - start) / 1000;
   const cpu = (cpuTicks(server.pid!) - ticks) * TICK_US;
-  latencies.sort((a, b) => a - b);
-  const q = (p: number) =>
-    Number(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(2));
   return {
     name,
-    requests: latencies.length,
-    perSecond: Math.round(latencies.length / seconds),
-    p50ms: q(0.5),
-    p99ms: q(0.99),
-    cpuMicrosPerRequest: Math.round(cpu / latencies.length),
+    requests,
+    perSecond: Math.round(requests / seconds),
+    p50ms: Number(p50.toFixed(2)),
+    p99ms: Number(p99.toFixed(2)),
+    cpuMicrosPerRequest: Math.round(cpu / requests),
   };
 }
 
@@ -181,6 +227,8 @@ try {
         engine: ENGINE,
         events: N,
         connections: CONNECTIONS,
+        loadGenerator: LOADGEN,
+        pinned: PIN,
         seconds: SECONDS,
         fill: {
           seconds: Number(disk.seconds.toFixed(1)),
