@@ -582,10 +582,50 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A plant was deleted (data: the plant as it was)
+         * A plant was deleted (data: the plant as it was); with the trash on, it waits in its garden's trash
          * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
          */
         post: operations["webhook_plant_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.restored": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plant was restored from its garden's trash (data: the plant as it is back)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_plant_restored"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.purged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A trashed plant was erased for good, by a member or by the service's own purge (data: id and garden only)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_plant_purged"];
         delete?: never;
         options?: never;
         head?: never;
@@ -725,14 +765,14 @@ export interface components {
          *     }
          */
         Event: {
-            type: "plant.created" | "plant.updated" | "plant.deleted";
+            type: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored";
             /** Format: date-time */
             timestamp: string;
             /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
             actor: string | null;
             /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
             requestId: string | null;
-            /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+            /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change; for plant.restored: as it is back). */
             data: {
                 id: number;
                 name: string;
@@ -744,6 +784,21 @@ export interface components {
                     name?: string;
                     tag?: string | null;
                 };
+            };
+        } | {
+            /** @enum {string} */
+            type: "plant.purged";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+            actor: string | null;
+            /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+            requestId: string | null;
+            /** @description The plant erased from its garden's trash: its id and garden only. */
+            data: {
+                id: number;
+                /** @description The plant's garden. */
+                garden: string;
             };
         } | {
             type: "member.added" | "member.changed" | "member.removed";
@@ -4120,14 +4175,14 @@ export interface operations {
                     "application/json": ({
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
                         id: string;
-                        type: "plant.created" | "plant.updated" | "plant.deleted";
+                        type: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored";
                         /** Format: date-time */
                         timestamp: string;
                         /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
                         actor: string | null;
                         /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
                         requestId: string | null;
-                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change; for plant.restored: as it is back). */
                         data: {
                             id: number;
                             name: string;
@@ -4139,6 +4194,23 @@ export interface operations {
                                 name?: string;
                                 tag?: string | null;
                             };
+                        };
+                    } | {
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        /** @enum {string} */
+                        type: "plant.purged";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description The plant erased from its garden's trash: its id and garden only. */
+                        data: {
+                            id: number;
+                            /** @description The plant's garden. */
+                            garden: string;
                         };
                     } | {
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
@@ -4291,7 +4363,7 @@ export interface operations {
                 /** @description Opaque token from a `Link: rel="next"` header. */
                 cursor?: string;
                 /**
-                 * @description Only events of these types, comma-separated: `plant.created`, `plant.updated`, `plant.deleted`, `member.added`, `member.changed`, `member.removed`. An unknown type or an empty entry: 400 `invalid_parameter`.
+                 * @description Only events of these types, comma-separated: `plant.created`, `plant.updated`, `plant.deleted`, `plant.restored`, `plant.purged`, `member.added`, `member.changed`, `member.removed`. An unknown type or an empty entry: 400 `invalid_parameter`.
                  * @example plant.deleted,member.removed
                  */
                 type?: string;
@@ -4327,14 +4399,14 @@ export interface operations {
                     "application/json": ({
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
                         id: string;
-                        type: "plant.created" | "plant.updated" | "plant.deleted";
+                        type: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored";
                         /** Format: date-time */
                         timestamp: string;
                         /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
                         actor: string | null;
                         /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
                         requestId: string | null;
-                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change; for plant.restored: as it is back). */
                         data: {
                             id: number;
                             name: string;
@@ -4346,6 +4418,23 @@ export interface operations {
                                 name?: string;
                                 tag?: string | null;
                             };
+                        };
+                    } | {
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        /** @enum {string} */
+                        type: "plant.purged";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description The plant erased from its garden's trash: its id and garden only. */
+                        data: {
+                            id: number;
+                            /** @description The plant's garden. */
+                            garden: string;
                         };
                     } | {
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
@@ -5316,7 +5405,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5432,7 +5521,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Which events to receive; default every type. */
-                    events?: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                    events?: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                     description?: string | null;
                 };
             };
@@ -5458,7 +5547,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5656,7 +5745,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5933,7 +6022,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -6089,7 +6178,7 @@ export interface operations {
                         id: string;
                         eventId: string;
                         /** @description What happened: to a plant, or to a garden's membership. */
-                        eventType: "plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed";
+                        eventType: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed";
                         /** @description 1 for the first attempt of this delivery. */
                         attempt: number;
                         /** Format: date-time */
@@ -6846,6 +6935,110 @@ export interface operations {
         };
     };
     webhook_plant_deleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_plant_restored: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_plant_purged: {
         parameters: {
             query?: never;
             header: {

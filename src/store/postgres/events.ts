@@ -1,12 +1,11 @@
 import { typeBit, typesOf } from '../event-mask.js';
 import {
+  type AnyEventData,
   type AttemptRecord,
   type EndpointRecord,
   EVENT_TYPES,
-  type EventData,
   type EventRecord,
   type EventType,
-  type MemberEventData,
   type NewEvent,
   NOT_SENT_ADMIN,
   NOT_SENT_MEMBER,
@@ -433,7 +432,7 @@ export function parsePosition(p: string): [string, string] {
 }
 
 export function toEvent(r: EventRow): EventRecord {
-  const data = JSON.parse(r.data) as EventData | MemberEventData;
+  const data = JSON.parse(r.data) as AnyEventData;
   // Events written before gardens (migration 5 put them in their owner's home garden) carry their
   // garden in the column only.
   if (data.garden === undefined) data.garden = r.garden;
