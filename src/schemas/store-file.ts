@@ -73,13 +73,8 @@ export const PlantLine = Type.Object(
 // when the service's purge erases it.
 export const TrashLine = Type.Object(
   {
+    ...PlantLine.properties,
     kind: Type.Literal('trash'),
-    id: PlantId,
-    garden: Id,
-    owner: User,
-    name: PlantName,
-    tag: MaybeTag,
-    version: Int(1),
     deletedAt: Time,
     deletedBy: User,
     purgeAt: Time,

@@ -17,6 +17,16 @@ export interface TableDump {
 
 const maybe = (iso: (t: unknown) => string, t: unknown): string | null => (t === null ? null : iso(t));
 
+// A plant's columns, as a plants row and a trash row both hold them.
+const plantFields = (r: Row) => ({
+  id: Number(r.id),
+  garden: r.garden as string,
+  owner: r.owner as string,
+  name: r.name as string,
+  tag: r.tag as string | null,
+  version: Number(r.version),
+});
+
 /** Before the events: gardens, their members, plants, the trash and tokens, each in a stable order. */
 export const TABLES_BEFORE_EVENTS: TableDump[] = [
   {
@@ -43,26 +53,13 @@ export const TABLES_BEFORE_EVENTS: TableDump[] = [
   },
   {
     sql: 'SELECT id, garden, owner, name, tag, version FROM plants ORDER BY id',
-    record: (r) => ({
-      kind: 'plant',
-      id: Number(r.id),
-      garden: r.garden as string,
-      owner: r.owner as string,
-      name: r.name as string,
-      tag: r.tag as string | null,
-      version: Number(r.version),
-    }),
+    record: (r) => ({ kind: 'plant', ...plantFields(r) }),
   },
   {
     sql: 'SELECT id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at FROM trash ORDER BY id',
     record: (r, iso) => ({
       kind: 'trash',
-      id: Number(r.id),
-      garden: r.garden as string,
-      owner: r.owner as string,
-      name: r.name as string,
-      tag: r.tag as string | null,
-      version: Number(r.version),
+      ...plantFields(r),
       deletedAt: iso(r.deleted_at),
       deletedBy: r.deleted_by as string,
       purgeAt: iso(r.purge_at),
