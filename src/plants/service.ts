@@ -15,7 +15,6 @@ import { queryProblem, searchTerms } from '../search-text.js';
 import type {
   BatchCreateResult,
   Change,
-  IdempotencyClaim,
   ListMarks,
   NewEvent,
   PagePlant,
