@@ -51,10 +51,11 @@ if (db === null) {
   raw.pragma('journal_mode = WAL');
   raw
     .prepare(
-      `WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n WHERE value < ?4)
-       ${fill} SELECT 1000000000 + value, ?1, 'bench', 'Trashed plant ' || value, NULL, 1, ?2, 'bench', ?3 FROM n`,
+      `WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n WHERE value < @n)
+       ${fill} SELECT 1000000000 + value, @garden, 'bench', 'Trashed plant ' || value, NULL, 1, @at, 'bench', @due
+       FROM n`,
     )
-    .run(garden, due - 1000, due, N);
+    .run({ garden, at: due - 1000, due, n: N });
   raw.close();
 } else {
   const c = new pg.Client({ connectionString: db.url });
