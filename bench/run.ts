@@ -25,6 +25,9 @@
  *                                          only a page of one plant's history and of a garden's
  *                                          activity with N events kept (bench/history-pages.ts:
  *                                          N, engine, seconds), with their cost on disk
+ *   npm run bench -- --trash-purge 100000 sqlite
+ *                                          only creates beside the service's purge of N expired
+ *                                          trash entries (bench/trash-purge.ts: N, engine)
  *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
  *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
@@ -81,6 +84,7 @@ const SCRIPTS: Record<string, string> = {
   '--flame': 'flame.ts', // flame graphs of the three hottest paths (CPU profiles under load)
   '--peer': 'peer.ts', // plantstore beside Platformatic DB
   '--history-pages': 'history-pages.ts', // a page of history and activity as the log grows
+  '--trash-purge': 'trash-purge.ts', // creates beside the service's purge of N expired trash entries
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
   if (!process.argv.includes(flag)) continue;

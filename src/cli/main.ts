@@ -11,6 +11,7 @@ import { plantCommands } from './plants.js';
 import { serveCommand } from './serve.js';
 import { storeFileCommands } from './store-file.js';
 import { tokenCommands } from './token.js';
+import { trashCommands } from './trash.js';
 
 /** `plantstore`: the service's commands, then the client commands, in the order --help lists them. */
 export function buildCli(): Command {
@@ -26,6 +27,7 @@ export function buildCli(): Command {
   storeFileCommands(program);
   tokenCommands(program);
   plantCommands(program);
+  trashCommands(program);
   gardenCommands(program);
   eventCommands(program);
   return program;

@@ -6,7 +6,7 @@ import { type ClientOpts, connect, gardenId, out, withClient } from './client.js
 import { printEvents } from './event-lines.js';
 import { listLine, plantFileCommands } from './plant-files.js';
 
-function plantId(text: string): number {
+export function plantId(text: string): number {
   const id = Number(text);
   if (!new RegExp(ID_TEXT).test(text) || !Number.isSafeInteger(id)) {
     throw new UsageError(`a plant id is a whole number 1 … 9007199254740991; got ${JSON.stringify(text)}`);

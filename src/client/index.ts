@@ -179,6 +179,20 @@ function nextLink(link: string | null): string | null {
   return m ? m[1]! : null;
 }
 
+/**
+ * A plant in its garden's trash (CONTRACT.md section 13.2): `{id, name, tag?, garden, deletedAt,
+ * deletedBy, purgeAt}` (times as ISO 8601).
+ */
+export type TrashedPlant = Json<operations['listTrash']['responses'][200]>[number];
+/** What a trash read takes: one garden, a page size, a cursor to start after (from a `Link`). */
+export interface TrashQuery {
+  /** Only this garden's trash (not a member: a PlantStoreError 404; a viewer: 403). */
+  garden?: string;
+  /** Page size, 1 … 1000 (default 100). */
+  limit?: number;
+  cursor?: string;
+}
+
 /** What a history or activity read takes: a page size, and a cursor to start after (from a `Link`). */
 export interface EventPageQuery {
   limit?: number;
@@ -218,6 +232,8 @@ export class PlantStore {
   readonly tokens: Tokens;
   /** Search, batch creates and exports (CONTRACT.md section 2, version 4): `store.plants.search('mon')`. */
   readonly plants: Plants;
+  /** The trash (CONTRACT.md section 13.2): `for await (const t of store.trash.list())`. */
+  readonly trash: Trash;
 
   constructor(private readonly opts: PlantStoreOptions) {
     this.base = withoutTrailingSlashes(opts.url);
@@ -229,6 +245,7 @@ export class PlantStore {
     this.webhooks = new Webhooks(call);
     this.tokens = new Tokens(call);
     this.plants = new Plants(call, (q) => this.list(q));
+    this.trash = new Trash(call);
   }
 
   /**
@@ -465,6 +482,66 @@ interface CallOptions {
   retryable: boolean | 'refused';
 }
 type Call = (method: string, path: string, o: CallOptions) => Promise<Response>;
+
+/**
+ * The trash (CONTRACT.md section 13.2), as `store.trash`: the plants deleted in the gardens where
+ * the caller is an editor or owner, to restore or erase for good while they are kept.
+ */
+export class Trash {
+  constructor(private readonly call: Call) {}
+
+  /**
+   * One page of the trash, newest deletion first, and the path of the next page (null on the last);
+   * `next` from a page reads the page after it, with the query it was made with.
+   */
+  async page(q: TrashQuery & { next?: string | null } = {}): Promise<{
+    plants: TrashedPlant[];
+    next: string | null;
+  }> {
+    let path = q.next ?? null;
+    if (path === null) {
+      const params = new URLSearchParams();
+      if (q.garden !== undefined) params.set('garden', q.garden);
+      if (q.limit !== undefined) params.set('limit', String(q.limit));
+      if (q.cursor !== undefined) params.set('cursor', q.cursor);
+      path = params.size > 0 ? `/trash?${params}` : '/trash';
+    }
+    const res = await this.call('GET', path, { retryable: true });
+    return { plants: (await res.json()) as TrashedPlant[], next: nextLink(res.headers.get('link')) };
+  }
+
+  /**
+   * Every trashed plant the caller may restore (of one `garden`), newest deletion first, page after
+   * page through `Link`: `for await (const t of store.trash.list({ garden }))`.
+   */
+  async *list(q: TrashQuery = {}): AsyncGenerator<TrashedPlant> {
+    let next: string | null = null;
+    do {
+      const page: { plants: TrashedPlant[]; next: string | null } = await this.page({ ...q, next });
+      yield* page.plants;
+      next = page.next;
+    } while (next !== null);
+  }
+
+  /**
+   * Puts a trashed plant back in its garden with a new version, and answers it with its ETag. A
+   * PlantStoreError 409 `plant_exists` when a plant has taken its id since (nothing changes); 404
+   * when it is in no trash the caller may see; 403 for a viewer. Retried safely under one
+   * Idempotency-Key (made here unless given).
+   */
+  async restore(id: number, opts: { idempotencyKey?: string } = {}): Promise<ListedPlant & { etag: string }> {
+    const res = await this.call('POST', `/trash/${plantId(id)}/restore`, {
+      headers: { 'idempotency-key': opts.idempotencyKey ?? crypto.randomUUID() },
+      retryable: true,
+    });
+    return { id, ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };
+  }
+
+  /** Erases a trashed plant for good (404 when it is in no trash the caller may see). */
+  async purge(id: number): Promise<void> {
+    await this.call('DELETE', `/trash/${plantId(id)}`, { retryable: true });
+  }
+}
 
 /**
  * Search, batch creates and exports (CONTRACT.md section 2, version 4), as `store.plants`. A bad

@@ -195,6 +195,7 @@ function firstError(
 const PLURAL: Partial<Record<RecordKind, string>> = {
   delivery: 'deliveries',
   idempotency: 'idempotency keys',
+  trash: 'trashed plants',
 };
 
 /** "12 plants, 3 gardens, …", every kind but the counters. */

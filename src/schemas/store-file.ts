@@ -69,6 +69,19 @@ export const PlantLine = Type.Object(
   strict,
 );
 
+// A plant in its garden's trash (contract 13.2, version 5), with when it was deleted, by whom and
+// when the service's purge erases it.
+export const TrashLine = Type.Object(
+  {
+    ...PlantLine.properties,
+    kind: Type.Literal('trash'),
+    deletedAt: Time,
+    deletedBy: User,
+    purgeAt: Time,
+  },
+  strict,
+);
+
 export const TokenLine = Type.Object(
   {
     kind: Type.Literal('token'),
@@ -95,7 +108,13 @@ export const EventLine = Type.Object(
     type: EventTypeName,
     owner: User,
     garden: Str,
-    plant: Type.Optional(Type.Object({ id: PlantId, name: PlantName, tag: MaybeTag }, strict)),
+    // plant.purged (version 5): the plant's id alone.
+    plant: Type.Optional(
+      Type.Union([
+        Type.Object({ id: PlantId, name: PlantName, tag: MaybeTag }, strict),
+        Type.Object({ id: PlantId }, strict),
+      ]),
+    ),
     previous: Type.Optional(
       Type.Union([
         Type.Object({ name: Type.Optional(PlantName), tag: Type.Optional(MaybeTag) }, strict),
@@ -177,6 +196,7 @@ export const RECORD_SCHEMAS = {
   garden: GardenLine,
   member: MemberLine,
   plant: PlantLine,
+  trash: TrashLine,
   token: TokenLine,
   event: EventLine,
   webhook: WebhookLine,
@@ -189,6 +209,7 @@ export const StoreRecord = Type.Union([
   GardenLine,
   MemberLine,
   PlantLine,
+  TrashLine,
   TokenLine,
   EventLine,
   WebhookLine,
@@ -200,6 +221,7 @@ export const StoreRecord = Type.Union([
 export type GardenLine = Static<typeof GardenLine>;
 export type MemberLine = Static<typeof MemberLine>;
 export type PlantLine = Static<typeof PlantLine>;
+export type TrashLine = Static<typeof TrashLine>;
 export type TokenLine = Static<typeof TokenLine>;
 export type EventLine = Static<typeof EventLine>;
 export type WebhookLine = Static<typeof WebhookLine>;
@@ -214,6 +236,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
   'garden',
   'member',
   'plant',
+  'trash',
   'token',
   'event',
   'webhook',

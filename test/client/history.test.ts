@@ -4,10 +4,11 @@ import { PlantStore, type PlantStoreError } from '../../src/client/index.js';
 import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 
-// store.plants.history and store.gardens.activity against a real listening service: every page
-// read through Link, newest first, as async iterators of events.
+// store.plants.history, store.gardens.activity and store.trash against a real listening service:
+// every page read through Link, newest first, as async iterators; the trash's restore (a new ETag,
+// an Idempotency-Key replayed) and purge, refusals as PlantStoreErrors.
 
-describe('the typed client: history and activity', { timeout: 60_000 }, () => {
+describe('the typed client: history, activity and the trash', { timeout: 60_000 }, () => {
   let h: Harness;
   let base: string;
   before(async () => {
@@ -54,5 +55,41 @@ describe('the typed client: history and activity', { timeout: 60_000 }, () => {
     const stranger = new PlantStore({ url: base, token: (await h.user()).token });
     await assert.rejects(all(stranger.plants.history(made.id)), (e: PlantStoreError) => e.status === 404);
     await assert.rejects(all(stranger.gardens.activity(gid)), (e: PlantStoreError) => e.status === 404);
+  });
+
+  it('lists every page, restores with a new ETag (a key replays), purges; 404 and 409 as errors', async () => {
+    const owner = await h.user();
+    const store = new PlantStore({ url: base, token: owner.token });
+    const gid = (await store.gardens.create('Bin')).id;
+    const made = [];
+    for (const name of ['A', 'B', 'C']) made.push(await store.create({ name, tag: 't' }, { garden: gid }));
+    for (const p of made) await store.delete(p.id);
+
+    const listed = await all(store.trash.list({ garden: gid, limit: 2 }));
+    assert.deepEqual(new Set(listed.map((t) => t.id)), new Set(made.map((p) => p.id)));
+    assert.ok(listed.every((t) => t.garden === gid && t.deletedBy === owner.user && t.tag === 't'));
+    const page = await store.trash.page({ garden: gid, limit: 2 });
+    assert.equal(page.plants.length, 2);
+    assert.match(page.next!, /^\/trash\?limit=2&cursor=/);
+
+    const [a, b, c] = made;
+    const key = `k-${a!.id}`;
+    const back = await store.trash.restore(a!.id, { idempotencyKey: key });
+    assert.deepEqual({ id: back.id, name: back.name, tag: back.tag }, { id: a!.id, name: 'A', tag: 't' });
+    assert.notEqual(back.etag, a!.etag);
+    assert.equal((await store.trash.restore(a!.id, { idempotencyKey: key })).etag, back.etag);
+    assert.equal((await store.get(a!.id)).etag, back.etag);
+
+    await store.trash.purge(b!.id);
+    await assert.rejects(store.trash.restore(b!.id), (e: PlantStoreError) => e.status === 404);
+    await assert.rejects(store.trash.purge(b!.id), (e: PlantStoreError) => e.status === 404);
+    await store.create({ id: c!.id, name: 'Taker' }, { garden: gid });
+    await assert.rejects(
+      store.trash.restore(c!.id),
+      (e: PlantStoreError) => e.status === 409 && e.code === 'plant_exists',
+    );
+    const stranger = new PlantStore({ url: base, token: (await h.user()).token });
+    await assert.rejects(all(stranger.trash.list({ garden: gid })), (e: PlantStoreError) => e.status === 404);
+    assert.deepEqual(await all(stranger.trash.list()), []);
   });
 });

@@ -146,6 +146,38 @@ describe('every operation through Prism, validating against the served document'
     await direct(owner, 'PUT', `${beds}/members/${friend.user}`, { role: 'viewer' });
     await direct(owner, 'POST', `${beds}/plants`, { name: 'Bed fern', tag: 'green' });
     const none = '/gardens/gdn_000000000000000000000000';
+    // The trash (contract 13.2): plants of `beds` deleted into it, each with a fresh token.
+    const trashed = async (name: string) => {
+      await direct(owner, 'POST', `${beds}/plants`, { name });
+      const made = (
+        await h.app.inject({
+          url: '/plants?include=id&limit=1000',
+          headers: {
+            authorization: `Bearer ${await tokenOf(owner)}`,
+          },
+        })
+      )
+        .json()
+        .find((x: { name: string }) => x.name === name);
+      const res = await h.app.inject({
+        method: 'DELETE',
+        url: `/plants/${made.id}`,
+        headers: { authorization: `Bearer ${await tokenOf(owner)}` },
+      });
+      assert.equal(res.statusCode, 204, res.body);
+      return made.id as number;
+    };
+    const toRestore = await trashed('Trash restore');
+    const toPurge = await trashed('Trash purge');
+    const clash = await trashed('Trash clash');
+    await direct(owner, 'POST', `${beds}/plants`, { id: clash, name: 'Clash taker' });
+    const bedsId = beds.slice('/gardens/'.length);
+    const trashPage = await h.app.inject({
+      url: `/trash?garden=${bedsId}&limit=1`,
+      headers: { authorization: `Bearer ${await tokenOf(owner)}` },
+    });
+    const trashNext = /<([^>]+)>; rel="next"/.exec(String(trashPage.headers.link))?.[1];
+    assert.ok(trashNext, 'a Link to the trash page after the first');
 
     // Tokens over HTTP (contract 3.3): every exchange's fresh token also holds tokens:manage.
     const MANAGE: Scope[] = ['plants:read', 'plants:write', 'tokens:manage'];
@@ -513,6 +545,77 @@ describe('every operation through Prism, validating against the served document'
       { name: 'activity, not a member', method: 'GET', path: `${beds}/activity`, status: 404, as: stranger },
       { name: 'activity, none', method: 'GET', path: `${none}/activity`, status: 404 },
       { name: 'activity, no token', method: 'GET', path: `${beds}/activity`, status: 401, client: null },
+      // The trash (contract 13.2).
+      { name: 'trash', method: 'GET', path: '/trash', status: 200 },
+      {
+        name: 'trash of a garden, a page',
+        method: 'GET',
+        path: `/trash?garden=${bedsId}&limit=1`,
+        status: 200,
+      },
+      { name: 'trash, the next page', method: 'GET', path: trashNext, status: 200 },
+      { name: 'trash, as a viewer', method: 'GET', path: `/trash?garden=${bedsId}`, status: 403, as: friend },
+      {
+        name: 'trash, not a member',
+        method: 'GET',
+        path: `/trash?garden=${bedsId}`,
+        status: 404,
+        as: stranger,
+      },
+      { name: 'trash, bad limit', method: 'GET', path: '/trash?limit=1001', status: 400 },
+      { name: 'trash, bad cursor', method: 'GET', path: '/trash?cursor=nope', status: 400 },
+      { name: 'trash, no token', method: 'GET', path: '/trash', status: 401, client: null },
+      {
+        name: 'trash, write-only token',
+        method: 'GET',
+        path: '/trash',
+        status: 403,
+        as: owner,
+        scopes: ['plants:write'],
+      },
+      {
+        name: 'restore, by a viewer',
+        method: 'POST',
+        path: `/trash/${toRestore}/restore`,
+        status: 403,
+        as: friend,
+      },
+      {
+        name: 'restore',
+        method: 'POST',
+        path: `/trash/${toRestore}/restore`,
+        status: 200,
+        headers: { 'idempotency-key': 'r-1' },
+      },
+      {
+        name: 'restore, replayed',
+        method: 'POST',
+        path: `/trash/${toRestore}/restore`,
+        status: 200,
+        headers: { 'idempotency-key': 'r-1' },
+      },
+      {
+        name: 'restore, key reused for another plant',
+        method: 'POST',
+        path: `/trash/${toPurge}/restore`,
+        status: 422,
+        headers: { 'idempotency-key': 'r-1' },
+      },
+      { name: 'restore, id taken since', method: 'POST', path: `/trash/${clash}/restore`, status: 409 },
+      { name: 'restore, none', method: 'POST', path: '/trash/999999/restore', status: 404 },
+      { name: 'restore, bad id', method: 'POST', path: '/trash/0/restore', status: 400 },
+      {
+        name: 'restore, read-only token',
+        method: 'POST',
+        path: `/trash/${clash}/restore`,
+        status: 403,
+        as: owner,
+        scopes: ['plants:read'],
+      },
+      { name: 'purge, by a viewer', method: 'DELETE', path: `/trash/${toPurge}`, status: 403, as: friend },
+      { name: 'purge', method: 'DELETE', path: `/trash/${toPurge}`, status: 204 },
+      { name: 'purge, none', method: 'DELETE', path: `/trash/${toPurge}`, status: 404 },
+      { name: 'purge, bad id', method: 'DELETE', path: '/trash/abc', status: 400 },
       {
         name: 'create in a garden',
         method: 'POST',

@@ -335,6 +335,35 @@ describe('client commands against a running service (CONTRACT.md section 7)', ()
     assert.match(events[0]!.id, /^evt_/);
   });
 
+  it('trash list, restore and purge: a deleted plant listed, put back, deleted and erased for good', async () => {
+    const g = (await cli(['gardens', 'create', 'Bin'], as)).stdout.trim();
+    const id = (
+      await cli(['plants', 'create', '--name', 'Basil', '--tag', 'herb', '--garden', g], as)
+    ).stdout.trim();
+    assert.equal((await cli(['plants', 'delete', id], as)).code, 0);
+    const listed = await cli(['trash', 'list', '--garden', g], as);
+    assert.equal(listed.code, 0, listed.stderr);
+    const [row] = listed.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split('\t'));
+    assert.deepEqual(row!.slice(0, 4), [id, 'Basil', 'herb', g]);
+    assert.equal(row![5], 'cli-user');
+    const restored = await cli(['trash', 'restore', id], as);
+    assert.deepEqual([restored.code, restored.stdout], [0, `${id}\n`]);
+    assert.equal((await cli(['plants', 'get', id], as)).stdout, `${id}\tBasil\therb\n`);
+    assert.equal((await cli(['plants', 'delete', id], as)).code, 0);
+    const json = await cli(['trash', 'list', '--garden', g, '--json'], as);
+    assert.equal((JSON.parse(json.stdout.trim()) as { id: number }).id, Number(id));
+    const purged = await cli(['trash', 'purge', id], as);
+    assert.equal(purged.code, 0, purged.stderr);
+    assert.equal((await cli(['trash', 'list', '--garden', g], as)).stdout, '');
+    const again = await cli(['trash', 'restore', id], as);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /plant_not_found, HTTP 404/);
+    assert.equal((await cli(['trash', 'purge', 'abc'], as)).code, 2);
+  });
+
   it("gardens activity GID --type: that garden's events of those types; an unknown type is exit 2", async () => {
     const g = (await cli(['gardens', 'create', 'Activity'], as)).stdout.trim();
     assert.equal((await cli(['gardens', 'share', g, 'cli-friend'], as)).code, 0);

@@ -129,6 +129,8 @@ describe('moving a store from SQLite to PostgreSQL', { skip: postgres.skip }, ()
       [alice, `/plants/${ids[0]}`],
       [bob, `/plants/${ids[1]}`],
       [alice, `/plants/${ids[2]}`],
+      // The deleted plant waits in Alice's trash (contract 13.2): it moves with its dates.
+      [alice, '/trash'],
       [alice, '/gardens'],
       [bob, `/gardens/${garden.id}/members`],
       [alice, `/webhooks/${hook.id}`],
@@ -164,7 +166,7 @@ describe('moving a store from SQLite to PostgreSQL', { skip: postgres.skip }, ()
     assert.match(
       imported.stdout,
       // 10 plant events and the two member.added of Bob's sharing (contract 13.3).
-      /imported 3 gardens, 5 members, 7 plants, 2 tokens, 12 events, 1 webhooks, \d+ deliveries/,
+      /imported 3 gardens, 5 members, 7 plants, 1 trashed plants, 2 tokens, 12 events, 1 webhooks, \d+ deliveries/,
     );
     const again = await cli(['import', file], pgEnv);
     assert.equal(again.code, 1);

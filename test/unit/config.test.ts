@@ -126,4 +126,32 @@ describe('configuration', () => {
     assert.equal(on.jwtClockTolerance, 1500);
     assert.equal(on.jwtAllowUntyped, true);
   });
+
+  it('the trash retention: 30d by default, 0 turns it off; events are kept at least as long', () => {
+    const DAY = 86_400_000;
+    const d = loadConfig({});
+    assert.deepEqual([d.trashRetention, d.eventRetention], [30 * DAY, 30 * DAY]);
+    assert.equal(loadConfig({ TRASH_RETENTION: '0' }).trashRetention, 0);
+    assert.equal(loadConfig({}, { trashRetention: '0s' }).trashRetention, 0);
+    // Without EVENT_RETENTION, events follow a longer trash retention; a shorter one changes nothing.
+    const long = loadConfig({ TRASH_RETENTION: '90d' });
+    assert.deepEqual([long.trashRetention, long.eventRetention], [90 * DAY, 90 * DAY]);
+    assert.equal(loadConfig({ TRASH_RETENTION: '1h' }).eventRetention, 30 * DAY);
+    assert.equal(loadConfig({ TRASH_RETENTION: '0', EVENT_RETENTION: '1h' }).eventRetention, 3_600_000);
+    // Given below the trash retention: a usage error naming both, as they were given.
+    assert.throws(
+      () => loadConfig({ EVENT_RETENTION: '7d' }),
+      (e: Error) =>
+        e instanceof ConfigError &&
+        /EVENT_RETENTION=7d/.test(e.message) &&
+        /--trash-retention 30d/.test(e.message),
+    );
+    assert.throws(
+      () => loadConfig({ TRASH_RETENTION: '10d' }, { eventRetention: '2d' }),
+      (e: Error) => /--event-retention 2d/.test(e.message) && /TRASH_RETENTION=10d/.test(e.message),
+    );
+    for (const bad of ['30', '-1d', '1y', 'off']) {
+      assert.throws(() => loadConfig({ TRASH_RETENTION: bad }), /TRASH_RETENTION must be 0 \(off\) or/);
+    }
+  });
 });
