@@ -51,6 +51,26 @@ describe('the typed client: history and activity', { timeout: 60_000 }, () => {
       ['plant.created', 'member.added'],
     );
 
+    // A page at a time: each page's `next` reads the one after it, the last has none.
+    const first = await store.plants.historyPage(made.id, { limit: 3 });
+    assert.deepEqual(
+      first.events.map((e) => e.type),
+      ['plant.deleted', 'plant.updated', 'plant.updated'],
+    );
+    assert.ok(first.next);
+    const second = await store.plants.historyPage(made.id, { next: first.next });
+    assert.deepEqual(
+      second.events.map((e) => e.type),
+      ['plant.updated', 'plant.created'],
+    );
+    assert.equal(second.next, null);
+    const members = await viewer.gardens.activityPage(gid, { type: ['member.added'] });
+    assert.deepEqual(
+      members.events.map((e) => e.type),
+      ['member.added'],
+    );
+    assert.equal(members.next, null);
+
     const stranger = new PlantStore({ url: base, token: (await h.user()).token });
     await assert.rejects(all(stranger.plants.history(made.id)), (e: PlantStoreError) => e.status === 404);
     await assert.rejects(all(stranger.gardens.activity(gid)), (e: PlantStoreError) => e.status === 404);
