@@ -86,7 +86,7 @@ export function Changes({ e, plant }: { e: AnyEvent; plant: boolean }) {
             Name <Quoted of={d.name} />
           </>,
         );
-      parts.push(<>Tag {value(d.tag)}</>);
+      if (d.tag) parts.push(<>Tag {value(d.tag)}</>);
     }
   }
   return (

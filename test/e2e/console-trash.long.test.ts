@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser } from 'playwright-core';
+import {
+  assertClean,
+  type ConsoleServer,
+  confirm,
+  consoleServer,
+  focused,
+  launch,
+  nav,
+  open,
+  plantNames,
+  signIn,
+  skipBrowser,
+} from '../helpers/browser.js';
+import { until } from '../helpers/wait.js';
+
+// Contract section 13.5 in Debian's Chromium against a real `bin/plantstore serve` (fresh SQLite):
+// "Moved to trash" with "Undo" after a delete, the Trash view (Restore, and Delete forever with the
+// page's dialog), a plant's "History <name>" and a garden's activity.
+describe('the web console in Chromium: trash, undo, history and activity', {
+  skip: skipBrowser,
+  timeout: 240_000,
+}, () => {
+  let srv: ConsoleServer;
+  let browser: Browser;
+  before(async () => {
+    srv = await consoleServer();
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await srv?.stop();
+  });
+
+  /** A new garden of `token`'s user; its id. */
+  const garden = async (token: string, name: string) => {
+    const res = await srv.api(token, '/gardens', { method: 'POST', body: JSON.stringify({ name }) });
+    assert.equal(res.status, 201);
+    return ((await res.json()) as { id: string }).id;
+  };
+
+  it('History of a renamed plant: who, when, its former and new name, older events a page at a time', async () => {
+    const u = await srv.user('history');
+    const id = await srv.plant(u.token, { name: 'Fern', tag: 'indoor' });
+    const rename = (name: string) =>
+      srv.api(u.token, `/plants/${id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/merge-patch+json', 'if-match': '*' },
+        body: JSON.stringify({ name }),
+      });
+    // 21 changes and the create: more than one page of 20.
+    for (let i = 1; i <= 20; i++) assert.equal((await rename(`Fern ${i}`)).status, 200);
+    assert.equal((await rename('Boston fern')).status, 200);
+
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    const opener = page.getByRole('button', { name: 'History Boston fern', exact: true });
+    await opener.click();
+    const dialog = page.getByRole('dialog', { name: 'History of “Boston fern”' });
+    const latest = dialog.getByRole('row').filter({ hasText: 'Boston fern' });
+    await latest.waitFor();
+    assert.match(await latest.innerText(), /Changed/);
+    assert.match(await latest.innerText(), /Name from “Fern 20” to “Boston fern”/);
+    assert.equal(await latest.getByRole('cell', { name: u.user, exact: true }).count(), 1, 'who');
+    assert.equal(await dialog.getByRole('row').filter({ hasText: 'Created' }).count(), 0, 'one page');
+    await dialog.getByRole('button', { name: 'Older events' }).click();
+    const created = dialog.getByRole('row').filter({ hasText: 'Created' });
+    await created.waitFor();
+    assert.match(await created.innerText(), /Tag “indoor”/);
+    assert.equal(await dialog.getByRole('button', { name: 'Older events' }).count(), 0, 'the last page');
+    await page.screenshot({ path: '/tmp/console-history.png' });
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    assert.ok(await focused(opener), 'the focus is back on the button that opened it');
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('a garden’s activity: who added whom with which role, who changed a role, who deleted what', async () => {
+    const u = await srv.user('activity');
+    const gid = await garden(u.token, 'Allotment');
+    const share = (role: string) =>
+      srv.api(u.token, `/gardens/${gid}/members/bob-${process.pid}`, {
+        method: 'PUT',
+        body: JSON.stringify({ role }),
+      });
+    assert.equal((await share('viewer')).status, 201);
+    assert.equal((await share('editor')).status, 200);
+    const id = await srv.plant(u.token, { name: 'Leek' }, gid);
+    assert.equal((await srv.api(u.token, `/plants/${id}`, { method: 'DELETE' })).status, 204);
+
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await nav(page, 'Gardens');
+    await page.getByRole('button', { name: 'Open Allotment', exact: true }).click();
+    const activity = page.getByRole('table', { name: 'Activity of Allotment, newest first' });
+    const added = activity.getByRole('row').filter({ hasText: `bob-${process.pid} as viewer` });
+    await added.waitFor();
+    assert.match(await added.innerText(), /Member added/);
+    assert.equal(await added.getByRole('cell', { name: u.user, exact: true }).count(), 1, 'who added');
+    const changed = activity.getByRole('row').filter({ hasText: 'Role changed' });
+    assert.match(await changed.innerText(), new RegExp(`bob-${process.pid} from viewer to editor`));
+    const deleted = activity.getByRole('row').filter({ hasText: 'Deleted' });
+    assert.match(await deleted.innerText(), /“Leek”/);
+
+    // A member added here shows in the activity at once.
+    await page.getByLabel('User', { exact: true }).fill(`carol-${process.pid}`);
+    await page.getByLabel('Role', { exact: true }).selectOption('owner');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    await activity
+      .getByRole('row')
+      .filter({ hasText: `carol-${process.pid} as owner` })
+      .waitFor();
+    await page.screenshot({ path: '/tmp/console-activity.png', fullPage: true });
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('Live shows membership events (user, role, former role) and announces them', async () => {
+    const u = await srv.user('live-members');
+    const gid = await garden(u.token, 'Orchard');
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    const stream = page.waitForResponse((r) => new URL(r.url()).pathname === '/events');
+    await nav(page, 'Live');
+    await until('the events stream answered', async () => (await stream).status() === 200 || undefined);
+    const who = `dana-${process.pid}`;
+    const share = (role: string) =>
+      srv.api(u.token, `/gardens/${gid}/members/${who}`, { method: 'PUT', body: JSON.stringify({ role }) });
+    assert.equal((await share('viewer')).status, 201);
+    const added = page.getByRole('row').filter({ hasText: 'member.added' });
+    await added.waitFor();
+    assert.equal(await added.getByRole('cell', { name: who, exact: true }).count(), 1);
+    assert.equal(await added.getByRole('cell', { name: 'viewer', exact: true }).count(), 1);
+    assert.match(await added.getByRole('cell').last().innerText(), /^Orchard /);
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Member added: ${who}, viewer` })
+      .waitFor({ state: 'attached' });
+    assert.equal((await share('editor')).status, 200);
+    const changed = page.getByRole('row').filter({ hasText: 'member.changed' });
+    await changed.getByRole('cell', { name: 'editor, was viewer', exact: true }).waitFor();
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+});
