@@ -145,4 +145,97 @@ describe('the web console in Chromium: trash, undo, history and activity', {
     assertClean(watch, [srv.url]);
     await context.close();
   });
+
+  it('Delete, "Moved to trash", Undo: the plant is back in the list, in its garden', async () => {
+    const u = await srv.user('undo');
+    await srv.plant(u.token, { name: 'Calathea', tag: 'shade' });
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await page.getByRole('button', { name: 'Delete Calathea', exact: true }).click();
+    await confirm(page, 'Delete');
+    await page.getByRole('status').filter({ hasText: 'Moved to trash' }).waitFor();
+    const undo = page.getByRole('button', { name: 'Undo', exact: true });
+    await undo.waitFor();
+    assert.ok(await focused(undo), 'the focus is on "Undo" (the Delete button went with its row)');
+    assert.deepEqual(await plantNames(srv, u.token), []);
+    const restore = page.waitForRequest((r) => /\/trash\/\d+\/restore$/.test(new URL(r.url()).pathname));
+    await undo.click();
+    assert.ok((await (await restore).allHeaders())['idempotency-key'], 'the restore has an Idempotency-Key');
+    await page.getByRole('status').filter({ hasText: 'Restored “Calathea”' }).waitFor();
+    await page.getByRole('button', { name: 'Delete Calathea', exact: true }).waitFor();
+    assert.equal(await undo.count(), 0, '"Undo" is gone');
+    assert.deepEqual(await plantNames(srv, u.token), ['Calathea']);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('Trash: its entries (garden, who, when, until when), Restore, a clash with a plant made since, Delete forever', async () => {
+    const u = await srv.user('trash');
+    const gid = await garden(u.token, 'Greenhouse');
+    const ids: Record<string, number> = {};
+    for (const name of ['Aloe', 'Basil', 'Chive']) {
+      ids[name] = await srv.plant(u.token, { name }, gid);
+      assert.equal((await srv.api(u.token, `/plants/${ids[name]}`, { method: 'DELETE' })).status, 204);
+    }
+    // Chive's id is taken by a plant made since: it cannot come back.
+    assert.equal(await srv.plant(u.token, { id: ids.Chive, name: 'Usurper' }), ids.Chive);
+
+    const { context, page, watch } = await open(browser);
+    await signIn(page, srv.url, u.token);
+    await nav(page, 'Trash');
+    const table = page.getByRole('table', { name: 'Deleted plants, newest deletion first' });
+    const aloe = table.getByRole('row').filter({ hasText: 'Aloe' });
+    await aloe.waitFor();
+    assert.equal(await aloe.getByRole('cell', { name: 'Greenhouse', exact: true }).count(), 1, 'its garden');
+    assert.equal(await aloe.getByRole('cell', { name: u.user, exact: true }).count(), 1, 'who deleted it');
+    assert.deepEqual(
+      await table
+        .getByRole('row')
+        .evaluateAll((rows) => rows.slice(1).map((r) => r.querySelector('td')?.textContent)),
+      ['Chive', 'Basil', 'Aloe'],
+      'newest deletion first',
+    );
+
+    await page.getByRole('button', { name: 'Restore Chive', exact: true }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: `its id ${ids.Chive} was taken by a plant made since` })
+      .waitFor();
+
+    await page.getByRole('button', { name: 'Restore Aloe', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Restored “Aloe” to “Greenhouse”' }).waitFor();
+    await aloe.waitFor({ state: 'detached' });
+    assert.deepEqual((await plantNames(srv, u.token)).sort(), ['Aloe', 'Usurper']);
+
+    await page.getByRole('button', { name: 'Delete forever Basil', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete forever' });
+    assert.match(await dialog.innerText(), /Delete “Basil” forever\?/);
+    await confirm(page, 'Delete forever');
+    await page.getByRole('status').filter({ hasText: 'Deleted “Basil” forever' }).waitFor();
+    const left = (await (await srv.api(u.token, '/trash')).json()) as { name: string }[];
+    assert.deepEqual(
+      left.map((t) => t.name),
+      ['Chive'],
+    );
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
+  it('with the trash off (TRASH_RETENTION=0), Undo says the delete was final', async () => {
+    const off = await consoleServer([], { TRASH_RETENTION: '0' });
+    try {
+      const u = await off.user('final');
+      await off.plant(u.token, { name: 'Gone' });
+      const { context, page, watch } = await open(browser);
+      await signIn(page, off.url, u.token);
+      await page.getByRole('button', { name: 'Delete Gone', exact: true }).click();
+      await confirm(page, 'Delete');
+      await page.getByRole('button', { name: 'Undo', exact: true }).click();
+      await page.getByRole('status').filter({ hasText: 'the delete was final' }).waitFor();
+      assertClean(watch, [off.url]);
+      await context.close();
+    } finally {
+      await off.stop();
+    }
+  });
 });
