@@ -56,8 +56,11 @@ export interface GardenPort {
   createGarden(g: NewGarden): Promise<GardenChange<GardenRecord>>;
   /** Renames a garden the actor owns. */
   renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>>;
-  /** Deletes an empty garden the actor owns, with its memberships (never a home garden). */
-  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>>;
+  /**
+   * Deletes a garden the actor owns with no plant in it, with its memberships and its trash (each
+   * trashed plant with a plant.purged event caused as `event` is), never a home garden.
+   */
+  deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>>;
   /** The garden's members, by when they were added (the garden's existence is the caller's to check). */
   listMembers(id: string): Promise<MemberRecord[]>;
   /**
