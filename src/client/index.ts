@@ -92,6 +92,8 @@ export type PlantPatch = Json<operations['updatePlant']['requestBody']>;
  * change or delete only that version.
  */
 export type TaggedPlant = Plant & { etag: string };
+/** A plant in its garden's trash: `{id, name, tag?, garden, deletedAt, deletedBy, purgeAt}`. */
+export type TrashedPlant = Json<operations['listTrash']['responses'][200]>[number];
 /** A webhook endpoint as a list answers it (never its secret). */
 export type Webhook = Json<operations['listWebhooks']['responses'][200]>[number];
 /** A webhook endpoint with its signing secret (a create, a read of one, a rotation). */
@@ -235,6 +237,8 @@ export class PlantStore {
   readonly tokens: Tokens;
   /** Search, batch creates and exports (CONTRACT.md section 2, version 4): `store.plants.search('mon')`. */
   readonly plants: Plants;
+  /** The trash (CONTRACT.md section 13.2): `store.trash.restore(42)`. */
+  readonly trash: Trash;
 
   constructor(private readonly opts: PlantStoreOptions) {
     this.base = withoutTrailingSlashes(opts.url);
@@ -246,6 +250,7 @@ export class PlantStore {
     this.webhooks = new Webhooks(call);
     this.tokens = new Tokens(call);
     this.plants = new Plants(call, (q) => this.list(q));
+    this.trash = new Trash(call);
   }
 
   /**
@@ -626,6 +631,62 @@ async function* readLines(body: ReadableStream<Uint8Array>, idleMs: number): Asy
  * low for the request is a 403 (`insufficient_role`); the rules' refusals are 409s (`home_garden`,
  * `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`).
  */
+/**
+ * The trash (CONTRACT.md section 13.2), as `store.trash`: the deleted plants of the gardens where
+ * the caller is an editor or owner (an admin: all), until they are restored or erased.
+ */
+export class Trash {
+  constructor(private readonly call: Call) {}
+
+  /**
+   * One page of the trash, newest deletion first (of one `garden`, when given), and the path of
+   * the next page (null on the last); `next` from a page reads the page after it.
+   */
+  async page(
+    q: { garden?: string; limit?: number; next?: string | null } = {},
+  ): Promise<{ plants: TrashedPlant[]; next: string | null }> {
+    let path = q.next ?? null;
+    if (path === null) {
+      const params = new URLSearchParams();
+      if (q.garden !== undefined) params.set('garden', q.garden);
+      if (q.limit !== undefined) params.set('limit', String(q.limit));
+      const query = params.toString();
+      path = query === '' ? '/trash' : `/trash?${query}`;
+    }
+    const res = await this.call('GET', path, { retryable: true });
+    return { plants: (await res.json()) as TrashedPlant[], next: nextLink(res.headers.get('link')) };
+  }
+
+  /** Every trashed plant (of one `garden`), page after page through `Link`, newest deletion first. */
+  async *list(q: { garden?: string; limit?: number } = {}): AsyncGenerator<TrashedPlant> {
+    let next: string | null = null;
+    do {
+      const page: { plants: TrashedPlant[]; next: string | null } = await this.page({ ...q, next });
+      yield* page.plants;
+      next = page.next;
+    } while (next !== null);
+  }
+
+  /**
+   * Puts the plant back in its garden as it was, with a new version: the plant and its new ETag.
+   * Its id taken by a plant made since: a PlantStoreError 409 `plant_exists`; not in a trash the
+   * caller may see (or the trash is off): 404. Retried safely under one Idempotency-Key (made here
+   * unless given).
+   */
+  async restore(id: number, opts: { idempotencyKey?: string } = {}): Promise<TaggedPlant> {
+    const res = await this.call('POST', `/trash/${plantId(id)}/restore`, {
+      headers: { 'idempotency-key': opts.idempotencyKey ?? crypto.randomUUID() },
+      retryable: true,
+    });
+    return { ...((await res.json()) as Plant), etag: res.headers.get('etag') ?? '' };
+  }
+
+  /** Erases the trashed plant for good (404 when it is in no trash the caller may see). */
+  async purge(id: number): Promise<void> {
+    await this.call('DELETE', `/trash/${plantId(id)}`, { retryable: true });
+  }
+}
+
 export class Gardens {
   constructor(private readonly call: Call) {}
 

@@ -196,6 +196,7 @@ describe('the web console in Chromium: trash, undo, history and activity', {
       'newest deletion first',
     );
 
+    await page.screenshot({ path: '/tmp/console-trash.png', fullPage: true });
     await page.getByRole('button', { name: 'Restore Chive', exact: true }).click();
     await page
       .getByRole('alert')
