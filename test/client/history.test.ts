@@ -5,9 +5,10 @@ import { type Harness, harness } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 
 // store.plants.history and store.gardens.activity against a real listening service: every page
-// read through Link, newest first, as async iterators of events.
+// read through Link, newest first, as async iterators of events, or a page at a time; and
+// store.trash: its pages, restore (with its new ETag, and the clash with a plant made since), purge.
 
-describe('the typed client: history and activity', { timeout: 60_000 }, () => {
+describe('the typed client: history, activity and the trash', { timeout: 60_000 }, () => {
   let h: Harness;
   let base: string;
   before(async () => {
@@ -74,5 +75,48 @@ describe('the typed client: history and activity', { timeout: 60_000 }, () => {
     const stranger = new PlantStore({ url: base, token: (await h.user()).token });
     await assert.rejects(all(stranger.plants.history(made.id)), (e: PlantStoreError) => e.status === 404);
     await assert.rejects(all(stranger.gardens.activity(gid)), (e: PlantStoreError) => e.status === 404);
+  });
+
+  it('the trash: pages, every page, restore with a new ETag, 409 when the id was taken, purge, 404 after', async () => {
+    const owner = await h.user();
+    const store = new PlantStore({ url: base, token: owner.token });
+    const ids: number[] = [];
+    for (const name of ['A', 'B', 'C']) {
+      const made = await store.create({ name, tag: 'x' });
+      ids.push(made.id);
+      await store.delete(made.id);
+    }
+    const first = await store.trash.page({ limit: 2 });
+    assert.deepEqual(
+      first.plants.map((t) => t.name),
+      ['C', 'B'],
+    );
+    assert.ok(first.next);
+    const second = await store.trash.page({ next: first.next });
+    assert.deepEqual(
+      second.plants.map((t) => [t.id, t.name, t.deletedBy]),
+      [[ids[0], 'A', owner.user]],
+    );
+    assert.equal(second.next, null);
+    const all = [];
+    for await (const t of store.trash.list({ limit: 1 })) all.push(t.name);
+    assert.deepEqual(all, ['C', 'B', 'A']);
+
+    const back = await store.trash.restore(ids[0]!, { idempotencyKey: 'restore-a' });
+    assert.deepEqual({ name: back.name, tag: back.tag }, { name: 'A', tag: 'x' });
+    assert.match(back.etag, /^"/);
+    assert.equal((await store.get(ids[0]!)).etag, back.etag);
+
+    await store.create({ id: ids[1]!, name: 'Taken' });
+    await assert.rejects(
+      store.trash.restore(ids[1]!),
+      (e: PlantStoreError) => e.status === 409 && e.code === 'plant_exists',
+    );
+    await store.trash.purge(ids[2]!);
+    await assert.rejects(store.trash.restore(ids[2]!), (e: PlantStoreError) => e.status === 404);
+    assert.deepEqual(
+      (await store.trash.page()).plants.map((t) => t.name),
+      ['B'],
+    );
   });
 });
