@@ -118,7 +118,7 @@ describe('the web console in Chromium: trash, undo, history and activity', {
     await context.close();
   });
 
-  it('Live shows membership events (user, role, former role) and announces them', async () => {
+  it('Live shows membership events (user, role, former role), restores and purges, and announces them', async () => {
     const u = await srv.user('live-members');
     const gid = await garden(u.token, 'Orchard');
     const { context, page, watch } = await open(browser);
@@ -142,6 +142,21 @@ describe('the web console in Chromium: trash, undo, history and activity', {
     assert.equal((await share('editor')).status, 200);
     const changed = page.getByRole('row').filter({ hasText: 'member.changed' });
     await changed.getByRole('cell', { name: 'editor, was viewer', exact: true }).waitFor();
+    // A plant restored from the trash, and one erased for good (its event has its id alone).
+    const id = await srv.plant(u.token, { name: 'Quince' }, gid);
+    assert.equal((await srv.api(u.token, `/plants/${id}`, { method: 'DELETE' })).status, 204);
+    assert.equal((await srv.api(u.token, `/trash/${id}/restore`, { method: 'POST' })).status, 200);
+    const restored = page.getByRole('row').filter({ hasText: 'plant.restored' });
+    await restored.getByRole('cell', { name: 'Quince', exact: true }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Plant restored: “Quince”' })
+      .waitFor({ state: 'attached' });
+    assert.equal((await srv.api(u.token, `/plants/${id}`, { method: 'DELETE' })).status, 204);
+    assert.equal((await srv.api(u.token, `/trash/${id}`, { method: 'DELETE' })).status, 204);
+    const purged = page.getByRole('row').filter({ hasText: 'plant.purged' });
+    await purged.getByRole('cell', { name: `Plant ${id}`, exact: true }).waitFor();
+    assert.match(await purged.getByRole('cell').last().innerText(), /^Orchard /);
     assertClean(watch, [srv.url]);
     await context.close();
   });
