@@ -38,8 +38,9 @@ export class StoreFileRules {
         return null;
       case 'member':
       case 'plant':
+      case 'trash':
         if (!this.gardens.has(r.garden)) return `its garden ${r.garden} is not in the file`;
-        if (r.kind === 'plant') {
+        if (r.kind !== 'member') {
           this.topPlant = Math.max(this.topPlant, r.id);
           this.topVersion = Math.max(this.topVersion, r.version);
         }

@@ -69,6 +69,24 @@ export const PlantLine = Type.Object(
   strict,
 );
 
+// A plant in its garden's trash (contract 13.2, version 5), with when it was deleted, by whom and
+// when the service's purge erases it.
+export const TrashLine = Type.Object(
+  {
+    kind: Type.Literal('trash'),
+    id: PlantId,
+    garden: Id,
+    owner: User,
+    name: PlantName,
+    tag: MaybeTag,
+    version: Int(1),
+    deletedAt: Time,
+    deletedBy: User,
+    purgeAt: Time,
+  },
+  strict,
+);
+
 export const TokenLine = Type.Object(
   {
     kind: Type.Literal('token'),
@@ -183,6 +201,7 @@ export const RECORD_SCHEMAS = {
   garden: GardenLine,
   member: MemberLine,
   plant: PlantLine,
+  trash: TrashLine,
   token: TokenLine,
   event: EventLine,
   webhook: WebhookLine,
@@ -195,6 +214,7 @@ export const StoreRecord = Type.Union([
   GardenLine,
   MemberLine,
   PlantLine,
+  TrashLine,
   TokenLine,
   EventLine,
   WebhookLine,
@@ -206,6 +226,7 @@ export const StoreRecord = Type.Union([
 export type GardenLine = Static<typeof GardenLine>;
 export type MemberLine = Static<typeof MemberLine>;
 export type PlantLine = Static<typeof PlantLine>;
+export type TrashLine = Static<typeof TrashLine>;
 export type TokenLine = Static<typeof TokenLine>;
 export type EventLine = Static<typeof EventLine>;
 export type WebhookLine = Static<typeof WebhookLine>;
@@ -220,6 +241,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
   'garden',
   'member',
   'plant',
+  'trash',
   'token',
   'event',
   'webhook',

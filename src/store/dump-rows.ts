@@ -17,7 +17,7 @@ export interface TableDump {
 
 const maybe = (iso: (t: unknown) => string, t: unknown): string | null => (t === null ? null : iso(t));
 
-/** Before the events: gardens, their members, plants and tokens, each in a stable order. */
+/** Before the events: gardens, their members, plants, the trash and tokens, each in a stable order. */
 export const TABLES_BEFORE_EVENTS: TableDump[] = [
   {
     sql: 'SELECT id, name, home_user, created_by, created_at, seq FROM gardens ORDER BY seq',
@@ -51,6 +51,21 @@ export const TABLES_BEFORE_EVENTS: TableDump[] = [
       name: r.name as string,
       tag: r.tag as string | null,
       version: Number(r.version),
+    }),
+  },
+  {
+    sql: 'SELECT id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at FROM trash ORDER BY id',
+    record: (r, iso) => ({
+      kind: 'trash',
+      id: Number(r.id),
+      garden: r.garden as string,
+      owner: r.owner as string,
+      name: r.name as string,
+      tag: r.tag as string | null,
+      version: Number(r.version),
+      deletedAt: iso(r.deleted_at),
+      deletedBy: r.deleted_by as string,
+      purgeAt: iso(r.purge_at),
     }),
   },
   {

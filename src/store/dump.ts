@@ -23,6 +23,7 @@ export type LoadTarget = (where: string, records: AsyncIterable<StoreRecord>) =>
  */
 export const DATA_TABLES = [
   'plants',
+  'trash',
   'gardens',
   'tokens',
   'webhook_endpoints',

@@ -180,7 +180,9 @@ for (const engine of ENGINES) {
               assert.ok(p.example ?? p.examples ?? p.schema.examples, `${where}: an example for ${p.name}`);
             }
           }
-          const guarded = ['/plants', '/gardens', '/webhooks', '/tokens'].some((p) => path.startsWith(p));
+          const guarded = ['/plants', '/gardens', '/trash', '/webhooks', '/tokens'].some((p) =>
+            path.startsWith(p),
+          );
           if (guarded || path === '/events' || path === '/me') {
             assert.ok(op.security.length > 0, `${where}: needs a token`);
           } else {

@@ -101,6 +101,22 @@ async function fill(store: Store) {
   assert.ok('ok' in (await store.removeMember(g, o, x, by('req-m3'))));
   const gone = await plant(store, o, g, { id: 900_000, name: 'client id', at: new Date() });
   assert.deepEqual(await store.deletePlant(gone.id, o, { at: new Date() }), { ok: true });
+  // The trash (contract 13.2): a plant waiting in it, with its dates, and an id deleted twice, the
+  // first entry purged by the second (a plant.purged event, with the id alone).
+  const trash = (by: string) => {
+    const at = new Date();
+    return { deletedAt: at, deletedBy: by, purgeAt: new Date(at.getTime() + 7 * 86_400_000) };
+  };
+  const binned = await plant(store, o, g, { id: 900_001, name: 'in the trash', tag: 'bin', at: new Date() });
+  assert.deepEqual(await store.deletePlant(binned.id, e, { at: new Date(), actor: e }, null, trash(e)), {
+    ok: true,
+  });
+  for (const name of ['twice 1', 'twice 2']) {
+    const twice = await plant(store, o, h, { id: 900_002, name, at: new Date() });
+    assert.deepEqual(await store.deletePlant(twice.id, o, { at: new Date(), actor: o }, null, trash(o)), {
+      ok: true,
+    });
+  }
   const t = await createToken(store, { user: e, scopes: ['plants:read'], name: 'reader', expiresInMs: null });
   // An endpoint that has taken the log so far; one event after it waits to be retried as a
   // queued delivery, and the events after that are still in its log.
@@ -265,6 +281,18 @@ for (const { from, to } of pairs) {
           'plant',
           (r) => ({ ...r, garden: absent }) as StoreRecord,
           /its garden gdn_0+ is not in the file/,
+        ],
+        [
+          'a trashed plant in a garden not in the file',
+          'trash',
+          (r) => ({ ...r, garden: absent }) as StoreRecord,
+          /its garden gdn_0+ is not in the file/,
+        ],
+        [
+          'a purged plant event with a name',
+          'event',
+          (r) => ({ ...r, type: 'plant.purged' }) as StoreRecord,
+          /plant\.purged event needs plant and no member/,
         ],
         [
           'a member of a garden not in the file',
@@ -461,6 +489,21 @@ for (const { from, to } of pairs) {
         [made.id],
       );
       assert.ok(!events.some((e) => e.id === next.events[0]!.id), 'a new event id');
+
+      // The trash moved with its dates, and restores in the target (a new version past the counters).
+      const bins = exported.filter((r) => r.kind === 'trash');
+      assert.deepEqual(
+        bins.map((r) => r.kind === 'trash' && [r.id, r.name, r.tag, r.deletedBy]),
+        [
+          [900_001, 'in the trash', 'bin', filled.e],
+          [900_002, 'twice 2', null, filled.o],
+        ],
+      );
+      assert.ok(
+        events.some((r) => r.kind === 'event' && r.type === 'plant.purged' && r.plant?.id === 900_002),
+      );
+      const back = await t.restorePlant(900_001, filled.o);
+      assert.ok('ok' in back && back.ok.version > k0.version);
 
       // A store that holds data is refused, and keeps what it had.
       await assert.rejects(loadStore(target.url, new StoreFileReader(file).records()), StoreNotEmpty);

@@ -32,6 +32,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
+          '0019_trash',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
@@ -64,6 +65,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
         '0012_plant_search',
         '0013_event_actors',
         '0014_history_pages',
+        '0015_trash',
       ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

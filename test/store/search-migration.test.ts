@@ -68,6 +68,7 @@ describe('search migration: plants stored before it are found', () => {
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
+          '0019_trash',
         ]);
         await checks(store);
       } finally {
@@ -91,6 +92,7 @@ describe('search migration: plants stored before it are found', () => {
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
+          '0019_trash',
         ]);
         await checks(store);
       } finally {
@@ -125,6 +127,7 @@ describe('search migration: plants stored before it are found', () => {
         '0012_plant_search',
         '0013_event_actors',
         '0014_history_pages',
+        '0015_trash',
       ]);
       await checks(store);
     } finally {

@@ -99,9 +99,10 @@ export async function* dumpPostgres(url: string): AsyncGenerator<StoreRecord> {
       rows: [k],
     } = await c.query<{ plant_id: number; version: number }>(
       `SELECT greatest((SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM plants_id_seq),
-                       (SELECT coalesce(max(id), 0) FROM plants)) AS plant_id,
+                       (SELECT coalesce(max(id), 0) FROM plants), (SELECT coalesce(max(id), 0) FROM trash)) AS plant_id,
               greatest((SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM plant_versions),
-                       (SELECT coalesce(max(version), 0) FROM plants)) AS version`,
+                       (SELECT coalesce(max(version), 0) FROM plants),
+                       (SELECT coalesce(max(version), 0) FROM trash)) AS version`,
     );
     yield { kind: 'counters', plantId: k!.plant_id, version: k!.version };
     await c.query('COMMIT');
@@ -143,6 +144,12 @@ const INSERTS = {
       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
         AS u(id, owner, name, tag, version, garden, words)`,
     n: 7,
+  },
+  trash: {
+    sql: `INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
+      SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+        $7::timestamptz[], $8::text[], $9::timestamptz[])`,
+    n: 9,
   },
   token: {
     sql: `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at, revoked_at, last_used_at, seq)
@@ -196,6 +203,8 @@ function row(r: StoreRecord, seq: number): unknown[] {
       return [r.garden, r.user, r.role, r.addedAt];
     case 'plant':
       return [r.id, r.owner, r.name, r.tag, r.version, r.garden, indexedWords(r.name)];
+    case 'trash':
+      return [r.id, r.garden, r.owner, r.name, r.tag, r.version, r.deletedAt, r.deletedBy, r.purgeAt];
     case 'token':
       return [
         r.id,
@@ -265,7 +274,7 @@ export const loadPostgres: LoadTarget = async (url, records) => {
         if (rows.length > 0) throw new StoreNotEmpty(`the store holds data (${t})`);
       }
       await c.query(
-        'LOCK TABLE plants, gardens, garden_members, tokens, events, webhook_endpoints, deliveries, idempotency_keys IN EXCLUSIVE MODE',
+        'LOCK TABLE plants, trash, gardens, garden_members, tokens, events, webhook_endpoints, deliveries, idempotency_keys IN EXCLUSIVE MODE',
       );
       // The plants' secondary indexes, made again in one sorted build each once the rows are in.
       const { rows: indexes } = await c.query<{ name: string; def: string }>(
@@ -337,12 +346,14 @@ export const loadPostgres: LoadTarget = async (url, records) => {
       );
       const plantId = Math.max(counters?.plantId ?? 0, 0);
       await c.query(
-        `SELECT setval('plants_id_seq', greatest($1::bigint, (SELECT coalesce(max(id), 0) FROM plants)))
-         WHERE greatest($1::bigint, (SELECT coalesce(max(id), 0) FROM plants)) > 0`,
+        `SELECT setval('plants_id_seq', greatest($1::bigint, (SELECT coalesce(max(id), 0) FROM plants),
+           (SELECT coalesce(max(id), 0) FROM trash)))
+         WHERE greatest($1::bigint, (SELECT coalesce(max(id), 0) FROM plants), (SELECT coalesce(max(id), 0) FROM trash)) > 0`,
         [plantId],
       );
       await c.query(
-        `SELECT setval('plant_versions', greatest($1::bigint, (SELECT coalesce(max(version), 1) FROM plants), 1))`,
+        `SELECT setval('plant_versions', greatest($1::bigint, (SELECT coalesce(max(version), 1) FROM plants),
+          (SELECT coalesce(max(version), 1) FROM trash), 1))`,
         [counters?.version ?? 1],
       );
       if (seq > 0) await c.query(`SELECT setval(pg_get_serial_sequence('events', 'seq'), $1)`, [seq]);

@@ -165,7 +165,8 @@ export const PLANT_QUERIES = {
   // The same delete with the trash on (contract 13.2): the plant moves to its garden's trash
   // (deleted at $7 by $8, purged at $9) in the same statement. An entry the trash held with its id
   // (deleted, made again, deleted again) is read locked first (old), replaced, and given its
-  // plant.purged event, caused as the delete is.
+  // plant.purged event, caused as the delete is, after the plant.deleted event in the log (f reads
+  // e first), as on SQLite.
   trashPlant: `WITH p AS (DELETE FROM plants x WHERE x.id = $1 AND ($3::bigint[] IS NULL OR x.version = ANY($3))
       AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM garden_members m
         WHERE m.garden_id = x.garden AND m.user_id = $2 AND ${WRITES('m.role')}))
@@ -177,7 +178,7 @@ export const PLANT_QUERIES = {
         tag = EXCLUDED.tag, version = EXCLUDED.version, deleted_at = EXCLUDED.deleted_at,
         deleted_by = EXCLUDED.deleted_by, purge_at = EXCLUDED.purge_at),
     ${eventFor('plant.deleted', '$4::timestamptz', ['$5', '$6'], DATA, 'WHERE $4::timestamptz IS NOT NULL')},
-    ${eventFor('plant.purged', '$4::timestamptz', ['$5', '$6'], PURGED_DATA('old'), 'WHERE $4::timestamptz IS NOT NULL', { cte: 'f', from: 'old' })}
+    ${eventFor('plant.purged', '$4::timestamptz', ['$5', '$6'], PURGED_DATA('old'), 'WHERE $4::timestamptz IS NOT NULL AND (SELECT count(*) FROM e) >= 0', { cte: 'f', from: 'old' })}
     SELECT id FROM p`,
   getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
   // A plant and a user's role in its garden (no user: no role), by primary keys.

@@ -83,8 +83,9 @@ export async function* dumpSqlite(path: string): AsyncGenerator<StoreRecord> {
     }
     const counters = db
       .prepare<[], { plant_id: number; version: number }>(
-        `SELECT ${LAST_PLANT_ID} AS plant_id,
-                max((SELECT rev FROM write_clock), coalesce((SELECT max(version) FROM plants), 0)) AS version`,
+        `SELECT max(${LAST_PLANT_ID}, coalesce((SELECT max(id) FROM trash), 0)) AS plant_id,
+                max((SELECT rev FROM write_clock), coalesce((SELECT max(version) FROM plants), 0),
+                  coalesce((SELECT max(version) FROM trash), 0)) AS version`,
       )
       .get()!;
     yield { kind: 'counters', plantId: counters.plant_id, version: counters.version };
@@ -159,6 +160,10 @@ function sqliteLoader(db: Database.Database): Loader {
     ),
     member: db.prepare('INSERT INTO garden_members (garden_id, user_id, role, added_at) VALUES (?, ?, ?, ?)'),
     plant: db.prepare('INSERT INTO plants (id, owner, name, tag, version, garden) VALUES (?, ?, ?, ?, ?, ?)'),
+    trash: db.prepare(
+      `INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     token: db.prepare(
       `INSERT INTO tokens (id, user_id, name, scopes, hash, created_at, expires_at, revoked_at, last_used_at, seq)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -201,6 +206,19 @@ function sqliteLoader(db: Database.Database): Loader {
         return;
       case 'plant':
         s.plant.run(r.id, r.owner, r.name, r.tag, r.version, r.garden);
+        return;
+      case 'trash':
+        s.trash.run(
+          r.id,
+          r.garden,
+          r.owner,
+          r.name,
+          r.tag,
+          r.version,
+          Date.parse(r.deletedAt),
+          r.deletedBy,
+          Date.parse(r.purgeAt),
+        );
         return;
       case 'token':
         s.token.run(

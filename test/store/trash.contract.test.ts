@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { EventRecord, Store, Trashing } from '../../src/store/store.js';
+import { ENGINES } from '../helpers/engines.js';
+import { garden, plant, team, user } from '../helpers/gardens.js';
+import { logSettled } from '../helpers/log.js';
+
+// The trash's store methods (contract 13.2) on every engine: a delete with a trashing moves the
+// plant out of every read and into the trash; pages newest deletion first across gardens, each
+// page a keyset page; restore, purge and the service's purge with their refusals and events.
+
+const DAY = 86_400_000;
+const trashing = (by: string, at = new Date(), keep = 30 * DAY): Trashing => ({
+  deletedAt: at,
+  deletedBy: by,
+  purgeAt: new Date(at.getTime() + keep),
+});
+
+async function eventsOf(store: Store, garden: string): Promise<EventRecord[]> {
+  await logSettled(store);
+  const start = store.engine === 'postgres' ? '0.0' : '0';
+  return (await store.readEvents({ after: start, gardens: [garden], limit: 1000 })).events;
+}
+
+for (const engine of ENGINES) {
+  describe(`store trash: ${engine.name}`, { skip: engine.skip, timeout: 60_000 }, () => {
+    let store: Store;
+    before(async () => {
+      store = await engine.open();
+    });
+    after(() => store.close());
+
+    it('a trashed plant leaves every read of plants, and its id may be taken again', async () => {
+      const { o, g } = await team(store);
+      const p = await plant(store, o, g, { name: 'Hidden fern', tag: 't' });
+      const r = await store.deletePlant(p.id, o, { at: new Date(), actor: o }, null, trashing(o));
+      assert.deepEqual(r, { ok: true });
+      assert.equal(await store.getPlant(p.id), null);
+      assert.equal(await store.plantFor(p.id, o), null);
+      const q = { gardens: [g], tag: null, afterId: 0, limit: 10 };
+      assert.deepEqual(await store.listPlants(q), []);
+      assert.deepEqual(await store.listPlants({ ...q, tag: 't' }), []);
+      assert.deepEqual(await store.listPlants({ ...q, terms: ['hidden'] }), []);
+      const pages: unknown[] = [];
+      for await (const page of store.exportPlants({ gardens: [g], tag: null })) pages.push(page);
+      assert.deepEqual(pages, []);
+      const [entry] = await store.listTrash({ gardens: [g], after: null, limit: 10 });
+      assert.deepEqual(
+        { ...entry, deletedAt: 0, purgeAt: 0 },
+        { ...p, deletedBy: o, deletedAt: 0, purgeAt: 0 },
+      );
+      await plant(store, o, g, { id: p.id, name: 'Taker' });
+      assert.deepEqual(await store.restorePlant(p.id, o), { refused: 'exists' });
+    });
+
+    it('pages newest deletion first (then the larger id), merged across gardens, as keyset pages', async () => {
+      const o = user();
+      const gs = [await garden(store, o), await garden(store, o), await garden(store, o)];
+      const t0 = Date.now();
+      const made: { id: number; at: number }[] = [];
+      for (let i = 0; i < 20; i++) {
+        const g = gs[(i * 7) % 3]!;
+        const p = await plant(store, o, g, { name: `P${i}` });
+        // Some share a deletion time: the larger id comes first among them.
+        const at = t0 + Math.floor(i / 3) * 1000;
+        assert.ok('ok' in (await store.deletePlant(p.id, o, undefined, null, trashing(o, new Date(at)))));
+        made.push({ id: p.id, at });
+      }
+      const want = [...made].sort((a, b) => b.at - a.at || b.id - a.id).map((x) => x.id);
+      for (const scope of [gs, null]) {
+        for (const limit of [1, 3, 7, 100]) {
+          const got: number[] = [];
+          let after = null;
+          for (;;) {
+            const page = await store.listTrash({ gardens: scope, after, limit });
+            got.push(...page.map((x) => x.id));
+            if (page.length < limit) break;
+            const last = page.at(-1)!;
+            after = { deletedAt: last.deletedAt, id: last.id };
+          }
+          const mine = scope === null ? got.filter((id) => want.includes(id)) : got;
+          assert.deepEqual(mine, want, `limit ${limit}, ${scope === null ? 'admin' : 'gardens'}`);
+        }
+      }
+      assert.deepEqual(await store.listTrash({ gardens: [], after: null, limit: 5 }), []);
+    });
+
+    it('restore: missing before forbidden before exists; back with a new version and its event', async () => {
+      const { o, e, v, g } = await team(store);
+      const stranger = user();
+      const p = await plant(store, e, g, { name: 'Back', tag: 'x' });
+      await store.deletePlant(p.id, e, undefined, null, trashing(e));
+      assert.deepEqual(await store.restorePlant(p.id, stranger), { refused: 'missing' });
+      assert.deepEqual(await store.restorePlant(p.id, v), { refused: 'forbidden' });
+      assert.deepEqual(await store.restorePlant(9_007_199_254_740_991, o), { refused: 'missing' });
+      const r = await store.restorePlant(p.id, o, undefined, { at: new Date(), actor: o, requestId: 'r1' });
+      assert.ok('ok' in r);
+      assert.deepEqual({ ...r.ok, version: 0 }, { ...p, version: 0 });
+      assert.ok(r.ok.version > p.version);
+      assert.deepEqual(await store.getPlant(p.id), r.ok);
+      assert.deepEqual(await store.listTrash({ gardens: [g], after: null, limit: 10 }), []);
+      assert.deepEqual(
+        (await store.listPlants({ gardens: [g], tag: null, afterId: 0, limit: 10, terms: ['back'] })).map(
+          (x) => x.id,
+        ),
+        [p.id],
+      );
+      const last = (await eventsOf(store, g)).at(-1)!;
+      assert.deepEqual(
+        [last.type, last.data, last.actor, last.requestId],
+        ['plant.restored', { id: p.id, name: 'Back', tag: 'x', garden: g }, o, 'r1'],
+      );
+      // An admin (null actor) restores in any garden.
+      await store.deletePlant(p.id, o, undefined, null, trashing(o));
+      assert.ok('ok' in (await store.restorePlant(p.id, null)));
+    });
+
+    it('purge by a member, a second deletion replacing the first, and a garden deleted with its trash', async () => {
+      const { o, e, v, g } = await team(store);
+      const a = await plant(store, o, g, { name: 'A' });
+      await store.deletePlant(a.id, o, undefined, null, trashing(o));
+      assert.deepEqual(await store.purgeTrashed(a.id, user()), { refused: 'missing' });
+      assert.deepEqual(await store.purgeTrashed(a.id, v), { refused: 'forbidden' });
+      assert.deepEqual(await store.purgeTrashed(a.id, e, { at: new Date(), actor: e }), { ok: true });
+      assert.deepEqual(await store.purgeTrashed(a.id, e), { refused: 'missing' });
+      let last = (await eventsOf(store, g)).at(-1)!;
+      assert.deepEqual([last.type, last.data, last.actor], ['plant.purged', { id: a.id, garden: g }, e]);
+
+      const g2 = await garden(store, o);
+      const b = await plant(store, o, g, { name: 'B1' });
+      await store.deletePlant(b.id, o, { at: new Date(), actor: o }, null, trashing(o));
+      await plant(store, o, g2, { id: b.id, name: 'B2' });
+      await store.deletePlant(b.id, o, { at: new Date(), actor: o }, null, trashing(o));
+      assert.deepEqual(await store.listTrash({ gardens: [g], after: null, limit: 10 }), []);
+      assert.deepEqual(
+        (await store.listTrash({ gardens: [g2], after: null, limit: 10 })).map((x) => [x.id, x.name]),
+        [[b.id, 'B2']],
+      );
+      // The older entry's plant.purged goes to its own garden.
+      last = (await eventsOf(store, g)).at(-1)!;
+      assert.deepEqual([last.type, last.data, last.actor], ['plant.purged', { id: b.id, garden: g }, o]);
+
+      assert.deepEqual(await store.deleteGarden(g2, o, { at: new Date(), actor: o }), { ok: true });
+      assert.deepEqual(
+        await store
+          .listTrash({ gardens: null, after: null, limit: 1000 })
+          .then((l) => l.filter((x) => x.id === b.id)),
+        [],
+      );
+      const gone = (await eventsOf(store, g2)).at(-1)!;
+      assert.deepEqual([gone.type, gone.data], ['plant.purged', { id: b.id, garden: g2 }]);
+    });
+
+    it("the service's purge erases what is due, in batches, oldest first, each with an event of no actor", async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const now = Date.now();
+      const ids: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const p = await plant(store, o, g, { name: `Due ${i}` });
+        // Due an hour ago … (i = 4) not yet due.
+        const at = new Date(now - 2 * 3_600_000);
+        const keep = i < 4 ? 3_600_000 - i * 1000 : 4 * 3_600_000;
+        await store.deletePlant(p.id, o, undefined, null, trashing(o, at, keep));
+        ids.push(p.id);
+      }
+      // Other tests' entries are never due: only these four are.
+      assert.equal(await store.purgeExpiredTrash(new Date(now), 3), 3);
+      assert.equal(await store.purgeExpiredTrash(new Date(now), 3), 1);
+      assert.equal(await store.purgeExpiredTrash(new Date(now), 3), 0);
+      assert.deepEqual(
+        (await store.listTrash({ gardens: [g], after: null, limit: 10 })).map((x) => x.id),
+        [ids[4]],
+      );
+      const purged = (await eventsOf(store, g)).filter((x) => x.type === 'plant.purged');
+      // The oldest purgeAt first: the first batch took the three that expired first (in any order
+      // within it), the second the last one.
+      const order = purged.map((x) => (x.data as { id: number }).id);
+      assert.deepEqual(new Set(order.slice(0, 3)), new Set([ids[3], ids[2], ids[1]]));
+      assert.deepEqual(order.slice(3), [ids[0]]);
+      assert.deepEqual(new Set(purged.map((x) => `${x.actor}/${x.requestId}`)), new Set(['null/null']));
+    });
+  });
+}
