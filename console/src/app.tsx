@@ -17,10 +17,12 @@ import { LiveView } from './views/live.js';
 import { PlantsView } from './views/plants.js';
 import { SignIn } from './views/signin.js';
 import { TokensView } from './views/tokens.js';
+import { TrashView } from './views/trash.js';
 import { WebhooksView } from './views/webhooks.js';
 
 const VIEWS = [
   { path: 'plants', label: 'Plants', View: PlantsView },
+  { path: 'trash', label: 'Trash', View: TrashView },
   { path: 'gardens', label: 'Gardens', View: GardensView },
   { path: 'live', label: 'Live', View: LiveView },
   { path: 'webhooks', label: 'Webhooks', View: WebhooksView },

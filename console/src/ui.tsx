@@ -9,6 +9,8 @@ import { useApi } from './api.js';
 export function Dialog(props: {
   title: ComponentChildren;
   onClose: () => void;
+  /** Wider than a form's (a table of events). */
+  wide?: boolean;
   children: ComponentChildren;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -19,7 +21,7 @@ export function Dialog(props: {
     return () => dialog?.close();
   }, []);
   return (
-    <dialog ref={ref} aria-labelledby={id} onClose={props.onClose}>
+    <dialog ref={ref} aria-labelledby={id} onClose={props.onClose} class={props.wide ? 'wide' : undefined}>
       <h2 id={id}>{props.title}</h2>
       {props.children}
     </dialog>

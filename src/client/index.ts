@@ -199,22 +199,39 @@ export interface EventPageQuery {
   cursor?: string;
 }
 
+/** One page of events (newest first) and the path of the next page (null on the last). */
+export interface EventPage {
+  events: PlantEvent[];
+  next: string | null;
+}
+
+/** The query string of an event read: its page size, cursor and types. */
+function eventPath(path: string, q: EventPageQuery & { type?: readonly string[] }): string {
+  const params = new URLSearchParams();
+  if (q.limit !== undefined) params.set('limit', String(q.limit));
+  if (q.cursor !== undefined) params.set('cursor', q.cursor);
+  if (q.type !== undefined) params.set('type', q.type.join(','));
+  const query = params.toString();
+  return query === '' ? path : `${path}?${query}`;
+}
+
+/** One page of events at `path` (a `next` from before: the page after it, with its query). */
+async function eventPage(call: Call, path: string): Promise<EventPage> {
+  const res = await call('GET', path, { retryable: true });
+  return { events: (await res.json()) as PlantEvent[], next: nextLink(res.headers.get('link')) };
+}
+
 /** Every event from `path` with `q`, page after page through `Link`, newest first. */
 async function* eventPages(
   call: Call,
   path: string,
   q: EventPageQuery & { type?: readonly string[] },
 ): AsyncGenerator<PlantEvent> {
-  const params = new URLSearchParams();
-  if (q.limit !== undefined) params.set('limit', String(q.limit));
-  if (q.cursor !== undefined) params.set('cursor', q.cursor);
-  if (q.type !== undefined) params.set('type', q.type.join(','));
-  const query = params.toString();
-  let next: string | null = query === '' ? path : `${path}?${query}`;
+  let next: string | null = eventPath(path, q);
   while (next !== null) {
-    const res = await call('GET', next, { retryable: true });
-    yield* (await res.json()) as PlantEvent[];
-    next = nextLink(res.headers.get('link'));
+    const page: EventPage = await eventPage(call, next);
+    yield* page.events;
+    next = page.next;
   }
 }
 
@@ -575,6 +592,14 @@ export class Plants {
   }
 
   /**
+   * One page of plant `id`'s history, newest first, and the path of the next page (null on the
+   * last): `historyPage(42, { next })` reads the page after the one that gave `next`.
+   */
+  historyPage(id: number, q: EventPageQuery & { next?: string | null } = {}): Promise<EventPage> {
+    return eventPage(this.call, q.next ?? eventPath(`/plants/${id}/history`, q));
+  }
+
+  /**
    * Creates 1 … 1000 plants at once, all or none, each with its own event: JSON plants, or a CSV or
    * NDJSON text. Plants without a garden go to `garden`, else to the caller's home garden; `newIds`
    * ignores the ids given (re-importing an export). Retried safely under one Idempotency-Key (made
@@ -721,6 +746,17 @@ export class Gardens {
     q: EventPageQuery & { type?: readonly EventType[] } = {},
   ): AsyncGenerator<PlantEvent> {
     return eventPages(this.call, `${gardenPath(gid)}/activity`, q);
+  }
+
+  /**
+   * One page of the garden's activity, newest first, and the path of the next page (null on the
+   * last): `activityPage(gid, { next })` reads the page after the one that gave `next`.
+   */
+  activityPage(
+    gid: string,
+    q: EventPageQuery & { type?: readonly EventType[]; next?: string | null } = {},
+  ): Promise<EventPage> {
+    return eventPage(this.call, q.next ?? eventPath(`${gardenPath(gid)}/activity`, q));
   }
 
   /** The garden's members, to any member. */

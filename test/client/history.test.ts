@@ -52,6 +52,26 @@ describe('the typed client: history, activity and the trash', { timeout: 60_000 
       ['plant.created', 'member.added'],
     );
 
+    // A page at a time: each page's `next` reads the one after it, the last has none.
+    const first = await store.plants.historyPage(made.id, { limit: 3 });
+    assert.deepEqual(
+      first.events.map((e) => e.type),
+      ['plant.deleted', 'plant.updated', 'plant.updated'],
+    );
+    assert.ok(first.next);
+    const second = await store.plants.historyPage(made.id, { next: first.next });
+    assert.deepEqual(
+      second.events.map((e) => e.type),
+      ['plant.updated', 'plant.created'],
+    );
+    assert.equal(second.next, null);
+    const members = await viewer.gardens.activityPage(gid, { type: ['member.added'] });
+    assert.deepEqual(
+      members.events.map((e) => e.type),
+      ['member.added'],
+    );
+    assert.equal(members.next, null);
+
     const stranger = new PlantStore({ url: base, token: (await h.user()).token });
     await assert.rejects(all(stranger.plants.history(made.id)), (e: PlantStoreError) => e.status === 404);
     await assert.rejects(all(stranger.gardens.activity(gid)), (e: PlantStoreError) => e.status === 404);
@@ -91,5 +111,48 @@ describe('the typed client: history, activity and the trash', { timeout: 60_000 
     const stranger = new PlantStore({ url: base, token: (await h.user()).token });
     await assert.rejects(all(stranger.trash.list({ garden: gid })), (e: PlantStoreError) => e.status === 404);
     assert.deepEqual(await all(stranger.trash.list()), []);
+  });
+
+  it('the trash: pages, every page, restore with a new ETag, 409 when the id was taken, purge, 404 after', async () => {
+    const owner = await h.user();
+    const store = new PlantStore({ url: base, token: owner.token });
+    const ids: number[] = [];
+    for (const name of ['A', 'B', 'C']) {
+      const made = await store.create({ name, tag: 'x' });
+      ids.push(made.id);
+      await store.delete(made.id);
+    }
+    const first = await store.trash.page({ limit: 2 });
+    assert.deepEqual(
+      first.plants.map((t) => t.name),
+      ['C', 'B'],
+    );
+    assert.ok(first.next);
+    const second = await store.trash.page({ next: first.next });
+    assert.deepEqual(
+      second.plants.map((t) => [t.id, t.name, t.deletedBy]),
+      [[ids[0], 'A', owner.user]],
+    );
+    assert.equal(second.next, null);
+    const names = [];
+    for await (const t of store.trash.list({ limit: 1 })) names.push(t.name);
+    assert.deepEqual(names, ['C', 'B', 'A']);
+
+    const back = await store.trash.restore(ids[0]!, { idempotencyKey: 'restore-a' });
+    assert.deepEqual({ name: back.name, tag: back.tag }, { name: 'A', tag: 'x' });
+    assert.match(back.etag, /^"/);
+    assert.equal((await store.get(ids[0]!)).etag, back.etag);
+
+    await store.create({ id: ids[1]!, name: 'Taken' });
+    await assert.rejects(
+      store.trash.restore(ids[1]!),
+      (e: PlantStoreError) => e.status === 409 && e.code === 'plant_exists',
+    );
+    await store.trash.purge(ids[2]!);
+    await assert.rejects(store.trash.restore(ids[2]!), (e: PlantStoreError) => e.status === 404);
+    assert.deepEqual(
+      (await store.trash.page()).plants.map((t) => t.name),
+      ['B'],
+    );
   });
 });

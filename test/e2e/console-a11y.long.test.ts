@@ -81,6 +81,8 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
   for (const theme of themes)
     it(`every view in the ${theme.name} theme`, async () => {
       const { context, page, watch } = await open(browser, { colorScheme: theme.colorScheme });
+      const doomed = `Doomed ${theme.name}`;
+      await srv.plant(u.token, { name: doomed });
       // Every view is checked, and every violation of every view reported together at the end.
       const found: string[] = [];
       const check = async (what: string) =>
@@ -140,13 +142,36 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
       await check('the change dialog');
       await page.keyboard.press('Escape');
       await page.getByRole('dialog').waitFor({ state: 'hidden' });
+      await page.getByRole('button', { name: 'History Fern', exact: true }).click();
+      await page.getByRole('dialog').getByRole('row').filter({ hasText: 'Created' }).waitFor();
+      await check('the history dialog');
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
+      // A delete: "Moved to trash" with "Undo"; then the Trash view and its "Delete forever" dialog.
+      await page.getByRole('button', { name: `Delete ${doomed}`, exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).click();
+      await page.getByRole('button', { name: 'Undo', exact: true }).waitFor();
+      await check('the undo notice');
+      await nav(page, 'Trash');
+      await page.getByRole('button', { name: `Restore ${doomed}`, exact: true }).waitFor();
+      await check('Trash');
+      await page.getByRole('button', { name: `Delete forever ${doomed}`, exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete forever', exact: true }).waitFor();
+      await check('the delete-forever dialog');
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
 
       await nav(page, 'Gardens');
       await page.getByText('Balcony', { exact: true }).first().waitFor();
       await check('Gardens');
       await page.getByRole('button', { name: 'Open Balcony' }).click();
       await page.getByRole('combobox', { name: 'Role of a11y-friend' }).waitFor();
-      await check('a garden and its members');
+      await page
+        .getByRole('table', { name: 'Activity of Balcony, newest first' })
+        .getByRole('row')
+        .filter({ hasText: 'a11y-friend as editor' })
+        .waitFor();
+      await check('a garden, its members and its activity');
       // "Add member" for someone already a member asks before changing their role.
       await page.getByLabel('User', { exact: true }).fill('a11y-friend');
       await page.getByLabel('Role', { exact: true }).selectOption('viewer');

@@ -119,14 +119,30 @@ describe('the web console in Chromium at a phone’s width', { skip: skipBrowser
     await page.getByRole('button', { name: 'New plant' }).click();
     await page.getByRole('button', { name: 'Create', exact: true }).waitFor();
     await check('plants-new');
+    await page.getByRole('button', { name: 'History Fern', exact: true }).click();
+    await page.getByRole('dialog').getByRole('row').filter({ hasText: 'Created' }).waitFor();
+    await check('plants-history');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
     await page.getByRole('button', { name: 'Delete Fern', exact: true }).click();
     await page.getByRole('dialog').waitFor();
     await check('plants-delete');
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).click();
+    await page.getByRole('button', { name: 'Undo', exact: true }).waitFor();
+    await check('plants-undo');
+
+    await nav(page, 'Trash');
+    await page.getByRole('button', { name: 'Delete forever Fern', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete forever', exact: true }).waitFor();
+    await check('trash-dialog');
     await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    await check('trash');
 
     await nav(page, 'Gardens');
     await page.getByRole('button', { name: /^Open Balcony/ }).click();
     await page.getByRole('combobox', { name: 'Role of someone-with-a-long-user-name' }).waitFor();
+    await page.getByRole('cell', { name: 'Member added', exact: true }).first().waitFor();
     await check('gardens');
 
     const opened = page.waitForResponse((r) => new URL(r.url()).pathname === '/events');

@@ -253,7 +253,7 @@ describe('the web console in Chromium: plants', {
     assert.ok(held.length > 0);
     for (const h of held) assert.match(h, /^BDI:isolate/, `in the dialog: ${h}`);
     // The text after the name reads in order: the question's end stays after it.
-    assert.match(await dialog.innerText(), /”\? This cannot be undone\./);
+    assert.match(await dialog.innerText(), /”\? It goes to its garden's trash/);
     await page.screenshot({ path: '/tmp/console-bidi.png' });
     await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
     assertClean(watch, [srv.url]);

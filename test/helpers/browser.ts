@@ -274,7 +274,7 @@ export async function confirm(page: Page, button: string): Promise<void> {
 }
 
 /** Goes to a view through its navigation link. */
-export async function nav(page: Page, name: 'Plants' | 'Gardens' | 'Live' | 'Webhooks' | 'Tokens') {
+export async function nav(page: Page, name: 'Plants' | 'Trash' | 'Gardens' | 'Live' | 'Webhooks' | 'Tokens') {
   await page.getByRole('link', { name, exact: true }).click();
 }
 

@@ -2,6 +2,7 @@ import { can, capabilities, type Garden, ROLES, type Role } from 'plantstore/cli
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
+import { EventList } from '../events.js';
 import { Options, SelectField, TextField } from '../fields.js';
 import { useLoad } from '../load.js';
 import { isStatus } from '../session.js';
@@ -115,6 +116,12 @@ function GardenPanel(props: {
   const [status, setStatus] = useState<ComponentChildren>('');
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
+  // The activity is read again after each change made here (its key), so that it shows it.
+  const [changes, setChanges] = useState(0);
+  const readActivity = useCallback(
+    (next: string | null) => store.gardens.activityPage(garden.id, { limit: 20, next }),
+    [store, garden.id],
+  );
 
   const members = useLoad(
     useCallback(async () => {
@@ -128,6 +135,7 @@ function GardenPanel(props: {
     members.attempt(async () => {
       await what();
       setStatus(done);
+      setChanges((n) => n + 1);
     });
 
   const doRename = async (e: Event) => {
@@ -202,6 +210,7 @@ function GardenPanel(props: {
               <Name of={asked.user} /> is now {article(asked.to)} {asked.to}.
             </>,
           );
+          setChanges((n) => n + 1);
           await members.reload();
         } else {
           await store.gardens.unshare(garden.id, asked.user);
@@ -211,6 +220,7 @@ function GardenPanel(props: {
               Removed <Name of={asked.user} />.
             </>,
           );
+          setChanges((n) => n + 1);
           await members.reload();
         }
       },
@@ -329,6 +339,14 @@ function GardenPanel(props: {
           </button>
         )}
       </div>
+      <h4>Activity</h4>
+      <EventList
+        key={changes}
+        caption={`Activity of ${garden.name}, newest first`}
+        read={readActivity}
+        plant
+        empty="No activity of this garden is kept."
+      />
       {confirm.about && (
         <Confirm
           title={ASKED[confirm.about.kind].title}

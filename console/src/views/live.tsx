@@ -1,21 +1,30 @@
-import type { PlantEvent } from 'plantstore/client';
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
+import { type AnyEvent, Changes, loose, Who, what } from '../events.js';
 import { useLoad } from '../load.js';
 import { describe, isStatus } from '../session.js';
 import { Table } from '../table.js';
 import { Name, Quoted, View, when } from '../ui.js';
 
 const KEEP = 200;
-// This view shows plants' changes; a garden's membership changes (member.*) are left out of it.
-type PlantChange = Extract<PlantEvent, { type: `plant.${string}` }>;
-const isPlantChange = (e: PlantEvent): e is PlantChange => e.type.startsWith('plant.');
-const VERBS: Record<PlantChange['type'], string> = {
-  'plant.created': 'created',
-  'plant.updated': 'changed',
-  'plant.deleted': 'deleted',
-};
+
+/** What a screen reader hears of a new event: "Plant created: “Fern”", "Member added: bob". */
+function announcement(e: AnyEvent): ComponentChildren {
+  const d = e.data;
+  if (e.type.startsWith('member.'))
+    return (
+      <>
+        {what(e)}: <Name of={d.user ?? ''} />, {d.role}
+      </>
+    );
+  if (d.name === undefined) return `${what(e)}: plant ${d.id}`;
+  return (
+    <>
+      Plant {what(e).toLowerCase()}: <Quoted of={d.name} />
+    </>
+  );
+}
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
@@ -32,7 +41,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
  */
 export function LiveView() {
   const { store, fail } = useApi();
-  const [events, setEvents] = useState<PlantChange[]>([]);
+  const [events, setEvents] = useState<AnyEvent[]>([]);
   const [state, setState] = useState('Connecting…');
   const [announce, setAnnounce] = useState<ComponentChildren>('');
   const [error, setError] = useState<string | null>(null);
@@ -45,7 +54,7 @@ export function LiveView() {
   const { reload } = gardens;
   useEffect(() => {
     const unknown = events
-      .map((e) => (e.data as { garden?: string }).garden)
+      .map((e) => e.data.garden)
       .filter((g): g is string => !!g && !asked.current.has(g) && !gardens.data?.some((x) => x.id === g));
     if (gardens.data && unknown.length > 0) {
       for (const g of unknown) asked.current.add(g);
@@ -74,13 +83,9 @@ export function LiveView() {
           })) {
             failures = 0;
             last = e.id;
-            if (!isPlantChange(e)) continue;
-            setEvents((list) => [e, ...list].slice(0, KEEP));
-            setAnnounce(
-              <>
-                Plant {VERBS[e.type]}: <Quoted of={e.data.name} />
-              </>,
-            );
+            const event = loose(e);
+            setEvents((list) => [event, ...list].slice(0, KEEP));
+            setAnnounce(announcement(event));
           }
         } catch (err) {
           if (stop.signal.aborted) return;
@@ -112,32 +117,68 @@ export function LiveView() {
         {announce}
       </p>
       {events.length === 0 ? (
-        <p>No events yet. Create, change or delete a plant to see one.</p>
+        <p>No events yet. Create, change or delete a plant, or add a member to a garden, to see one.</p>
       ) : (
-        <Table caption="Events, newest first" columns={['Time', 'Event', 'Plant', 'Tag', 'Id', 'Garden']}>
+        <Table
+          caption="Events, newest first"
+          columns={['Time', 'Event', 'By', 'Plant or member', 'Details', 'Garden']}
+        >
           {events.map((e) => (
             <tr key={e.id}>
               <td>{when(e.timestamp)}</td>
               <td>{e.type}</td>
               <td>
-                <Name of={e.data.name} />
-                {e.type === 'plant.updated' && e.data.previous?.name !== undefined ? (
-                  <>
-                    {' '}
-                    (was <Name of={e.data.previous.name} />)
-                  </>
-                ) : null}
+                <Who e={e} />
               </td>
-              <td>{e.data.tag ? <Name of={e.data.tag} /> : '—'}</td>
-              <td>{e.data.id}</td>
               <td>
-                <GardenCell id={(e.data as { garden?: string }).garden} name={gardenName} />
+                {e.data.user !== undefined ? (
+                  <Name of={e.data.user} />
+                ) : e.data.name !== undefined ? (
+                  <Name of={e.data.name} />
+                ) : (
+                  `Plant ${e.data.id}`
+                )}
+              </td>
+              <td>
+                <LiveDetails e={e} />
+              </td>
+              <td>
+                <GardenCell id={e.data.garden} name={gardenName} />
               </td>
             </tr>
           ))}
         </Table>
       )}
     </View>
+  );
+}
+
+/**
+ * What the Live view says of an event besides whom it is about: a member's role (and former role);
+ * a plant's id, tag, and what a change changed.
+ */
+function LiveDetails({ e }: { e: AnyEvent }) {
+  if (e.type.startsWith('member.'))
+    return (
+      <>
+        {e.type === 'member.changed' && typeof e.data.previous === 'string'
+          ? `${e.data.role}, was ${e.data.previous}`
+          : e.type === 'member.removed'
+            ? `was ${e.data.role}`
+            : e.data.role}
+      </>
+    );
+  return (
+    <>
+      Id {e.data.id}
+      {e.type === 'plant.updated' ? (
+        <Changes e={e} plant={false} />
+      ) : e.data.tag ? (
+        <>
+          , tag <Quoted of={e.data.tag} />
+        </>
+      ) : null}
+    </>
   );
 }
 

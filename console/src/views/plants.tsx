@@ -2,6 +2,7 @@ import { can, capabilities, etagOf, type Garden, type ListedPlant } from 'plants
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
+import { EventList } from '../events.js';
 import { FormButtons, FormPanel, SelectField, TextField, useForm } from '../fields.js';
 import { useLoad } from '../load.js';
 import { isStatus, newKey } from '../session.js';
@@ -13,7 +14,7 @@ type Item = ListedPlant<'garden' | 'version'>;
 const PAGE = 20;
 
 export function PlantsView() {
-  const { store, me } = useApi();
+  const { store, me, fail } = useApi();
   const [filter, setFilter] = useState({ garden: '', tag: '', q: '' });
   const [draft, setDraft] = useState({ garden: '', tag: '' });
   // What is typed in "Search plants": searched a moment after the typing stops.
@@ -31,12 +32,26 @@ export function PlantsView() {
   // The `next` path that each page read so far starts at (null: the first); the last is shown.
   const [starts, setStarts] = useState<(string | null)[]>([null]);
   const [status, setStatus] = useState<ComponentChildren>('');
-  // The plant just created: shown at the top of the list, marked, until the person moves on (with
-  // 20 a page in id order it is often on another page, and would seem to vanish).
+  // The plant just deleted, while its "Undo" is offered (until the next message replaces it).
+  const [trashed, setTrashed] = useState<Item | null>(null);
+  const say = (message: ComponentChildren, undoable: Item | null = null) => {
+    setStatus(message);
+    setTrashed(undoable);
+  };
+  // The plant just created (or brought back from the trash): shown at the top of the list, marked,
+  // until the person moves on (with 20 a page in id order it is often on another page, and would
+  // seem to vanish).
   const [made, setMade] = useState<Item | null>(null);
+  const [mark, setMark] = useState('new');
   const [editing, setEditing] = useState<Item | null>(null);
+  const [history, setHistory] = useState<Item | null>(null);
   const deleting = useAsking<Item>();
   const heading = useRef<HTMLHeadingElement>(null);
+  const undoButton = useRef<HTMLButtonElement>(null);
+  // "Undo" takes the focus when it appears: the Delete button that had it is gone with its row.
+  useEffect(() => {
+    if (trashed) undoButton.current?.focus();
+  }, [trashed]);
 
   const page = useLoad(
     useCallback(
@@ -78,17 +93,17 @@ export function PlantsView() {
     deleting.run(async () => {
       try {
         await store.delete(p.id, { ifMatch: etagOf(p) });
-        setStatus(
+        say(
           <>
-            Deleted <Quoted of={p.name} />.
+            Moved to trash: <Quoted of={p.name} />.
           </>,
+          p,
         );
         if (made?.id === p.id) setMade(null);
         deleting.close();
-        heading.current?.focus();
       } catch (err) {
         if (isStatus(err, 404)) {
-          setStatus(
+          say(
             <>
               <Quoted of={p.name} /> was already gone.
             </>,
@@ -104,9 +119,48 @@ export function PlantsView() {
       }
       await page.reload();
     });
+  // "Undo": the plant back from the trash, as it was (POST /trash/{id}/restore, under an
+  // Idempotency-Key, so that a retry of a restore that was done answers the same).
+  const undo = async (p: Item) => {
+    try {
+      const back = await store.trash.restore(p.id, { idempotencyKey: newKey() });
+      say(
+        <>
+          Restored <Quoted of={back.name} />.
+        </>,
+      );
+      setMade({
+        ...p,
+        name: back.name,
+        ...(back.tag ? { tag: back.tag } : {}),
+        version: versionOf(back.etag),
+      });
+      setMark('restored');
+    } catch (err) {
+      if (isStatus(err, 404)) {
+        say(
+          <>
+            <Quoted of={p.name} /> cannot be brought back: the delete was final (this service keeps no trash,
+            or it was deleted for good since).
+          </>,
+        );
+      } else if (isStatus(err, 409) && err.code === 'plant_exists') {
+        say(
+          <>
+            <Quoted of={p.name} /> cannot be brought back: its id {p.id} was taken by a plant made since.
+          </>,
+        );
+      } else {
+        say('');
+        deleting.close(fail(err));
+      }
+    }
+    heading.current?.focus();
+    await page.reload();
+  };
   const done = async (message: ComponentChildren | null) => {
     if (message) {
-      setStatus(message);
+      say(message);
       await page.reload();
     }
   };
@@ -149,7 +203,7 @@ export function PlantsView() {
             ...(filter.tag ? { tag: filter.tag } : {}),
             ...(filter.q ? { q: filter.q } : {}),
           }}
-          onError={setStatus}
+          onError={say}
         />
         {can(me, 'plants:write') && <ImportButton garden={filter.garden || undefined} onDone={done} />}
       </div>
@@ -164,6 +218,7 @@ export function PlantsView() {
                 close();
                 if (plant) {
                   setMade(plant);
+                  setMark('new');
                   await done(
                     <>
                       Created <Quoted of={plant.name} /> (id {plant.id}).
@@ -176,7 +231,14 @@ export function PlantsView() {
         />
       )}
 
-      <Status message={status} />
+      <div class="status-line">
+        <Status message={status} />
+        {trashed && (
+          <button type="button" ref={undoButton} onClick={() => undo(trashed)}>
+            Undo
+          </button>
+        )}
+      </div>
       <ErrorText error={page.error ?? gardenList.error} />
       {deleting.error && !deleting.about && <ErrorText error={deleting.error} />}
 
@@ -198,7 +260,7 @@ export function PlantsView() {
             <tr key={p.id} class={p.id === made?.id ? 'just-made' : undefined}>
               <td>
                 <Name of={p.name} />
-                {p.id === made?.id && <span class="tag-new"> new</span>}
+                {p.id === made?.id && <span class="tag-new"> {mark}</span>}
               </td>
               <td>{p.tag ? <Name of={p.tag} /> : '—'}</td>
               <td>
@@ -206,6 +268,9 @@ export function PlantsView() {
               </td>
               <td>{p.id}</td>
               <td class="row-actions">
+                <RowButton of={p.name} onClick={() => setHistory(p)}>
+                  History
+                </RowButton>
                 {mayChange(p) && (
                   <>
                     <RowButton of={p.name} onClick={() => setEditing(p)}>
@@ -241,12 +306,14 @@ export function PlantsView() {
           }}
         />
       )}
+      {history && <PlantHistory plant={history} onClose={() => setHistory(null)} />}
       {deleting.about && (
         <Confirm
           title="Delete plant"
           question={
             <>
-              Delete <Quoted of={deleting.about.name} />? This cannot be undone.
+              Delete <Quoted of={deleting.about.name} />? It goes to its garden's trash, from where it can be
+              restored for a while.
             </>
           }
           error={deleting.error}
@@ -257,6 +324,42 @@ export function PlantsView() {
     </View>
   );
 }
+
+/** A plant's events, newest first, a page at a time: who did what, and what changed. */
+function PlantHistory(props: { plant: Item; onClose: () => void }) {
+  const { store } = useApi();
+  const { plant } = props;
+  const read = useCallback(
+    (next: string | null) => store.plants.historyPage(plant.id, { limit: 20, next }),
+    [store, plant.id],
+  );
+  return (
+    <Dialog
+      wide
+      title={
+        <>
+          History of <Quoted of={plant.name} />
+        </>
+      }
+      onClose={props.onClose}
+    >
+      <EventList
+        caption={`Events of ${plant.name}, newest first`}
+        read={read}
+        plant={false}
+        empty="No events of this plant are kept."
+      />
+      <div class="actions">
+        <button type="button" onClick={props.onClose}>
+          Close
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+/** A plant's version from its ETag (its version, quoted: section 1). */
+const versionOf = (etag: string) => Number(etag.replace(/^"|"$/g, ''));
 
 /** The gardens as the options of a choice, by name; `marked`: the home garden says so. */
 const GardenOptions = (props: { gardens: Garden[]; marked: boolean }) =>
@@ -277,7 +380,7 @@ function NewPlant(props: { gardens: Garden[]; onDone: (made: Item | null) => voi
     const plant = { name: fields.name, tag: fields.tag || null };
     const made = await store.create(plant, { idempotencyKey: newKey(), ...(garden ? { garden } : {}) });
     // Its ETag is its version, quoted (section 1): the list's rows carry the version, not the ETag.
-    props.onDone({ ...made, garden, version: Number(made.etag.replace(/^"|"$/g, '')) });
+    props.onDone({ ...made, garden, version: versionOf(made.etag) });
   });
 
   return (

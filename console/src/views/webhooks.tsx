@@ -1,4 +1,4 @@
-import { can, type DeliveryAttempt, type Webhook } from 'plantstore/client';
+import { can, type DeliveryAttempt, type Webhook, type WebhookCreate } from 'plantstore/client';
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useApi } from '../api.js';
@@ -7,7 +7,17 @@ import { useLoad, usePages } from '../load.js';
 import { DeleteButton, More, RowButton, Table } from '../table.js';
 import { Confirm, ErrorText, Loading, Name, Opener, Secret, Status, useAsking, View, when } from '../ui.js';
 
-const TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const;
+// Every event type the service sends (contract sections 8 and 13): an endpoint gets all by default.
+const TYPES = [
+  'plant.created',
+  'plant.updated',
+  'plant.deleted',
+  'plant.restored',
+  'plant.purged',
+  'member.added',
+  'member.changed',
+  'member.removed',
+] as const satisfies readonly NonNullable<WebhookCreate['events']>[number][];
 type Type = (typeof TYPES)[number];
 
 export function WebhooksView() {
@@ -46,8 +56,8 @@ export function WebhooksView() {
   return (
     <View id="webhooks" title="Webhooks" heading={heading} loading={list.loading}>
       <p class="help">
-        plantstore sends each plant event to these URLs, signed as Standard Webhooks specify, and retries
-        until the receiver answers 2xx.
+        plantstore sends each event of your gardens (plants and members) to these URLs, signed as Standard
+        Webhooks specify, and retries until the receiver answers 2xx.
       </p>
       {write && (
         <Opener
