@@ -164,8 +164,10 @@ export class GardenService {
     return { garden, role: leastRole('manage'), home: garden.homeUser === caller.user };
   }
 
-  async remove(caller: Caller, id: string): Promise<void> {
-    ok(await this.store.deleteGarden(checked(id), actorOf(caller)));
+  /** Deletes an empty garden (owners); each member is told it was removed (member.removed). */
+  async remove(caller: Caller, id: string, requestId: string | null = null): Promise<void> {
+    const event = { at: this.now(), actor: caller.user, requestId };
+    ok(await this.store.deleteGarden(checked(id), actorOf(caller), event));
   }
 
   /** The garden's members, to any member (404 otherwise). */

@@ -49,6 +49,11 @@ const TIMED = [
   'readEvents',
   'plantHistory',
   'gardenActivity',
+  'purgedUpTo',
+  'memberEventGardens',
+  'committedEvents',
+  'deletedPlantIds',
+  'plantsByIds',
   'purgeEvents',
   'ping',
 ] as const satisfies readonly (keyof Store)[];

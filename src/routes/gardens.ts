@@ -158,7 +158,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
         },
       },
       async (request, reply) => {
-        await gardens.remove(request.caller!, request.params.gid);
+        await gardens.remove(request.caller!, request.params.gid, request.id);
         return reply.code(204).send(null);
       },
     );

@@ -56,8 +56,12 @@ export interface GardenPort {
   createGarden(g: NewGarden): Promise<GardenChange<GardenRecord>>;
   /** Renames a garden the actor owns. */
   renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>>;
-  /** Deletes an empty garden the actor owns, with its memberships (never a home garden). */
-  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>>;
+  /**
+   * Deletes an empty garden the actor owns, with its memberships (never a home garden). With
+   * `event`, a member.removed event for each of its members (the role it had), in the same
+   * transaction: a change feed learns from them that their plants are gone (contract 13.4).
+   */
+  deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>>;
   /** The garden's members, by when they were added (the garden's existence is the caller's to check). */
   listMembers(id: string): Promise<MemberRecord[]>;
   /**

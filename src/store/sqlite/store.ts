@@ -547,8 +547,8 @@ export class SqliteStore implements Store {
     return this.writer.write('renameGarden', id, actor, name);
   }
 
-  deleteGarden(id: string, actor: Actor): Promise<GardenChange<true>> {
-    return this.writer.write('deleteGarden', id, actor);
+  deleteGarden(...a: Parameters<Store['deleteGarden']>): Promise<GardenChange<true>> {
+    return this.writer.write('deleteGarden', ...a);
   }
 
   putMember(...a: Parameters<Store['putMember']>): Promise<MemberPut> {
@@ -629,6 +629,27 @@ export class SqliteStore implements Store {
 
   readEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRead> {
     return this.run(() => this.e.list(q));
+  }
+
+  purgedUpTo(): Promise<string> {
+    return this.run(() => this.e.purgedUpTo());
+  }
+
+  memberEventGardens(user: string, after: string): Promise<string[]> {
+    return this.run(() => this.e.memberGardens(user, after));
+  }
+
+  // One writer at a time: every committed event is one a position may pass.
+  committedEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
+    return this.run(() => this.e.list(q).events);
+  }
+
+  deletedPlantIds(q: { garden: string; after: string; afterId: number; limit: number }): Promise<number[]> {
+    return this.run(() => this.e.deletedIds(q));
+  }
+
+  plantsByIds(ids: number[]): Promise<PagePlant[]> {
+    return this.read(() => this.plants.byIds(ids));
   }
 
   plantHistory(q: HistoryQuery): Promise<EventRecord[]> {
