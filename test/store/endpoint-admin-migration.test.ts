@@ -32,6 +32,8 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
+          '0019_reserved',
+          '0020_change_feed',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
@@ -64,6 +66,8 @@ describe('migration: admin endpoints without a recorded credential become owner-
         '0012_plant_search',
         '0013_event_actors',
         '0014_history_pages',
+        '0015_reserved',
+        '0016_change_feed',
       ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

@@ -68,6 +68,8 @@ describe('search migration: plants stored before it are found', () => {
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
+          '0019_reserved',
+          '0020_change_feed',
         ]);
         await checks(store);
       } finally {
@@ -91,6 +93,8 @@ describe('search migration: plants stored before it are found', () => {
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
+          '0019_reserved',
+          '0020_change_feed',
         ]);
         await checks(store);
       } finally {
@@ -125,6 +129,8 @@ describe('search migration: plants stored before it are found', () => {
         '0012_plant_search',
         '0013_event_actors',
         '0014_history_pages',
+        '0015_reserved',
+        '0016_change_feed',
       ]);
       await checks(store);
     } finally {
