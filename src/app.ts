@@ -14,6 +14,7 @@ import { historyFeature } from './features/history.js';
 import { IDENTITY_TAGS, identity } from './features/identity.js';
 import { OPS_TAGS, opsFeature } from './features/ops.js';
 import { PLANT_TAGS, plantsFeature } from './features/plants.js';
+import { TRASH_TAGS, trashFeature } from './features/trash.js';
 import { WEBHOOK_TAGS, webhooksFeature } from './features/webhooks.js';
 import { GardenService } from './gardens/service.js';
 import { registerErrorHandling } from './http/errors.js';
@@ -82,7 +83,15 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   registerQueryCheck(app);
   registerLoadShedding(app, config.maxEventLoopDelay);
   metrics?.observe(app);
-  const tags = [...PLANT_TAGS, ...GARDEN_TAGS, ...WEBHOOK_TAGS, ...EVENT_TAGS, ...IDENTITY_TAGS, ...OPS_TAGS];
+  const tags = [
+    ...PLANT_TAGS,
+    ...TRASH_TAGS,
+    ...GARDEN_TAGS,
+    ...WEBHOOK_TAGS,
+    ...EVENT_TAGS,
+    ...IDENTITY_TAGS,
+    ...OPS_TAGS,
+  ];
   await app.register(docsFeature(config, tags));
 
   const {
@@ -101,8 +110,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       auth,
       listCacheBytes: config.listCache * 1024 * 1024,
       exports: { perUser: config.maxExportsPerUser, total: config.maxExports },
+      trashRetention: config.trashRetention,
     }),
   );
+  await app.register(trashFeature(store, gardens, auth));
   await app.register(gardensFeature(gardens, auth));
   await app.register(historyFeature(store, gardens, auth));
   await app.register(identityFeature);

@@ -54,8 +54,10 @@ export interface Config {
   webhookRetrySchedule: number[];
   /** `serve` sends webhook deliveries itself; false leaves them to `plantstore deliver` processes. */
   webhookDelivery: boolean;
-  /** Milliseconds events and delivery records are kept. */
+  /** Milliseconds events and delivery records are kept (never less than trashRetention). */
   eventRetention: number;
+  /** Milliseconds a deleted plant waits in its garden's trash (contract 13.2); 0: a delete is final. */
+  trashRetention: number;
   /** Serve the web console at /console/ (and redirect / there). */
   console: boolean;
   /** A public client at the JWT issuer for the console's OpenID sign-in; empty: token sign-in only. */
@@ -135,6 +137,17 @@ const duration: Parser<number> = (raw, name) => {
   const ms = parseDuration(raw, { ms: true, zero: true });
   if (ms === null)
     throw new ConfigError(`${name} must be a whole number and ms, s, m, h or d, got ${JSON.stringify(raw)}`);
+  return ms;
+};
+
+// A duration, or a bare 0 (off), as TRASH_RETENTION takes it.
+const durationOrOff: Parser<number> = (raw, name) => {
+  if (raw === '0') return 0;
+  const ms = parseDuration(raw, { ms: true, zero: true });
+  if (ms === null)
+    throw new ConfigError(
+      `${name} must be 0 (off) or a whole number and ms, s, m, h or d (like 30d), got ${JSON.stringify(raw)}`,
+    );
   return ms;
 };
 
@@ -453,7 +466,14 @@ export const FIELDS: { [K in keyof Config]: Field<K> } = {
     // 30 days (contract 13.1): history and activity read the log, as far back as it keeps.
     default: 30 * 86_400_000,
     parse: duration,
-    doc: 'how long events and delivery records are kept (like 30d)',
+    doc: 'how long events and delivery records are kept (like 30d); never below --trash-retention (default: the larger of 30d and it)',
+  },
+  trashRetention: {
+    flag: '--trash-retention',
+    env: 'TRASH_RETENTION',
+    default: 30 * 86_400_000,
+    parse: durationOrOff,
+    doc: "how long a deleted plant waits in its garden's trash, to be restored (like 30d); 0 turns the trash off: a delete is final",
   },
   console: {
     flag: '--console',
@@ -519,14 +539,32 @@ export function loadConfig(
   flags: Partial<Record<keyof Config, string>> = {},
 ): Config {
   const out: Record<string, unknown> = {};
+  // What was given, and how it was written and where (for a message that names both settings).
+  const given = new Map<keyof Config, string>();
   for (const [key, f] of Object.entries(FIELDS) as [keyof Config, Field<keyof Config>][]) {
     const fromFlag = flags[key];
     const fromEnv = env[f.env];
-    if (fromFlag !== undefined) out[key] = f.parse(fromFlag, f.flag);
-    else if (fromEnv !== undefined && fromEnv !== '') out[key] = f.parse(fromEnv, f.env);
-    else out[key] = f.default;
+    if (fromFlag !== undefined) {
+      out[key] = f.parse(fromFlag, f.flag);
+      given.set(key, `${f.flag} ${fromFlag}`);
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      out[key] = f.parse(fromEnv, f.env);
+      given.set(key, `${f.env}=${fromEnv}`);
+    } else out[key] = f.default;
   }
   const config = out as unknown as Config;
+  // Events outlive the trash (contract 13.1): a trashed plant's history, its plant.deleted first,
+  // is there for as long as it may be restored.
+  if (config.trashRetention > config.eventRetention) {
+    const events = given.get('eventRetention');
+    if (events === undefined) config.eventRetention = config.trashRetention;
+    else {
+      const trash = given.get('trashRetention') ?? `${FIELDS.trashRetention.flag} 30d (the default)`;
+      throw new ConfigError(
+        `event retention (${events}) must not be below the trash retention (${trash}): a trashed plant's events must be kept while it may be restored; raise ${FIELDS.eventRetention.flag} or lower ${FIELDS.trashRetention.flag}`,
+      );
+    }
+  }
   // Node refuses a headers timeout longer than the whole-request timeout.
   if (config.headersTimeout > config.requestTimeout) {
     throw new ConfigError(

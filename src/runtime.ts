@@ -1,9 +1,10 @@
 import type { Config } from './config.js';
 import { Dispatcher, type DispatcherOptions } from './events/dispatcher.js';
 import type { Metrics } from './http/metrics.js';
-import { IDEMPOTENCY_RETAIN_MS } from './plants/service.js';
+import { IDEMPOTENCY_RETAIN_MS } from './plants/idempotency.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
+import { purgeExpiredTrash } from './trash/purge.js';
 
 type Warn = (obj: object, msg: string) => void;
 
@@ -95,12 +96,27 @@ export class Runtime {
     dispatcher.start();
   }
 
-  /** Purges, until closed, the idempotency keys and events older than they are kept. */
+  /**
+   * Purges, until closed, the idempotency keys and events older than they are kept, and the trash
+   * entries whose time has come (in batches, one instance at a time: trash/purge.ts).
+   */
   purge(): void {
     const warn = this.opts.warn ?? (() => {});
-    const every = Math.min(3_600_000, Math.max(1_000, this.config.eventRetention / 10));
+    const { eventRetention, trashRetention } = this.config;
+    const shortest = trashRetention > 0 ? Math.min(eventRetention, trashRetention) : eventRetention;
+    const every = Math.min(3_600_000, Math.max(1_000, shortest / 10));
+    let trashing = false;
     this.purger = setInterval(() => {
       const now = Date.now();
+      // Entries made while the trash was on still go when due, whatever the retention is now.
+      if (!trashing) {
+        trashing = true;
+        purgeExpiredTrash(this.store, new Date(now))
+          .catch((err) => warn({ err }, 'could not purge the trash'))
+          .finally(() => {
+            trashing = false;
+          });
+      }
       this.store.purgeIdempotencyKeys(new Date(now - IDEMPOTENCY_RETAIN_MS)).catch((err) => {
         warn({ err }, 'could not purge old idempotency keys');
       });

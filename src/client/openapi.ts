@@ -66,7 +66,7 @@ export interface paths {
         post?: never;
         /**
          * Delete one plant
-         * @description Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-Match`, only if the plant is still in that version (else 412, and it is kept).
+         * @description Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-Match`, only if the plant is still in that version (else 412, and it is kept). While the trash is on (`TRASH_RETENTION`, 30 days by default), the plant moves to its garden's trash (`GET /trash`, `POST /trash/{id}/restore`); to every other read it is gone at once, and its id may be taken again.
          */
         delete: operations["deletePlant"];
         options?: never;
@@ -118,6 +118,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/trash": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The trash: deleted plants that may still be restored
+         * @description The trashed plants of every garden where the caller is an editor or owner (every garden with `plants:admin`), newest deletion first, each `{id, name, tag, garden, deletedAt, deletedBy, purgeAt}` (`tag` only when set). `garden=` lists one garden's (not a member: 404 `garden_not_found`; a viewer: 403 `insufficient_role`). Follow `Link: rel="next"` for older ones; the cursor is opaque and bound to the caller and to `garden`. A query parameter not listed here, or one given twice, is 400.
+         */
+        get: operations["listTrash"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/trash/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a plant from the trash
+         * @description Puts the plant back in its garden as it was (same owner, name and tag) with a new version: `200` with the plant, its new `ETag` and `Location: /plants/{id}`, and a `plant.restored` event. Editors and owners of its garden (a viewer: 403 `insufficient_role`); a plant in no trash the caller may see: 404 `plant_not_found`. A plant made since with its id: 409 `plant_exists`, and nothing changes. With an `Idempotency-Key`, a retry with the same key replays the first answer (with `Idempotent-Replayed: true`); the same key used for another request is 422. No body.
+         */
+        post: operations["restorePlant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/trash/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase a plant from the trash for good
+         * @description Erases the trashed plant: it cannot be restored any more; a `plant.purged` event (data `{id, garden}`). Editors and owners of its garden (a viewer: 403 `insufficient_role`); a plant in no trash the caller may see: 404 `plant_not_found`.
+         */
+        delete: operations["purgeTrashedPlant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gardens": {
         parameters: {
             query?: never;
@@ -158,7 +218,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an empty garden
-         * @description Owners only. A garden with plants is 409 `garden_not_empty`; a home garden is 409 `home_garden`. Its members lose it at once.
+         * @description Owners only. A garden with plants is 409 `garden_not_empty`; a home garden is 409 `home_garden`. A garden whose plants are all in its trash may be deleted: its trash is erased with it (a `plant.purged` event each). Its members lose it at once.
          */
         delete: operations["deleteGarden"];
         options?: never;
@@ -602,10 +662,50 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A plant was deleted (data: the plant as it was)
+         * A plant was deleted (data: the plant as it was); with the trash on, it waits in its garden's trash
          * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
          */
         post: operations["webhook_plant_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.restored": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plant was restored from its garden's trash (data: the plant as it is back)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_plant_restored"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.purged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A trashed plant was erased for good, by a member or by the service's own purge (data: id and garden only)
+         * @description A Standard Webhooks 1.0 delivery, at least once. Answer 2xx within the timeout (default 15 s) to acknowledge; anything else is retried on the schedule, honouring Retry-After; 410 Gone disables the endpoint.
+         */
+        post: operations["webhook_plant_purged"];
         delete?: never;
         options?: never;
         head?: never;
@@ -745,14 +845,14 @@ export interface components {
          *     }
          */
         Event: {
-            type: "plant.created" | "plant.updated" | "plant.deleted";
+            type: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored";
             /** Format: date-time */
             timestamp: string;
             /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
             actor: string | null;
             /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
             requestId: string | null;
-            /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+            /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change; for plant.restored: as it is back). */
             data: {
                 id: number;
                 name: string;
@@ -764,6 +864,21 @@ export interface components {
                     name?: string;
                     tag?: string | null;
                 };
+            };
+        } | {
+            /** @enum {string} */
+            type: "plant.purged";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+            actor: string | null;
+            /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+            requestId: string | null;
+            /** @description The plant erased from its garden's trash: its id and garden only. */
+            data: {
+                id: number;
+                /** @description The plant's garden. */
+                garden: string;
             };
         } | {
             type: "member.added" | "member.changed" | "member.removed";
@@ -2712,6 +2827,532 @@ export interface operations {
             };
         };
     };
+    listTrash: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this garden's trash. A garden the caller is not a member of: 404, as one that does not exist; one where it is a viewer: 403 `insufficient_role`.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                garden?: string;
+                /**
+                 * @description Page size: 1 … 1000 in decimal digits with no sign or leading zero; default 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Opaque token from a `Link: rel="next"` header, bound to the caller and to `garden`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the trash. `Link: <…>; rel="next"` is present when more follow. */
+            200: {
+                headers: {
+                    /** @description The next page, `</trash?limit=…&cursor=…>; rel="next"` (with `garden=` when asked), when more follow; absent on the last page. */
+                    link?: string;
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Plant identifier, 1 … 2^53−1. */
+                        id: number;
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        name: string;
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        tag?: string;
+                        /**
+                         * @description The plant's garden.
+                         * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                         */
+                        garden: string;
+                        /**
+                         * Format: date-time
+                         * @description When it was deleted.
+                         */
+                        deletedAt: string;
+                        /** @description The user name of the caller that deleted it. */
+                        deletedBy: string;
+                        /**
+                         * Format: date-time
+                         * @description When the service's own purge erases it (its deletion plus `TRASH_RETENTION`).
+                         */
+                        purgeAt: string;
+                    }[];
+                };
+            };
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    restorePlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the create safe to retry: the same key and body replay the first response for 24 h. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description Plant id, 1 … 2^53−1, in decimal digits with no sign or leading zero.
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restored. `Location: /plants/{id}` names the plant. */
+            200: {
+                headers: {
+                    /** @description /plants/{id} */
+                    location?: string;
+                    /** @description The plant's current version as a strong ETag: send it back in `If-Match` to change or delete only that version. */
+                    etag?: string;
+                    /** @description Present when this answer replays the first one for the same Idempotency-Key. */
+                    "idempotent-replayed"?: "true";
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Plant name: 1–200 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        name: string;
+                        /** @description Plant tag: 1–100 characters (code points), at least one visible character (not only whitespace or invisible characters such as U+200B, U+FEFF or bidi controls), no control characters, valid Unicode (no lone surrogates); stored exactly as sent. */
+                        tag?: string;
+                    };
+                };
+            };
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`. */
+            409: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different body. */
+            422: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    purgeTrashedPlant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Plant id, 1 … 2^53−1, in decimal digits with no sign or leading zero.
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Erased; no body. */
+            204: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listGardens: {
         parameters: {
             query?: never;
@@ -4140,14 +4781,14 @@ export interface operations {
                     "application/json": ({
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
                         id: string;
-                        type: "plant.created" | "plant.updated" | "plant.deleted";
+                        type: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored";
                         /** Format: date-time */
                         timestamp: string;
                         /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
                         actor: string | null;
                         /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
                         requestId: string | null;
-                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change; for plant.restored: as it is back). */
                         data: {
                             id: number;
                             name: string;
@@ -4159,6 +4800,23 @@ export interface operations {
                                 name?: string;
                                 tag?: string | null;
                             };
+                        };
+                    } | {
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        /** @enum {string} */
+                        type: "plant.purged";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description The plant erased from its garden's trash: its id and garden only. */
+                        data: {
+                            id: number;
+                            /** @description The plant's garden. */
+                            garden: string;
                         };
                     } | {
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
@@ -4311,7 +4969,7 @@ export interface operations {
                 /** @description Opaque token from a `Link: rel="next"` header. */
                 cursor?: string;
                 /**
-                 * @description Only events of these types, comma-separated: `plant.created`, `plant.updated`, `plant.deleted`, `member.added`, `member.changed`, `member.removed`. An unknown type or an empty entry: 400 `invalid_parameter`.
+                 * @description Only events of these types, comma-separated: `plant.created`, `plant.updated`, `plant.deleted`, `plant.restored`, `plant.purged`, `member.added`, `member.changed`, `member.removed`. An unknown type or an empty entry: 400 `invalid_parameter`.
                  * @example plant.deleted,member.removed
                  */
                 type?: string;
@@ -4347,14 +5005,14 @@ export interface operations {
                     "application/json": ({
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
                         id: string;
-                        type: "plant.created" | "plant.updated" | "plant.deleted";
+                        type: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored";
                         /** Format: date-time */
                         timestamp: string;
                         /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
                         actor: string | null;
                         /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
                         requestId: string | null;
-                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change). */
+                        /** @description The plant (for plant.deleted: as it was; for plant.updated: after the change; for plant.restored: as it is back). */
                         data: {
                             id: number;
                             name: string;
@@ -4366,6 +5024,23 @@ export interface operations {
                                 name?: string;
                                 tag?: string | null;
                             };
+                        };
+                    } | {
+                        /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
+                        id: string;
+                        /** @enum {string} */
+                        type: "plant.purged";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description The user name of the caller whose request caused it; null for the service's own actions (and events written before version 5). */
+                        actor: string | null;
+                        /** @description The `X-Request-Id` of the request that caused it, as the service answered it; null when none. */
+                        requestId: string | null;
+                        /** @description The plant erased from its garden's trash: its id and garden only. */
+                        data: {
+                            id: number;
+                            /** @description The plant's garden. */
+                            garden: string;
                         };
                     } | {
                         /** @description The event id (`evt_…`), as webhooks send it in `webhook-id`. */
@@ -5558,7 +6233,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5674,7 +6349,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Which events to receive; default every type. */
-                    events?: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                    events?: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                     description?: string | null;
                 };
             };
@@ -5700,7 +6375,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -5898,7 +6573,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -6175,7 +6850,7 @@ export interface operations {
                         /** @example whk_3kTMd8QvWmZb1nXy0aJf2c9R */
                         id: string;
                         url: string;
-                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed")[];
+                        events: ("plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed")[];
                         description: string | null;
                         status: "enabled" | "disabled";
                         disabledReason?: string;
@@ -6331,7 +7006,7 @@ export interface operations {
                         id: string;
                         eventId: string;
                         /** @description What happened: to a plant, or to a garden's membership. */
-                        eventType: "plant.created" | "plant.updated" | "plant.deleted" | "member.added" | "member.changed" | "member.removed";
+                        eventType: "plant.created" | "plant.updated" | "plant.deleted" | "plant.restored" | "plant.purged" | "member.added" | "member.changed" | "member.removed";
                         /** @description 1 for the first attempt of this delivery. */
                         attempt: number;
                         /** Format: date-time */
@@ -7088,6 +7763,110 @@ export interface operations {
         };
     };
     webhook_plant_deleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_plant_restored: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id; the same on every retry: use it to drop duplicates.
+                 * @example evt_9x2Qm4…
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt.
+                 * @example 1795348800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret in use (two for 24 h after a rotation).
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: retried later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_plant_purged: {
         parameters: {
             query?: never;
             header: {

@@ -18,10 +18,19 @@ export interface PlantsOptions {
   listCacheBytes?: number;
   /** Exports running at once (PlantService.export); none given: no limit. */
   exports?: ExportLimits;
+  /** Milliseconds a deleted plant waits in the trash; 0 or none: a delete is final. */
+  trashRetention?: number;
 }
 
 /** The plant API: /plants and /gardens/{gid}/plants. */
 export function plantsFeature(opts: PlantsOptions): FastifyPluginAsync {
-  const service = new PlantService(opts.store, opts.gardens, undefined, opts.onEvent, opts.exports);
+  const service = new PlantService(
+    opts.store,
+    opts.gardens,
+    undefined,
+    opts.onEvent,
+    opts.exports,
+    opts.trashRetention,
+  );
   return plantRoutes(service, opts.auth, opts.listCacheBytes);
 }

@@ -60,7 +60,10 @@ function refusal(why: GardenRefusal): AppError {
     case 'too_many_members':
       return new ConflictError('too_many_members', 'a garden may have at most 1,000 members');
     case 'garden_not_empty':
-      return new ConflictError('garden_not_empty', 'this garden still has plants: delete them first');
+      return new ConflictError(
+        'garden_not_empty',
+        'this garden still has plants: delete them first (plants in its trash go with it)',
+      );
   }
 }
 
@@ -164,10 +167,23 @@ export class GardenService {
     return { garden, role: leastRole('manage'), home: garden.homeUser === caller.user };
   }
 
-  /** Deletes an empty garden (owners); each member is told it was removed (member.removed). */
+  /**
+   * Deletes a garden with no live plant; its trash goes with it (a plant.purged event each), and
+   * each member is told it was removed (member.removed).
+   */
   async remove(caller: Caller, id: string, requestId: string | null = null): Promise<void> {
     const event = { at: this.now(), actor: caller.user, requestId };
     ok(await this.store.deleteGarden(checked(id), actorOf(caller), event));
+  }
+
+  /**
+   * The gardens whose trash the caller sees: those where it is an editor or owner, read afresh;
+   * null: every garden (admin).
+   */
+  async writable(caller: Caller): Promise<string[] | null> {
+    if (isAdmin(caller)) return null;
+    const memberships = await this.store.memberships(caller.user);
+    return memberships.flatMap((m) => (allows(m.role, 'write') ? [m.garden] : []));
   }
 
   /** The garden's members, to any member (404 otherwise). */

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { actorOf, allows } from '../access/policy.js';
 import {
   AppError,
@@ -27,12 +26,10 @@ import type {
 import type { BatchRow } from './batch-input.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { ExportSlots } from './export-slots.js';
+import { IdempotentWrites, keyReused } from './idempotency.js';
 
 export const DEFAULT_LIMIT = 100;
-/** Idempotency keys are kept at least this long (contract: 24 h). */
-export const IDEMPOTENCY_RETAIN_MS = 24 * 3_600_000;
-/** A claimed key whose request has not finished after this long is taken to be abandoned (a crash). */
-export const IDEMPOTENCY_STALE_MS = 60_000;
+export { IDEMPOTENCY_RETAIN_MS, IDEMPOTENCY_STALE_MS, requestHash } from './idempotency.js';
 
 export interface CreateOutcome {
   plant: VersionedPlant;
@@ -49,23 +46,8 @@ export interface UpdateOutcome {
   replayed: boolean;
 }
 
-/** The hash an Idempotency-Key record keeps of its request body. */
-export function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonical(body)).digest('hex');
-}
-
-// Keys sorted recursively: two bodies are "the same JSON value" exactly when these match.
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /** What each refusal of a plant write answers (`id`: the plant's, as asked for). */
-function refusal(why: PlantRefusal, id: number | null): AppError {
+export function refusal(why: PlantRefusal, id: number | null): AppError {
   switch (why) {
     case 'missing':
       return new NotFoundError();
@@ -107,6 +89,7 @@ const EXPORT_RETRY_AFTER_S = '5';
 /** The plant rules: visibility by garden membership, id assignment, idempotency, paging. No HTTP, no SQL. */
 export class PlantService {
   private readonly exports: ExportSlots;
+  private readonly keys: IdempotentWrites;
 
   constructor(
     private readonly store: Store,
@@ -115,8 +98,11 @@ export class PlantService {
     /** Told after a change and its event have committed (wakes this process's dispatcher and streams). */
     private readonly onEvent: () => void = () => {},
     exportLimits: ExportLimits = { perUser: 0, total: 0 },
+    /** Milliseconds a deleted plant waits in its garden's trash (contract 13.2); 0: a delete is final. */
+    private readonly trashRetention = 0,
   ) {
     this.exports = new ExportSlots(exportLimits.perUser, exportLimits.total);
+    this.keys = new IdempotentWrites(store, now);
   }
 
   // Every successful create, change and delete records an event, in the change's own transaction,
@@ -156,7 +142,7 @@ export class PlantService {
     const ref = { user: caller.user, key: idempotencyKey };
     // A create into a named garden hashes its target too (a key used for /plants is 422 there);
     // one into the home garden hashes the body alone, as version 2 did, so its keys still replay.
-    const claim = await this.claim(ref, garden === undefined ? body : { method: 'POST', garden, body });
+    const claim = await this.keys.claim(ref, garden === undefined ? body : { method: 'POST', garden, body });
     if ('refused' in claim) {
       if (claim.outcome.status === 201 && claim.outcome.plantId !== null) {
         // The first answer's version (a key recorded before versions existed: version 1's).
@@ -165,7 +151,7 @@ export class PlantService {
       }
       throw refusal('exists', plant.id);
     }
-    const result = await this.underKey(ref, () =>
+    const result = await this.keys.underKey(ref, () =>
       this.store.createPlant(plant, ref, this.event(caller, requestId)),
     );
     const made = ok(result, plant.id);
@@ -304,32 +290,15 @@ export class PlantService {
       newIds: !!opts.newIds,
       rows,
     };
-    const claim = await this.claim(ref, request);
+    const claim = await this.keys.claim(ref, request);
     if ('refused' in claim) {
       const { status, ids, plantId } = claim.outcome;
       if (status === 201 && ids !== undefined) return { ids, replayed: true };
       if (status === 409 && plantId !== null) throw refusal('exists', plantId);
-      throw this.keyReused();
+      throw keyReused();
     }
-    const result = await this.underKey(ref, () => this.store.createPlants(plants, ref, event));
+    const result = await this.keys.underKey(ref, () => this.store.createPlants(plants, ref, event));
     return { ids: this.batchMade(result), replayed: false };
-  }
-
-  // A create under a claimed key. A refusal by a garden recorded nothing against the key, and a
-  // failure may have left it pending: either frees it, so that a retry is judged afresh. An id that
-  // exists recorded its 409.
-  private async underKey<R extends object>(
-    ref: { user: string; key: string },
-    write: () => Promise<R>,
-  ): Promise<R> {
-    try {
-      const result = await write();
-      if ('refused' in result && result.refused !== 'exists') await this.store.releaseIdempotencyKey(ref);
-      return result;
-    } catch (err) {
-      await this.store.releaseIdempotencyKey(ref).catch(() => {});
-      throw err;
-    }
   }
 
   // The ids a batch made, or its refusal as an error.
@@ -388,11 +357,11 @@ export class PlantService {
     if (!allows(found.role, 'write')) throw forbidden('write');
     const ref = { user: caller.user, key: idempotencyKey };
     // The change's hash covers its target, so a key of a create or of another plant's change is 422.
-    const claim = await this.claim(ref, { method: 'PATCH', id, patch });
+    const claim = await this.keys.claim(ref, { method: 'PATCH', id, patch });
     if ('refused' in claim) {
       const shown = claim.outcome.plant;
       if (claim.outcome.status !== 200 || shown === undefined || claim.outcome.plantId !== id) {
-        throw this.keyReused();
+        throw keyReused();
       }
       return { plant: { ...found.plant, ...shown }, replayed: true };
     }
@@ -403,7 +372,7 @@ export class PlantService {
       };
     } catch (err) {
       // Refused (404, 412) or failed: the key is free for a retry to be judged afresh.
-      await this.store.releaseIdempotencyKey(ref).catch(() => {});
+      await this.keys.release(ref);
       throw err;
     }
   }
@@ -414,7 +383,10 @@ export class PlantService {
     return plant;
   }
 
-  /** Deletes the plant if the caller may see it (404 otherwise) and, with `ifMatch`, it is in such a version (412). */
+  /**
+   * Deletes the plant if the caller may see it (404 otherwise) and, with `ifMatch`, it is in such a
+   * version (412): into its garden's trash while the trash is on.
+   */
   async remove(
     caller: Caller,
     id: number,
@@ -422,33 +394,16 @@ export class PlantService {
     requestId: string | null = null,
   ): Promise<void> {
     const versions = ifMatch === undefined || ifMatch === '*' ? null : ifMatch;
-    ok(await this.store.deletePlant(id, actorOf(caller), this.event(caller, requestId), versions), id);
+    const event = this.event(caller, requestId);
+    const trash =
+      this.trashRetention > 0
+        ? {
+            deletedAt: event.at,
+            deletedBy: caller.user,
+            purgeAt: new Date(event.at.getTime() + this.trashRetention),
+          }
+        : null;
+    ok(await this.store.deletePlant(id, actorOf(caller), event, versions, trash), id);
     this.onEvent();
-  }
-
-  // Claims the key, answering 422 and 409 for a reused or in-flight one; claimed or done are the caller's.
-  private async claim(
-    ref: { user: string; key: string },
-    request: unknown,
-  ): Promise<Exclude<IdempotencyClaim, { refused: 'mismatch' | 'in_flight' }>> {
-    const claim = await this.store.claimIdempotencyKey(ref, requestHash(request), {
-      now: this.now(),
-      staleAfterMs: IDEMPOTENCY_STALE_MS,
-      retainMs: IDEMPOTENCY_RETAIN_MS,
-    });
-    if (!('refused' in claim) || claim.refused === 'done') return claim;
-    if (claim.refused === 'mismatch') throw this.keyReused();
-    throw new ConflictError(
-      'idempotency_key_in_flight',
-      'a request with this Idempotency-Key is still in progress; retry later',
-    );
-  }
-
-  private keyReused(): AppError {
-    return new AppError(
-      422,
-      'idempotency_key_reused',
-      'this Idempotency-Key was already used with a different request',
-    );
   }
 }

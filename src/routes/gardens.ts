@@ -147,7 +147,7 @@ export function gardenRoutes(gardens: GardenService, auth: AuthDeps) {
           operationId: 'deleteGarden',
           summary: 'Delete an empty garden',
           description:
-            'Owners only. A garden with plants is 409 `garden_not_empty`; a home garden is 409 `home_garden`. Its members lose it at once.',
+            'Owners only. A garden with plants is 409 `garden_not_empty`; a home garden is 409 `home_garden`. A garden whose plants are all in its trash may be deleted: its trash is erased with it (a `plant.purged` event each). Its members lose it at once.',
           tags,
           security,
           params: GardenIdParam,

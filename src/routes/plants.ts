@@ -65,7 +65,7 @@ function requireUtf8Text(request: FastifyRequest, _reply: FastifyReply, done: (e
   );
 }
 
-const IdempotencyHeaders = Type.Object({
+export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
       minLength: 1,
@@ -87,7 +87,7 @@ const IfMatchHeaders = Type.Object({
   ),
 });
 
-const etagHeader = {
+export const etagHeader = {
   etag: {
     type: 'string',
     description:
@@ -95,7 +95,7 @@ const etagHeader = {
   },
 };
 
-const replayedHeader = {
+export const replayedHeader = {
   'idempotent-replayed': {
     type: 'string',
     enum: ['true'],
@@ -419,7 +419,7 @@ export function plantRoutes(service: PlantService, auth: AuthDeps, listCacheByte
           operationId: 'deletePlant',
           summary: 'Delete one plant',
           description:
-            'Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-Match`, only if the plant is still in that version (else 412, and it is kept).',
+            "Deletes one plant. A plant the caller may not see answers 404, exactly as one that does not exist. With `If-Match`, only if the plant is still in that version (else 412, and it is kept). While the trash is on (`TRASH_RETENTION`, 30 days by default), the plant moves to its garden's trash (`GET /trash`, `POST /trash/{id}/restore`); to every other read it is gone at once, and its id may be taken again.",
           tags,
           security,
           params: PlantIdParam,

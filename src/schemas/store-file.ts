@@ -95,7 +95,13 @@ export const EventLine = Type.Object(
     type: EventTypeName,
     owner: User,
     garden: Str,
-    plant: Type.Optional(Type.Object({ id: PlantId, name: PlantName, tag: MaybeTag }, strict)),
+    // plant.purged (version 5): the plant's id alone.
+    plant: Type.Optional(
+      Type.Union([
+        Type.Object({ id: PlantId, name: PlantName, tag: MaybeTag }, strict),
+        Type.Object({ id: PlantId }, strict),
+      ]),
+    ),
     previous: Type.Optional(
       Type.Union([
         Type.Object({ name: Type.Optional(PlantName), tag: Type.Optional(MaybeTag) }, strict),

@@ -6,6 +6,8 @@ export const EventTypeSchema = Type.Union(
     Type.Literal('plant.created'),
     Type.Literal('plant.updated'),
     Type.Literal('plant.deleted'),
+    Type.Literal('plant.restored'),
+    Type.Literal('plant.purged'),
     Type.Literal('member.added'),
     Type.Literal('member.changed'),
     Type.Literal('member.removed'),
@@ -135,6 +137,7 @@ const PlantEventSchema = Type.Object(
       Type.Literal('plant.created'),
       Type.Literal('plant.updated'),
       Type.Literal('plant.deleted'),
+      Type.Literal('plant.restored'),
     ]),
     timestamp: Time,
     ...eventCause,
@@ -157,10 +160,31 @@ const PlantEventSchema = Type.Object(
           ),
         ),
       },
-      { description: 'The plant (for plant.deleted: as it was; for plant.updated: after the change).' },
+      {
+        description:
+          'The plant (for plant.deleted: as it was; for plant.updated: after the change; for plant.restored: as it is back).',
+      },
     ),
   },
   { title: 'PlantEvent' },
+);
+
+// A trashed plant erased for good (contract 13.2): only its id and garden, so that every member of
+// the garden (viewers too) may be told without being shown the plant.
+const PurgedEventSchema = Type.Object(
+  {
+    type: Type.Literal('plant.purged'),
+    timestamp: Time,
+    ...eventCause,
+    data: Type.Object(
+      {
+        id: Type.Integer({ minimum: 1, maximum: 9007199254740991 }),
+        garden: Type.String({ description: "The plant's garden." }),
+      },
+      { description: "The plant erased from its garden's trash: its id and garden only." },
+    ),
+  },
+  { title: 'PurgedEvent' },
 );
 
 const MemberEventSchema = Type.Object(
@@ -192,13 +216,14 @@ const EventIdField = {
 export const HistoryEvent = Type.Union(
   [
     Type.Object({ ...EventIdField, ...PlantEventSchema.properties }, { title: 'PlantHistoryEvent' }),
+    Type.Object({ ...EventIdField, ...PurgedEventSchema.properties }, { title: 'PurgedHistoryEvent' }),
     Type.Object({ ...EventIdField, ...MemberEventSchema.properties }, { title: 'MemberHistoryEvent' }),
   ],
   { title: 'HistoryEvent' },
 );
 export const HistoryPage = Type.Array(HistoryEvent, { title: 'HistoryPage' });
 
-export const EventSchema = Type.Union([PlantEventSchema, MemberEventSchema], {
+export const EventSchema = Type.Union([PlantEventSchema, PurgedEventSchema, MemberEventSchema], {
   $id: 'Event',
   title: 'Event',
   examples: [
@@ -277,7 +302,18 @@ export const WEBHOOKS_DOC = {
     'plant.updated',
     'A plant was changed (data: the plant after the change, and `previous`: the changed fields as they were)',
   ),
-  'plant.deleted': delivery('plant.deleted', 'A plant was deleted (data: the plant as it was)'),
+  'plant.deleted': delivery(
+    'plant.deleted',
+    "A plant was deleted (data: the plant as it was); with the trash on, it waits in its garden's trash",
+  ),
+  'plant.restored': delivery(
+    'plant.restored',
+    "A plant was restored from its garden's trash (data: the plant as it is back)",
+  ),
+  'plant.purged': delivery(
+    'plant.purged',
+    "A trashed plant was erased for good, by a member or by the service's own purge (data: id and garden only)",
+  ),
   'member.added': delivery('member.added', 'A member was added to a garden (data: garden, user, role)'),
   'member.changed': delivery(
     'member.changed',

@@ -1,7 +1,7 @@
 import type { EventLine, StoreRecord, TokenLine, WebhookLine } from '../schemas/store-file.js';
 import { typesOf } from './event-mask.js';
 import { eventData } from './plant-changes.js';
-import { type EventData, type EventType, isMemberEvent, type MemberEventData } from './store.js';
+import { type AnyEventData, type EventType, isMemberEvent } from './store.js';
 
 // What both engines' exports (sqlite/dump.ts, postgres/dump.ts) read the same way: the statements
 // of the tables whose columns have the same names on both, and the records made of their rows.
@@ -132,7 +132,7 @@ export function eventLine(e: {
   type: EventType;
   owner: string;
   garden: string;
-  data: EventData | MemberEventData;
+  data: AnyEventData;
   createdAt: string;
   actor: string | null;
   requestId: string | null;
@@ -141,6 +141,10 @@ export function eventLine(e: {
   if ('user' in data) {
     const member = { user: data.user, role: data.role, previous: data.previous ?? null };
     return { kind: 'event', id, type, owner, garden, member, createdAt, actor, requestId };
+  }
+  // plant.purged: the plant's id alone.
+  if (!('name' in data)) {
+    return { kind: 'event', id, type, owner, garden, plant: { id: data.id }, createdAt, actor, requestId };
   }
   const plant = { id: data.id, name: data.name, tag: data.tag ?? null };
   return {
@@ -161,13 +165,16 @@ export function eventLine(e: {
  * The data of an event's record, as the engines write an event's data (eventData's and
  * memberChange's shapes); null when the record has not what its type needs.
  */
-export function lineData(r: EventLine): EventData | MemberEventData | null {
+export function lineData(r: EventLine): AnyEventData | null {
   if (isMemberEvent(r.type)) {
     if (r.member === undefined || r.plant !== undefined) return null;
     const { user, role, previous } = r.member;
     return previous === null ? { garden: r.garden, user, role } : { garden: r.garden, user, role, previous };
   }
   if (r.plant === undefined || r.member !== undefined) return null;
+  const purged = r.type === 'plant.purged';
+  if (!('name' in r.plant)) return purged && r.previous == null ? { id: r.plant.id, garden: r.garden } : null;
+  if (purged) return null;
   const { id, name, tag } = r.plant;
   return eventData(id, name, tag, r.garden, r.previous ?? undefined);
 }

@@ -11,6 +11,8 @@ const BITS: Record<EventType, number> = {
   'member.added': 8,
   'member.changed': 16,
   'member.removed': 32,
+  'plant.restored': 64,
+  'plant.purged': 128,
 };
 
 export const typeBit = (t: EventType): number => BITS[t];

@@ -1,5 +1,16 @@
-/** Reads up to `n` of one garden's plants with id > `after`, ascending (one index range). */
-export type GardenRead<T> = (garden: string, after: number, n: number) => T[];
+/** Reads up to `n` of one garden's rows after position `after`, in the listing's order (one index range). */
+export type GardenRead<T, P = number> = (garden: string, after: P, n: number) => T[];
+
+/** A listing's order: whether row `a` comes before `b`, and the position a row's successors follow. */
+export interface ListingOrder<T, P> {
+  before(a: T, b: T): boolean;
+  positionOf(row: T): P;
+}
+
+const BY_ID: ListingOrder<{ id: number }, number> = {
+  before: (a, b) => a.id < b.id,
+  positionOf: (r) => r.id,
+};
 
 /**
  * One keyset page across several gardens: up to `limit` rows with id > `afterId`, in id order, as
@@ -16,13 +27,24 @@ export function mergeGardens<T extends { id: number }>(
   limit: number,
   read: GardenRead<T>,
 ): T[] {
-  if (gardens.length === 1) return read(gardens[0]!, afterId, limit);
-  // A garden named twice is read once: each plant comes once.
+  return mergeOrdered(gardens, afterId, limit, read, BY_ID as ListingOrder<T, number>);
+}
+
+/** As mergeGardens, for any listing whose rows each garden reads in `order` (the trash: newest first). */
+export function mergeOrdered<T, P>(
+  gardens: readonly string[],
+  after: P,
+  limit: number,
+  read: GardenRead<T, P>,
+  order: ListingOrder<T, P>,
+): T[] {
+  if (gardens.length === 1) return read(gardens[0]!, after, limit);
+  // A garden named twice is read once: each row comes once.
   if (new Set(gardens).size !== gardens.length)
-    return mergeGardens([...new Set(gardens)], afterId, limit, read);
+    return mergeOrdered([...new Set(gardens)], after, limit, read, order);
   const slice = Math.min(limit, Math.ceil(limit / gardens.length) + 4);
   const heads = gardens.map((garden) => {
-    const rows = read(garden, afterId, slice);
+    const rows = read(garden, after, slice);
     return { garden, rows, at: 0, more: rows.length === slice };
   });
   const page: T[] = [];
@@ -33,12 +55,12 @@ export function mergeGardens<T extends { id: number }>(
         if (!h.more) continue;
         // Its rows so far all made the page; what follows may be needed, up to the page's rest.
         const need = limit - page.length;
-        h.rows = read(h.garden, h.rows[h.rows.length - 1]!.id, need);
+        h.rows = read(h.garden, order.positionOf(h.rows[h.rows.length - 1]!), need);
         h.at = 0;
         h.more = h.rows.length === need;
         if (h.rows.length === 0) continue;
       }
-      if (best === undefined || h.rows[h.at]!.id < best.rows[best.at]!.id) best = h;
+      if (best === undefined || order.before(h.rows[h.at]!, best.rows[best.at]!)) best = h;
     }
     if (best === undefined) break;
     page.push(best.rows[best.at++]!);

@@ -4,6 +4,7 @@ import type { GardenPort } from './ports/gardens.js';
 import type { IdempotencyPort } from './ports/idempotency.js';
 import type { PlantPort } from './ports/plants.js';
 import type { TokenPort } from './ports/tokens.js';
+import type { TrashPort } from './ports/trash.js';
 
 // The access policy's words, as the engines and services read them from the store's own module.
 export {
@@ -22,6 +23,7 @@ export * from './ports/gardens.js';
 export * from './ports/idempotency.js';
 export * from './ports/plants.js';
 export * from './ports/tokens.js';
+export * from './ports/trash.js';
 
 /** Connections a pooled engine holds. */
 export interface PoolStats {
@@ -34,7 +36,14 @@ export interface PoolStats {
  * Everything the service needs from persistence, in domain terms. Every engine implements it
  * and passes the same contract tests (test/store). A resolved write is durable.
  */
-export interface Store extends PlantPort, GardenPort, EventPort, ChangePort, TokenPort, IdempotencyPort {
+export interface Store
+  extends PlantPort,
+    GardenPort,
+    EventPort,
+    ChangePort,
+    TokenPort,
+    IdempotencyPort,
+    TrashPort {
   readonly engine: string;
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;

@@ -298,6 +298,8 @@ for (const engine of ENGINES) {
         'plant.created',
         'plant.updated',
         'plant.deleted',
+        'plant.restored',
+        'plant.purged',
         'member.added',
         'member.changed',
         'member.removed',
@@ -630,6 +632,8 @@ for (const engine of ENGINES) {
         'plant.created',
         'plant.updated',
         'plant.deleted',
+        'plant.restored',
+        'plant.purged',
         'member.added',
         'member.changed',
         'member.removed',
@@ -643,11 +647,12 @@ for (const engine of ENGINES) {
           ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
         );
       }
-      // A plant's event or a membership change's, each with who did it.
-      const [plantEvent, memberEvent] = doc.components.schemas.Event.anyOf;
-      for (const shape of [plantEvent, memberEvent]) {
+      // A plant's event, a purged plant's or a membership change's, each with who did it.
+      const [plantEvent, purgedEvent, memberEvent] = doc.components.schemas.Event.anyOf;
+      for (const shape of [plantEvent, purgedEvent, memberEvent]) {
         assert.deepEqual(shape.required, ['type', 'timestamp', 'actor', 'requestId', 'data']);
       }
+      assert.deepEqual(purgedEvent.properties.data.required, ['id', 'garden']);
       assert.deepEqual(memberEvent.properties.data.required, ['garden', 'user', 'role']);
       assert.match(doc.paths['/webhooks'].post.responses['409'].description, /too_many_webhooks/);
       for (const path of [

@@ -32,7 +32,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
-          '0019_reserved',
+          '0019_trash',
           '0020_change_feed',
         ]);
         const admin = await store.getEndpoint('we_admin');
@@ -66,7 +66,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
         '0012_plant_search',
         '0013_event_actors',
         '0014_history_pages',
-        '0015_reserved',
+        '0015_trash',
         '0016_change_feed',
       ]);
       const admin = await store.getEndpoint('we_admin');

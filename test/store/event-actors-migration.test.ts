@@ -66,7 +66,7 @@ describe('migration: events written before who-did-it read actor and requestId n
         assert.deepEqual(await store.migrate(), [
           '0017_event_actors',
           '0018_history_pages',
-          '0019_reserved',
+          '0019_trash',
           '0020_change_feed',
         ]);
         await check(store, 'gdn_aaaaaaaaaaaaaaaaaaaaaaaa', '0');
@@ -99,7 +99,7 @@ describe('migration: events written before who-did-it read actor and requestId n
       assert.deepEqual(await store.migrate(), [
         '0013_event_actors',
         '0014_history_pages',
-        '0015_reserved',
+        '0015_trash',
         '0016_change_feed',
       ]);
       await check(store, 'gdn_aaaaaaaaaaaaaaaaaaaaaaaa', '0.0');

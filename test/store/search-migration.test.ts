@@ -68,7 +68,7 @@ describe('search migration: plants stored before it are found', () => {
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
-          '0019_reserved',
+          '0019_trash',
           '0020_change_feed',
         ]);
         await checks(store);
@@ -93,7 +93,7 @@ describe('search migration: plants stored before it are found', () => {
           '0016_search_words',
           '0017_event_actors',
           '0018_history_pages',
-          '0019_reserved',
+          '0019_trash',
           '0020_change_feed',
         ]);
         await checks(store);
@@ -129,7 +129,7 @@ describe('search migration: plants stored before it are found', () => {
         '0012_plant_search',
         '0013_event_actors',
         '0014_history_pages',
-        '0015_reserved',
+        '0015_trash',
         '0016_change_feed',
       ]);
       await checks(store);

@@ -55,7 +55,7 @@ describe('SQLite store specifics', () => {
       { version: 16, name: '0016_search_words' },
       { version: 17, name: '0017_event_actors' },
       { version: 18, name: '0018_history_pages' },
-      { version: 19, name: '0019_reserved' },
+      { version: 19, name: '0019_trash' },
       { version: 20, name: '0020_change_feed' },
     ]);
     db.close();
@@ -506,7 +506,7 @@ describe('SQLite store specifics', () => {
       '0016_search_words',
       '0017_event_actors',
       '0018_history_pages',
-      '0019_reserved',
+      '0019_trash',
       '0020_change_feed',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
@@ -637,7 +637,7 @@ describe('SQLite store specifics', () => {
       '0016_search_words',
       '0017_event_actors',
       '0018_history_pages',
-      '0019_reserved',
+      '0019_trash',
       '0020_change_feed',
     ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
@@ -724,7 +724,7 @@ describe('SQLite store specifics', () => {
       '0016_search_words',
       '0017_event_actors',
       '0018_history_pages',
-      '0019_reserved',
+      '0019_trash',
       '0020_change_feed',
     ]);
     const [home] = await store.memberships('a');
@@ -794,7 +794,7 @@ describe('SQLite store specifics', () => {
       '0016_search_words',
       '0017_event_actors',
       '0018_history_pages',
-      '0019_reserved',
+      '0019_trash',
       '0020_change_feed',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;

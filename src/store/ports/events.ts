@@ -9,7 +9,14 @@ export const NOT_SENT_MEMBER = "not sent: the endpoint's owner is no longer a me
 export const NOT_SENT_ADMIN =
   "not sent: the credential that gave this endpoint every user's events is no longer valid, and its owner is not a member of garden ";
 
-export type PlantEventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
+export type PlantEventType =
+  | 'plant.created'
+  | 'plant.updated'
+  | 'plant.deleted'
+  /** A plant back from its garden's trash (contract 13.2): data as plant.created's. */
+  | 'plant.restored'
+  /** A trashed plant erased for good (contract 13.2): data only `{id, garden}`. */
+  | 'plant.purged';
 /** A garden's membership changes (contract 13.3): events of the garden, as a plant's are. */
 export type MemberEventType = 'member.added' | 'member.changed' | 'member.removed';
 export type EventType = PlantEventType | MemberEventType;
@@ -18,6 +25,8 @@ export const EVENT_TYPES: readonly EventType[] = [
   'plant.created',
   'plant.updated',
   'plant.deleted',
+  'plant.restored',
+  'plant.purged',
   'member.added',
   'member.changed',
   'member.removed',
@@ -74,6 +83,15 @@ export interface MemberEventData {
   previous?: Role;
 }
 
+/** A trashed plant erased for good (plant.purged): its id and garden only. */
+export interface PurgedEventData {
+  id: number;
+  garden: string;
+}
+
+/** What any event's data may be. */
+export type AnyEventData = EventData | MemberEventData | PurgedEventData;
+
 export interface EventRecord extends EventCause {
   id: string;
   type: EventType;
@@ -81,7 +99,7 @@ export interface EventRecord extends EventCause {
   owner: string;
   /** The plant's garden: its members may see the event (besides plants:admin). */
   garden: string;
-  data: EventData | MemberEventData;
+  data: AnyEventData;
   createdAt: Date;
   /** Opaque, engine-ordered place in the log; readEvents({after}) gives what follows it. */
   position: string;

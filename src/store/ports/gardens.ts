@@ -57,8 +57,9 @@ export interface GardenPort {
   /** Renames a garden the actor owns. */
   renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>>;
   /**
-   * Deletes an empty garden the actor owns, with its memberships (never a home garden). With
-   * `event`, a member.removed event for each of its members (the role it had), in the same
+   * Deletes a garden the actor owns with no plant in it, with its memberships and its trash (each
+   * trashed plant with a plant.purged event caused as `event` is), never a home garden. With
+   * `event`, also a member.removed event for each of its members (the role it had), in the same
    * transaction: a change feed learns from them that their plants are gone (contract 13.4).
    */
   deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>>;

@@ -3,6 +3,7 @@ import type { Change } from './change.js';
 import type { NewEvent } from './events.js';
 import type { Membership } from './gardens.js';
 import type { IdempotencyRef } from './idempotency.js';
+import type { Trashing } from './trash.js';
 
 // Plants: their records, changes and list pages.
 
@@ -166,13 +167,16 @@ export interface PlantPort {
   /**
    * Deletes the plant if it exists, the actor (non-null) is an editor or owner of its garden and
    * (ifVersions non-null) it has one of those versions, checked as updatePlant checks them; with
-   * `event`, as createPlant.
+   * `event`, as createPlant. With `trash`, the plant moves to its garden's trash in the same
+   * transaction (contract 13.2); an entry the trash held with its id already (deleted, made again,
+   * deleted again) is erased for good then, with a plant.purged event caused as `event` is.
    */
   deletePlant(
     id: number,
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
+    trash?: Trashing | null,
   ): Promise<DeleteResult>;
   /**
    * What a cached list page of the plants of `gardens` (null: everyone's) with `tag` (null: any)

@@ -10,7 +10,7 @@ import {
   webhookRecord,
 } from '../dump-rows.js';
 import { maskOf } from '../event-mask.js';
-import type { EventData, EventType, MemberEventData } from '../store.js';
+import type { AnyEventData, EventType } from '../store.js';
 import { types } from './store.js';
 
 // Export and import of a PostgreSQL store (contract section 12; the file: src/ops/store-file.ts).
@@ -77,7 +77,7 @@ export async function* dumpPostgres(url: string): AsyncGenerator<StoreRecord> {
         type: r.type,
         owner: r.owner,
         garden: r.garden,
-        data: JSON.parse(r.data) as EventData | MemberEventData,
+        data: JSON.parse(r.data) as AnyEventData,
         createdAt: iso(r.created_at),
         actor: r.actor,
         requestId: r.request_id,

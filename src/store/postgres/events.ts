@@ -1,12 +1,11 @@
 import { typeBit, typesOf } from '../event-mask.js';
 import {
+  type AnyEventData,
   type AttemptRecord,
   type EndpointRecord,
   EVENT_TYPES,
-  type EventData,
   type EventRecord,
   type EventType,
-  type MemberEventData,
   type NewEvent,
   NOT_SENT_ADMIN,
   NOT_SENT_MEMBER,
@@ -45,17 +44,23 @@ const MAY_SEE = (reach: string, owner: string, ev: string, since = false) =>
 // Writes an event (type T, at $AT, caused by the actor and request id the SQL expressions `cause`
 // give) for the rows of CTE `p` (those `where` keeps), in one statement. Nothing per endpoint: each
 // endpoint's dispatcher reads the log from its own position (claim).
+// `cte` names the CTE it makes, `from` the one whose rows it reads (default e and p).
 export const eventFor = (
   type: EventType,
   at: string,
   cause: [actor: string, requestId: string],
   data = DATA,
   where = '',
+  { cte = 'e', from = 'p' } = {},
 ) => `
-  e AS (INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
-        SELECT ${NEW_ID(at)}, '${type}', p.owner, p.garden, ${data}, ${at}, ${cause[0]}::text, ${cause[1]}::text
-        FROM p ${where}
+  ${cte} AS (INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
+        SELECT ${NEW_ID(at)}, '${type}', ${from}.owner, ${from}.garden, ${data}, ${at}, ${cause[0]}::text, ${cause[1]}::text
+        FROM ${from} ${where}
         RETURNING 1)`;
+
+/** A trashed plant's row `from` as a plant.purged event's data: its id and garden only. */
+export const PURGED_DATA = (from: string) =>
+  `json_build_object('id', ${from}.id, 'garden', ${from}.garden)::text`;
 
 /** An event's actor and request id, as statement parameters (null: none). */
 export const causeOf = (event: NewEvent | undefined): [string | null, string | null] => [
@@ -463,7 +468,7 @@ export function parsePosition(p: string): [string, string] {
 }
 
 export function toEvent(r: EventRow): EventRecord {
-  const data = JSON.parse(r.data) as EventData | MemberEventData;
+  const data = JSON.parse(r.data) as AnyEventData;
   // Events written before gardens (migration 5 put them in their owner's home garden) carry their
   // garden in the column only.
   if (data.garden === undefined) data.garden = r.garden;

@@ -111,7 +111,7 @@ const toGarden = (r: GardenRow): GardenRecord => ({
 
 /** The garden reads and writes of the PostgreSQL store. */
 export class PgGardens {
-  constructor(private readonly db: PgDb<GardenQuery>) {}
+  constructor(private readonly db: PgDb<GardenQuery | 'purgeGardenTrash'>) {}
 
   /** The user's home garden, made (with the user as owner) when there is none; racing callers get one garden. */
   async home(user: string, make: { id: string; name: string; at: Date }): Promise<GardenRecord> {
@@ -183,13 +183,17 @@ export class PgGardens {
     });
   }
 
-  /** Deletes an empty garden the actor owns, never a home garden; its memberships go with it. */
+  /**
+   * Deletes a garden with no plants, its trash first (each entry with its plant.purged event), then
+   * tells each member it was removed (member.removed); its memberships go with it.
+   */
   deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>> {
     return this.db.tx(async (c) => {
       const g = await this.locked(c, id, actor, 'lockGardenToDelete');
       const hasPlants = g !== null && (await this.db.q<{ any: boolean }>('hasPlants', [id], c)).rows[0]!.any;
       const refusal = mayDelete(g, hasPlants);
       if (refusal !== null) return refused(refusal);
+      await this.db.q('purgeGardenTrash', [id, event?.at ?? null, ...causeOf(event)], c);
       if (event) await this.db.q('recordMembersRemoved', [id, event.at, ...causeOf(event)], c);
       await this.db.q('deleteGarden', [id], c);
       return { ok: true as const };

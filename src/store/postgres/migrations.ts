@@ -395,10 +395,30 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
     `,
   },
   {
-    // PLACEHOLDER until branch i54-trash (which has version 15) is merged: replaced by its migration.
     version: 15,
-    name: '0015_reserved',
-    sql: 'SELECT 1;',
+    name: '0015_trash',
+    // The trash (contract 13.2): a deleted plant moves here, out of plants, so every read of plants
+    // (one plant, lists, search, export, the list marks) passes it over by construction, and its id
+    // may be taken again at once. A garden's page reads newest deletion first along
+    // trash_garden_page, an admin's along trash_page; the service's purge takes the oldest expired
+    // along trash_purge. No foreign key to gardens, as plants has none: a garden's delete erases
+    // its trash itself, with an event per plant, and a restore locks its garden's row as a create does.
+    sql: `
+      CREATE TABLE trash (
+        id         bigint PRIMARY KEY,
+        garden     text NOT NULL,
+        owner      text NOT NULL,
+        name       text NOT NULL,
+        tag        text,
+        version    bigint NOT NULL,
+        deleted_at timestamptz NOT NULL,
+        deleted_by text NOT NULL,
+        purge_at   timestamptz NOT NULL
+      );
+      CREATE INDEX trash_garden_page ON trash (garden, deleted_at, id);
+      CREATE INDEX trash_page ON trash (deleted_at, id);
+      CREATE INDEX trash_purge ON trash (purge_at);
+    `,
   },
   {
     version: 16,

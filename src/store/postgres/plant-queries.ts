@@ -1,5 +1,5 @@
 import { rolesFor } from '../../access/policy.js';
-import { DATA, eventFor } from './events.js';
+import { DATA, eventFor, PURGED_DATA } from './events.js';
 
 // The SQL of plants on PostgreSQL: creates (with their garden's role check), changes, deletes and
 // list pages, with the events and deliveries each writes in the same statement or transaction.
@@ -161,6 +161,23 @@ export const PLANT_QUERIES = {
         WHERE m.garden_id = x.garden AND m.user_id = $2 AND ${WRITES('m.role')}))
       RETURNING x.id, x.owner, x.garden, x.name, x.tag),
     ${eventFor('plant.deleted', '$4::timestamptz', ['$5', '$6'], DATA, 'WHERE $4::timestamptz IS NOT NULL')}
+    SELECT id FROM p`,
+  // The same delete with the trash on (contract 13.2): the plant moves to its garden's trash
+  // (deleted at $7 by $8, purged at $9) in the same statement. An entry the trash held with its id
+  // (deleted, made again, deleted again) is read locked first (old), replaced, and given its
+  // plant.purged event, caused as the delete is.
+  trashPlant: `WITH p AS (DELETE FROM plants x WHERE x.id = $1 AND ($3::bigint[] IS NULL OR x.version = ANY($3))
+      AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM garden_members m
+        WHERE m.garden_id = x.garden AND m.user_id = $2 AND ${WRITES('m.role')}))
+      RETURNING x.id, x.owner, x.garden, x.name, x.tag, x.version),
+    old AS (SELECT t.id, t.owner, t.garden FROM trash t WHERE t.id = $1 AND EXISTS (SELECT 1 FROM p) FOR UPDATE),
+    k AS (INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
+      SELECT p.id, p.garden, p.owner, p.name, p.tag, p.version, $7, $8, $9 FROM p WHERE (SELECT count(*) FROM old) >= 0
+      ON CONFLICT (id) DO UPDATE SET garden = EXCLUDED.garden, owner = EXCLUDED.owner, name = EXCLUDED.name,
+        tag = EXCLUDED.tag, version = EXCLUDED.version, deleted_at = EXCLUDED.deleted_at,
+        deleted_by = EXCLUDED.deleted_by, purge_at = EXCLUDED.purge_at),
+    ${eventFor('plant.deleted', '$4::timestamptz', ['$5', '$6'], DATA, 'WHERE $4::timestamptz IS NOT NULL')},
+    ${eventFor('plant.purged', '$4::timestamptz', ['$5', '$6'], PURGED_DATA('old'), 'WHERE $4::timestamptz IS NOT NULL', { cte: 'f', from: 'old' })}
     SELECT id FROM p`,
   getPlant: `SELECT ${COLS} FROM plants WHERE id = $1`,
   // A plant and a user's role in its garden (no user: no role), by primary keys.

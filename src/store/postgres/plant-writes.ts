@@ -15,6 +15,7 @@ import {
   type PlantPatch,
   type Role,
   refused,
+  type Trashing,
   type UpdateResult,
 } from '../store.js';
 import { CallBatch } from './call-batch.js';
@@ -329,11 +330,15 @@ export class PgPlantWrites {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
+    trash?: Trashing | null,
   ): Promise<DeleteResult> {
     // An id the bigint parameter would refuse is no plant.
     if (!Number.isSafeInteger(id)) return refused('missing');
     const versions = ifVersions ?? null;
-    const r = await this.db.q('deletePlant', [id, actor, versions, event?.at ?? null, ...causeOf(event)]);
+    const values = [id, actor, versions, event?.at ?? null, ...causeOf(event)];
+    const r = trash
+      ? await this.db.q('trashPlant', [...values, trash.deletedAt, trash.deletedBy, trash.purgeAt])
+      : await this.db.q('deletePlant', values);
     if ((r.rowCount ?? 0) > 0) return { ok: true };
     if (actor === null && versions === null) return refused('missing');
     // Not deleted: why, as things stand now (missing before forbidden before mismatch).

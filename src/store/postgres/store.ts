@@ -37,11 +37,15 @@ import type {
   PagePlant,
   PageQuery,
   PoolStats,
+  RestoreResult,
   Role,
   Store,
   TokenPageQuery,
   TokenRecord,
   TokenRefusal,
+  Trashing,
+  TrashQuery,
+  TrashRecord,
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
@@ -74,6 +78,7 @@ import { PLANT_QUERIES } from './plant-queries.js';
 import { PgPlantReads } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
 import { searchPage } from './search.js';
+import { PgTrash, TRASH_QUERIES } from './trash.js';
 
 export interface PgOptions {
   url: string;
@@ -138,6 +143,7 @@ const toToken = (r: TokenRow): TokenRecord => ({
 const Q = {
   ...PLANT_QUERIES,
   ...GARDEN_QUERIES,
+  ...TRASH_QUERIES,
   // Claims a new key, an expired one, or an abandoned claim of the same request, in one statement.
   claimIdem: `INSERT INTO idempotency_keys (user_id, key, request_hash, state, created_at, locked_at)
     VALUES ($1, $2, $3, 'pending', $4, $4)
@@ -248,6 +254,7 @@ export class PgStore implements Store {
   private readonly reads = new PgPlantReads(this.db);
   private readonly writes = new PgPlantWrites(this.db);
   private readonly gardens = new PgGardens(this.db);
+  private readonly trash = new PgTrash(this.db, (write, event) => this.told(write, event));
 
   // One prepared statement per name, per connection; failures that mean "unavailable" become 503s.
   private async q<R extends pg.QueryResultRow>(
@@ -455,8 +462,28 @@ export class PgStore implements Store {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
+    trash?: Trashing | null,
   ): Promise<DeleteResult> {
-    return this.told(this.writes.delete(id, actor, event, ifVersions), event);
+    return this.told(this.writes.delete(id, actor, event, ifVersions, trash), event);
+  }
+
+  listTrash(q: TrashQuery): Promise<TrashRecord[]> {
+    return this.trash.list(q);
+  }
+
+  restorePlant(id: number, actor: Actor, idem?: IdempotencyRef, event?: NewEvent): Promise<RestoreResult> {
+    return this.trash.restore(id, actor, idem, event);
+  }
+
+  purgeTrashed(id: number, actor: Actor, event?: NewEvent): Promise<Change<true, 'missing' | 'forbidden'>> {
+    return this.trash.purge(id, actor, event);
+  }
+
+  async purgeExpiredTrash(now: Date, limit: number): Promise<number> {
+    const n = await this.trash.purgeExpired(now, limit);
+    // Its events are in the log: this process's listeners look, other processes are told.
+    if (n > 0) await this.told(Promise.resolve(), { at: now });
+    return n;
   }
 
   // Who listens for events (onEvents); the connection that LISTENs for other processes' NOTIFYs.
@@ -518,8 +545,8 @@ export class PgStore implements Store {
     return this.gardens.renameGarden(id, actor, name);
   }
 
-  deleteGarden(...a: Parameters<Store['deleteGarden']>): Promise<GardenChange<true>> {
-    return this.told(this.gardens.deleteGarden(...a), a[2]);
+  deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>> {
+    return this.told(this.gardens.deleteGarden(id, actor, event), event);
   }
 
   listMembers(id: string): Promise<MemberRecord[]> {

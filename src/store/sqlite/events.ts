@@ -4,6 +4,7 @@ import { maskOf, typeBit, typeOfBit, typesOf } from '../event-mask.js';
 import { eventData } from '../plant-changes.js';
 import type {
   ActivityQuery,
+  AnyEventData,
   AttemptRecord,
   Change,
   Claim,
@@ -11,7 +12,6 @@ import type {
   DeliveryJob,
   EndpointPatch,
   EndpointRecord,
-  EventData,
   EventRecord,
   EventType,
   FinishedAttempt,
@@ -103,7 +103,7 @@ const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 /** How many seqs of the log one read looks at, at most, before the next (see list). */
 const WINDOW = 20_000;
 // The type bits of plant events: a plant's history holds those (member events have plant_id 0).
-const PLANT_BITS = maskOf(['plant.created', 'plant.updated', 'plant.deleted']);
+const PLANT_BITS = maskOf(EVENT_TYPES.filter((t) => !isMemberEvent(t)));
 // History and activity, newest first along events_plant_seq / events_garden_seq: a page reads the
 // rows it shows (and, with a garden or type filter, those of the same plant or garden it passes).
 // Exported for the test that asks SQLite for their plans.
@@ -180,14 +180,14 @@ type PendingEvent = [
 ];
 
 // A member event in the log's plant columns (migration 17): the member as name, its role as tag,
-// the former role in previous; plant_id 0.
-export function eventColumns(
-  data: EventData | MemberEventData,
-): [number, string, string | null, string | null] {
+// the former role in previous; plant_id 0. A plant.purged event (migration 19): its plant id, an
+// empty name (its garden is the row's).
+export function eventColumns(data: AnyEventData): [number, string, string | null, string | null] {
   if ('user' in data) {
     const previous = data.previous === undefined ? null : JSON.stringify({ role: data.previous });
     return [0, data.user, data.role, previous];
   }
+  if (!('name' in data)) return [data.id, '', null, null];
   const previous = data.previous === undefined ? null : JSON.stringify(data.previous);
   return [data.id, data.name, data.tag ?? null, previous];
 }
@@ -196,7 +196,8 @@ export function eventColumns(
 export function rowData(
   r: Pick<EventRow, 'garden' | 'plant_id' | 'name' | 'tag' | 'previous'>,
   type: EventType,
-): EventData | MemberEventData {
+): AnyEventData {
+  if (type === 'plant.purged') return { id: r.plant_id, garden: r.garden };
   if (isMemberEvent(type)) {
     const data: MemberEventData = { garden: r.garden, user: r.name, role: r.tag as Role };
     if (r.previous !== null) data.previous = (JSON.parse(r.previous) as { role: Role }).role;
@@ -492,13 +493,7 @@ export class SqliteEvents {
   private queued = 0;
 
   /** Records an event of the open transaction; writeEvents() writes it before the commit. */
-  record(
-    event: NewEvent,
-    type: EventType,
-    owner: string,
-    garden: string,
-    data: EventData | MemberEventData,
-  ): void {
+  record(event: NewEvent, type: EventType, owner: string, garden: string, data: AnyEventData): void {
     const [plantId, name, tag, previous] = eventColumns(data);
     this.pending.push([
       typeBit(type),

@@ -22,6 +22,7 @@ import {
   refused,
 } from '../store.js';
 import type { SqliteEvents } from './events.js';
+import type { SqliteTrashWrites } from './trash.js';
 
 export interface GardenRow {
   id: string;
@@ -50,6 +51,8 @@ export class SqliteGardenWrites {
     db: Database.Database,
     /** The writer's event log, which records a membership change's event in the same transaction. */
     private readonly events: () => SqliteEvents,
+    /** The writer's trash: a garden's goes with it. */
+    private readonly trash: () => SqliteTrashWrites,
   ) {
     this.s = {
       garden: db.prepare<[string], GardenRow>('SELECT * FROM gardens WHERE id = ?'),
@@ -154,6 +157,7 @@ export class SqliteGardenWrites {
     const g = this.found(id, actor);
     const refusal = mayDelete(g, g !== null && this.s.hasPlants.get(id) !== undefined);
     if (refusal !== null) return refused(refusal);
+    this.trash().purgeGarden(id, event);
     // Each member is told it was removed (a change feed learns from it that the plants are gone).
     if (event) for (const m of this.s.memberRoles.all(id)) this.record(event, id, m.user_id, m.role, null);
     this.s.deleteGarden.run(id);

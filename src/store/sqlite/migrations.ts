@@ -451,10 +451,31 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
     sql: `CREATE INDEX events_plant_seq ON events (plant_id, seq);`,
   },
   {
-    // PLACEHOLDER until branch i54-trash (which has version 19) is merged: replaced by its migration.
     version: 19,
-    name: '0019_reserved',
-    sql: 'SELECT 1;',
+    name: '0019_trash',
+    // The trash (contract 13.2): a deleted plant moves here, out of plants, so every read of plants
+    // (one plant, lists, search, export, the list marks and the ids kept for them) passes it over
+    // by construction, and its id may be taken again at once. A garden's page reads newest deletion
+    // first along trash_garden_page, an admin's along trash_page; the service's purge takes the
+    // oldest expired along trash_purge. No foreign key to gardens, as plants has none: a garden's
+    // delete erases its trash itself, with an event per plant. A plant.purged event (type bit 128)
+    // keeps the plant's id in plant_id and an empty name.
+    sql: `
+      CREATE TABLE trash (
+        id         INTEGER PRIMARY KEY,
+        garden     TEXT NOT NULL,
+        owner      TEXT NOT NULL,
+        name       TEXT NOT NULL,
+        tag        TEXT,
+        version    INTEGER NOT NULL,
+        deleted_at INTEGER NOT NULL,
+        deleted_by TEXT NOT NULL,
+        purge_at   INTEGER NOT NULL
+      );
+      CREATE INDEX trash_garden_page ON trash (garden, deleted_at, id);
+      CREATE INDEX trash_page ON trash (deleted_at, id);
+      CREATE INDEX trash_purge ON trash (purge_at);
+    `,
   },
   {
     version: 20,

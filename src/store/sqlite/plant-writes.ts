@@ -17,11 +17,13 @@ import {
   type PlantPatch,
   type Role,
   refused,
+  type Trashing,
   type UpdateResult,
   type VersionedPlant,
 } from '../store.js';
 import type { SqliteEvents } from './events.js';
 import { countWords, gardenToken } from './search.js';
+import type { SqliteTrashWrites } from './trash.js';
 
 /**
  * A batch create as the writer answers it: the plants' ids in order and the first one's version
@@ -67,6 +69,8 @@ export class SqlitePlantWrites {
     db: Database.Database,
     /** The writer's event log, which records a change's event in the same transaction. */
     private readonly events: () => SqliteEvents,
+    /** The writer's trash, where a delete puts the plant when the trash is on. */
+    private readonly trash: () => SqliteTrashWrites,
   ) {
     this.s = {
       insertPlant: db.prepare<[number | null, string, string, string, string | null, number], { id: number }>(
@@ -194,6 +198,18 @@ export class SqlitePlantWrites {
     return { id, owner, garden, name, tag, version };
   }
 
+  /**
+   * Puts a plant back under its own id (a restore from the trash: the caller checked that the id is
+   * free and the actor may), with a new version and its search words.
+   */
+  reinsert(plant: Omit<VersionedPlant, 'version'>): VersionedPlant {
+    const version = this.nextVersion();
+    const { id, owner, garden, name, tag } = plant;
+    this.s.insertChecked.run(id, owner, garden, name, tag, version);
+    this.words.push([id, gardenToken(garden), indexedWords(name)]);
+    return { ...plant, version };
+  }
+
   /** Creates a plant per Store.createPlant: its garden checked, and it written, under the write lock. */
   create(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): CreateResult {
     const refusal = this.gardenRefusal(plant);
@@ -302,6 +318,7 @@ export class SqlitePlantWrites {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
+    trash?: Trashing | null,
   ): Change<string, Extract<DeleteResult, { refused: unknown }>['refused']> {
     const found = this.plantOf(id, actor);
     if (found === null) return refused('missing');
@@ -314,6 +331,7 @@ export class SqlitePlantWrites {
       const data = eventData(gone.id, gone.name, gone.tag, gone.garden);
       this.events().record(event, 'plant.deleted', gone.owner, gone.garden, data);
     }
+    if (trash) this.trash().put(gone, trash, event);
     return { ok: gone.garden };
   }
 }

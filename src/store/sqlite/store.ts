@@ -35,11 +35,15 @@ import type {
   NewPlant,
   PagePlant,
   PageQuery,
+  RestoreResult,
   Role,
   Store,
   TokenPageQuery,
   TokenRecord,
   TokenRefusal,
+  Trashing,
+  TrashQuery,
+  TrashRecord,
   UpdateResult,
   VersionedPlant,
 } from '../store.js';
@@ -52,6 +56,7 @@ import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { SqlitePlantReads } from './plant-reads.js';
 import { SearchMerger } from './search-merge.js';
+import { SqliteTrashReads } from './trash.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
 
 export interface SqliteOptions {
@@ -170,6 +175,12 @@ export class SqliteStore implements Store {
   private get s() {
     this.stmts ??= this.prepare();
     return this.stmts;
+  }
+
+  private trashSql: SqliteTrashReads | undefined;
+  private get trash(): SqliteTrashReads {
+    this.trashSql ??= new SqliteTrashReads(this.db);
+    return this.trashSql;
   }
 
   private eventsSql: SqliteEvents | undefined;
@@ -547,8 +558,8 @@ export class SqliteStore implements Store {
     return this.writer.write('renameGarden', id, actor, name);
   }
 
-  deleteGarden(...a: Parameters<Store['deleteGarden']>): Promise<GardenChange<true>> {
-    return this.writer.write('deleteGarden', ...a);
+  deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>> {
+    return this.writer.write('deleteGarden', id, actor, event);
   }
 
   putMember(...a: Parameters<Store['putMember']>): Promise<MemberPut> {
@@ -574,12 +585,45 @@ export class SqliteStore implements Store {
     actor: Actor,
     event?: NewEvent,
     ifVersions?: number[] | null,
+    trash?: Trashing | null,
   ): Promise<DeleteResult> {
-    const r = await this.writer.write('deletePlant', id, actor, event, ifVersions);
+    const r = await this.writer.write('deletePlant', id, actor, event, ifVersions, trash);
     if ('refused' in r) return r;
     this.marks.deleted(r.ok);
     this.merger?.wrote();
     return { ok: true };
+  }
+
+  listTrash(q: TrashQuery): Promise<TrashRecord[]> {
+    return this.read(() => this.trash.list(q));
+  }
+
+  async restorePlant(
+    id: number,
+    actor: Actor,
+    idem?: IdempotencyRef,
+    event?: NewEvent,
+  ): Promise<RestoreResult> {
+    const r = await this.writer.write('restorePlant', id, actor, idem, event);
+    if ('ok' in r) {
+      // Back under an id that may lie below the newest, as a client-chosen id's create.
+      this.marks.created(r.ok.garden, r.ok.tag, r.ok.id, false);
+      this.merger?.wrote();
+    }
+    return r;
+  }
+
+  async purgeTrashed(
+    id: number,
+    actor: Actor,
+    event?: NewEvent,
+  ): Promise<Change<true, 'missing' | 'forbidden'>> {
+    const r = await this.writer.write('purgeTrashed', id, actor, event);
+    return 'refused' in r ? r : { ok: true };
+  }
+
+  purgeExpiredTrash(now: Date, limit: number): Promise<number> {
+    return this.writer.write('purgeExpiredTrash', now, limit);
   }
 
   insertEndpoint(endpoint: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>> {

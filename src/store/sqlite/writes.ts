@@ -24,6 +24,7 @@ import { SqliteGardenWrites } from './gardens.js';
 import { SqlitePlantWrites, type WrittenBatch } from './plant-writes.js';
 import { createPrivate } from './private-file.js';
 import { MERGE_STEP_PAGES, MERGE_STEP_SQL } from './search-merge.js';
+import { SqliteTrashWrites } from './trash.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
 export function openConnection(path: string, durability: 'full' | 'normal'): Database.Database {
@@ -85,6 +86,7 @@ export class SqliteWrites {
   private eventsSql: SqliteEvents | undefined;
   private gardensSql: SqliteGardenWrites | undefined;
   private plantsSql: SqlitePlantWrites | undefined;
+  private trashSql: SqliteTrashWrites | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -104,13 +106,30 @@ export class SqliteWrites {
   }
 
   private get g(): SqliteGardenWrites {
-    this.gardensSql ??= new SqliteGardenWrites(this.db, () => this.e);
+    this.gardensSql ??= new SqliteGardenWrites(
+      this.db,
+      () => this.e,
+      () => this.t,
+    );
     return this.gardensSql;
   }
 
   private get p(): SqlitePlantWrites {
-    this.plantsSql ??= new SqlitePlantWrites(this.db, () => this.e);
+    this.plantsSql ??= new SqlitePlantWrites(
+      this.db,
+      () => this.e,
+      () => this.t,
+    );
     return this.plantsSql;
+  }
+
+  private get t(): SqliteTrashWrites {
+    this.trashSql ??= new SqliteTrashWrites(
+      this.db,
+      () => this.e,
+      () => this.p,
+    );
+    return this.trashSql;
   }
 
   private prepare() {
@@ -246,6 +265,18 @@ export class SqliteWrites {
     return this.p.delete(...a);
   }
 
+  restorePlant(...a: Parameters<SqliteTrashWrites['restore']>) {
+    return this.t.restore(...a);
+  }
+
+  purgeTrashed(...a: Parameters<SqliteTrashWrites['purge']>) {
+    return this.t.purge(...a);
+  }
+
+  purgeExpiredTrash(...a: Parameters<SqliteTrashWrites['purgeExpired']>) {
+    return this.t.purgeExpired(...a);
+  }
+
   homeGarden(...a: Parameters<SqliteGardenWrites['home']>) {
     return this.g.home(...a);
   }
@@ -368,7 +399,7 @@ function plantsChanged(batch: WriteOp[], outcomes: Outcome[]): number {
     if (op === 'createPlants') {
       const r = o.value as WrittenBatch;
       if ('made' in r) n += r.made.ids.length;
-    } else if (op === 'createPlant' || op === 'deletePlant') {
+    } else if (op === 'createPlant' || op === 'deletePlant' || op === 'restorePlant') {
       if ('ok' in (o.value as CreateResult)) n++;
     } else if (op === 'updatePlant') {
       const r = o.value as UpdateResult;
