@@ -1,7 +1,22 @@
 // The change feed (contract 13.4) as a client keeps a copy with it, and the list it must equal.
 import assert from 'node:assert/strict';
+import type { Store } from '../../src/store/store.js';
 import type { Client } from './app.js';
 import { nextLink } from './gardens.js';
+import { until } from './wait.js';
+
+/**
+ * Waits until every event committed to the store lies before the log's head (on PostgreSQL a
+ * transaction anywhere in the cluster, such as another test's migration, holds the head back for a
+ * while; meanwhile the feed answers those events' plants again and again): after it, an answer
+ * holds exactly what changed since its position. SQLite: at once.
+ */
+export async function settled(store: Store): Promise<void> {
+  await until('the log head to pass every committed event', async () => {
+    const head = await store.headPosition();
+    return (await store.committedEvents({ after: head, gardens: null, limit: 1 })).length === 0;
+  });
+}
 
 /** A plant as the copy and the list hold it. */
 export interface Held {

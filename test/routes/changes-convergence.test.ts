@@ -1,5 +1,6 @@
-// Contract 13.4's convergence, as a property: random operations (creates, changes, deletes, batch
-// creates, CSV and NDJSON imports, shares, role changes, removals and leaves, garden deletes) by
+// Contract 13.4's convergence, as a property: random operations (creates, changes, deletes into the
+// trash, restores and purges from it, batch creates, CSV and NDJSON imports, shares, role changes,
+// removals and leaves, garden deletes) by
 // several users through two app instances on one store (two PostgreSQL pools on one database; two
 // SQLite stores on one file, each with its writer), against a model of the plants and memberships.
 // Each user keeps a copy with the feed, a step at a time between the operations (random limits,
@@ -132,6 +133,8 @@ async function run(seed: number, store: Store, apps: FastifyInstance[]): Promise
   }
   const gardens = new Map<string, ModelGarden>();
   const plants = new Map<number, ModelPlant>();
+  // Deleted plants wait in their garden's trash (contract 13.2): restored or purged from there.
+  const trash = new Map<number, ModelPlant>();
   const log: string[] = [];
   const ok = (res: { statusCode: number; body: string }, status: number, what: string) =>
     assert.equal(res.statusCode, status, `${what}: ${res.body}\n${log.slice(-15).join('\n')}`);
@@ -211,9 +214,26 @@ async function run(seed: number, store: Store, apps: FastifyInstance[]): Promise
       if (mine.length === 0) continue;
       const [id] = r.pick(mine);
       ok(await u.request({ method: 'DELETE', url: `/plants/${id}` }), 204, 'delete');
+      trash.set(id, plants.get(id)!);
       plants.delete(id);
       log.push(`${u.user} delete ${id}`);
-    } else if (k < 48) {
+    } else if (k < 44) {
+      // Restore or purge a plant of the trash of a garden where the user may write.
+      const can = [...trash].filter(([, p]) =>
+        ['editor', 'owner'].includes(roleOf(u.user, gardens.get(p.garden)!) ?? ''),
+      );
+      if (can.length === 0) continue;
+      const [id, p] = r.pick(can);
+      if (r.int(3) > 0) {
+        ok(await u.request({ method: 'POST', url: `/trash/${id}/restore` }), 200, 'restore');
+        plants.set(id, p);
+        log.push(`${u.user} restore ${id}`);
+      } else {
+        ok(await u.request({ method: 'DELETE', url: `/trash/${id}` }), 204, 'purge');
+        log.push(`${u.user} purge ${id}`);
+      }
+      trash.delete(id);
+    } else if (k < 50) {
       // A batch: JSON, CSV or NDJSON, 1 … 4 plants, in one garden.
       const g = r.pick(writable(u.user));
       const rows = Array.from({ length: 1 + r.int(4) }, () => ({ name: name(), tag: tag() }));
@@ -285,7 +305,9 @@ async function run(seed: number, store: Store, apps: FastifyInstance[]): Promise
         ok(await u.request({ method: 'DELETE', url: `/plants/${id}` }), 204, 'empty');
         plants.delete(id);
       }
+      // Its trash goes with it.
       ok(await u.request({ method: 'DELETE', url: `/gardens/${gone.id}` }), 204, 'delete garden');
+      for (const [id, p] of [...trash]) if (p.garden === gone.id) trash.delete(id);
       gardens.delete(gone.id);
       log.push(`${u.user} delete garden ${gone.id}`);
     } else {
