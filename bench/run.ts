@@ -25,6 +25,10 @@
  *                                          only a page of one plant's history and of a garden's
  *                                          activity with N events kept (bench/history-pages.ts:
  *                                          N, engine, seconds), with their cost on disk
+ *   npm run bench -- --changes sqlite 100000 1000000
+ *                                          only the change feed: the first sync, an empty delta and a
+ *                                          delta of 100 (bench/changes.ts: engine, plants, other
+ *                                          events, rounds), in process
  *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
  *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
@@ -81,6 +85,7 @@ const SCRIPTS: Record<string, string> = {
   '--flame': 'flame.ts', // flame graphs of the three hottest paths (CPU profiles under load)
   '--peer': 'peer.ts', // plantstore beside Platformatic DB
   '--history-pages': 'history-pages.ts', // a page of history and activity as the log grows
+  '--changes': 'changes.ts', // the change feed: first sync, empty delta, delta of 100
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
   if (!process.argv.includes(flag)) continue;
