@@ -218,7 +218,10 @@ for (const engine of ENGINES) {
       ];
       for (const [url, code] of bad) refused(await get(o, url), 400, code, url);
       const unknown = await get(o, `/gardens/${g}/activity?type=plant.exploded`);
-      assert.match(unknown.json().message, /plant\.created, plant\.updated, plant\.deleted, member\.added/);
+      assert.match(
+        unknown.json().message,
+        /plant\.created, plant\.updated, plant\.deleted, plant\.restored, plant\.purged, member\.added/,
+      );
       // Another user's cursor, for the same plant or garden.
       const admin = await h.user(['plants:admin']);
       refused(await get(admin, `/plants/${p.id}/history?cursor=${hc}`), 400, 'invalid_cursor');
