@@ -28,6 +28,10 @@
  *   npm run bench -- --trash-purge 100000 sqlite
  *                                          only creates beside the service's purge of N expired
  *                                          trash entries (bench/trash-purge.ts: N, engine)
+ *   npm run bench -- --changes sqlite 100000 1000000
+ *                                          only the change feed: the first sync, an empty delta and a
+ *                                          delta of 100 (bench/changes.ts: engine, plants, other
+ *                                          events, rounds), in process
  *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
  *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
@@ -85,6 +89,7 @@ const SCRIPTS: Record<string, string> = {
   '--peer': 'peer.ts', // plantstore beside Platformatic DB
   '--history-pages': 'history-pages.ts', // a page of history and activity as the log grows
   '--trash-purge': 'trash-purge.ts', // creates beside the service's purge of N expired trash entries
+  '--changes': 'changes.ts', // the change feed: first sync, empty delta, delta of 100
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
   if (!process.argv.includes(flag)) continue;

@@ -33,6 +33,7 @@ export type ErrorCode =
   | 'auth_unavailable'
   | 'invalid_webhook_url'
   | 'events_expired'
+  | 'changes_expired'
   | 'not_acceptable'
   | 'id_space_exhausted'
   | 'precondition_required'

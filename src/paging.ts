@@ -50,15 +50,18 @@ const PAYLOAD = /^(.+)\.([A-Za-z0-9_-]{16})$/;
 
 /**
  * A cursor codec whose position is written by `write` and read back by `read` (undefined: not a
- * position this service writes). `another` says what a cursor of another listing was issued to.
+ * position this service writes). `another` says what a cursor of another listing was issued to;
+ * `param` the query parameter that carries it (default `cursor`), as a 400 names it.
  */
 export function cursorCodec<P>(form: {
   write: (position: P) => string;
   read: (text: string) => P | undefined;
   another: string;
+  param?: string;
 }): CursorCodec<P> {
+  const param = form.param ?? 'cursor';
   const bad = (why: string) =>
-    new BadRequestError('invalid_cursor', `cursor ${why}`, [{ field: '/cursor', message: why }]);
+    new BadRequestError('invalid_cursor', `${param} ${why}`, [{ field: `/${param}`, message: why }]);
   return {
     encode: (position, listing) =>
       Buffer.from(`${form.write(position)}.${listingHash(listing)}`).toString('base64url'),

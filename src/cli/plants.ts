@@ -5,6 +5,7 @@ import { UsageError } from '../usage-error.js';
 import { type ClientOpts, connect, gardenId, out, withClient } from './client.js';
 import { printEvents } from './event-lines.js';
 import { listLine, plantFileCommands } from './plant-files.js';
+import { plantSyncCommand } from './plant-sync.js';
 
 export function plantId(text: string): number {
   const id = Number(text);
@@ -20,7 +21,7 @@ const line = (p: ListedPlant) => `${p.id}\t${p.name}${p.tag === undefined ? '' :
 export function plantCommands(program: Command): void {
   const plants = program
     .command('plants')
-    .description('create, list, search, read, delete, export and import plants on a running service');
+    .description('create, list, search, read, delete, export, import and sync plants on a running service');
 
   withClient(
     plants
@@ -144,4 +145,5 @@ export function plantCommands(program: Command): void {
   });
 
   plantFileCommands(plants);
+  plantSyncCommand(plants);
 }

@@ -117,6 +117,28 @@ export interface TokenQuery {
 }
 /** The service's error body. */
 export type ErrorBody = components['schemas']['Error'];
+/** One answer of the change feed (CONTRACT.md section 13.4): its changes, `next` and `more`. */
+type ChangesAnswer = Json<operations['plantChanges']['responses'][200]>;
+/** A change of the feed: `{id, op: 'upsert', plant}` (put it in the copy) or `{id, op: 'delete'}` (remove it). */
+export type PlantChange = ChangesAnswer['changes'][number];
+/** What a sync reads: a page size (1 … 1000, default 100), one garden only. */
+export interface SyncQuery {
+  limit?: number;
+  garden?: string;
+}
+/**
+ * One page of a sync: its changes, each plant id at most once, to apply in order (upsert = put,
+ * delete = remove). `restarted`: the position given had expired (410 `changes_expired`), so the
+ * sync began again from scratch: drop the copy before applying this page, which starts the full
+ * set of plants again. `next`: the position after this page.
+ */
+export interface SyncPage {
+  changes: PlantChange[];
+  restarted: boolean;
+  next: string;
+  more: boolean;
+}
+
 /** A plant event (CONTRACT.md section 8) with its id. */
 export type PlantEvent = components['schemas']['Event'] & { id: string };
 /** An event type, as activity's `type` filter names them. */
@@ -597,6 +619,48 @@ export class Plants {
    */
   historyPage(id: number, q: EventPageQuery & { next?: string | null } = {}): Promise<EventPage> {
     return eventPage(this.call, q.next ?? eventPath(`/plants/${id}/history`, q));
+  }
+
+  /**
+   * Keeps a copy of the plants (CONTRACT.md section 13.4): from `position` (a `next` kept from
+   * before; none: every plant the caller sees, from scratch) the pages of changes until the copy is
+   * up to date, then, as the generator's return value, the position to keep for next time:
+   *
+   *     const sync = store.plants.sync(saved);
+   *     for (let r = await sync.next(); ; r = await sync.next()) {
+   *       if (r.done) { saved = r.value; break; }
+   *       if (r.value.restarted) copy.clear();
+   *       for (const c of r.value.changes) c.op === 'upsert' ? copy.set(c.id, c.plant) : copy.delete(c.id);
+   *     }
+   *
+   * A position older than the events the service keeps (410 `changes_expired`) starts again from
+   * scratch by itself, and its first page says so (`restarted`). Another 4xx (a position of another
+   * user or garden: 400) is a PlantStoreError.
+   */
+  async *sync(position: string | null = null, q: SyncQuery = {}): AsyncGenerator<SyncPage, string> {
+    let since = position;
+    let restarted = false;
+    for (;;) {
+      const params = new URLSearchParams();
+      if (since !== null) params.set('since', since);
+      if (q.limit !== undefined) params.set('limit', String(q.limit));
+      if (q.garden !== undefined) params.set('garden', q.garden);
+      const query = params.toString();
+      let answer: ChangesAnswer;
+      try {
+        const res = await this.call('GET', `/plants/changes${query ? `?${query}` : ''}`, { retryable: true });
+        answer = (await res.json()) as ChangesAnswer;
+      } catch (err) {
+        if (!(err instanceof PlantStoreError && err.status === 410) || since === null) throw err;
+        since = null;
+        restarted = true;
+        continue;
+      }
+      yield { changes: answer.changes, restarted, next: answer.next, more: answer.more };
+      restarted = false;
+      since = answer.next;
+      if (!answer.more) return answer.next;
+    }
   }
 
   /**

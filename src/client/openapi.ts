@@ -314,6 +314,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/plants/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed since a position (sync)
+         * @description Keeps a copy of the plants the caller sees. Without `since`: every such plant as an upsert, by id, a page at a time (`more` true until the last page, whose `next` is the caller's position in the log). With `since` (an earlier `next`): what changed since, each plant id at most once with its latest state: created, changed or restored → upsert; deleted or trashed → delete; a garden joined → upserts of its plants; a garden left, removed from or deleted → deletes of its plants; a role change alone changes nothing. Apply each change (upsert = put, delete = remove) and ask again with `next` while `more` is true: the copy then holds what `GET /plants?include=id,garden,version` lists. A `since` older than the events kept (`EVENT_RETENTION`) → 410 `changes_expired`: start again without it.
+         */
+        get: operations["plantChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/me": {
         parameters: {
             query?: never;
@@ -5162,6 +5182,228 @@ export interface operations {
             };
         };
     };
+    plantChanges: {
+        parameters: {
+            query?: {
+                /** @description The `next` of an earlier answer: what changed since then. Absent: every plant the caller sees now, as upserts by id (the first sync). Malformed, or issued to another user or for another `garden`: 400; older than the events kept: 410 `changes_expired`. */
+                since?: string;
+                /**
+                 * @description Page size: 1 … 1000 in decimal digits with no sign or leading zero; default 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description Only this garden's plants. A garden the caller is not a member of answers 404, as one that does not exist; a `since` is bound to it.
+                 * @example gdn_3f9a1c0e5b7d2a4c6e8f0b1d
+                 */
+                garden?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Changes since `since`, and where the next answer starts. */
+            200: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "changes": [
+                     *         {
+                     *           "id": 42,
+                     *           "op": "upsert",
+                     *           "plant": {
+                     *             "id": 42,
+                     *             "name": "Fern",
+                     *             "tag": "indoor",
+                     *             "garden": "gdn_3f9a1c0e5b7d2a4c6e8f0b1d",
+                     *             "version": 7
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": 43,
+                     *           "op": "delete"
+                     *         }
+                     *       ],
+                     *       "next": "bDEyMzQ1LjY3OC5hYmNkZWZnaGlqa2xtbm9w",
+                     *       "more": false
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Each plant id at most once, with its latest state, by id. */
+                        changes: ({
+                            /** @description Plant identifier, 1 … 2^53−1. */
+                            id: number;
+                            /** @enum {string} */
+                            op: "upsert";
+                            /** @description The plant as it is now (tag only when set). */
+                            plant: {
+                                /** @description Plant identifier, 1 … 2^53−1. */
+                                id: number;
+                                name: string;
+                                tag?: string;
+                                garden: string;
+                                version: number;
+                            };
+                        } | {
+                            /** @description Plant identifier, 1 … 2^53−1. */
+                            id: number;
+                            /** @enum {string} */
+                            op: "delete";
+                        })[];
+                        /** @description The position after this answer: send it as `since` next time. */
+                        next: string;
+                        /** @description Whether to ask again with `next` at once (false: the copy is up to date). */
+                        more: boolean;
+                    };
+                };
+            };
+            /** @description Malformed request: body (also one that is not UTF-8, a string with a lone surrogate, or a name with no visible character), parameter (also one that is not percent-encoded UTF-8), cursor, Idempotency-Key or Last-Event-ID (`invalid_event_id`). */
+            400: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked bearer token. */
+            401: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description The Bearer challenge: `error`, `error_description` and, with JWTs on, `resource_metadata` (RFC 9728). */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs (`insufficient_scope`, with a `WWW-Authenticate` challenge), or the caller sees the garden but its role there is too low (`insufficient_role`, no challenge), or a token asked for more than its maker holds (`scope_not_held`, no challenge). */
+            403: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description The Bearer challenge with `error="insufficient_scope"` and the scope needed. */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such plant or garden, or the caller may not see it (the same answer). */
+            404: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: the event `Last-Event-ID` names is no longer kept (`events_expired`), or the change feed's `since` is older than the events kept (`changes_expired`: sync again without it). */
+            410: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After. */
+            429: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error; the body names the request id. */
+            500: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getMe: {
         parameters: {
             query?: never;
@@ -7193,7 +7435,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error. */
+            /** @description Gone: the event `Last-Event-ID` names is no longer kept (`events_expired`), or the change feed's `since` is older than the events kept (`changes_expired`: sync again without it). */
             410: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */

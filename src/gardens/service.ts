@@ -167,7 +167,10 @@ export class GardenService {
     return { garden, role: leastRole('manage'), home: garden.homeUser === caller.user };
   }
 
-  /** Deletes a garden with no live plant; its trash goes with it (a plant.purged event each). */
+  /**
+   * Deletes a garden with no live plant; its trash goes with it (a plant.purged event each), and
+   * each member is told it was removed (member.removed).
+   */
   async remove(caller: Caller, id: string, requestId: string | null = null): Promise<void> {
     const event = { at: this.now(), actor: caller.user, requestId };
     ok(await this.store.deleteGarden(checked(id), actorOf(caller), event));

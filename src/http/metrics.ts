@@ -53,6 +53,11 @@ const TIMED = [
   'readEvents',
   'plantHistory',
   'gardenActivity',
+  'purgedUpTo',
+  'memberEventGardens',
+  'committedEvents',
+  'deletedPlantIds',
+  'plantsByIds',
   'purgeEvents',
   'ping',
 ] as const satisfies readonly (keyof Store)[];

@@ -35,6 +35,7 @@ const DESCRIPTIONS: Record<number, string> = {
   409: 'The id exists already, or the Idempotency-Key is in flight; for gardens: `home_garden`, `last_owner`, `garden_not_empty`, `too_many_gardens`, `too_many_members`; for webhooks: `too_many_webhooks`.',
   412: '`If-Match` names no current version of the plant (it changed since it was read, or the value is not an ETag exactly as sent, quotes included): nothing was changed.',
   413: 'Request body over 16 KiB.',
+  410: "Gone: the event `Last-Event-ID` names is no longer kept (`events_expired`), or the change feed's `since` is older than the events kept (`changes_expired`: sync again without it).",
   415: 'Content-Type is not one this operation takes (application/json), or names a charset other than UTF-8 (JSON is UTF-8).',
   422: 'Idempotency-Key reused with a different body.',
   428: '`If-Match` is required: send the ETag of the plant as read (or `*`).',

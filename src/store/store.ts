@@ -1,3 +1,4 @@
+import type { ChangePort } from './ports/changes.js';
 import type { EventPort } from './ports/events.js';
 import type { GardenPort } from './ports/gardens.js';
 import type { IdempotencyPort } from './ports/idempotency.js';
@@ -16,6 +17,7 @@ export {
   type Role,
 } from '../access/policy.js';
 export * from './ports/change.js';
+export * from './ports/changes.js';
 export * from './ports/events.js';
 export * from './ports/gardens.js';
 export * from './ports/idempotency.js';
@@ -34,7 +36,14 @@ export interface PoolStats {
  * Everything the service needs from persistence, in domain terms. Every engine implements it
  * and passes the same contract tests (test/store). A resolved write is durable.
  */
-export interface Store extends PlantPort, GardenPort, EventPort, TokenPort, IdempotencyPort, TrashPort {
+export interface Store
+  extends PlantPort,
+    GardenPort,
+    EventPort,
+    ChangePort,
+    TokenPort,
+    IdempotencyPort,
+    TrashPort {
   readonly engine: string;
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;

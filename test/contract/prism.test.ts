@@ -41,6 +41,8 @@ interface Exchange {
   scopes?: Scope[];
   headers?: Record<string, string>;
   body?: string;
+  /** Done before the request is sent. */
+  setup?: () => Promise<void>;
 }
 
 /**
@@ -192,6 +194,12 @@ describe('every operation through Prism, validating against the served document'
     });
     const secondPage = /<([^>]+)>; rel="next"/.exec(String(firstPage.headers.link))?.[1];
     assert.ok(secondPage, `a Link to the second page: ${JSON.stringify(firstPage.headers)}`);
+    // A change feed's position (contract 13.4), from the first sync of the owner's plants.
+    const synced = await h.app.inject({
+      url: '/plants/changes?limit=1000',
+      headers: { authorization: `Bearer ${await tokenOf(owner)}` },
+    });
+    const since = encodeURIComponent((synced.json() as { next: string }).next);
 
     const exchanges: Exchange[] = [
       {
@@ -512,6 +520,34 @@ describe('every operation through Prism, validating against the served document'
       { name: 'members', method: 'GET', path: `${beds}/members`, status: 200 },
       { name: 'members, as a viewer', method: 'GET', path: `${beds}/members`, status: 200, as: friend },
       { name: 'members, not a member', method: 'GET', path: `${beds}/members`, status: 404, as: stranger },
+      // The change feed (contract 13.4).
+      { name: 'changes, first sync', method: 'GET', path: '/plants/changes?limit=1', status: 200 },
+      { name: 'changes, since', method: 'GET', path: `/plants/changes?since=${since}`, status: 200 },
+      {
+        name: 'changes, a garden',
+        method: 'GET',
+        path: `/plants/changes?garden=${beds.split('/').pop()}`,
+        status: 200,
+        as: friend,
+      },
+      { name: 'changes, bad since', method: 'GET', path: '/plants/changes?since=nope', status: 400 },
+      { name: 'changes, bad limit', method: 'GET', path: '/plants/changes?limit=1001', status: 400 },
+      {
+        name: 'changes, not a member',
+        method: 'GET',
+        path: `/plants/changes?garden=${beds.split('/').pop()}`,
+        status: 404,
+        as: stranger,
+      },
+      { name: 'changes, no token', method: 'GET', path: '/plants/changes', status: 401, client: null },
+      {
+        name: 'changes, write-only token',
+        method: 'GET',
+        path: '/plants/changes',
+        status: 403,
+        as: writer,
+        scopes: ['plants:write'],
+      },
       // History and activity (contract 13.3).
       { name: 'history', method: 'GET', path: `${plant}/history`, status: 200 },
       { name: 'history, a page', method: 'GET', path: `${plant}/history?limit=1`, status: 200 },
@@ -1016,10 +1052,21 @@ describe('every operation through Prism, validating against the served document'
         client: limited,
       })),
       { name: 'rate limited', method: 'GET', path: '/plants', status: 429, client: limited },
+      // Last, since it empties the log: a position before the events kept.
+      {
+        name: 'changes, expired',
+        method: 'GET',
+        path: `/plants/changes?since=${since}`,
+        status: 410,
+        setup: async () => {
+          await h.store.purgeEvents(new Date(Date.now() + 60_000));
+        },
+      },
     ];
     const problems: string[] = [];
     // The per-token limit is 3 a window: each exchange of the owner's goes with a token of its own.
     for (const x of exchanges) {
+      await x.setup?.();
       const who = x.as
         ? { authorization: `Bearer ${await tokenOf(x.as, x.scopes)}` }
         : x.client === undefined

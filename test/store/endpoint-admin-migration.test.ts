@@ -33,6 +33,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0017_event_actors',
           '0018_history_pages',
           '0019_trash',
+          '0020_change_feed',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
@@ -66,6 +67,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
         '0013_event_actors',
         '0014_history_pages',
         '0015_trash',
+        '0016_change_feed',
       ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

@@ -63,7 +63,12 @@ describe('migration: events written before who-did-it read actor and requestId n
       old.close();
       const store = new SqliteStore({ path, durability: 'full' });
       try {
-        assert.deepEqual(await store.migrate(), ['0017_event_actors', '0018_history_pages', '0019_trash']);
+        assert.deepEqual(await store.migrate(), [
+          '0017_event_actors',
+          '0018_history_pages',
+          '0019_trash',
+          '0020_change_feed',
+        ]);
         await check(store, 'gdn_aaaaaaaaaaaaaaaaaaaaaaaa', '0');
       } finally {
         await store.close();
@@ -91,7 +96,12 @@ describe('migration: events written before who-did-it read actor and requestId n
           '{"id":7,"name":"Old fern","tag":"indoor","garden":"gdn_aaaaaaaaaaaaaaaaaaaaaaaa"}', now())`);
       await c.query(ENDPOINTS.replaceAll('$no', 'false').replaceAll('$at', 'now()'));
       store = new PgStore({ url: db.url, poolSize: 2 });
-      assert.deepEqual(await store.migrate(), ['0013_event_actors', '0014_history_pages', '0015_trash']);
+      assert.deepEqual(await store.migrate(), [
+        '0013_event_actors',
+        '0014_history_pages',
+        '0015_trash',
+        '0016_change_feed',
+      ]);
       await check(store, 'gdn_aaaaaaaaaaaaaaaaaaaaaaaa', '0.0');
     } finally {
       await c.end().catch(() => {});

@@ -87,6 +87,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
         '0013_event_actors',
         '0014_history_pages',
         '0015_trash',
+        '0016_change_feed',
       ]);
       const { rows } = await c.query<{ state: string }>('SELECT state FROM deliveries ORDER BY id');
       assert.deepEqual(

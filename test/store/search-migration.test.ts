@@ -69,6 +69,7 @@ describe('search migration: plants stored before it are found', () => {
           '0017_event_actors',
           '0018_history_pages',
           '0019_trash',
+          '0020_change_feed',
         ]);
         await checks(store);
       } finally {
@@ -93,6 +94,7 @@ describe('search migration: plants stored before it are found', () => {
           '0017_event_actors',
           '0018_history_pages',
           '0019_trash',
+          '0020_change_feed',
         ]);
         await checks(store);
       } finally {
@@ -128,6 +130,7 @@ describe('search migration: plants stored before it are found', () => {
         '0013_event_actors',
         '0014_history_pages',
         '0015_trash',
+        '0016_change_feed',
       ]);
       await checks(store);
     } finally {

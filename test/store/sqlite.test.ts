@@ -56,6 +56,7 @@ describe('SQLite store specifics', () => {
       { version: 17, name: '0017_event_actors' },
       { version: 18, name: '0018_history_pages' },
       { version: 19, name: '0019_trash' },
+      { version: 20, name: '0020_change_feed' },
     ]);
     db.close();
   });
@@ -506,6 +507,7 @@ describe('SQLite store specifics', () => {
       '0017_event_actors',
       '0018_history_pages',
       '0019_trash',
+      '0020_change_feed',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -636,6 +638,7 @@ describe('SQLite store specifics', () => {
       '0017_event_actors',
       '0018_history_pages',
       '0019_trash',
+      '0020_change_feed',
     ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
@@ -722,6 +725,7 @@ describe('SQLite store specifics', () => {
       '0017_event_actors',
       '0018_history_pages',
       '0019_trash',
+      '0020_change_feed',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -791,6 +795,7 @@ describe('SQLite store specifics', () => {
       '0017_event_actors',
       '0018_history_pages',
       '0019_trash',
+      '0020_change_feed',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

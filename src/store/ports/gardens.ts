@@ -58,7 +58,9 @@ export interface GardenPort {
   renameGarden(id: string, actor: Actor, name: string): Promise<GardenChange<GardenRecord>>;
   /**
    * Deletes a garden the actor owns with no plant in it, with its memberships and its trash (each
-   * trashed plant with a plant.purged event caused as `event` is), never a home garden.
+   * trashed plant with a plant.purged event caused as `event` is), never a home garden. With
+   * `event`, also a member.removed event for each of its members (the role it had), in the same
+   * transaction: a change feed learns from them that their plants are gone (contract 13.4).
    */
   deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>>;
   /** The garden's members, by when they were added (the garden's existence is the caller's to check). */

@@ -73,6 +73,13 @@ export const causeOf = (event: NewEvent | undefined): [string | null, string | n
 export const RECORD_EVENT = `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
   VALUES (${NEW_ID('$5')}, $1, $2, $3, $4, $5, $6, $7)`;
 
+// A member.removed event (at $2, actor $3, request id $4) for each member of garden $1, the role
+// it had in its data: written as the garden is deleted, before its memberships go.
+export const RECORD_MEMBERS_REMOVED = `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
+  SELECT ${NEW_ID('$2')}, 'member.removed', m.user_id, m.garden_id,
+    json_build_object('garden', m.garden_id, 'user', m.user_id, 'role', m.role)::text, $2, $3::text, $4::text
+  FROM garden_members m WHERE m.garden_id = $1 ORDER BY m.added_at, m.user_id`;
+
 // Endpoints per owner are counted under an advisory lock on the owner (there is no users row to
 // lock); a key space of its own, apart from the gardens' user lock (gardens.ts).
 const OWNER_LOCK = 727_004;
@@ -369,10 +376,33 @@ export const EVENT_QUERIES = {
         ORDER BY xid, seq LIMIT $3) e
       ORDER BY e.xid, e.seq LIMIT $3) e ON true
     ORDER BY e.x, e.seq`,
+  // The newest position purged is kept (events_horizon): a change feed's position before it → 410.
   purge: `WITH a AS (DELETE FROM delivery_attempts WHERE at < $1),
-      ev AS (DELETE FROM events WHERE created_at < $1 RETURNING id),
-      d AS (DELETE FROM deliveries WHERE event_id IN (SELECT id FROM ev))
+      ev AS (DELETE FROM events WHERE created_at < $1 RETURNING id, xid, seq),
+      d AS (DELETE FROM deliveries WHERE event_id IN (SELECT id FROM ev)),
+      h AS (UPDATE events_horizon SET xid = m.xid, seq = m.seq
+        FROM (SELECT xid, seq FROM ev ORDER BY xid DESC, seq DESC LIMIT 1) m
+        WHERE (m.xid, m.seq) > (events_horizon.xid, events_horizon.seq))
     SELECT count(*)::int AS n FROM ev`,
+  plantsByIds: 'SELECT id, garden, name, tag, version FROM plants WHERE id = ANY($1::bigint[]) ORDER BY id',
+  // The change feed's reads (contract 13.4; ChangePort). Ordered by the columns (xid8), never by
+  // the text alias.
+  purgedUpTo: 'SELECT xid::text AS xid, seq FROM events_horizon',
+  // Along events_member_position (migration 16): the caller's own joins and leaves since $2.$3.
+  memberGardens: `SELECT DISTINCT garden FROM events
+    WHERE owner = $1 AND type IN ('member.added', 'member.removed') AND (xid, seq) > ($2::xid8, $3::bigint)`,
+  committedAll: `SELECT ${EVENT_COLS()} FROM events WHERE (xid, seq) > ($1::xid8, $2::bigint)
+    ORDER BY events.xid, events.seq LIMIT $3`,
+  committedOf: `SELECT e.xid::text AS xid, e.seq, e.id, e.type, e.owner, e.garden, e.data, e.created_at, e.actor,
+      e.request_id
+    FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
+      SELECT * FROM events WHERE garden = g.id AND (xid, seq) > ($1::xid8, $2::bigint)
+      ORDER BY xid, seq LIMIT $3) e
+    ORDER BY e.xid, e.seq LIMIT $3`,
+  // Along events_garden_position: the garden's events since the position, deletes kept.
+  deletedIds: `SELECT DISTINCT plant_id AS id FROM events
+    WHERE garden = $1 AND (xid, seq) > ($2::xid8, $3::bigint) AND type = 'plant.deleted' AND plant_id > $4
+    ORDER BY plant_id LIMIT $5`,
 } as const;
 
 export interface EventRow {

@@ -23,7 +23,7 @@ import {
   refused,
 } from '../store.js';
 import type { PgDb } from './db.js';
-import { causeOf, RECORD_EVENT } from './events.js';
+import { causeOf, RECORD_EVENT, RECORD_MEMBERS_REMOVED } from './events.js';
 
 // Gardens and their members on PostgreSQL (contract 3.2; mirrors sqlite/gardens.ts): each
 // write reads the facts the access policy's garden rules need, under its locks, and lets the policy
@@ -44,6 +44,7 @@ const GARDEN_COLS = 'g.id, g.name, g.home_user, g.created_at';
 
 export const GARDEN_QUERIES = {
   recordMemberEvent: RECORD_EVENT,
+  recordMembersRemoved: RECORD_MEMBERS_REMOVED,
   homeOf: `SELECT ${GARDEN_COLS} FROM gardens g WHERE g.home_user = $1`,
   // The garden and its owner membership in one statement; a racing instance's insert wins quietly.
   makeHome: `WITH g AS (INSERT INTO gardens (id, name, home_user, created_at, created_by) VALUES ($1, $2, $3, $4, $3)
@@ -182,8 +183,10 @@ export class PgGardens {
     });
   }
 
-  /** Deletes an empty garden the actor owns, never a home garden; its memberships go with it. */
-  /** Deletes a garden with no plants, its trash first (each entry with its plant.purged event). */
+  /**
+   * Deletes a garden with no plants, its trash first (each entry with its plant.purged event), then
+   * tells each member it was removed (member.removed); its memberships go with it.
+   */
   deleteGarden(id: string, actor: Actor, event?: NewEvent): Promise<GardenChange<true>> {
     return this.db.tx(async (c) => {
       const g = await this.locked(c, id, actor, 'lockGardenToDelete');
@@ -191,6 +194,7 @@ export class PgGardens {
       const refusal = mayDelete(g, hasPlants);
       if (refusal !== null) return refused(refusal);
       await this.db.q('purgeGardenTrash', [id, event?.at ?? null, ...causeOf(event)], c);
+      if (event) await this.db.q('recordMembersRemoved', [id, event.at, ...causeOf(event)], c);
       await this.db.q('deleteGarden', [id], c);
       return { ok: true as const };
     });

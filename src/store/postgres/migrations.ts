@@ -420,4 +420,23 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
       CREATE INDEX trash_purge ON trash (purge_at);
     `,
   },
+  {
+    version: 16,
+    name: '0016_change_feed',
+    // The change feed (contract 13.4). A caller's own membership changes (added, removed) since a
+    // position, along (owner: the member, xid, seq) for those two types only: what a feed answer
+    // asks to learn which gardens the caller joined or left. And how far the log has been purged
+    // (the newest position purge took): a feed position before it may have lost events (410). The
+    // events purged before this migration all lie before any position a feed has given out.
+    sql: `
+      CREATE INDEX events_member_position ON events (owner, xid, seq)
+        WHERE type IN ('member.added', 'member.removed');
+      CREATE TABLE events_horizon (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        xid xid8 NOT NULL,
+        seq bigint NOT NULL
+      );
+      INSERT INTO events_horizon (xid, seq) VALUES ('0', 0);
+    `,
+  },
 ];

@@ -745,6 +745,46 @@ export class PgStore implements Store {
     return q === 0n ? 0 : q < 0n ? -1 : 1;
   }
 
+  async purgedUpTo(): Promise<string> {
+    const row = (await this.q<{ xid: string; seq: number }>('purgedUpTo', [])).rows[0];
+    return row ? position(row.xid, row.seq) : position('0', 0);
+  }
+
+  async memberEventGardens(user: string, after: string): Promise<string[]> {
+    const [xid, seq] = parsePosition(after);
+    return (await this.q<{ garden: string }>('memberGardens', [user, xid, seq])).rows.map((r) => r.garden);
+  }
+
+  async committedEvents(q: {
+    after: string;
+    gardens: string[] | null;
+    limit: number;
+  }): Promise<EventRecord[]> {
+    const [xid, seq] = parsePosition(q.after);
+    if (q.gardens?.length === 0) return [];
+    const r =
+      q.gardens === null
+        ? await this.q<EventRow>('committedAll', [xid, seq, q.limit])
+        : await this.q<EventRow>('committedOf', [xid, seq, q.limit, [...new Set(q.gardens)]]);
+    return r.rows.map(toEvent);
+  }
+
+  async deletedPlantIds(q: {
+    garden: string;
+    after: string;
+    afterId: number;
+    limit: number;
+  }): Promise<number[]> {
+    const [xid, seq] = parsePosition(q.after);
+    const r = await this.q<{ id: number }>('deletedIds', [q.garden, xid, seq, q.afterId, q.limit]);
+    return r.rows.map((row) => Number(row.id));
+  }
+
+  async plantsByIds(ids: number[]): Promise<PagePlant[]> {
+    if (ids.length === 0) return [];
+    return (await this.q<PagePlant>('plantsByIds', [ids])).rows;
+  }
+
   async purgeEvents(before: Date): Promise<number> {
     return (await this.q<{ n: number }>('purge', [before])).rows[0]?.n ?? 0;
   }

@@ -450,6 +450,35 @@ export class SqliteEvents {
            garden = '', actor = NULL, request_id = NULL
          WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0`,
       ),
+      // The newest seq the next slice of purgeEvents takes (the same rows), and that purgeNewest empties.
+      purgeSliceMax: db
+        .prepare<[number], number | null>(
+          `SELECT max(seq) FROM (SELECT seq, created_at FROM events ORDER BY seq LIMIT 5000)
+           WHERE created_at < ? AND seq < (SELECT max(seq) FROM events)`,
+        )
+        .pluck(),
+      purgeNewestSeq: db
+        .prepare<[number], number>(
+          'SELECT seq FROM events WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0',
+        )
+        .pluck(),
+      // How far the log has been purged (migration 20): a change feed's position before it → 410.
+      setHorizon: db.prepare<[number]>('UPDATE events_horizon SET seq = max(seq, ?)'),
+      horizon: db.prepare<[], number>('SELECT seq FROM events_horizon').pluck(),
+      // The change feed's reads (contract 13.4): the member's own joins and leaves since a seq, along
+      // events_member_seq (migration 20; its predicate repeated so that the planner takes it).
+      memberGardens: db
+        .prepare<[string, number], string>(
+          `SELECT DISTINCT garden FROM events WHERE owner = ? AND type IN (8, 32) AND seq > ?`,
+        )
+        .pluck(),
+      // A garden's plant.deleted events since a seq, along events_garden_seq: their plant ids.
+      deletedIds: db
+        .prepare<[string, number, number, number], number>(
+          `SELECT DISTINCT plant_id FROM events WHERE garden = ? AND seq > ? AND type = ${typeBit('plant.deleted')}
+             AND plant_id > ? ORDER BY plant_id LIMIT ?`,
+        )
+        .pluck(),
       // Deliveries whose event is gone (purge takes the oldest, and empties the newest).
       purgeDeliveries: db.prepare(
         `DELETE FROM deliveries WHERE event_seq < coalesce((SELECT min(seq) FROM events), 0)
@@ -838,15 +867,34 @@ export class SqliteEvents {
     const t = before.getTime();
     this.s.purgeAttempts.run(t);
     let n = 0;
-    for (
-      let slice = this.s.purgeEvents.run(t).changes;
-      slice > 0;
-      slice = this.s.purgeEvents.run(t).changes
-    ) {
+    let newest = 0;
+    for (;;) {
+      const max = this.s.purgeSliceMax.get(t) ?? null;
+      const slice = this.s.purgeEvents.run(t).changes;
+      if (slice === 0) break;
       n += slice;
+      if (max !== null) newest = Math.max(newest, max);
     }
+    const last = this.s.purgeNewestSeq.get(t);
     n += this.s.purgeNewest.run(t).changes;
+    if (last !== undefined) newest = Math.max(newest, last);
+    if (newest > 0) this.s.setHorizon.run(newest);
     if (n > 0) this.s.purgeDeliveries.run();
     return n;
+  }
+
+  /** How far the log has been purged (ChangePort.purgedUpTo). */
+  purgedUpTo(): string {
+    return String(this.s.horizon.get() ?? 0);
+  }
+
+  /** The gardens `user` joined or left after `after` (ChangePort.memberEventGardens). */
+  memberGardens(user: string, after: string): string[] {
+    return this.s.memberGardens.all(user, Number(after));
+  }
+
+  /** A garden's plants deleted after `after` (ChangePort.deletedPlantIds). */
+  deletedIds(q: { garden: string; after: string; afterId: number; limit: number }): number[] {
+    return this.s.deletedIds.all(q.garden, Number(q.after), q.afterId, q.limit);
   }
 }

@@ -79,6 +79,9 @@ export class SqliteGardenWrites {
       setRole: db.prepare<[Role, string, string]>(
         'UPDATE garden_members SET role = ? WHERE garden_id = ? AND user_id = ?',
       ),
+      memberRoles: db.prepare<[string], { user_id: string; role: Role }>(
+        'SELECT user_id, role FROM garden_members WHERE garden_id = ? ORDER BY added_at, user_id',
+      ),
       deleteMember: db.prepare<[string, string]>(
         'DELETE FROM garden_members WHERE garden_id = ? AND user_id = ?',
       ),
@@ -155,6 +158,8 @@ export class SqliteGardenWrites {
     const refusal = mayDelete(g, g !== null && this.s.hasPlants.get(id) !== undefined);
     if (refusal !== null) return refused(refusal);
     this.trash().purgeGarden(id, event);
+    // Each member is told it was removed (a change feed learns from it that the plants are gone).
+    if (event) for (const m of this.s.memberRoles.all(id)) this.record(event, id, m.user_id, m.role, null);
     this.s.deleteGarden.run(id);
     return { ok: true };
   }

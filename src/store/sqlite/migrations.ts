@@ -477,4 +477,19 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
       CREATE INDEX trash_purge ON trash (purge_at);
     `,
   },
+  {
+    version: 20,
+    name: '0020_change_feed',
+    // The change feed (contract 13.4). A caller's own membership changes (member.added 8,
+    // member.removed 32) since a position, along (owner: the member, seq) for those two types only:
+    // what a feed answer asks to learn which gardens the caller joined or left. And how far the log
+    // has been purged (the newest seq purge took, or emptied to a tombstone): a feed position
+    // before it may have lost events (410). Events purged before this migration all lie before any
+    // position a feed has given out.
+    sql: `
+      CREATE INDEX events_member_seq ON events (owner, seq) WHERE type IN (8, 32);
+      CREATE TABLE events_horizon (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
+      INSERT INTO events_horizon (id, seq) VALUES (1, 0);
+    `,
+  },
 ];

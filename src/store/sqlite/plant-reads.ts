@@ -411,6 +411,11 @@ export class SqlitePlantReads {
       : (s.byIds.all(list) as Row[]).map(toPagePlant);
   }
 
+  /** The plants among `ids` that exist, with versions, in id order (ChangePort.plantsByIds). */
+  byIds(ids: number[]): PagePlant[] {
+    return ids.length === 0 ? [] : this.s.byIdsV.all(JSON.stringify(ids)).map(toVersionedPagePlant);
+  }
+
   // The gardens as the JSON array the window statements take; the same array is encoded once.
   private readonly gardenSets = new WeakMap<readonly string[], string>();
   private gardenSet(gardens: readonly string[]): string {

@@ -675,6 +675,27 @@ export class SqliteStore implements Store {
     return this.run(() => this.e.list(q));
   }
 
+  purgedUpTo(): Promise<string> {
+    return this.run(() => this.e.purgedUpTo());
+  }
+
+  memberEventGardens(user: string, after: string): Promise<string[]> {
+    return this.run(() => this.e.memberGardens(user, after));
+  }
+
+  // One writer at a time: every committed event is one a position may pass.
+  committedEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]> {
+    return this.run(() => this.e.list(q).events);
+  }
+
+  deletedPlantIds(q: { garden: string; after: string; afterId: number; limit: number }): Promise<number[]> {
+    return this.run(() => this.e.deletedIds(q));
+  }
+
+  plantsByIds(ids: number[]): Promise<PagePlant[]> {
+    return this.read(() => this.plants.byIds(ids));
+  }
+
   plantHistory(q: HistoryQuery): Promise<EventRecord[]> {
     return this.run(() => this.e.history(q));
   }

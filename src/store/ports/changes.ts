@@ -1,0 +1,35 @@
+import type { EventRecord } from './events.js';
+import type { PagePlant } from './plants.js';
+
+// What the change feed (contract 13.4) reads besides the log and the plant list: the caller's own
+// membership changes, how far the log has been purged, and the plants a feed answer names.
+
+/**
+ * The reads of the change feed. Each costs what it returns (or, for deletedPlantIds, the garden's
+ * events since the position), never what the log holds.
+ */
+export interface ChangePort {
+  /**
+   * A position at or after every event purged so far: a feed position before it may have lost
+   * events (410 changes_expired). Before any purge, a position before every event.
+   */
+  purgedUpTo(): Promise<string>;
+  /**
+   * The gardens in which `user` was added or removed (member.added, member.removed) after
+   * `after`, each once: read along an index of those events by member and position.
+   */
+  memberEventGardens(user: string, after: string): Promise<string[]>;
+  /**
+   * Up to `limit` committed events after `after` of the `gardens` (null: every garden), in log
+   * order. Unlike readEvents, on an engine with concurrent writers this includes events whose
+   * predecessors may still commit: what they name may be answered, but no position may go past them.
+   */
+  committedEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]>;
+  /**
+   * The ids of the plants of `garden` deleted (plant.deleted) after position `after`, greater than
+   * `afterId`, ascending, each once, at most `limit`.
+   */
+  deletedPlantIds(q: { garden: string; after: string; afterId: number; limit: number }): Promise<number[]>;
+  /** The plants among `ids` that exist now, with their versions, in id order. */
+  plantsByIds(ids: number[]): Promise<PagePlant[]>;
+}
