@@ -147,8 +147,13 @@ for (const engine of ENGINES) {
           .then((l) => l.filter((x) => x.id === b.id)),
         [],
       );
-      const gone = (await eventsOf(store, g2)).at(-1)!;
-      assert.deepEqual([gone.type, gone.data], ['plant.purged', { id: b.id, garden: g2 }]);
+      // Its trash's plant.purged, then each member's member.removed (for the change feed, 13.4).
+      const [gone, removed] = (await eventsOf(store, g2)).slice(-2);
+      assert.deepEqual([gone!.type, gone!.data], ['plant.purged', { id: b.id, garden: g2 }]);
+      assert.deepEqual(
+        [removed!.type, removed!.data],
+        ['member.removed', { garden: g2, user: o, role: 'owner' }],
+      );
     });
 
     it("the service's purge erases what is due, in batches, oldest first, each with an event of no actor", async () => {
