@@ -11,7 +11,8 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, describe, test } from 'node:test';
-import { type Engine, engine, ensureImage, findEngine } from '../helpers/container.js';
+import { BASE, type Engine, engine, ensureBase, ensureImage, findEngine } from '../helpers/container.js';
+import { createPgDatabase, ENGINES, REDIS_SKIP, REDIS_URL } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
 
 const found = findEngine();
@@ -37,24 +38,28 @@ describe('the container image (CONTRACT.md 14.2)', { skip, timeout: 25 * 60_000 
 
   after(async () => {
     if (typeof found === 'string') return;
-    if (containers.length) await engine(e, ['rm', '--force', ...containers], { allowFail: true });
+    if (containers.length)
+      await engine(e, ['rm', '--force', '--volumes', ...containers], { allowFail: true });
     await engine(e, ['volume', 'rm', '--force', volume], { allowFail: true });
   });
 
-  /** `run` flags the image needs here: the store's volume, host networking, nothing pulled. */
-  const runFlags = () => [
+  /**
+   * `run` flags the image needs here: read-only, host networking, nothing pulled, `env`; the store's
+   * volume on /data unless `volume` is false (on PostgreSQL the image's own anonymous one serves).
+   */
+  const runFlags = ({ env = [] as string[], volume: withVolume = true } = {}) => [
     '--pull=never',
     '--network=host',
     '--read-only',
     // podman mounts tmpfs on /tmp, /var/tmp and /run under --read-only unless told not to; the
     // image needs none (TMPDIR is /data), so none is given, as docker gives none.
     ...(e.name === 'podman' ? ['--read-only-tmpfs=false'] : []),
-    '--volume',
-    `${volume}:/data`,
+    ...(withVolume ? ['--volume', `${volume}:/data`] : []),
+    ...env.flatMap((v) => ['--env', v]),
   ];
 
   /** Starts the service on `port` (127.0.0.1: host networking); resolves when /readyz says 200. */
-  async function start(name: string, port: number): Promise<number> {
+  async function start(name: string, port: number, flags = runFlags()): Promise<number> {
     const started = Date.now();
     containers.push(name);
     await engine(e, [
@@ -62,7 +67,7 @@ describe('the container image (CONTRACT.md 14.2)', { skip, timeout: 25 * 60_000 
       '--detach',
       '--name',
       name,
-      ...runFlags(),
+      ...flags,
       // podman runs HEALTHCHECK on systemd timers, and this machine has no systemd: the check is
       // run by hand below (`podman healthcheck run`).
       ...(e.name === 'podman' ? ['--health-interval=disable'] : []),
@@ -99,16 +104,30 @@ describe('the container image (CONTRACT.md 14.2)', { skip, timeout: 25 * 60_000 
   }
 
   const exec = async (name: string, ...args: string[]) => (await engine(e, ['exec', name, ...args])).stdout;
-  const oneShot = async (...args: string[]) =>
-    (await engine(e, ['run', '--rm', ...runFlags(), image, ...args])).stdout;
+  const oneShot = async (args: string[], flags = runFlags()) =>
+    (await engine(e, ['run', '--rm', ...flags, image, ...args])).stdout;
+
+  /** Makes a plant through `url` with `token`; its Location. */
+  async function create(url: string, token: string, name: string): Promise<string> {
+    const res = await fetch(`${url}/plants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name }),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    return res.headers.get('location') ?? '';
+  }
 
   test('an engine is present (CI=true requires one)', () => {
     assert.equal(typeof found, 'object', String(found));
   });
 
-  test('builds the image (the base made from Debian and npm when missing)', {
-    timeout: 20 * 60_000,
-  }, async (t) => {
+  // Two tests, so that a first run's two long steps each begin and end within the runner's watchdog.
+  test(`has ${BASE}, made from Debian and npm when missing`, { timeout: 15 * 60_000 }, async (t) => {
+    await ensureBase(e, (line) => t.diagnostic(line));
+  });
+
+  test('builds the image (once per source tree)', { timeout: 15 * 60_000 }, async (t) => {
     const { tag, built } = await ensureImage(e, (line) => t.diagnostic(line));
     image = tag;
     const size = await engine(e, ['image', 'inspect', '--format', '{{.Size}}', image]);
@@ -212,9 +231,9 @@ describe('the container image (CONTRACT.md 14.2)', { skip, timeout: 25 * 60_000 
     assert.match(stopped.logs, /SIGTERM/);
 
     // The one-shot commands, each a container of its own on the same volume.
-    await oneShot('migrate');
-    assert.match(await oneShot('token', 'list', '--user', 'alice'), /alice/);
-    assert.match(await oneShot('export'), /Monstera deliciosa/);
+    await oneShot(['migrate']);
+    assert.match(await oneShot(['token', 'list', '--user', 'alice']), /alice/);
+    assert.match(await oneShot(['export']), /Monstera deliciosa/);
 
     const second = `${run}-2`;
     t.diagnostic(`start to /readyz 200, again: ${await start(second, port)} ms`);
@@ -222,5 +241,32 @@ describe('the container image (CONTRACT.md 14.2)', { skip, timeout: 25 * 60_000 
     assert.equal(again.status, 200);
     assert.equal(((await again.json()) as { name: string }).name, 'Monstera deliciosa');
     assert.equal((await stop(second)).status, 0);
+  });
+
+  const pgSkip = ENGINES.find((x) => x.name === 'postgres')?.skip || REDIS_SKIP;
+  test('as compose.yaml runs it: `migrate` once, then two instances on one PostgreSQL with Redis', {
+    skip: pgSkip,
+  }, async () => {
+    // The machine's PostgreSQL and Redis stand in for compose's db and redis services.
+    const db = await createPgDatabase();
+    try {
+      const flags = runFlags({ env: [`DATABASE_URL=${db.url}`, `REDIS_URL=${REDIS_URL}`], volume: false });
+      await oneShot(['migrate'], flags);
+      const ports = [await freePort(), await freePort()];
+      const names = [`${run}-pg-1`, `${run}-pg-2`];
+      await Promise.all(names.map((name, i) => start(name, ports[i] as number, flags)));
+      const { token } = JSON.parse(await oneShot(['token', 'create', '--user', 'bob', '--json'], flags)) as {
+        token: string;
+      };
+      const location = await create(`http://127.0.0.1:${ports[0]}`, token, 'Ficus lyrata');
+      const read = await fetch(`http://127.0.0.1:${ports[1]}${location}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(read.status, 200);
+      assert.equal(((await read.json()) as { name: string }).name, 'Ficus lyrata');
+      for (const name of names) assert.equal((await stop(name)).status, 0);
+    } finally {
+      await db.drop();
+    }
   });
 });

@@ -83,6 +83,8 @@ function command(
   });
 }
 
+const seconds = (since: number) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+
 const has = (bin: string, args = ['--version']) => spawnSync(bin, args, { stdio: 'ignore' }).status === 0;
 
 /** podman's configuration: files of the test's own under .tmp/container/, never /etc's. */
@@ -175,6 +177,7 @@ function versions(): { node: string; npm: string } {
 export async function ensureBase(e: Engine, log: (line: string) => void): Promise<string> {
   const have = await imageId(e, BASE);
   if (have) return have;
+  const started = Date.now();
   const { node, npm } = versions();
   const tar = join(CACHE, `base-bookworm-node-${node}-npm-${npm}.tar`);
   if (!existsSync(tar)) {
@@ -224,6 +227,7 @@ export async function ensureBase(e: Engine, log: (line: string) => void): Promis
     );
     renameSync(partial, tar);
     rmSync(work, { recursive: true, force: true });
+    log(`made ${tar} in ${seconds(started)}`);
   }
   log(`importing ${BASE} from ${tar}`);
   await engine(e, [
@@ -240,6 +244,7 @@ export async function ensureBase(e: Engine, log: (line: string) => void): Promis
   await engine(e, ['tag', `docker.io/library/${BASE}`, BASE]);
   const id = await imageId(e, BASE);
   if (!id) throw new Error(`${BASE} is not in the store after importing it`);
+  log(`${BASE} ready in ${seconds(started)}`);
   return id;
 }
 
@@ -328,6 +333,7 @@ export async function ensureImage(
   const tag = `${IMAGE_REPO}:src-${contextHash(baseId)}`;
   if (await imageId(e, tag)) return { tag, built: false };
   log(`building ${tag}`);
+  const started = Date.now();
   const formatArgs = e.name === 'podman' ? ['--format', 'docker', '--layers'] : [];
   await engine(
     e,
@@ -340,5 +346,6 @@ export async function ensureImage(
     .filter((t) => t.startsWith(`${IMAGE_REPO}:src-`) && t !== tag)
     .map((t) => t.trim());
   if (old.length) await engine(e, ['rmi', ...old], { allowFail: true });
+  log(`built ${tag} in ${seconds(started)}`);
   return { tag, built: true };
 }
