@@ -334,12 +334,13 @@ export async function ensureImage(
   if (await imageId(e, tag)) return { tag, built: false };
   log(`building ${tag}`);
   const started = Date.now();
-  const formatArgs = e.name === 'podman' ? ['--format', 'docker', '--layers'] : [];
-  await engine(
-    e,
-    ['build', '--pull=never', '--network', 'host', ...formatArgs, ...npmSecrets(), '-t', tag, ROOT],
-    { timeoutMs: 20 * 60_000, log },
-  );
+  // podman: never pull (FROM finds the base made above), and the docker format, which keeps
+  // HEALTHCHECK. docker's build has no --pull=never and uses a base it has without pulling.
+  const engineArgs = e.name === 'podman' ? ['--pull=never', '--format', 'docker', '--layers'] : [];
+  await engine(e, ['build', ...engineArgs, '--network', 'host', ...npmSecrets(), '-t', tag, ROOT], {
+    timeoutMs: 20 * 60_000,
+    log,
+  });
   const all = await engine(e, ['images', '--format', '{{.Repository}}:{{.Tag}}', IMAGE_REPO]);
   const old = all.stdout
     .split('\n')
