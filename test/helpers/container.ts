@@ -323,7 +323,7 @@ function npmSecrets(): string[] {
 /**
  * The project's image for this source tree: `plantstore:src-<hash>`, built only when no image of
  * that tag exists (so CI's second run of the suite, on Node 22, reuses the first's), older
- * `src-` tags removed once the new one is built. Returns the tag.
+ * `src-` tags and build cache older than a week removed once the new one is built.
  */
 export async function ensureImage(
   e: Engine,
@@ -347,6 +347,9 @@ export async function ensureImage(
     .filter((t) => t.startsWith(`${IMAGE_REPO}:src-`) && t !== tag)
     .map((t) => t.trim());
   if (old.length) await engine(e, ['rmi', ...old], { allowFail: true });
+  // Untagged layers are the build's cache (the dependency install above all, ~700 MB a lockfile);
+  // a week's are kept, older ones go, so the store does not grow without end.
+  await engine(e, ['image', 'prune', '--force', '--filter', 'until=168h'], { allowFail: true });
   log(`built ${tag} in ${seconds(started)}`);
   return { tag, built: true };
 }
