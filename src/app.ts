@@ -109,7 +109,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const allowPrivate = config.webhookAllowPrivate;
   await app.register(webhooksFeature({ store, auth, allowPrivate, resolver: deps.resolver }));
   await app.register(eventsFeature({ events, auth, runtime, deliver: config.webhookDelivery, metrics }));
-  await app.register(opsFeature(store, metrics));
+  await app.register(opsFeature(store, runtime.schema, metrics));
   if (config.console) await app.register(consoleFeature(config));
   if (config.backupDir) {
     const backups = new BackupSchedule({

@@ -458,8 +458,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Liveness: 200 while the process is up
-         * @description 200 while the process is up; it asks nothing of the store.
+         * Liveness: 200 while the process is up, with its release and schema versions
+         * @description 200 while the process is up, with the release it runs and the store's schema version; it never waits on the store.
          */
         get: operations["health"];
         put?: never;
@@ -6604,7 +6604,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description `ok` while the process is up. */
                         status: string;
+                        /** @description The release this process runs (semver, from package.json). */
+                        version: string;
+                        /** @description The store's schema version (its newest migration), as last read: at start, then at most once a second as this is asked. */
+                        schema: number;
                     };
                 };
             };

@@ -1,3 +1,4 @@
+import type { PendingMigration } from './migrate.js';
 import type { EventPort } from './ports/events.js';
 import type { GardenPort } from './ports/gardens.js';
 import type { IdempotencyPort } from './ports/idempotency.js';
@@ -14,6 +15,7 @@ export {
   MAX_MEMBERSHIPS_PER_USER,
   type Role,
 } from '../access/policy.js';
+export { NewerSchemaError, type PendingMigration } from './migrate.js';
 export * from './ports/change.js';
 export * from './ports/events.js';
 export * from './ports/gardens.js';
@@ -36,6 +38,10 @@ export interface Store extends PlantPort, GardenPort, EventPort, TokenPort, Idem
   readonly engine: string;
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;
+  /** The migrations migrate() would apply, applying none; NewerSchemaError if the schema is newer. */
+  migrationsPending(): Promise<PendingMigration[]>;
+  /** The store's schema version: the newest migration applied (0 for an empty store). */
+  schemaVersion(): Promise<number>;
   /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
   backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */
