@@ -16,6 +16,7 @@ import { OPS_TAGS, opsFeature } from './features/ops.js';
 import { PLANT_TAGS, plantsFeature } from './features/plants.js';
 import { WEBHOOK_TAGS, webhooksFeature } from './features/webhooks.js';
 import { GardenService } from './gardens/service.js';
+import { Drain } from './http/drain.js';
 import { registerErrorHandling } from './http/errors.js';
 import { fastifyInstance } from './http/instance.js';
 import { registerBodyParsers } from './http/json.js';
@@ -76,6 +77,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     reply.header('x-request-id', request.id);
     done();
   });
+  const drain = new Drain();
+  drain.register(app);
   app.decorateRequest('caller', null);
   registerErrorHandling(app);
   registerBodyParsers(app);
@@ -108,7 +111,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(identityFeature);
   const allowPrivate = config.webhookAllowPrivate;
   await app.register(webhooksFeature({ store, auth, allowPrivate, resolver: deps.resolver }));
-  await app.register(eventsFeature({ events, auth, runtime, deliver: config.webhookDelivery, metrics }));
+  await app.register(
+    eventsFeature({ events, auth, runtime, deliver: config.webhookDelivery, metrics, drain }),
+  );
   await app.register(opsFeature(store, runtime.schema, metrics));
   if (config.console) await app.register(consoleFeature(config));
   if (config.backupDir) {

@@ -459,7 +459,7 @@ export interface paths {
         };
         /**
          * Liveness: 200 while the process is up, with its release and schema versions
-         * @description 200 while the process is up, with the release it runs and the store's schema version; it never waits on the store.
+         * @description 200 while the process is up, with the release it runs and the store's schema version; it never waits on the store. 503 `shutting_down` once it has been told to stop (SIGTERM), as every path then answers.
          */
         get: operations["health"];
         put?: never;
@@ -479,7 +479,7 @@ export interface paths {
         };
         /**
          * Readiness: 200 when the store answers, 503 otherwise
-         * @description 200 when the store answers a query; 503 otherwise, so a load balancer sends nothing here meanwhile.
+         * @description 200 when the store answers a query; 503 otherwise (`store_unavailable`, or `shutting_down` from the moment it is told to stop), so a load balancer sends nothing here meanwhile.
          */
         get: operations["ready"];
         put?: never;
@@ -936,7 +936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1161,7 +1161,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1346,7 +1346,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1594,7 +1594,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1773,7 +1773,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1943,7 +1943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2238,7 +2238,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2510,7 +2510,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2671,7 +2671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2794,7 +2794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2999,7 +2999,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3145,7 +3145,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3292,7 +3292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3501,7 +3501,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3640,7 +3640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3888,7 +3888,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4057,7 +4057,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4259,7 +4259,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4466,7 +4466,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4579,7 +4579,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4750,7 +4750,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4974,7 +4974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5136,7 +5136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5268,7 +5268,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5387,7 +5387,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5602,7 +5602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5749,7 +5749,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5879,7 +5879,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6026,7 +6026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6200,7 +6200,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6402,7 +6402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6565,7 +6565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6613,6 +6613,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     ready: {
@@ -6637,7 +6656,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */

@@ -55,10 +55,10 @@ export function opsRoutes(health: HealthService, metrics: Metrics | null, docume
           operationId: 'health',
           summary: 'Liveness: 200 while the process is up, with its release and schema versions',
           description:
-            "200 while the process is up, with the release it runs and the store's schema version; it never waits on the store.",
+            "200 while the process is up, with the release it runs and the store's schema version; it never waits on the store. 503 `shutting_down` once it has been told to stop (SIGTERM), as every path then answers.",
           tags: ['operations'],
           security: [],
-          response: { 200: { ...Health, description: 'Up.', headers: REQUEST_ID } },
+          response: { 200: { ...Health, description: 'Up.', headers: REQUEST_ID }, ...errorResponses(503) },
         },
       },
       async () => ({ status: 'ok', version: VERSION, schema: health.schema() }),
@@ -71,7 +71,7 @@ export function opsRoutes(health: HealthService, metrics: Metrics | null, docume
           operationId: 'ready',
           summary: 'Readiness: 200 when the store answers, 503 otherwise',
           description:
-            '200 when the store answers a query; 503 otherwise, so a load balancer sends nothing here meanwhile.',
+            '200 when the store answers a query; 503 otherwise (`store_unavailable`, or `shutting_down` from the moment it is told to stop), so a load balancer sends nothing here meanwhile.',
           tags: ['operations'],
           security: [],
           response: {
