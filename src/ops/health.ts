@@ -6,7 +6,7 @@ const SCHEMA_REFRESH_MS = 1_000;
 /** Whether this process can serve: liveness asks nothing, readiness asks the store. */
 export class HealthService {
   private known: number;
-  private askedAt = 0;
+  private askedAt = Date.now();
   private asking = false;
 
   constructor(
@@ -15,7 +15,6 @@ export class HealthService {
     schema: number,
   ) {
     this.known = schema;
-    this.askedAt = Date.now();
   }
 
   /** Resolves when the store answers a query; rejects (503 store_unavailable) otherwise. */
