@@ -17,6 +17,7 @@ import { PLANT_TAGS, plantsFeature } from './features/plants.js';
 import { TRASH_TAGS, trashFeature } from './features/trash.js';
 import { WEBHOOK_TAGS, webhooksFeature } from './features/webhooks.js';
 import { GardenService } from './gardens/service.js';
+import { Drain } from './http/drain.js';
 import { registerErrorHandling } from './http/errors.js';
 import { fastifyInstance } from './http/instance.js';
 import { registerBodyParsers } from './http/json.js';
@@ -77,6 +78,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     reply.header('x-request-id', request.id);
     done();
   });
+  const drain = new Drain();
+  drain.register(app);
   app.decorateRequest('caller', null);
   registerErrorHandling(app);
   registerBodyParsers(app);
@@ -119,8 +122,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(identityFeature);
   const allowPrivate = config.webhookAllowPrivate;
   await app.register(webhooksFeature({ store, auth, allowPrivate, resolver: deps.resolver }));
-  await app.register(eventsFeature({ events, auth, runtime, deliver: config.webhookDelivery, metrics }));
-  await app.register(opsFeature(store, metrics));
+  await app.register(
+    eventsFeature({ events, auth, runtime, deliver: config.webhookDelivery, metrics, drain }),
+  );
+  await app.register(opsFeature(store, runtime.schema, metrics));
   if (config.console) await app.register(consoleFeature(config));
   if (config.backupDir) {
     const backups = new BackupSchedule({

@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'internal_error'
   | 'store_unavailable'
   | 'overloaded'
+  | 'shutting_down'
   | 'auth_unavailable'
   | 'invalid_webhook_url'
   | 'events_expired'

@@ -46,6 +46,8 @@ export class Runtime {
     readonly store: Store,
     /** The migrations this open applied, by name, oldest first. */
     readonly applied: string[],
+    /** The store's schema version once migrated. */
+    readonly schema: number,
     private readonly owned: Store | null,
     private readonly opts: RuntimeOptions,
   ) {}
@@ -60,8 +62,10 @@ export class Runtime {
         poolSize: POOL_SIZE[work](config),
       }));
     let applied: string[];
+    let schema: number;
     try {
       applied = await raw.migrate();
+      schema = await raw.schemaVersion();
     } catch (err) {
       if (!opts.store) await raw.close();
       throw err;
@@ -69,7 +73,7 @@ export class Runtime {
     const { metrics } = opts;
     metrics?.watchPool(raw);
     const store = metrics ? metrics.instrument(raw) : raw;
-    return new Runtime(config, store, applied, opts.store ? null : raw, opts);
+    return new Runtime(config, store, applied, schema, opts.store ? null : raw, opts);
   }
 
   /** The webhook dispatcher of this process, made on first use. */

@@ -1,7 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import { PlantStoreError } from '../client/index.js';
 import { ConfigError } from '../config.js';
+import { NewerSchemaError } from '../store/migrate.js';
 import { UsageError } from '../usage-error.js';
+import { VERSION } from '../version.js';
 import { backupCommand } from './backup.js';
 import { deliverCommand } from './deliver.js';
 import { eventCommands } from './events.js';
@@ -17,6 +19,7 @@ import { trashCommands } from './trash.js';
 export function buildCli(): Command {
   const program = new Command('plantstore')
     .description('A Plant Store HTTP service on SQLite or PostgreSQL')
+    .version(VERSION, '-V, --version', 'print the version of this release')
     .showSuggestionAfterError(false)
     .exitOverride()
     .configureOutput({ outputError: () => {} });
@@ -51,6 +54,12 @@ export async function main(argv: string[]): Promise<void> {
       const refused = err.status === 0 ? '' : ` (${err.code}, HTTP ${err.status})`;
       process.stderr.write(`plantstore: ${err.message}${refused}\n`);
       process.exit(err.status === 0 ? 3 : 1);
+    }
+    if (err instanceof NewerSchemaError) {
+      process.stderr.write(
+        `plantstore: the store's schema is version ${err.schema}, newer than plantstore ${VERSION} knows (its newest is ${err.known}): run the release that migrated it, or a newer one\n`,
+      );
+      process.exit(1);
     }
     if (err instanceof UsageError || err instanceof ConfigError) {
       process.stderr.write(`plantstore: ${err.message}\n`);

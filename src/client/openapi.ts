@@ -538,8 +538,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Liveness: 200 while the process is up
-         * @description 200 while the process is up; it asks nothing of the store.
+         * Liveness: 200 while the process is up, with its release and schema versions
+         * @description 200 while the process is up, with the release it runs and the store's schema version; it never waits on the store. 503 `shutting_down` once it has been told to stop (SIGTERM), as every path then answers.
          */
         get: operations["health"];
         put?: never;
@@ -559,7 +559,7 @@ export interface paths {
         };
         /**
          * Readiness: 200 when the store answers, 503 otherwise
-         * @description 200 when the store answers a query; 503 otherwise, so a load balancer sends nothing here meanwhile.
+         * @description 200 when the store answers a query; 503 otherwise (`store_unavailable`, or `shutting_down` from the moment it is told to stop), so a load balancer sends nothing here meanwhile.
          */
         get: operations["ready"];
         put?: never;
@@ -1071,7 +1071,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1296,7 +1296,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1481,7 +1481,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1729,7 +1729,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -1908,7 +1908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2078,7 +2078,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2373,7 +2373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2645,7 +2645,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -2806,7 +2806,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3455,7 +3455,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3660,7 +3660,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3806,7 +3806,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3953,7 +3953,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4162,7 +4162,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4301,7 +4301,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4549,7 +4549,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4718,7 +4718,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -4937,7 +4937,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5161,7 +5161,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5496,7 +5496,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5667,7 +5667,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5891,7 +5891,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6053,7 +6053,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6185,7 +6185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6304,7 +6304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6519,7 +6519,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6666,7 +6666,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6796,7 +6796,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -6943,7 +6943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -7117,7 +7117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -7319,7 +7319,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -7482,7 +7482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -7521,8 +7521,32 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description `ok` while the process is up. */
                         status: string;
+                        /** @description The release this process runs (semver, from package.json). */
+                        version: string;
+                        /** @description The store's schema version (its newest migration), as last read: at start, then at most once a second as this is asked. */
+                        schema: number;
                     };
+                };
+            };
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
+            503: {
+                headers: {
+                    /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
+                    "x-request-id"?: string;
+                    /** @description Requests allowed per window for this caller. */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: number;
+                    /** @description Seconds to wait before trying again. */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -7549,7 +7573,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */

@@ -5,14 +5,13 @@ import { docsRoutes } from '../http/docs.js';
 import { documentRoute } from '../schemas/document.js';
 import { ErrorBody } from '../schemas/error.js';
 import { EventSchema, WEBHOOKS_DOC } from '../schemas/webhook.js';
+import { VERSION } from '../version.js';
 
 /** An OpenAPI tag: a feature's operations, grouped under one heading of the document. */
 export interface Tag {
   name: string;
   description: string;
 }
-
-const VERSION = '1.0.0';
 
 /**
  * The OpenAPI document of every route registered after it, with the features' tags in the order

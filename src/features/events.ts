@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { EventService } from '../events/service.js';
 import type { AuthDeps } from '../http/auth.js';
+import type { Drain } from '../http/drain.js';
 import type { Metrics } from '../http/metrics.js';
 import { eventRoutes } from '../routes/events.js';
 import type { Runtime } from '../runtime.js';
@@ -18,6 +19,8 @@ export interface EventsOptions {
   /** Whether this process sends webhook deliveries (`serve --no-webhook-delivery`: not). */
   deliver: boolean;
   metrics: Metrics | null;
+  /** Ends the streams when the instance starts draining (SIGTERM). */
+  drain?: Drain;
 }
 
 /**
@@ -30,7 +33,9 @@ export function eventsFeature(opts: EventsOptions): FastifyPluginAsync {
     opts.metrics?.watchStreams(() => events.openCount);
     if (opts.deliver) runtime.deliver();
     runtime.purge();
-    // Streams would hold the server open: end them before it closes (SIGTERM closes them cleanly).
+    // Streams would hold the server open: end them cleanly when it starts draining (SIGTERM; their
+    // clients resume elsewhere with Last-Event-ID), and any still open when it closes.
+    opts.drain?.onStart(() => events.closeAll());
     app.addHook('preClose', (done) => {
       events.closeAll();
       done();

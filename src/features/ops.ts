@@ -12,9 +12,9 @@ export const OPS_TAGS: Tag[] = [
 ];
 
 /** Operations endpoints, without a token: health, readiness, metrics and /openapi.json. */
-export function opsFeature(store: Store, metrics: Metrics | null): FastifyPluginAsync {
+export function opsFeature(store: Store, schema: number, metrics: Metrics | null): FastifyPluginAsync {
   return async (app) => {
     const document = new OpenApiBytes(() => app.swagger());
-    await opsRoutes(new HealthService(store), metrics, document)(app);
+    await opsRoutes(new HealthService(store, schema), metrics, document)(app);
   };
 }

@@ -48,6 +48,9 @@ export function fastifyInstance(
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
     forceCloseConnections: 'idle',
+    // Its 503 carries no Retry-After: a request that races the close is answered by the drain
+    // (http/drain.ts) instead, with one.
+    return503OnClosing: false,
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false },
       plugins: [visibleCharacterKeyword],

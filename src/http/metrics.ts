@@ -196,6 +196,8 @@ export class Metrics {
     const timed: Record<string, unknown> = {
       engine: store.engine,
       migrate: store.migrate.bind(store),
+      migrationsPending: store.migrationsPending.bind(store),
+      schemaVersion: store.schemaVersion.bind(store),
       close: store.close.bind(store),
       poolStats: store.poolStats?.bind(store),
       listMarks: store.listMarks?.bind(store),

@@ -6,6 +6,7 @@ import { SHED, SHED_RESPONSE } from '../http/pressure.js';
 import type { HealthService } from '../ops/health.js';
 import type { OpenApiBytes } from '../ops/openapi-bytes.js';
 import { errorResponses, REQUEST_ID } from '../schemas/error.js';
+import { VERSION } from '../version.js';
 import { origin } from './protected-resource.js';
 
 // A leaf, drawn in a 16×16 box.
@@ -18,6 +19,20 @@ const Status = {
   type: 'object',
   properties: { status: { type: 'string' } },
   required: ['status'],
+} as const;
+
+const Health = {
+  type: 'object',
+  properties: {
+    status: { type: 'string', description: '`ok` while the process is up.' },
+    version: { type: 'string', description: 'The release this process runs (semver, from package.json).' },
+    schema: {
+      type: 'integer',
+      description:
+        "The store's schema version (its newest migration), as last read: at start, then at most once a second as this is asked.",
+    },
+  },
+  required: ['status', 'version', 'schema'],
 } as const;
 
 const ETAG = {
@@ -38,14 +53,15 @@ export function opsRoutes(health: HealthService, metrics: Metrics | null, docume
       {
         schema: {
           operationId: 'health',
-          summary: 'Liveness: 200 while the process is up',
-          description: '200 while the process is up; it asks nothing of the store.',
+          summary: 'Liveness: 200 while the process is up, with its release and schema versions',
+          description:
+            "200 while the process is up, with the release it runs and the store's schema version; it never waits on the store. 503 `shutting_down` once it has been told to stop (SIGTERM), as every path then answers.",
           tags: ['operations'],
           security: [],
-          response: { 200: { ...Status, description: 'Up.', headers: REQUEST_ID } },
+          response: { 200: { ...Health, description: 'Up.', headers: REQUEST_ID }, ...errorResponses(503) },
         },
       },
-      async () => ({ status: 'ok' }),
+      async () => ({ status: 'ok', version: VERSION, schema: health.schema() }),
     );
 
     app.get(
@@ -55,7 +71,7 @@ export function opsRoutes(health: HealthService, metrics: Metrics | null, docume
           operationId: 'ready',
           summary: 'Readiness: 200 when the store answers, 503 otherwise',
           description:
-            '200 when the store answers a query; 503 otherwise, so a load balancer sends nothing here meanwhile.',
+            '200 when the store answers a query; 503 otherwise (`store_unavailable`, or `shutting_down` from the moment it is told to stop), so a load balancer sends nothing here meanwhile.',
           tags: ['operations'],
           security: [],
           response: {

@@ -41,7 +41,7 @@ const DESCRIPTIONS: Record<number, string> = {
   428: '`If-Match` is required: send the ETag of the plant as read (or `*`).',
   429: 'Rate limited (`rate_limited`), or as many event streams open as a user may have (`too_many_streams`), or as many exports running as the user or the instance may have (`too_many_exports`); see Retry-After.',
   500: 'Unexpected error; the body names the request id.',
-  503: 'The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After.',
+  503: 'The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After.',
 };
 
 const header = (description: string, type: 'string' | 'integer' = 'string') => ({ type, description });

@@ -2,6 +2,11 @@
  * A versioned schema change; `sql` may hold several statements. All of it runs in one transaction:
  * `sql`, then `fill` (what SQL alone cannot compute for the rows already there, such as the words
  * search indexes), then `after` (an index built once the rows it covers are filled).
+ *
+ * A release's migrations only add (docs/operations.md, "Releases and versions"), so that one run
+ * while the previous release serves breaks nothing it does. One that cannot keep to that says why
+ * in `unsafeWhileServing`, and `plantstore migrate --dry-run` shows it; test/unit/migrations.test.ts
+ * reads every migration and holds the rule.
  */
 export interface Migration<Connection = never> {
   version: number;
@@ -9,6 +14,29 @@ export interface Migration<Connection = never> {
   sql: string;
   fill?: (c: Connection) => void | Promise<void>;
   after?: string;
+  /** Why this must not run while the previous release serves; absent when it may. */
+  unsafeWhileServing?: string;
+}
+
+/** A migration not yet applied, as `migrate --dry-run` lists it. */
+export interface PendingMigration {
+  version: number;
+  name: string;
+  /** Why it must not run while the previous release serves; absent when it may. */
+  unsafeWhileServing?: string;
+}
+
+/** The store's schema is newer than the newest migration this plantstore knows. */
+export class NewerSchemaError extends Error {
+  constructor(
+    /** The store's schema version. */
+    readonly schema: number,
+    /** The newest this plantstore knows. */
+    readonly known: number,
+  ) {
+    super(`the store is at schema version ${schema}, newer than this plantstore knows (${known})`);
+    this.name = 'NewerSchemaError';
+  }
 }
 
 /** The migrations not yet applied, in version order; throws if the list itself is malformed. */
@@ -19,10 +47,15 @@ export function pendingMigrations<M extends Migration<never>>(all: M[], applied:
       throw new Error(`migration versions must be 1, 2, 3 …; found ${m.version} at ${i + 1}`);
   });
   const newest = Math.max(0, ...applied);
-  if (newest > sorted.length) {
-    throw new Error(
-      `the store is at schema version ${newest}, newer than this plantstore (${sorted.length})`,
-    );
-  }
+  if (newest > sorted.length) throw new NewerSchemaError(newest, sorted.length);
   return sorted.filter((m) => !applied.has(m.version));
+}
+
+/** What `migrate --dry-run` shows of a migration: no SQL, no fill. */
+export function described(m: Migration<never>): PendingMigration {
+  return {
+    version: m.version,
+    name: m.name,
+    ...(m.unsafeWhileServing ? { unsafeWhileServing: m.unsafeWhileServing } : {}),
+  };
 }

@@ -1,4 +1,5 @@
 import type { ChangePort } from './ports/changes.js';
+import type { PendingMigration } from './migrate.js';
 import type { EventPort } from './ports/events.js';
 import type { GardenPort } from './ports/gardens.js';
 import type { IdempotencyPort } from './ports/idempotency.js';
@@ -16,6 +17,7 @@ export {
   MAX_MEMBERSHIPS_PER_USER,
   type Role,
 } from '../access/policy.js';
+export { NewerSchemaError, type PendingMigration } from './migrate.js';
 export * from './ports/change.js';
 export * from './ports/changes.js';
 export * from './ports/events.js';
@@ -47,6 +49,10 @@ export interface Store
   readonly engine: string;
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;
+  /** The migrations migrate() would apply, applying none; NewerSchemaError if the schema is newer. */
+  migrationsPending(): Promise<PendingMigration[]>;
+  /** The store's schema version: the newest migration applied (0 for an empty store). */
+  schemaVersion(): Promise<number>;
   /** Writes a consistent copy of the whole store to a new file, online (embedded engines only). */
   backup?(file: string): Promise<void>;
   /** Connection pool use, for engines that pool. */

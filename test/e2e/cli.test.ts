@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
+import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { ENGINES, recordMigration } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
 import { cli, serve } from './process.js';
+
+const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 interface Audit {
   action: 'created' | 'revoked';
@@ -49,13 +55,52 @@ for (const engine of ENGINES)
     });
     after(() => drop());
 
-    it('migrate creates the store and is idempotent', async () => {
+    it('migrate --dry-run lists every pending migration with whether it is safe while serving, and applies none', async () => {
+      const known = engine.name === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      for (let run = 0; run < 2; run++) {
+        const r = await cli(['migrate', '--dry-run'], env);
+        assert.equal(r.code, 0, r.stderr);
+        const lines = r.stdout.trimEnd().split('\n');
+        assert.deepEqual(
+          lines.map((l) => l.split('\t')[0]),
+          known.map((m) => m.name),
+        );
+        for (const [i, m] of known.entries())
+          assert.equal(
+            lines[i]!.split('\t')[1],
+            m.unsafeWhileServing
+              ? `NOT safe while the previous release serves: ${m.unsafeWhileServing}`
+              : 'safe while the previous release serves',
+          );
+        assert.match(
+          r.stderr,
+          new RegExp(`^${known.length} pending \\(schema at version 0, .*dry run: none applied\n$`),
+        );
+      }
+      // A SQLite file is not even made by a dry run.
+      if (engine.name === 'sqlite') assert.equal(existsSync(db.slice('sqlite:'.length)), false);
+      const json = await cli(['migrate', '--dry-run', '--json'], env);
+      const last = JSON.parse(json.stdout.trimEnd().split('\n').at(-1)!);
+      const newest = known.at(-1)!;
+      assert.deepEqual(last, {
+        version: newest.version,
+        name: newest.name,
+        safeWhileServing: !newest.unsafeWhileServing,
+        ...(newest.unsafeWhileServing ? { reason: newest.unsafeWhileServing } : {}),
+      });
+    });
+
+    it('migrate creates the store and is idempotent; a dry run then finds nothing pending', async () => {
       const first = await cli(['migrate'], env);
       assert.equal(first.code, 0, first.stderr);
       assert.match(first.stderr, /applied 0001_init/);
       const second = await cli(['migrate', '--database', db]);
       assert.equal(second.code, 0);
       assert.match(second.stderr, /up to date/);
+      const dry = await cli(['migrate', '--dry-run'], env);
+      assert.equal(dry.code, 0);
+      assert.equal(dry.stdout, '');
+      assert.match(dry.stderr, /^schema is up to date \(version \d+\); nothing to apply\n$/);
     });
 
     it('token create prints the token alone on stdout and details on stderr', async () => {
@@ -205,7 +250,46 @@ for (const engine of ENGINES)
     });
   });
 
+for (const engine of ENGINES)
+  describe(`bin/plantstore on a store migrated by a newer release (${engine.name})`, {
+    skip: engine.skip,
+  }, () => {
+    it('serve (with and without --workers), migrate and its dry run exit 1 naming both schema versions', async () => {
+      const d = await engine.database();
+      try {
+        const env = { DATABASE_URL: d.url };
+        assert.equal((await cli(['migrate'], env)).code, 0);
+        const known = (engine.name === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS).length;
+        await recordMigration(d.url, known + 1);
+        for (const args of [
+          ['serve', '--port', '0'],
+          ['serve', '--port', '0', '--workers', '2'],
+          ['migrate'],
+          ['migrate', '--dry-run'],
+        ]) {
+          const r = await cli(args, env);
+          assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
+          assert.equal(
+            r.stderr,
+            `plantstore: the store's schema is version ${known + 1}, newer than plantstore ${PACKAGE.version} knows (its newest is ${known}): run the release that migrated it, or a newer one\n`,
+            args.join(' '),
+          );
+        }
+      } finally {
+        await d.drop();
+      }
+    });
+  });
+
 describe('bin/plantstore usage errors and help', () => {
+  for (const flag of ['--version', '-V'])
+    it(`${flag} prints the version in package.json alone and exits 0`, async () => {
+      const r = await cli([flag]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, `${PACKAGE.version}\n`);
+      assert.equal(r.stderr, '');
+    });
+
   const dir = mkdtempSync(join(tmpdir(), 'plantstore-cli-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -27,6 +27,10 @@ describe('the npm package', () => {
       'dist/client/index.js',
       'dist/client/index.d.ts',
       'dist/console/index.html',
+      // plantstore --version reads it at run time; the license and changelog go with it.
+      'package.json',
+      'LICENSE',
+      'CHANGELOG.md',
     ]) {
       assert.ok(files.has(f), `${f} is packed`);
     }

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { BIN, restarts, serve } from './process.js';
+import { BIN, exitOf, restarts, serve } from './process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plantstore-runtime-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -136,6 +136,35 @@ describe('bin/plantstore serve on this Node', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout.trim(), 'done');
   });
+
+  // A preload plants the failure: a signal the test sends makes the server throw, or reject a
+  // promise nobody handles, on its own event loop.
+  for (const [what, signal, planted] of [
+    ['uncaught exception', 'SIGUSR2', "throw new Error('planted failure')"],
+    ['unhandled rejection', 'SIGHUP', "Promise.reject(new Error('planted failure'))"],
+  ] as const)
+    it(`an ${what} is logged as one JSON line, then the server closes gracefully and exits 1`, async () => {
+      const preload = join(dir, `plant-${signal}.mjs`);
+      writeFileSync(preload, `process.on('${signal}', () => { ${planted}; });\n`);
+      const s = await serve(['--database', `sqlite:${join(dir, 'crash.db')}`], {
+        NODE_OPTIONS: `--import=${preload}`,
+      });
+      s.child.kill(signal);
+      const code = await exitOf(s.child, `serve after an ${what}`, 10_000);
+      await s.stop();
+      assert.equal(code, 1);
+      const lines = s.logs.map(
+        (l) => JSON.parse(l) as { level: number; msg: string; err?: { message: string } },
+      );
+      const fatal = lines.filter((l) => l.level === 60);
+      assert.equal(fatal.length, 1, s.logs.join('\n'));
+      assert.equal(fatal[0]!.msg, `${what}: shutting down`);
+      assert.equal(fatal[0]!.err?.message, 'planted failure');
+      assert.ok(
+        lines.some((l) => l.msg === 'shut down cleanly'),
+        'closed gracefully',
+      );
+    });
 
   // runtime.long.test.ts does the same 20 times.
   it('starts, serves and stops cleanly 3 times in a row', async () => {

@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
+import { drainsOnSigterm } from './drain.js';
 import { cli, type Server, serve } from './process.js';
+
+const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 for (const engine of ENGINES)
   describe(`bin/plantstore serve on ${engine.name}, spoken to over HTTP`, { skip: engine.skip }, () => {
@@ -32,7 +37,8 @@ for (const engine of ENGINES)
     before(async () => {
       if (engine.name !== 'sqlite') {
         const db = await engine.database();
-        env.DATABASE_URL = db.url;
+        // The machine's PostgreSQL trusts local connections: the password is there to be masked.
+        env.DATABASE_URL = db.url.replace(/^postgres:\/\/([^:@/]+)@/, 'postgres://$1:Sekr3t@');
         drop = db.drop;
       }
       server = await serve([], env);
@@ -110,6 +116,22 @@ for (const engine of ENGINES)
         assert.ok(!line.includes(token), 'a token reached the logs');
         JSON.parse(line);
       }
+    });
+
+    it('SIGTERM drains: /readyz 503 at once, new requests 503 with Retry-After and Connection: close, the live stream ends, the request in flight finishes, exit 0 within 10 s', async () => {
+      await drainsOnSigterm(server, token);
+      await server.stop();
+      server = await serve([], env);
+    });
+
+    it('the effective configuration is logged once at start, one JSON line, the database password masked', () => {
+      const lines = server.logs.filter((l) => l.includes('"effective configuration"'));
+      assert.equal(lines.length, 1);
+      const { version, config } = JSON.parse(lines[0]!);
+      assert.equal(version, PACKAGE.version);
+      assert.equal(config.port, 0);
+      assert.equal(config.database, env.DATABASE_URL.replace(/^(postgres:\/\/[^:@/]+):[^@]*@/, '$1:***@'));
+      assert.ok(!server.logs.some((l) => l.includes('Sekr3t')), 'the password reached the logs');
     });
 
     it('SIGTERM finishes in-flight requests, exits 0, and what was acknowledged is kept', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
+import { drainsOnSigterm } from './drain.js';
 import { cli, type Server, serve } from './process.js';
 
 for (const engine of ENGINES) {
@@ -70,9 +71,13 @@ for (const engine of ENGINES) {
       }
     });
 
-    it('SIGTERM stops every worker gracefully and the primary exits 0', async () => {
-      const code = await server.stop('SIGTERM');
-      assert.equal(code, 0);
+    it('the effective configuration is logged once, by the primary', () => {
+      assert.equal(server.logs.filter((l) => l.includes('"effective configuration"')).length, 1);
+    });
+
+    it('SIGTERM drains every worker (a request in flight finishes, new ones 503 with Retry-After) and the primary exits 0 within 10 s', async () => {
+      await drainsOnSigterm(server, token);
+      await server.stop();
       const stopped = server.logs.filter((l) => l.includes('shut down cleanly')).length;
       assert.equal(stopped, 2);
     });

@@ -120,3 +120,27 @@ export async function pgAtVersion(c: pg.Client, version: number): Promise<void> 
     await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
   }
 }
+
+/**
+ * Records migration `version` as applied in the store at `url` (a SQLite file or a PostgreSQL
+ * database), beside any process that has it open, as a newer release's `migrate` would.
+ */
+export async function recordMigration(url: string, version: number): Promise<void> {
+  const name = 'from_a_newer_release';
+  if (url.startsWith('sqlite:')) {
+    const db = new Database(url.slice('sqlite:'.length));
+    try {
+      db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(version, name, '');
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [version, name]);
+  } finally {
+    await c.end();
+  }
+}

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { until } from '../helpers/wait.js';
@@ -52,6 +55,10 @@ const CONTRACT: Record<string, Record<string, number[]>> = {
   },
 };
 
+const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
 /** Keeps the event loop of this process (the server's own) busy, 100 ms a turn, until stopped. */
 function busyLoop(): () => void {
   let on = true;
@@ -74,8 +81,12 @@ for (const engine of ENGINES) {
     });
     after(() => h?.close());
 
-    it('/healthz and /readyz answer 200 without a token', async () => {
-      assert.equal((await h.app.inject('/healthz')).statusCode, 200);
+    it('/healthz and /readyz answer 200 without a token; /healthz says which release and schema run', async () => {
+      const health = await h.app.inject('/healthz');
+      assert.equal(health.statusCode, 200);
+      const newest = (engine.name === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS).length;
+      assert.deepEqual(health.json(), { status: 'ok', version: PACKAGE.version, schema: newest });
+      assert.match(PACKAGE.version, /^\d+\.\d+\.\d+$/);
       const ready = await h.app.inject('/readyz');
       assert.equal(ready.statusCode, 200);
       assert.deepEqual(ready.json(), { status: 'ready' });
@@ -112,6 +123,7 @@ for (const engine of ENGINES) {
       assert.equal(res.statusCode, 200);
       const doc = res.json();
       assert.equal(doc.openapi, '3.1.0');
+      assert.equal(doc.info.version, PACKAGE.version, "info.version is this release's");
       assert.deepEqual(doc.components.securitySchemes.bearerAuth, {
         type: 'http',
         scheme: 'bearer',

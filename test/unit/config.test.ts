@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { effectiveConfig, maskUrl } from '../../src/config-log.js';
 
 describe('configuration', () => {
   it('defaults match the contract', () => {
@@ -153,5 +154,38 @@ describe('configuration', () => {
     for (const bad of ['30', '-1d', '1y', 'off']) {
       assert.throws(() => loadConfig({ TRASH_RETENTION: bad }), /TRASH_RETENTION must be 0 \(off\) or/);
     }
+  });
+});
+
+describe('the effective configuration as logged at start', () => {
+  it('every setting, with the passwords of URLs and secret parameters masked', () => {
+    const c = loadConfig({
+      DATABASE_URL: 'postgres://app:Sekr3t%2Fpw@db1:5432,db2:5432/plants?sslpassword=Key9&sslmode=require',
+      REDIS_URL: 'redis://:R3dis@cache:6379/0',
+      JWT_ISSUER: 'https://issuer.example/',
+      JWT_AUDIENCE: 'plantstore',
+    });
+    const logged = effectiveConfig(c);
+    assert.deepEqual(Object.keys(logged).sort(), Object.keys(c).sort());
+    assert.equal(
+      logged.database,
+      'postgres://app:***@db1:5432,db2:5432/plants?sslpassword=***&sslmode=require',
+    );
+    assert.equal(logged.redisUrl, 'redis://:***@cache:6379/0');
+    assert.equal(logged.jwtIssuer, 'https://issuer.example/');
+    assert.equal(logged.port, 3000);
+    assert.doesNotMatch(JSON.stringify(logged), /Sekr3t|Key9|R3dis/);
+  });
+
+  it('a password holding an unencoded / or @ is masked whole; URLs without one are kept', () => {
+    assert.equal(maskUrl('postgres://u:a/b@c@h/db'), 'postgres://u:***@h/db');
+    assert.equal(maskUrl('postgres://u@h/db'), 'postgres://u@h/db');
+    assert.equal(maskUrl('sqlite:./data/plantstore.db'), 'sqlite:./data/plantstore.db');
+    assert.equal(maskUrl('redis://h:6379?password=x#f'), 'redis://h:6379?password=***#f');
+  });
+
+  it('a setting named for a secret is masked whatever it holds', () => {
+    const logged = effectiveConfig({ ...loadConfig({}), webhookSigningKey: 'whsec_abc' } as never);
+    assert.equal(logged.webhookSigningKey, '***');
   });
 });

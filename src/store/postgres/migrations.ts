@@ -122,6 +122,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 3,
     name: '0003_endpoint_failing_since',
+    unsafeWhileServing:
+      'it builds deliveries_endpoint_due without CONCURRENTLY: writes to deliveries wait for the build',
     // When an endpoint's deliveries began failing with none acknowledged since: five days of that
     // disables it. Endpoints failing when this lands start counting at their next failure.
     // Claims take each endpoint's due deliveries through deliveries_endpoint_due.
@@ -149,6 +151,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 5,
     name: '0005_gardens',
+    unsafeWhileServing:
+      "plants.garden and events.garden become NOT NULL: the previous release's creates, which write no garden, fail; it drops the owner indexes that release reads",
     // Gardens (contract 3.2): every plant belongs to one, and its members' roles decide who sees and
     // changes it. Each user who has plants or events gets a home garden (named "Home", owned by the
     // user), and every plant and event so far goes into its owner's, so a user who never shares sees
@@ -198,6 +202,7 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 6,
     name: '0006_token_pages',
+    unsafeWhileServing: "it drops tokens_user_id, the index the previous release lists a user's tokens by",
     // Tokens over HTTP (contract 3.3): when each was last used, kept to the minute, and indexes
     // for a keyset page newest first, of one user's tokens or of everyone's.
     sql: `
@@ -210,6 +215,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 7,
     name: '0007_list_marks',
+    unsafeWhileServing:
+      'it locks plants against writes (LOCK TABLE … SHARE ROW EXCLUSIVE) while it fills list_marks',
     // List marks (store.ts, ListMarks), one row per garden, kept by triggers on plants so that every
     // writer moves them in its own transaction (any instance, any version, SQL by hand): `top` is
     // the largest id created in the garden, `reorder` moves when a plant in it is deleted or
@@ -267,6 +274,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 8,
     name: '0008_creation_order',
+    unsafeWhileServing:
+      'it locks gardens, tokens and webhook_endpoints against writes while it numbers their rows, and drops and rebuilds their list indexes',
     // Gardens, tokens and webhook endpoints are listed in the order they were made. created_at has
     // millisecond resolution and ids are random, so two rows made in the same millisecond used to come
     // back in a random order: each row now takes a number from an identity sequence when it is
@@ -308,6 +317,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 9,
     name: '0009_garden_creators',
+    unsafeWhileServing:
+      "gardens.created_by becomes NOT NULL: the previous release's garden creates, which write none, fail",
     // A user creates at most 100 gardens (its home garden among them); being added to others'
     // gardens never counts against that (contract 3.2), so each garden remembers who made it. For
     // gardens made before: a home garden's user, else its earliest owner, who is the one that made
@@ -324,6 +335,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 10,
     name: '0010_endpoint_admin_credential',
+    unsafeWhileServing:
+      'endpoints the previous release makes with plants:admin record no credential; it also turns every admin endpoint into an owner-only one',
     // An endpoint made with plants:admin receives every user's events only while the credential that
     // made it is valid (contract 8): each remembers that credential, a built-in token's id (revoked
     // or expired, it no longer counts) and/or when it expires (a JWT's exp). Endpoints that are
@@ -338,6 +351,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 11,
     name: '0011_deliveries_from_the_log',
+    unsafeWhileServing:
+      'the previous release queues a delivery row per event while this one follows the log: both sending, an event could be sent twice; finished delivery rows are deleted',
     // Webhooks come from the log: a write records its event only, and each endpoint follows the log
     // from its position (xid, seq: every matching event up to there has been sent, or queued for a
     // retry), under a lease held by the dispatcher sending what follows it. Every endpoint starts at
@@ -360,6 +375,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 12,
     name: '0012_plant_search',
+    unsafeWhileServing:
+      "plants stays locked (ALTER TABLE holds ACCESS EXCLUSIVE to the end of the migration's transaction) while every plant's search words are computed, and the GIN index is built without CONCURRENTLY; plants the previous release creates meanwhile get empty search words",
     // Search by name (contract 2's `q`): each plant's folded words as a tsvector (search.ts), filled
     // here for the plants already stored, then indexed.
     sql: `ALTER TABLE plants ADD COLUMN search tsvector NOT NULL DEFAULT ''::tsvector;`,
@@ -382,6 +399,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 14,
     name: '0014_history_pages',
+    unsafeWhileServing:
+      'adding a stored generated column rewrites the whole events table under an ACCESS EXCLUSIVE lock (every write of an event, so every change, waits for it), and both indexes are built without CONCURRENTLY',
     // History and activity (contract 13.3) read newest first a page at a time. A plant event's
     // plant id lives in its JSON data: a stored generated column takes it out, filled here for
     // the events kept (the table is rewritten once) and by PostgreSQL on every insert, whichever
@@ -423,6 +442,8 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 16,
     name: '0016_change_feed',
+    unsafeWhileServing:
+      "its index on events is built without CONCURRENTLY (the runner applies a migration in one transaction): every write of an event, so every change, waits while PostgreSQL reads the whole events table once to build it",
     // The change feed (contract 13.4). A caller's own membership changes (added, removed) since a
     // position, along (owner: the member, xid, seq) for those two types only: what a feed answer
     // asks to learn which gardens the caller joined or left. And how far the log has been purged

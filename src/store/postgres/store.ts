@@ -3,7 +3,7 @@ import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { maskOf } from '../event-mask.js';
-import { pendingMigrations } from '../migrate.js';
+import { described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
 import type {
   ActivityQuery,
@@ -872,6 +872,30 @@ export class PgStore implements Store {
   async ping(): Promise<void> {
     try {
       await this.pool.query('SELECT 1');
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  async migrationsPending(): Promise<PendingMigration[]> {
+    const applied = await this.appliedVersions();
+    return pendingMigrations(POSTGRES_MIGRATIONS, new Set(applied)).map(described);
+  }
+
+  async schemaVersion(): Promise<number> {
+    return Math.max(0, ...(await this.appliedVersions()));
+  }
+
+  // Without creating schema_migrations (to_regclass is null while it does not exist), in the
+  // schema the connection's search_path names, as migrate() uses.
+  private async appliedVersions(): Promise<number[]> {
+    try {
+      const { rows } = await this.pool.query<{ exists: boolean }>(
+        "SELECT to_regclass('schema_migrations') IS NOT NULL AS exists",
+      );
+      if (!rows[0]?.exists) return [];
+      const versions = await this.pool.query<{ version: number }>('SELECT version FROM schema_migrations');
+      return versions.rows.map((r) => r.version);
     } catch (err) {
       throw this.translate(err);
     }

@@ -117,6 +117,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 3,
     name: '0003_compact_event_log',
+    unsafeWhileServing:
+      'it replaces the events table with a new shape (DROP TABLE, RENAME): the previous release can no longer read or write its events',
     // The event log in a cheaper shape: every create and delete writes a row, synced with it, so the
     // row is small (type as a number, the plant as columns) and has no index beyond its seq. Event
     // ids are derived from the log's own key and the seq (events.ts), so nothing indexes them;
@@ -158,6 +160,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 4,
     name: '0004_list_pages',
+    unsafeWhileServing:
+      'it drops the plants list indexes the previous release reads and builds their successors under the write lock',
     // The list paths read only their index: each index carries the columns a page shows, so a page
     // of one owner's plants is a walk along a few adjacent index pages, not one table lookup per row
     // (~1.8× faster on 100,000 plants, docs/benchmarks.md).
@@ -205,6 +209,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 5,
     name: '0005_write_clock',
+    unsafeWhileServing:
+      'it drops list_marks and its triggers, which the previous release reads and relies on',
     // The list marks leave the database: the triggers of migration 4 wrote two to four rows (and
     // their pages) with every create, about a fifth of a create's cost in the writer. The store now
     // keeps marks in memory (local-marks.ts) and learns of others' writes from one clock row:
@@ -249,6 +255,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 7,
     name: '0007_gardens',
+    unsafeWhileServing:
+      "the previous release writes plants and events without a garden (''), which no one can see in this one; it also drops the owner indexes that release lists by",
     // Gardens (contract 3.2): every plant belongs to one, and its members' roles decide who sees and
     // changes it. Each user who has plants or events gets a home garden (named "Home", owned by the
     // user), and every plant and event so far goes into its owner's: a user who never shares sees
@@ -302,6 +310,7 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 8,
     name: '0008_token_pages',
+    unsafeWhileServing: "it drops tokens_user_id, the index the previous release lists a user's tokens by",
     // Tokens over HTTP (contract 3.3): when each was last used, kept to the minute, and indexes
     // for a keyset page newest first, of one user's tokens or of everyone's.
     sql: `
@@ -314,6 +323,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 9,
     name: '0009_delivery_indexes',
+    unsafeWhileServing:
+      "it drops two deliveries indexes (deliveries_due was the previous release's claim path)",
     // Every create queues a delivery row per endpoint that wants its event, and each index on
     // deliveries is one more b-tree insert per row: these two are read by no statement (claims
     // use deliveries_endpoint_due, recover deliveries_endpoint_event, the purge goes by event_seq).
@@ -325,6 +336,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 10,
     name: '0010_creation_order',
+    unsafeWhileServing:
+      'gardens, tokens and endpoints the previous release makes get no seq, so this one cannot list them in order; it also drops and rebuilds their list indexes',
     // Gardens, tokens and webhook endpoints are listed in the order they were made. created_at has
     // millisecond resolution and ids are random, so two rows made in the same millisecond used to come
     // back in a random order: each row now gets a sequence number when it is inserted (the largest so
@@ -356,6 +369,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 11,
     name: '0011_garden_creators',
+    unsafeWhileServing:
+      'gardens the previous release makes get no created_by, so the limit of gardens a user creates miscounts',
     // A user creates at most 100 gardens (its home garden among them); being added to others'
     // gardens never counts against that (contract 3.2), so each garden remembers who made it. For
     // gardens made before: a home garden's user, else its earliest owner, who is the one that made
@@ -381,6 +396,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 13,
     name: '0013_endpoint_admin_credential',
+    unsafeWhileServing:
+      'endpoints the previous release makes with plants:admin record no credential; it also turns every admin endpoint into an owner-only one',
     // An endpoint made with plants:admin receives every user's events only while the credential that
     // made it is valid (contract 8): each remembers that credential, a built-in token's id (revoked
     // or expired, it no longer counts) and/or when it expires (a JWT's exp). Endpoints that are
@@ -396,6 +413,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 14,
     name: '0014_deliveries_from_the_log',
+    unsafeWhileServing:
+      'the previous release queues a delivery row per event while this one follows the log: both sending, an event could be sent twice; finished delivery rows are deleted',
     // Webhooks come from the log: a create writes its event only, and each endpoint follows the log
     // from its position (every event of its up to there sent, or queued as a delivery for a retry),
     // read by the dispatcher holding its log lease. Every endpoint starts at the log's head: the
@@ -413,6 +432,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 15,
     name: '0015_plant_search',
+    unsafeWhileServing:
+      'plants the previous release creates get no search row, so search never finds them; the fill holds the write lock for as long as it takes',
     // Search by name (contract 2's `q`): each plant's words in an FTS5 table (search.ts), filled
     // here for the plants already stored, in the migration's transaction.
     sql: `${SEARCH_TABLE};`,
@@ -421,6 +442,8 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
   {
     version: 16,
     name: '0016_search_words',
+    unsafeWhileServing:
+      'plants the previous release creates never count in the words table; the fill holds the write lock for as long as it takes',
     // The distinct words search indexes, each with how many plants have it (search.ts): a term
     // longer than FTS5's prefix indexes is looked up here, then asked of FTS5 by the words it
     // begins. Filled here from the plants already stored, in the migration's transaction.

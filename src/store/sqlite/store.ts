@@ -3,7 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { roleOf, type Scope } from '../../access/policy.js';
 import { StoreUnavailableError } from '../../errors.js';
-import { pendingMigrations } from '../migrate.js';
+import { described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import type {
   ActivityQuery,
   Actor,
@@ -789,6 +789,26 @@ export class SqliteStore implements Store {
   ping(): Promise<void> {
     return this.run(() => {
       this.s.ping.get();
+    });
+  }
+
+  async migrationsPending(): Promise<PendingMigration[]> {
+    const applied = await this.appliedVersions();
+    return pendingMigrations(SQLITE_MIGRATIONS, new Set(applied)).map(described);
+  }
+
+  async schemaVersion(): Promise<number> {
+    return Math.max(0, ...(await this.appliedVersions()));
+  }
+
+  // Without creating schema_migrations: a store never migrated has applied nothing.
+  private appliedVersions(): Promise<number[]> {
+    return this.run(() => {
+      const table = this.db
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+        .get();
+      if (!table) return [];
+      return this.db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[];
     });
   }
 
