@@ -30,7 +30,7 @@ import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { Store } from '../src/store/store.js';
 import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, waitReady } from './ports.js';
-import { cpuTicks, spawnServer, stopAll, TICK_US } from './procs.js';
+import { spawnServer, stopAll } from './procs.js';
 import { drive as driveTarget, LOADGEN } from './serve-load.js';
 
 const N = Number(process.argv[2] ?? 100_000);
