@@ -1,48 +1,63 @@
 /**
- * What the change feed costs (contract 13.4), in process (the app's own handler through
- * `app.inject`, no network, one request at a time): fills a store with P plants (argument 2,
- * default 100,000) made by batch creates in the caller's 20 gardens, and E more events (argument 3,
- * default 100,000) of 100 other gardens, written by SQL as the service writes them; then measures
- *   - the first sync of the caller's P plants in pages of 1,000 (plants/s),
- *   - an empty delta (nothing changed since the position),
- *   - a delta of 100 changes (100 plants of the caller's renamed between answers),
- * each delta R times (argument 4, default 200), printing p50 and p99 in ms.
+ * What the change feed costs (contract 13.4, issue 55's targets), served by `bin/plantstore serve`
+ * (on core 0; the load on core 1 where the machine has two cores and taskset works):
+ *   - a store of P plants (argument 2, default 1,000,000), of which V = 100,000 (every P/V-th) are
+ *     in the caller's 20 gardens and the rest in 100 other gardens, and E events (argument 3,
+ *     default 1,000,000), every tenth a change of one of the caller's plants and the rest of other
+ *     gardens' plants, all written by SQL as the service writes them;
+ *   - the first sync of the caller's V plants in pages of 1,000, one request after another over
+ *     HTTP, timed end to end (plants/s; three runs);
+ *   - an empty delta (`since` the log's head) and a delta of 100 changes (100 of the caller's
+ *     plants changed after 20 positions, one `since` each, cycled through), 20 connections for S
+ *     seconds each (argument 4, default 10) with wrk (bench/wrk.mjs), or fetch when wrk is missing;
+ * printing req/s, p50 and p99 latency and the server's CPU µs per request, as JSON.
  *
- *   npx tsx bench/changes.ts sqlite 100000 100000
- *   npx tsx bench/changes.ts postgres 100000 1000000
+ *   npx tsx bench/changes.ts sqlite                 (or: npm run bench -- --changes sqlite)
+ *   npx tsx bench/changes.ts postgres 1000000 10000 (the log at 10,000 events: a delta's p99 is to
+ *                                                    be within 20 % of the one at 1,000,000)
  *
- * Not run by the tests. On a small shared machine run it more than once.
+ * PROFILE=DIR writes the server's CPU profile (--cpu-prof) to DIR. Not run by the tests; on a small
+ * shared machine run it more than once.
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { buildApp } from '../src/app.js';
-import { testConfig } from '../src/config.js';
 import { gardenId } from '../src/gardens/id.js';
 import { createToken } from '../src/identity/tokens.js';
 import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { Store } from '../src/store/store.js';
-import { BENCH_PG, pgDatabase } from './ports.js';
+import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, waitReady } from './ports.js';
+import { cpuTicks, spawnServer, stopAll, TICK_US } from './procs.js';
+import { drive as driveTarget, LOADGEN } from './serve-load.js';
 
 const ENGINE = process.argv[2] ?? 'sqlite';
-const P = Number(process.argv[3] ?? 100_000);
-const E = Number(process.argv[4] ?? 100_000);
-const R = Number(process.argv[5] ?? 200);
+const P = Number(process.argv[3] ?? 1_000_000);
+const E = Number(process.argv[4] ?? 1_000_000);
+const SECONDS = Number(process.argv[5] ?? 10);
+const V = 100_000;
 const GARDENS = 20;
-if (!['sqlite', 'postgres'].includes(ENGINE))
-  throw new Error('usage: changes.ts sqlite|postgres [P] [E] [R]');
+const CONNECTIONS = 20;
+const DELTA = 100;
+if (!['sqlite', 'postgres'].includes(ENGINE) || !(P >= V) || P % V !== 0 || !(E >= 10 * DELTA)) {
+  throw new Error('usage: changes.ts sqlite|postgres [plants: a multiple of 100000] [events] [seconds]');
+}
+const EVERY = P / V;
 
 const dir = mkdtempSync(join(tmpdir(), 'plantstore-changes-'));
 const file = join(dir, 'plants.db');
 const db = ENGINE === 'postgres' ? await pgDatabase(BENCH_PG, 'plantstore_changes') : null;
+const database = db?.url ?? `sqlite:${file}`;
+
+// The caller's gardens and token, through the Store; the rest by SQL.
 const store: Store =
   db === null
     ? new SqliteStore({ path: file, durability: 'full' })
-    : new PgStore({ url: db.url, poolSize: 20 });
+    : new PgStore({ url: db.url, poolSize: 1 });
 await store.migrate();
 const at = new Date();
 const gardens: string[] = [];
@@ -51,107 +66,214 @@ for (let g = 0; g < GARDENS; g++) {
   await store.createGarden({ id, name: `Bench ${g}`, owner: 'bench', at });
   gardens.push(id);
 }
-let t = performance.now();
-for (let i = 0; i < P; i += 1000) {
-  const batch = Array.from({ length: Math.min(1000, P - i) }, (_, j) => ({
-    id: null,
-    owner: 'bench',
-    garden: gardens[(i + j) % GARDENS]!,
-    name: `Monstera deliciosa ${i + j}`,
-    tag: j % 2 ? 'indoor' : null,
-  }));
-  await store.createPlants(batch, undefined, { at, actor: 'bench', requestId: null });
-}
-console.log(`filled ${P} plants (and their events) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-t = performance.now();
-if (db === null) {
-  const c = new Database(file);
-  c.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${E})
-    INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id)
-    SELECT 1 << (i % 3), 'other', 2000000000 + i / 10, 'Other ' || i, NULL, ${at.getTime()} + i, NULL,
-      'gdn_other' || (i % 100), 'other', NULL FROM n`);
-  c.close();
-} else {
-  const c = new pg.Client({ connectionString: db.url });
-  await c.connect();
-  await c.query(`INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
-    SELECT 'evt_' || md5(i::text), (ARRAY['plant.created', 'plant.deleted', 'plant.updated'])[1 + i % 3], 'other',
-      'gdn_other' || (i % 100), json_build_object('id', 2000000000 + i / 10, 'name', 'Other ' || i,
-        'garden', 'gdn_other' || (i % 100))::text, now(), 'other', NULL
-    FROM generate_series(1, ${E}) i`);
-  await c.query('ANALYZE');
-  await c.end();
-}
-console.log(`filled ${E} events of other gardens in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-
-const { secret } = await createToken(store, {
+const { secret: token } = await createToken(store, {
   user: 'bench',
-  scopes: ['plants:read', 'plants:write'],
-  name: null,
+  scopes: ['plants:read'],
+  name: 'bench',
   expiresInMs: null,
 });
-const app = await buildApp(testConfig({ rateLimit: 0 }), { store });
-const auth = { authorization: `Bearer ${secret}` };
-const get = async (url: string) => {
-  const res = await app.inject({ method: 'GET', url, headers: auth });
-  if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
-  return res.json() as { changes: unknown[]; next: string; more: boolean };
-};
 
-// The first sync, pages of 1,000.
-t = performance.now();
-let since = '';
-let n = 0;
-for (let more = true; more; ) {
-  const a = await get(`/plants/changes?limit=1000${since ? `&since=${since}` : ''}`);
-  n += a.changes.length;
-  since = encodeURIComponent(a.next);
-  more = a.more;
+// Plant i (1 … P): the caller's when i is a multiple of EVERY, in garden (i / EVERY) % 20; else in
+// gdn_other(i % 100). Event k (1 … E): every tenth a plant.updated of the caller's plant
+// EVERY * (1 + (k / 10) % V), the rest created/updated/deleted of other gardens' plants.
+const list = JSON.stringify(gardens);
+const sqlite = db === null ? new Database(file) : null;
+const client = db === null ? null : new pg.Client({ connectionString: db.url });
+await client?.connect();
+let t = performance.now();
+if (sqlite !== null) {
+  sqlite.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${P})
+    INSERT INTO plants (id, owner, garden, name, tag, version)
+    SELECT i, 'bench', CASE WHEN i % ${EVERY} = 0 THEN json_extract('${list}', '$[' || ((i / ${EVERY}) % ${GARDENS}) || ']')
+      ELSE 'gdn_other' || (i % 100) END, 'Monstera deliciosa ' || i, CASE WHEN i % 2 = 0 THEN 'indoor' END, 1 FROM n`);
+  sqlite.exec(`WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < ${E})
+    INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id)
+    SELECT CASE WHEN k % 10 = 0 THEN 2 ELSE 1 << (k % 3) END, 'bench',
+      CASE WHEN k % 10 = 0 THEN ${EVERY} * (1 + (k / 10) % ${V}) ELSE 2000000000 + k / 10 END,
+      'Monstera deliciosa ' || k, NULL, ${at.getTime()} + k, CASE WHEN k % 10 = 0 THEN '{"name":"Monstera"}' END,
+      CASE WHEN k % 10 = 0 THEN json_extract('${list}', '$[' || ((1 + (k / 10) % ${V}) % ${GARDENS}) || ']')
+        ELSE 'gdn_other' || (k % 100) END, 'bench', 'req-' || hex(randomblob(8)) FROM n`);
+  sqlite.pragma('wal_checkpoint(TRUNCATE)');
+} else {
+  await client!.query(
+    `INSERT INTO plants (id, owner, garden, name, tag, version)
+     SELECT i, 'bench', CASE WHEN i % $2 = 0 THEN ($3::text[])[(i / $2) % $4 + 1] ELSE 'gdn_other' || (i % 100) END,
+       'Monstera deliciosa ' || i, CASE WHEN i % 2 = 0 THEN 'indoor' END, 1
+     FROM generate_series(1, $1::bigint) i`,
+    [P, EVERY, gardens, GARDENS],
+  );
+  await client!.query(`SELECT setval('plants_id_seq', $1)`, [P]);
+  await client!.query(
+    `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
+     SELECT 'evt_' || md5(k::text),
+       CASE WHEN k % 10 = 0 THEN 'plant.updated' ELSE (ARRAY['plant.created', 'plant.updated', 'plant.deleted'])[1 + k % 3] END,
+       'bench',
+       CASE WHEN k % 10 = 0 THEN ($3::text[])[(1 + (k / 10) % $2) % $4 + 1] ELSE 'gdn_other' || (k % 100) END,
+       json_build_object('id', CASE WHEN k % 10 = 0 THEN $5 * (1 + (k / 10) % $2) ELSE 2000000000 + k / 10 END,
+         'name', 'Monstera deliciosa ' || k)::text,
+       now(), 'bench', 'req-' || md5(random()::text)
+     FROM generate_series(1, $1::bigint) k`,
+    [E, V, gardens, GARDENS, EVERY],
+  );
+  await client!.query('VACUUM ANALYZE');
 }
-const first = (performance.now() - t) / 1000;
-console.log(`first sync: ${n} plants in ${first.toFixed(2)} s = ${Math.round(n / first)} plants/s`);
+const fillSeconds = (performance.now() - t) / 1000;
+console.error(`filled ${P} plants and ${E} events in ${fillSeconds.toFixed(1)} s`);
 
-// PostgreSQL: wait until the log's head has passed every committed event (a transaction anywhere in
-// the cluster holds it back; meanwhile an answer repeats the plants of the events it cannot pass).
-const settled = async () => {
+// One more event of another garden (a position of its own), or 100 changes of the caller's plants.
+let extra = 0;
+async function otherEvent(): Promise<void> {
+  extra++;
+  if (sqlite !== null) {
+    sqlite.exec(`INSERT INTO events (type, owner, plant_id, name, created_at, garden, actor)
+      VALUES (2, 'bench', ${1_000_000_000 + extra}, 'Other', ${Date.now()}, 'gdn_other0', 'bench')`);
+  } else {
+    await client!.query(`INSERT INTO events (id, type, owner, garden, data, created_at, actor)
+      VALUES ('evt_x' || md5(random()::text), 'plant.updated', 'bench', 'gdn_other0',
+        '{"id":${1_000_000_000 + extra},"name":"Other"}', now(), 'bench')`);
+  }
+}
+async function changeHundred(): Promise<void> {
+  // The caller's plants EVERY * 1 … EVERY * 100, renamed (their version bumped) with an event each.
+  if (sqlite !== null) {
+    sqlite.exec(`WITH RECURSIVE n(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM n WHERE j < ${DELTA})
+      INSERT INTO events (type, owner, plant_id, name, created_at, previous, garden, actor)
+      SELECT 2, 'bench', ${EVERY} * j, 'Renamed ' || j, ${Date.now()}, '{"name":"Monstera"}',
+        json_extract('${list}', '$[' || (j % ${GARDENS}) || ']'), 'bench' FROM n`);
+    sqlite.exec(`UPDATE plants SET name = 'Renamed ' || (id / ${EVERY}), version = version + 1
+      WHERE id % ${EVERY} = 0 AND id <= ${EVERY * DELTA}`);
+  } else {
+    await client!.query(
+      `WITH u AS (UPDATE plants SET name = 'Renamed ' || (id / $1), version = version + 1
+         WHERE id IN (SELECT $1 * j FROM generate_series(1, $2) j) RETURNING id, garden, name)
+       INSERT INTO events (id, type, owner, garden, data, created_at, actor)
+       SELECT 'evt_r' || md5(random()::text), 'plant.updated', 'bench', garden,
+         json_build_object('id', id, 'name', name)::text, now(), 'bench' FROM u ORDER BY id`,
+      [EVERY, DELTA],
+    );
+  }
+}
+// PostgreSQL: wait until the log's head has passed every committed event (a transaction anywhere
+// in the cluster holds it back; meanwhile an answer repeats the plants of the events it cannot pass).
+async function settled(): Promise<void> {
   while (
     (await store.committedEvents({ after: await store.headPosition(), gardens: null, limit: 1 })).length > 0
   ) {
     await new Promise((r) => setTimeout(r, 5));
   }
-};
-const pct = (xs: number[], q: number) =>
-  xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
-const empty: number[] = [];
-for (let i = 0; i < R; i++) {
-  await settled();
-  const s = performance.now();
-  const a = await get(`/plants/changes?since=${since}`);
-  empty.push(performance.now() - s);
-  since = encodeURIComponent(a.next);
 }
-console.log(`empty delta: p50 ${pct(empty, 0.5).toFixed(2)} ms, p99 ${pct(empty, 0.99).toFixed(2)} ms`);
 
-const delta: number[] = [];
-let next = 1;
-for (let i = 0; i < R; i++) {
-  for (let j = 0; j < 100; j++, next = (next % P) + 1) {
-    await store.updatePlant(next, 'bench', { name: `Renamed ${i}` }, null, undefined, {
-      at: new Date(),
-      actor: 'bench',
-      requestId: null,
+const port = await freePort();
+const url = `http://127.0.0.1:${port}`;
+const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+// The server alone gets the profiler's flags.
+if (process.env.PROFILE) process.env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${process.env.PROFILE}`;
+const server = spawnServer(
+  ['bin/plantstore', 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS],
+  PIN,
+);
+delete process.env.NODE_OPTIONS;
+// This process (the first sync's client, and the cursors') on core 1.
+if (PIN) spawnSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+await waitReady(url, '/readyz');
+const headers = { authorization: `Bearer ${token}` };
+
+interface Answer {
+  changes: { id: number; op: string }[];
+  next: string;
+  more: boolean;
+}
+async function get(path: string): Promise<Answer> {
+  const res = await fetch(`${url}${path}`, { headers });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${body}`);
+  return JSON.parse(body) as Answer;
+}
+const deltaPath = (since: string) => `/plants/changes?since=${encodeURIComponent(since)}`;
+
+const target = { pid: server.pid!, url, token, dir, pin: PIN, connections: CONNECTIONS, seconds: SECONDS };
+const drive = (name: string, paths: string[]) => driveTarget(target, name, paths);
+
+try {
+  // The first sync, pages of 1,000, three times: each ends with the caller's position.
+  const syncs: { seconds: number; plantsPerSecond: number; cpuMicrosPerPage: number }[] = [];
+  let position = '';
+  for (let run = 0; run < 3; run++) {
+    const ticks = cpuTicks(server.pid!);
+    t = performance.now();
+    let n = 0;
+    let pages = 0;
+    let since: string | null = null;
+    for (let more = true; more; pages++) {
+      const a = await get(
+        `/plants/changes?limit=1000${since === null ? '' : `&since=${encodeURIComponent(since)}`}`,
+      );
+      n += a.changes.length;
+      since = a.next;
+      more = a.more;
+    }
+    const seconds = (performance.now() - t) / 1000;
+    if (n !== V) throw new Error(`a first sync of ${n} plants, not ${V}`);
+    syncs.push({
+      seconds: Number(seconds.toFixed(3)),
+      plantsPerSecond: Math.round(n / seconds),
+      cpuMicrosPerPage: Math.round(((cpuTicks(server.pid!) - ticks) * TICK_US) / pages),
     });
+    position = since!;
   }
-  await settled();
-  const s = performance.now();
-  const a = await get(`/plants/changes?since=${since}`);
-  delta.push(performance.now() - s);
-  if (a.changes.length !== 100 || a.more) throw new Error(`a delta of ${a.changes.length} (more ${a.more})`);
-  since = encodeURIComponent(a.next);
-}
-console.log(`delta of 100: p50 ${pct(delta, 0.5).toFixed(2)} ms, p99 ${pct(delta, 0.99).toFixed(2)} ms`);
 
-await app.close();
-await store.close();
-await db?.drop();
-rmSync(dir, { recursive: true, force: true });
+  // Positions: CONNECTIONS of them, another garden's event between each (so that they differ),
+  // then 100 changes of the caller's plants after the last: each position is 100 changes behind
+  // the head. The head itself: the empty delta's position.
+  const behind: string[] = [];
+  for (let k = 0; k < CONNECTIONS; k++) {
+    await otherEvent();
+    await settled();
+    const a = await get(deltaPath(position));
+    if (a.changes.length !== 0 || a.more) throw new Error(`a delta of ${a.changes.length}, not 0`);
+    position = a.next;
+    behind.push(position);
+  }
+  await changeHundred();
+  await settled();
+  for (const since of behind) {
+    const a = await get(deltaPath(since));
+    if (a.changes.length !== DELTA || a.more) throw new Error(`a delta of ${a.changes.length}, not ${DELTA}`);
+    position = a.next;
+  }
+  const empty = await get(deltaPath(position));
+  if (empty.changes.length !== 0 || empty.more) throw new Error(`an empty delta of ${empty.changes.length}`);
+
+  await drive('warm-up', behind.map(deltaPath));
+  const results = [
+    await drive('empty delta (since the head)', [deltaPath(position)]),
+    await drive(`delta of ${DELTA} (${CONNECTIONS} positions)`, behind.map(deltaPath)),
+  ];
+  console.log(
+    JSON.stringify(
+      {
+        engine: ENGINE,
+        plants: P,
+        visiblePlants: V,
+        callerGardens: GARDENS,
+        events: E,
+        connections: CONNECTIONS,
+        loadGenerator: LOADGEN,
+        pinned: PIN,
+        seconds: SECONDS,
+        fillSeconds: Number(fillSeconds.toFixed(1)),
+        firstSync: syncs,
+        results,
+      },
+      null,
+      2,
+    ),
+  );
+} finally {
+  await stopAll([server]);
+  sqlite?.close();
+  await client?.end();
+  await store.close();
+  await db?.drop();
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -19,7 +19,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -30,7 +30,8 @@ import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { Store } from '../src/store/store.js';
 import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, waitReady } from './ports.js';
-import { cpuTicks, spawnServer, stopAll, TICK_US } from './procs.js';
+import { spawnServer, stopAll } from './procs.js';
+import { drive as driveTarget, LOADGEN } from './serve-load.js';
 
 const N = Number(process.argv[2] ?? 100_000);
 const ENGINE = process.argv[3] ?? 'sqlite';
@@ -134,81 +135,9 @@ async function cursors(path: string): Promise<string[]> {
   return got;
 }
 
-// The load: wrk (Debian's package, through bench/wrk.mjs: latency measured in C, one thread)
-// when it is installed, the server pinned to one core and wrk to the other where the machine has
-// two; otherwise fetch from this process (whose own queueing then shows in the latency).
-const WRK = spawnSync('wrk', ['-v']).error === undefined;
-const LOADGEN = WRK ? 'wrk' : 'fetch';
-
-async function drive(name: string, paths: string[]) {
-  const ticks = cpuTicks(server.pid!);
-  const start = performance.now();
-  let requests: number;
-  let p50: number;
-  let p99: number;
-  if (WRK) {
-    // Each path is one "id" of wrk.lua's rotation: the path template is just {id}.
-    const idsFile = join(dir, 'paths.json');
-    writeFileSync(idsFile, JSON.stringify(paths));
-    const spec = {
-      urls: [url],
-      connections: CONNECTIONS,
-      duration: SECONDS,
-      method: 'GET',
-      path: '{id}',
-      token,
-      idsFile,
-      rotation: 'all',
-    };
-    const pin = PIN ? ['taskset', '-c', '1'] : [];
-    const run = spawnSync(
-      pin[0] ?? process.execPath,
-      [
-        ...pin.slice(1),
-        ...(PIN ? [process.execPath] : []),
-        join(import.meta.dirname, 'wrk.mjs'),
-        JSON.stringify(spec),
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
-    if (out.non2xx > 0 || out.errors > 0)
-      throw new Error(`${name}: ${out.non2xx} answers not 2xx, ${out.errors} errors`);
-    ({ total: requests, p50, p99 } = out);
-  } else {
-    const latencies: number[] = [];
-    const end = performance.now() + SECONDS * 1000;
-    let k = 0;
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        while (performance.now() < end) {
-          const path = paths[k++ % paths.length]!;
-          const t = performance.now();
-          const res = await fetch(`${url}${path}`, { headers });
-          const body = await res.arrayBuffer();
-          if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
-          if (body.byteLength < 100) throw new Error(`${path}: a short page`);
-          latencies.push(performance.now() - t);
-        }
-      }),
-    );
-    latencies.sort((a, b) => a - b);
-    const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!;
-    requests = latencies.length;
-    p50 = q(0.5);
-    p99 = q(0.99);
-  }
-  const seconds = (performance.now() - start) / 1000;
-  const cpu = (cpuTicks(server.pid!) - ticks) * TICK_US;
-  return {
-    name,
-    requests,
-    perSecond: Math.round(requests / seconds),
-    p50ms: Number(p50.toFixed(2)),
-    p99ms: Number(p99.toFixed(2)),
-    cpuMicrosPerRequest: Math.round(cpu / requests),
-  };
-}
+// The load (bench/serve-load.ts): wrk on core 1 where it is installed, else fetch from here.
+const target = { pid: server.pid!, url, token, dir, pin: PIN, connections: CONNECTIONS, seconds: SECONDS };
+const drive = (name: string, paths: string[]) => driveTarget(target, name, paths);
 
 try {
   const history = await cursors(`/plants/${PLANT}/history?limit=100`);

@@ -28,10 +28,10 @@
  *   npm run bench -- --trash-purge 100000 sqlite
  *                                          only creates beside the service's purge of N expired
  *                                          trash entries (bench/trash-purge.ts: N, engine)
- *   npm run bench -- --changes sqlite 100000 1000000
- *                                          only the change feed: the first sync, an empty delta and a
- *                                          delta of 100 (bench/changes.ts: engine, plants, other
- *                                          events, rounds), in process
+ *   npm run bench -- --changes sqlite 1000000 1000000
+ *                                          only the change feed served: the first sync, an empty delta and a
+ *                                          delta of 100 at 20 connections (bench/changes.ts: engine, plants,
+ *                                          events, seconds)
  *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
  *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
