@@ -1,7 +1,9 @@
 /**
  * A versioned schema change; `sql` may hold several statements. All of it runs in one transaction:
  * `sql`, then `fill` (what SQL alone cannot compute for the rows already there, such as the words
- * search indexes), then `after` (an index built once the rows it covers are filled).
+ * search indexes), then `after` (an index built once the rows it covers are filled). On PostgreSQL,
+ * `concurrently` then runs outside that transaction, once it has committed: indexes built without
+ * blocking writers (see CONCURRENT_INDEX below).
  *
  * A release's migrations only add (docs/operations.md, "Releases and versions"), so that one run
  * while the previous release serves breaks nothing it does. One that cannot keep to that says why
@@ -14,9 +16,24 @@ export interface Migration<Connection = never> {
   sql: string;
   fill?: (c: Connection) => void | Promise<void>;
   after?: string;
+  /**
+   * PostgreSQL only: `CREATE [UNIQUE] INDEX CONCURRENTLY IF NOT EXISTS name ON …` statements, run
+   * one at a time outside the migration's transaction after it commits, so writers never wait for
+   * the build. Every `migrate` checks them again, for every migration applied: an index missing
+   * (the build was interrupted) is built, one left INVALID by a failed build is dropped
+   * (CONCURRENTLY) and built again, a valid one is left as it is.
+   */
+  concurrently?: string[];
   /** Why this must not run while the previous release serves; absent when it may. */
   unsafeWhileServing?: string;
 }
+
+/**
+ * The only statement a migration's `concurrently` may hold; group 1 is the index's name. `IF NOT
+ * EXISTS` makes a run again harmless (a store that built it some other way keeps its index).
+ */
+export const CONCURRENT_INDEX =
+  /^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+ON\s+\w+[^;]*;?\s*$/i;
 
 /** A migration not yet applied, as `migrate --dry-run` lists it. */
 export interface PendingMigration {

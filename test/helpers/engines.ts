@@ -111,6 +111,19 @@ export function sqliteAtVersion(path: string, version: number): Database.Databas
   return db;
 }
 
+/** Runs `fn` on a PostgreSQL database of its own (its URL and a client connected to it), then drops it. */
+export async function withPgDatabase(fn: (url: string, c: pg.Client) => Promise<void>): Promise<void> {
+  const db = await createPgDatabase();
+  const c = new pg.Client({ connectionString: db.url });
+  try {
+    await c.connect();
+    await fn(db.url, c);
+  } finally {
+    await c.end();
+    await db.drop();
+  }
+}
+
 /** Brings the PostgreSQL database `c` is connected to to the schema as migration `version` left it. */
 export async function pgAtVersion(c: pg.Client, version: number): Promise<void> {
   await c.query(`CREATE TABLE schema_migrations (
@@ -118,6 +131,7 @@ export async function pgAtVersion(c: pg.Client, version: number): Promise<void> 
   for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= version)) {
     await c.query(m.sql);
     await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    for (const statement of m.concurrently ?? []) await c.query(statement);
   }
 }
 

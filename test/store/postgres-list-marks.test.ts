@@ -3,24 +3,14 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgStore } from '../../src/store/postgres/store.js';
-import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
+import { ENGINES, pgAtVersion, withPgDatabase } from '../helpers/engines.js';
 
 // PostgreSQL's list marks (migration 7) as any writer moves them: a transaction that took a
 // smaller id but commits after a larger one, plain SQL, and the plants that were there before.
 
 const skip = ENGINES.find((e) => e.name === 'postgres')?.skip ?? 'no postgres engine';
 
-async function withDb(fn: (url: string, c: pg.Client) => Promise<void>): Promise<void> {
-  const db = await createPgDatabase();
-  const c = new pg.Client({ connectionString: db.url });
-  try {
-    await c.connect();
-    await fn(db.url, c);
-  } finally {
-    await c.end();
-    await db.drop();
-  }
-}
+const withDb = withPgDatabase;
 
 describe('postgres list marks', { skip }, () => {
   it('a server id committed after a larger one moves reorder; one after every other moves only top', async () => {

@@ -6,13 +6,13 @@
 // slip. The list is of migrations released before the rule; a new entry needs a reason in review.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Migration } from '../../src/store/migrate.js';
+import { CONCURRENT_INDEX, type Migration } from '../../src/store/migrate.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 
 const UNSAFE: Record<string, number[]> = {
   sqlite: [3, 4, 5, 7, 8, 9, 10, 11, 13, 14, 15, 16],
-  postgres: [3, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16],
+  postgres: [3, 5, 6, 7, 8, 9, 10, 11, 12, 14],
 };
 
 // What removes or reshapes: the previous release may still read or write it.
@@ -44,8 +44,22 @@ const created = (sql: string) =>
   );
 
 function breaches(engine: string, m: Migration<never>): string[] {
+  const outside = m.concurrently ?? [];
   const sql = `${m.sql}\n${m.after ?? ''}`;
-  const found = REMOVES.filter(([re]) => re.test(sql)).map(([, what]) => what);
+  const found = [sql, ...outside].flatMap((s) =>
+    REMOVES.filter(([re]) => re.test(s)).map(([, what]) => what),
+  );
+  // Outside the transaction (after it commits) only an index built CONCURRENTLY IF NOT EXISTS: the
+  // runner checks it on every migrate and builds again one a failed build left INVALID.
+  if (engine !== 'postgres' && outside.length > 0)
+    found.push('has statements to run outside its transaction (PostgreSQL only)');
+  for (const s of outside)
+    if (!CONCURRENT_INDEX.test(s))
+      found.push(
+        `runs outside its transaction what is not CREATE INDEX CONCURRENTLY IF NOT EXISTS: ${s.trim()}`,
+      );
+  // Inside a transaction CONCURRENTLY cannot run at all (PostgreSQL refuses it).
+  if (/\bCONCURRENTLY\b/i.test(sql)) found.push('builds CONCURRENTLY inside its transaction');
   if (engine === 'postgres') {
     found.push(...PG_BLOCKS.filter(([re]) => re.test(sql)).map(([, what]) => what));
     const fresh = created(m.sql);
@@ -112,7 +126,12 @@ describe('the rule catches what it names', () => {
       'a column with a default',
       false,
     ],
-    ['postgres', 'CREATE INDEX CONCURRENTLY plants_n ON plants (n)', 'an index built concurrently', false],
+    [
+      'postgres',
+      'CREATE INDEX CONCURRENTLY plants_n ON plants (n)',
+      'an index built concurrently in the transaction',
+      true,
+    ],
     [
       'postgres',
       'CREATE TABLE trash (id bigint); CREATE INDEX trash_id ON trash (id)',
@@ -124,5 +143,41 @@ describe('the rule catches what it names', () => {
   for (const [engine, sql, what, caught] of cases)
     it(`${engine}: ${what} ${caught ? 'breaks' : 'keeps'} the rule`, () => {
       assert.equal(breaches(engine, m(sql)).length > 0, caught, sql);
+    });
+  const outside: [string, string, string, boolean][] = [
+    [
+      'postgres',
+      'CREATE INDEX CONCURRENTLY IF NOT EXISTS plants_n ON plants (n) WHERE n > 0',
+      'an index built concurrently outside the transaction',
+      false,
+    ],
+    [
+      'postgres',
+      'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS plants_n ON plants (n)',
+      'a unique index built concurrently outside the transaction',
+      false,
+    ],
+    [
+      'postgres',
+      'CREATE INDEX CONCURRENTLY plants_n ON plants (n)',
+      'one without IF NOT EXISTS (not run again safely)',
+      true,
+    ],
+    ['postgres', 'CREATE INDEX plants_n ON plants (n)', 'an index built blocking writes outside it', true],
+    ['postgres', 'DROP INDEX CONCURRENTLY plants_n', 'an index dropped outside it', true],
+    [
+      'sqlite',
+      'CREATE INDEX CONCURRENTLY IF NOT EXISTS plants_n ON plants (n)',
+      'a statement outside the transaction',
+      true,
+    ],
+  ];
+  for (const [engine, statement, what, caught] of outside)
+    it(`${engine}: ${what} ${caught ? 'breaks' : 'keeps'} the rule`, () => {
+      assert.equal(
+        breaches(engine, m('CREATE TABLE t (id bigint)', { concurrently: [statement] })).length > 0,
+        caught,
+        statement,
+      );
     });
 });

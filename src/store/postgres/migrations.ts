@@ -442,16 +442,14 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
   {
     version: 16,
     name: '0016_change_feed',
-    unsafeWhileServing:
-      'its index on events is built without CONCURRENTLY (the runner applies a migration in one transaction): every write of an event, so every change, waits while PostgreSQL reads the whole events table once to build it',
     // The change feed (contract 13.4). A caller's own membership changes (added, removed) since a
     // position, along (owner: the member, xid, seq) for those two types only: what a feed answer
     // asks to learn which gardens the caller joined or left. And how far the log has been purged
     // (the newest position purge took): a feed position before it may have lost events (410). The
     // events purged before this migration all lie before any position a feed has given out.
+    // The index is built CONCURRENTLY, after the transaction (writers of events never wait for it);
+    // a store that applied this migration before it did (built in the transaction) keeps its own.
     sql: `
-      CREATE INDEX events_member_position ON events (owner, xid, seq)
-        WHERE type IN ('member.added', 'member.removed');
       CREATE TABLE events_horizon (
         one boolean PRIMARY KEY DEFAULT true CHECK (one),
         xid xid8 NOT NULL,
@@ -459,5 +457,9 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
       );
       INSERT INTO events_horizon (xid, seq) VALUES ('0', 0);
     `,
+    concurrently: [
+      `CREATE INDEX CONCURRENTLY IF NOT EXISTS events_member_position ON events (owner, xid, seq)
+        WHERE type IN ('member.added', 'member.removed')`,
+    ],
   },
 ];

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { maskOf } from '../event-mask.js';
-import { described, type PendingMigration, pendingMigrations } from '../migrate.js';
+import { CONCURRENT_INDEX, described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
 import type {
   ActivityQuery,
@@ -85,6 +85,33 @@ export interface PgOptions {
   /** Most connections this process holds. */
   poolSize: number;
 }
+
+/**
+ * Runs one `CREATE INDEX CONCURRENTLY IF NOT EXISTS` of a migration (src/store/migrate.ts), on a
+ * connection in no transaction. A valid index of that name is left as it is; one a failed or
+ * interrupted build left INVALID (IF NOT EXISTS would keep it, unused and still written) is
+ * dropped, CONCURRENTLY too, and built again.
+ */
+async function buildConcurrently(client: pg.PoolClient, migration: string, statement: string): Promise<void> {
+  const name = CONCURRENT_INDEX.exec(statement)?.[1];
+  if (!name)
+    throw new Error(
+      `${migration}: a concurrently statement must be CREATE INDEX CONCURRENTLY IF NOT EXISTS name ON …: ${statement.trim()}`,
+    );
+  const found = await client.query<{ valid: boolean }>(
+    'SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)',
+    [name],
+  );
+  if (found.rows[0]?.valid) return;
+  // A build reads the whole table (twice) and may take far longer than the pool's query timeout.
+  const long = { query_timeout: BUILD_TIMEOUT_MS };
+  if (found.rows.length > 0)
+    await client.query({ text: `DROP INDEX CONCURRENTLY IF EXISTS ${name}`, ...long });
+  await client.query({ text: statement, ...long });
+}
+
+/** How long one concurrent index build may take before the client gives up on it: a day. */
+const BUILD_TIMEOUT_MS = 24 * 3600_000;
 
 // Arbitrary but fixed key for the advisory lock that serializes migrations (plant-writes.ts and
 // gardens.ts hold the others: 727_002 and 727_003).
@@ -332,7 +359,16 @@ export class PgStore implements Store {
     const client = await this.connect();
     try {
       // Several instances starting at once take turns here; the later ones find nothing to do.
-      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      // Asked for again and again rather than waited for inside one statement: a waiting
+      // pg_advisory_lock holds a snapshot, and CREATE INDEX CONCURRENTLY (run below, under this
+      // lock) waits for every older snapshot to end: the two would deadlock.
+      for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+        const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1) AS got', [
+          MIGRATION_LOCK,
+        ]);
+        if (rows[0]?.got) break;
+        await new Promise((resume) => setTimeout(resume, wait));
+      }
       await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
       const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
@@ -353,6 +389,10 @@ export class PgStore implements Store {
           throw err;
         }
       }
+      // Outside any transaction, for every migration applied (the ones just now and earlier ones
+      // whose build was interrupted): indexes built without blocking writers.
+      for (const m of POSTGRES_MIGRATIONS)
+        for (const statement of m.concurrently ?? []) await buildConcurrently(client, m.name, statement);
       return todo.map((m) => m.name);
     } catch (err) {
       throw this.translate(err);
