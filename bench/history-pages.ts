@@ -4,7 +4,9 @@
  * drives `bin/plantstore serve` with 20 requests in flight (argument 3, seconds, default 10) for
  *   - a page of 100 of one plant's history (the plant has 1,000 events among the N),
  *   - a page of 100 of one garden's activity (1 % of the N, spread through the log),
- * each read from the newest and from a random older page (a cursor taken along the way),
+ *   - a page of 100 of the trash (contract 13.2): a trash of N / 10 entries in 100 other gardens and
+ *     1,100 + N / 100 in the caller's garden, written by SQL beside the events,
+ * each from the newest page and over the first pages (cursors taken along the way by Link),
  * and prints req/s, p50 and p99 latency and the server's CPU µs per request. It also prints what the
  * fill cost on disk: the SQLite file (with its WAL checkpointed) before and after, or PostgreSQL's
  * pg_total_relation_size('events').
@@ -12,9 +14,11 @@
  *   npx tsx bench/history-pages.ts 100000 sqlite        (or: npm run bench -- --history-pages 100000 sqlite)
  *   npx tsx bench/history-pages.ts 1000000 postgres 10
  *
- * The events are written by SQL, as the service writes them (the same columns and indexes), so a
- * million take seconds, not the hours a million requests would. The load generator runs in this
- * process; on a small shared machine run it more than once. Not run by the tests.
+ * The events and the trash are written by SQL, as the service writes them (the same columns and
+ * indexes), so a million take seconds, not the hours a million requests would. The load generator
+ * is wrk (bench/wrk.mjs) when installed, with the server pinned to core 0 and wrk to core 1 where
+ * the machine has two; otherwise fetch from this process. On a small shared machine run it more
+ * than once and compare the CPU per request. Not run by the tests.
  */
 
 import { spawnSync } from 'node:child_process';
@@ -68,6 +72,12 @@ await store.close();
 // Event i: every (N / PLANT_EVENTS)th is the plant's (a change), 1 % are the caller's garden's,
 // the rest other plants' in 100 other gardens, 10 events a plant.
 const every = Math.floor(N / PLANT_EVENTS);
+// The trash: 1,100 + N / 100 entries in the caller's garden (eleven pages at least) and N / 10 in
+// the 100 other gardens, deleted 7 ms apart before `at`, to be purged 30 days after their deletion
+// (so the service's own purge finds none due). Written after the events' size is taken.
+const TRASH_OTHER = Math.floor(N / 10);
+const TRASH_OURS = 1100 + Math.floor(N / 100);
+const TRASH_KEPT_MS = 30 * 86_400_000;
 const sqliteSize = () => {
   const c = new Database(file);
   c.pragma('wal_checkpoint(TRUNCATE)');
@@ -89,6 +99,13 @@ async function fill(): Promise<{ before: number; after: number; seconds: number 
         'bench', 'req-' || hex(randomblob(8)) FROM n`);
     c.close();
     const after = sqliteSize();
+    const t = new Database(file);
+    t.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${TRASH_OTHER + TRASH_OURS})
+      INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
+      SELECT 5000000 + i, CASE WHEN i <= ${TRASH_OURS} THEN '${garden}' ELSE 'gdn_other' || (i % 100) END,
+        'bench', 'Monstera deliciosa ' || i, CASE WHEN i % 2 = 0 THEN 'indoor' END, 1 + i % 3,
+        ${at.getTime()} - i * 7, 'bench', ${at.getTime()} - i * 7 + ${TRASH_KEPT_MS} FROM n`);
+    t.close();
     return { before, after, seconds: (performance.now() - start) / 1000 };
   }
   const c = new pg.Client({ connectionString: db.url });
@@ -104,7 +121,16 @@ async function fill(): Promise<{ before: number; after: number; seconds: number 
         'name', 'Monstera deliciosa ' || i, 'garden', '${garden}')::text,
       now() + i * interval '1 ms', 'bench', 'req-' || md5(random()::text)
     FROM generate_series(1, ${N}) i`);
+  await c.query(
+    `INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
+    SELECT 5000000 + i, CASE WHEN i <= ${TRASH_OURS} THEN '${garden}' ELSE 'gdn_other' || (i % 100) END,
+      'bench', 'Monstera deliciosa ' || i, CASE WHEN i % 2 = 0 THEN 'indoor' END, 1 + i % 3,
+      $1::timestamptz - i * interval '7 ms', 'bench', $1::timestamptz - i * interval '7 ms' + interval '${TRASH_KEPT_MS} ms'
+    FROM generate_series(1, ${TRASH_OTHER + TRASH_OURS}) i`,
+    [at],
+  );
   await c.query('VACUUM ANALYZE events');
+  await c.query('VACUUM ANALYZE trash');
   const after = await size();
   await c.end();
   return { before, after, seconds: (performance.now() - start) / 1000 };
@@ -142,13 +168,16 @@ const drive = (name: string, paths: string[]) => driveTarget(target, name, paths
 try {
   const history = await cursors(`/plants/${PLANT}/history?limit=100`);
   const activity = await cursors(`/gardens/${garden}/activity?limit=100`);
+  const trash = await cursors('/trash?limit=100');
   // Warm up, then measure.
-  await drive('warm-up', [...history, ...activity]);
+  await drive('warm-up', [...history, ...activity, ...trash]);
   const results = [
     await drive('history, newest page', [history[0]!]),
     await drive('history, pages 1-10', history.slice(0, 10)),
     await drive('activity, newest page', [activity[0]!]),
     await drive('activity, pages 1-20', activity),
+    await drive('trash, newest page', [trash[0]!]),
+    await drive('trash, pages 1-10', trash.slice(0, 10)),
   ];
   console.log(
     JSON.stringify(
@@ -165,6 +194,7 @@ try {
           bytesAfter: disk.after,
           bytesPerMillionEvents: Math.round(((disk.after - disk.before) / N) * 1_000_000),
           measured: db === null ? 'SQLite file, WAL checkpointed' : "pg_total_relation_size('events')",
+          trashEntries: TRASH_OTHER + TRASH_OURS,
         },
         results,
       },

@@ -3,7 +3,8 @@
  * fresh file (durability full, the writer thread), as creates/s and the process's CPU µs per create
  * (the writer thread included); then a change and a delete of each plant, the same way. Each
  * event is given who caused it (an actor and a request id, as a request gives them: contract 13.1;
- * a tree before that ignores them). Run it against two checkouts to see what a change to the write
+ * a tree before that ignores them), and each delete puts the plant in the trash as the service
+ * does with the trash on, its default (contract 13.2; a tree before the trash ignores it). Run it against two checkouts to see what a change to the write
  * path costs, e.g. the search index (docs/search.md):
  *
  *   git worktree add /tmp/before <commit> && ln -s "$PWD/node_modules" /tmp/before/node_modules
@@ -53,7 +54,9 @@ const change = await phase(async (k) => {
   await store.updatePlant(ids[k], 'u', { name: `Changed ${k}` }, null, undefined, event());
 });
 const remove = await phase(async (k) => {
-  await store.deletePlant(ids[k], 'u', event());
+  const e = event();
+  const trashing = { deletedAt: e.at, deletedBy: 'u', purgeAt: new Date(e.at.getTime() + 30 * 86_400_000) };
+  await store.deletePlant(ids[k], 'u', e, null, trashing);
 });
 console.log(
   JSON.stringify({

@@ -92,6 +92,18 @@ export interface PurgedEventData {
 /** What any event's data may be. */
 export type AnyEventData = EventData | MemberEventData | PurgedEventData;
 
+/**
+ * An event's timestamp and data as JSON text, as an engine that keeps its data as JSON text read
+ * them for a page of history or activity: the same values as `createdAt.toISOString()` and
+ * `JSON.stringify(data)` give, so a page may be sent without parsing the data only to write it
+ * again (contract 13.3). Under a symbol key and not enumerable, so records compare as before.
+ */
+export const EVENT_TEXT: unique symbol = Symbol('plantstore.eventText');
+export interface EventText {
+  timestamp: string;
+  data: string;
+}
+
 export interface EventRecord extends EventCause {
   id: string;
   type: EventType;
@@ -103,6 +115,8 @@ export interface EventRecord extends EventCause {
   createdAt: Date;
   /** Opaque, engine-ordered place in the log; readEvents({after}) gives what follows it. */
   position: string;
+  /** The timestamp and data as text, when the engine read them so (history and activity pages). */
+  readonly [EVENT_TEXT]?: EventText;
 }
 
 /**

@@ -3,6 +3,7 @@ import {
   type AnyEventData,
   type AttemptRecord,
   type EndpointRecord,
+  EVENT_TEXT,
   EVENT_TYPES,
   type EventRecord,
   type EventType,
@@ -106,6 +107,11 @@ const ENDPOINT_COLS = [
 ] as const;
 const EVENT_COLS = (t = 'events') =>
   `${t}.xid::text AS xid, ${t}.seq, ${t}.id, ${t}.type, ${t}.owner, ${t}.garden, ${t}.data, ${t}.created_at, ${t}.actor, ${t}.request_id`;
+// A history or activity page's columns: the time as toISOString() writes it (PostgreSQL's to_char
+// truncates to the millisecond as the Date node-postgres makes does), so that a page neither parses
+// a date nor formats one (toPageEvent).
+const PAGE_COLS = `xid::text AS xid, seq, id, type, owner, garden, data,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, actor, request_id`;
 // An event type column's bit in endpoint masks, as event-mask.ts gives it.
 const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
@@ -114,10 +120,10 @@ export const EVENT_QUERIES = {
   // History and activity, newest first by seq along events_plant_history / events_garden_history
   // (migration 14): a page reads the rows it shows, and those of the same plant or garden that its
   // garden or type filter passes over. $3 null: every garden (every type).
-  history: `SELECT ${EVENT_COLS()} FROM events
+  history: `SELECT ${PAGE_COLS} FROM events
     WHERE plant_id = $1 AND seq < $2 AND ($3::text[] IS NULL OR garden = ANY($3::text[]))
     ORDER BY seq DESC LIMIT $4`,
-  activity: `SELECT ${EVENT_COLS()} FROM events
+  activity: `SELECT ${PAGE_COLS} FROM events
     WHERE garden = $1 AND seq < $2 AND ($3::text[] IS NULL OR type = ANY($3::text[]))
     ORDER BY seq DESC LIMIT $4`,
   // Under the owner's lock (lockOwner), so that racing inserts count each other.
@@ -483,6 +489,48 @@ export function toEvent(r: EventRow): EventRecord {
     actor: r.actor,
     requestId: r.request_id,
   };
+}
+
+/** A row of a history or activity page (PAGE_COLS): the time as ISO text. */
+export type PageRow = Omit<EventRow, 'created_at'> & { at: string };
+
+// The data text names its garden: a key "garden" (a string value "garden" is never followed by a
+// colon; the service writes no key with a quote in it). Events written before gardens carry no
+// garden anywhere in their data.
+const NAMES_GARDEN = /"garden"\s*:/;
+
+/**
+ * A record of a history or activity page, as toEvent's but lazy: its data is parsed and its Date
+ * made only when read, and the text the page is sent with (EVENT_TEXT) is the stored JSON itself
+ * when it already carries its garden (else that text is absent and the data parsed as toEvent does).
+ */
+export function toPageEvent(r: PageRow): EventRecord {
+  let data: AnyEventData | undefined;
+  let createdAt: Date | undefined;
+  const e: EventRecord = {
+    id: r.id,
+    type: r.type,
+    owner: r.owner,
+    garden: r.garden,
+    get data(): AnyEventData {
+      if (data === undefined) {
+        data = JSON.parse(r.data) as AnyEventData;
+        if (data.garden === undefined) data.garden = r.garden;
+      }
+      return data;
+    },
+    get createdAt(): Date {
+      createdAt ??= new Date(r.at);
+      return createdAt;
+    },
+    position: position(r.xid, r.seq),
+    actor: r.actor,
+    requestId: r.request_id,
+  };
+  if (NAMES_GARDEN.test(r.data)) {
+    Object.defineProperty(e, EVENT_TEXT, { value: { timestamp: r.at, data: r.data }, enumerable: false });
+  }
+  return e;
 }
 
 /** The endpoint of a claim's row (its w_… columns). */

@@ -57,11 +57,13 @@ import {
   type EndpointRow,
   EVENT_QUERIES,
   type EventRow,
+  type PageRow,
   parsePosition,
   position,
   toAttempt,
   toEndpoint,
   toEvent,
+  toPageEvent,
 } from './events.js';
 import { GARDEN_QUERIES, PgGardens } from './gardens.js';
 import {
@@ -767,13 +769,13 @@ export class PgStore implements Store {
   }
 
   async plantHistory(q: HistoryQuery): Promise<EventRecord[]> {
-    const r = await this.q<EventRow>('history', [q.plantId, beforeSeq(q.before), q.gardens, q.limit]);
-    return r.rows.map(toEvent);
+    const r = await this.q<PageRow>('history', [q.plantId, beforeSeq(q.before), q.gardens, q.limit]);
+    return r.rows.map(toPageEvent);
   }
 
   async gardenActivity(q: ActivityQuery): Promise<EventRecord[]> {
-    const r = await this.q<EventRow>('activity', [q.garden, beforeSeq(q.before), q.types, q.limit]);
-    return r.rows.map(toEvent);
+    const r = await this.q<PageRow>('activity', [q.garden, beforeSeq(q.before), q.types, q.limit]);
+    return r.rows.map(toPageEvent);
   }
 
   comparePositions(a: string, b: string): number {

@@ -97,6 +97,9 @@ export class SqliteTrashWrites {
       put: db.prepare<[number, string, string, string, string | null, number, number, string, number]>(
         `INSERT INTO trash (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      putNew: db.prepare<Row>(
+        `INSERT INTO trash (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      ),
       remove: db.prepare<[number]>('DELETE FROM trash WHERE id = ?'),
       expired: db
         .prepare<[number, number], [number, string, string]>(
@@ -129,13 +132,8 @@ export class SqliteTrashWrites {
    * made again, deleted again) is erased for good first, with its plant.purged event.
    */
   put(plant: VersionedPlant, trashing: Trashing, event?: NewEvent): void {
-    const old = this.s.entry.get(plant.id);
-    if (old !== undefined) {
-      this.s.remove.run(plant.id);
-      this.purged(event, old[0], old[2], old[1]);
-    }
     const { deletedAt, deletedBy, purgeAt } = trashing;
-    this.s.put.run(
+    const row: Row = [
       plant.id,
       plant.garden,
       plant.owner,
@@ -145,7 +143,13 @@ export class SqliteTrashWrites {
       deletedAt.getTime(),
       deletedBy,
       purgeAt.getTime(),
-    );
+    ];
+    // The common case in one statement; only when the id is there already is the old entry read.
+    if (this.s.putNew.run(...row).changes > 0) return;
+    const old = this.s.entry.get(plant.id)!;
+    this.s.remove.run(plant.id);
+    this.purged(event, old[0], old[2], old[1]);
+    this.s.put.run(...row);
   }
 
   // The entry and whether the actor (null: admin) may see it (a member) and act on it (an editor).
