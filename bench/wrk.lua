@@ -1,5 +1,5 @@
 -- One wrk run for the benchmark, driven by bench/wrk.mjs through environment variables:
---   WRK_METHOD, WRK_PATH (may hold {id}), WRK_BODY, WRK_TOKEN,
+--   WRK_METHOD, WRK_PATH (may hold {id}), WRK_BODY, WRK_TOKEN, WRK_IF_MATCH (an If-Match header),
 --   WRK_IDS        a file with one id per line: {id} cycles through them (reads) …
 --   WRK_EACH_ONCE  … or, when "1", uses each exactly once and ends the run after the last answer
 --                  (it writes WRK_DONE to stderr, and bench/wrk.mjs interrupts wrk)
@@ -23,6 +23,8 @@ local start = tonumber(os.getenv('WRK_START') or '0') or 0
 local headers = {}
 if body then headers['Content-Type'] = 'application/json' end
 if token ~= '' then headers['Authorization'] = 'Bearer ' .. token end
+local ifMatch = os.getenv('WRK_IF_MATCH') or ''
+if ifMatch ~= '' then headers['If-Match'] = ifMatch end
 
 local ids = {}
 if idsFile and idsFile ~= '' then

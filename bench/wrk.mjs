@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One load-generator run with wrk (Debian's package), the same interface as bench/load.mjs:
 //   node bench/wrk.mjs '<json spec>'  → prints one JSON result line.
-// spec: { urls, connections, duration?, amount?, method, path, body?, token?, idsFile?, eachOnce?, idsOut?,
+// spec: { urls, connections, duration?, amount?, method, path, body?, token?, ifMatch?, idsFile?, eachOnce?, idsOut?,
 //         rotation? ("all": cycle through every id, not the first 256), start? (offset into the ids) }
 // One wrk process (one thread) per URL, the connections and a fixed amount's ids split between
 // them; wrk measures latency in C with microsecond resolution, so the figures are the server's
@@ -32,6 +32,7 @@ function run(url, i) {
     WRK_PATH: spec.path,
     WRK_BODY: spec.body ? JSON.stringify(spec.body) : '',
     WRK_TOKEN: spec.token ?? '',
+    WRK_IF_MATCH: spec.ifMatch ?? '',
     WRK_EACH_ONCE: spec.eachOnce ? '1' : '0',
     WRK_RECORD: spec.idsOut ? '1' : '0',
     WRK_ROTATION: String(spec.rotation ?? 256),
