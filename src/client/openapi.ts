@@ -2988,7 +2988,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3185,7 +3185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -3332,7 +3332,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
@@ -5383,7 +5383,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; see Retry-After. */
+            /** @description The store, or the identity provider whose keys check a JWT, is unavailable; or this instance is shutting down (`shutting_down`, with `Connection: close`: another instance answers the retry); see Retry-After. */
             503: {
                 headers: {
                     /** @description This request’s id (the caller’s own when it sent a valid one); also in the logs. */
