@@ -1,5 +1,5 @@
-import type { ChangePort } from './ports/changes.js';
 import type { PendingMigration } from './migrate.js';
+import type { ChangePort } from './ports/changes.js';
 import type { EventPort } from './ports/events.js';
 import type { GardenPort } from './ports/gardens.js';
 import type { IdempotencyPort } from './ports/idempotency.js';

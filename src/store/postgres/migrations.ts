@@ -443,7 +443,7 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
     version: 16,
     name: '0016_change_feed',
     unsafeWhileServing:
-      "its index on events is built without CONCURRENTLY (the runner applies a migration in one transaction): every write of an event, so every change, waits while PostgreSQL reads the whole events table once to build it",
+      'its index on events is built without CONCURRENTLY (the runner applies a migration in one transaction): every write of an event, so every change, waits while PostgreSQL reads the whole events table once to build it',
     // The change feed (contract 13.4). A caller's own membership changes (added, removed) since a
     // position, along (owner: the member, xid, seq) for those two types only: what a feed answer
     // asks to learn which gardens the caller joined or left. And how far the log has been purged
