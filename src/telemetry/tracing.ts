@@ -67,3 +67,17 @@ export function inSpan<T>(name: string, attributes: SpanAttributes, fn: () => T,
 
 /** The active span as a traceparent for an event row; null when off or outside a span. */
 export const currentTraceparent = (): string | null => (active ? active.traceparent() : null);
+
+/**
+ * A command's whole run as one span of its own (export, import, backup): tracing started for it
+ * when the variables ask, and what is buffered sent before the command returns.
+ */
+export async function commandSpan<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const traces = await startTracing();
+  if (!traces) return fn();
+  try {
+    return await traces.span(name, { 'plantstore.command': name }, fn, { kind: 'internal', parent: null });
+  } finally {
+    await traces.shutdown();
+  }
+}

@@ -242,4 +242,28 @@ describe('traces (contract 14.1)', () => {
       await server.stop();
     }
   });
+
+  it('export, import and backup are spans of their own', { timeout: 90_000 }, async () => {
+    const env = {
+      DATABASE_URL: db.url,
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'plantstore-jobs',
+    };
+    const file = join(dir, 'store.plantstore');
+    const exported = await cli(['export', '--to', file], env);
+    assert.equal(exported.code, 0, exported.stderr);
+    const target = await sqlite.database();
+    try {
+      const imported = await cli(['import', file], { ...env, DATABASE_URL: target.url });
+      assert.equal(imported.code, 0, imported.stderr);
+    } finally {
+      await target.drop();
+    }
+    const backedUp = await cli(['backup', '--to', join(dir, 'backup.db')], env);
+    assert.equal(backedUp.code, 0, backedUp.stderr);
+    // Each command sent its spans before exiting.
+    const jobs = collector.spans.filter((s) => s.service === 'plantstore-jobs');
+    assert.deepEqual(jobs.map((s) => s.name).sort(), ['backup', 'export', 'import']);
+  });
 });
