@@ -134,114 +134,128 @@ describe('traces (contract 14.1)', () => {
     assert.ok(server.logs.every((l) => !l.includes('trace_id')));
   });
 
-  it('a PATCH with a traceparent: server span, store spans, the delivery by another process in the same trace', {
-    timeout: 90_000,
-  }, async () => {
-    const recorder = moduleRecorder(dir);
-    const env = {
-      DATABASE_URL: db.url,
-      RATE_LIMIT: '0',
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      OTEL_TRACES_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_BSP_SCHEDULE_DELAY: '50',
-      OTEL_SERVICE_NAME: '',
-      NODE_OPTIONS: recorder.nodeOptions,
-    };
-    const token = (await cli(['token', 'create', '--user', 'tracer'], env)).stdout.trim();
-    assert.match(token, /\S/);
-    const auth = { authorization: `Bearer ${token}` };
-    const server = await serve(['--no-webhook-delivery'], env);
-    const deliverer = spawnBin(['deliver'], env);
-    try {
-      // Traces on: the SDK was loaded (the recorder's positive control).
-      assert.ok(recorder.loaded().some((u) => u.includes('@opentelemetry/sdk-trace')));
-      const hook = await fetch(`${server.url}/webhooks`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ url: receiver.url, events: ['plant.updated'] }),
+  for (const engine of ENGINES) {
+    it(`a PATCH with a traceparent: server span, store spans, the delivery by another process in the same trace (${engine.name})`, {
+      timeout: 90_000,
+      skip: engine.skip,
+    }, async (t) => {
+      const recorder = moduleRecorder(dir);
+      const own = await engine.database();
+      t.after(() => own.drop());
+      const system = engine.name === 'postgres' ? 'postgresql' : 'sqlite';
+      const env = {
+        DATABASE_URL: own.url,
+        RATE_LIMIT: '0',
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        OTEL_SERVICE_NAME: '',
+        NODE_OPTIONS: recorder.nodeOptions,
+      };
+      const token = (await cli(['token', 'create', '--user', 'tracer'], env)).stdout.trim();
+      assert.match(token, /\S/);
+      const auth = { authorization: `Bearer ${token}` };
+      const server = await serve(['--no-webhook-delivery'], env);
+      const deliverer = spawnBin(['deliver'], env);
+      let deliveryLog = '';
+      deliverer.stderr!.on('data', (d) => {
+        deliveryLog += d;
       });
-      assert.equal(hook.status, 201);
-      const created = await fetch(`${server.url}/plants`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'secret-fern' }),
-      });
-      assert.equal(created.status, 201);
-      const id = /[^/]+$/.exec(created.headers.get('location')!)![0];
-      const searched = await fetch(`${server.url}/plants?q=secretquery`, { headers: auth });
-      assert.equal(searched.status, 200);
+      try {
+        // Traces on: the SDK was loaded (the recorder's positive control).
+        assert.ok(recorder.loaded().some((u) => u.includes('@opentelemetry/sdk-trace')));
+        const hook = await fetch(`${server.url}/webhooks`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ url: receiver.url, events: ['plant.updated'] }),
+        });
+        assert.equal(hook.status, 201);
+        const created = await fetch(`${server.url}/plants`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'secret-fern' }),
+        });
+        assert.equal(created.status, 201);
+        const id = /[^/]+$/.exec(created.headers.get('location')!)![0];
+        const searched = await fetch(`${server.url}/plants?q=secretquery`, { headers: auth });
+        assert.equal(searched.status, 200);
 
-      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-      const parent = '00f067aa0ba902b7';
-      const patched = await fetch(`${server.url}/plants/${id}`, {
-        method: 'PATCH',
-        headers: {
-          ...auth,
-          'content-type': 'application/merge-patch+json',
-          'if-match': '*',
-          traceparent: `00-${traceId}-${parent}-01`,
-        },
-        body: JSON.stringify({ name: 'secret-rose' }),
-      });
-      assert.equal(patched.status, 200, await patched.clone().text());
+        const traceId =
+          engine.name === 'postgres'
+            ? '5bf92f3577b34da6a3ce929d0e0e4736'
+            : '4bf92f3577b34da6a3ce929d0e0e4736';
+        const parent = '00f067aa0ba902b7';
+        const patched = await fetch(`${server.url}/plants/${id}`, {
+          method: 'PATCH',
+          headers: {
+            ...auth,
+            'content-type': 'application/merge-patch+json',
+            'if-match': '*',
+            traceparent: `00-${traceId}-${parent}-01`,
+          },
+          body: JSON.stringify({ name: 'secret-rose' }),
+        });
+        assert.equal(patched.status, 200, await patched.clone().text());
 
-      const [delivery] = await receiver.waitFor(1, 30_000);
-      const sent = delivery!.headers as IncomingHttpHeaders;
-      assert.match(String(sent.traceparent), new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+        const seen = receiver.received.length;
+        const delivery = (await receiver.waitFor(seen + 1, 30_000))[seen]!;
+        const sent = delivery.headers as IncomingHttpHeaders;
+        assert.match(String(sent.traceparent), new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
 
-      const inTrace = () => collector.spans.filter((s) => s.traceId === traceId);
-      const spans = await until(
-        'the request and delivery spans to be exported',
-        () => {
-          const t = inTrace();
-          return t.some((s) => s.kind === SERVER) && t.some((s) => s.name === 'webhook delivery')
-            ? t
-            : undefined;
-        },
-        30_000,
-      );
-      const request = spans.find((s) => s.kind === SERVER)!;
-      assert.equal(request.parentSpanId, parent);
-      assert.equal(request.name, 'PATCH /plants/:id');
-      assert.equal(request.service, 'plantstore');
-      assert.equal(attr(request, 'http.route'), '/plants/:id');
-      assert.equal(attr(request, 'http.request.method'), 'PATCH');
-      assert.equal(Number(attr(request, 'http.response.status_code')), 200);
-      const store = spans.filter((s) => s.parentSpanId === request.spanId && s.kind === CLIENT);
-      assert.ok(
-        store.some((s) => s.name === 'sqlite updatePlant' && attr(s, 'db.system.name') === 'sqlite'),
-        `store spans under the request: ${store.map((s) => s.name).join(', ')}`,
-      );
-      const sentBy = spans.find((s) => s.name === 'webhook delivery')!;
-      assert.equal(sentBy.kind, CLIENT);
-      assert.equal(attr(sentBy, 'webhook.event.type'), 'plant.updated');
-      // The delivery's span is the one whose context the POST carried, in the request's trace.
-      assert.equal(String(sent.traceparent).split('-')[2], sentBy.spanId);
-      assert.ok(
-        spans.some((s) => s.spanId === sentBy.parentSpanId),
-        'the delivery span is a child of a span of the request',
-      );
+        const inTrace = () => collector.spans.filter((s) => s.traceId === traceId);
+        const spans = await until(
+          'the request and delivery spans to be exported',
+          () => {
+            const t = inTrace();
+            return t.some((s) => s.kind === SERVER) && t.some((s) => s.name === 'webhook delivery')
+              ? t
+              : undefined;
+          },
+          30_000,
+        );
+        const request = spans.find((s) => s.kind === SERVER)!;
+        assert.equal(request.parentSpanId, parent);
+        assert.equal(request.name, 'PATCH /plants/:id');
+        assert.equal(request.service, 'plantstore');
+        assert.equal(attr(request, 'http.route'), '/plants/:id');
+        assert.equal(attr(request, 'http.request.method'), 'PATCH');
+        assert.equal(Number(attr(request, 'http.response.status_code')), 200);
+        const store = spans.filter((s) => s.parentSpanId === request.spanId && s.kind === CLIENT);
+        assert.ok(
+          store.some((s) => s.name === `${system} updatePlant` && attr(s, 'db.system.name') === system),
+          `store spans under the request: ${store.map((s) => s.name).join(', ')}`,
+        );
+        const sentBy = spans.find((s) => s.name === 'webhook delivery')!;
+        assert.equal(sentBy.kind, CLIENT);
+        assert.equal(attr(sentBy, 'webhook.event.type'), 'plant.updated');
+        // The delivery's span is the one whose context the POST carried, in the request's trace.
+        assert.equal(String(sent.traceparent).split('-')[2], sentBy.spanId);
+        assert.ok(
+          spans.some((s) => s.spanId === sentBy.parentSpanId),
+          'the delivery span is a child of a span of the request',
+        );
 
-      // Nothing secret in any attribute of any span exported.
-      const everything = JSON.stringify(collector.spans);
-      for (const secret of [token, 'secret-fern', 'secret-rose', 'secretquery']) {
-        assert.ok(!everything.includes(secret), `${secret} in a span`);
+        // Nothing secret in any attribute of any span exported.
+        const everything = JSON.stringify(collector.spans);
+        for (const secret of [token, 'secret-fern', 'secret-rose', 'secretquery']) {
+          assert.ok(!everything.includes(secret), `${secret} in a span`);
+        }
+        // The request's log lines carry its trace.
+        await until('the request log line', () =>
+          server.logs.some((l) => l.includes(traceId) && l.includes('"span_id"')),
+        );
+        const line = JSON.parse(server.logs.find((l) => l.includes(traceId))!) as Record<string, string>;
+        assert.equal(line.trace_id, traceId);
+        assert.match(line.span_id!, /^[0-9a-f]{16}$/);
+      } finally {
+        deliverer.kill('SIGTERM');
+        await exitOf(deliverer, 'deliver');
+        await server.stop();
       }
-      // The request's log lines carry its trace.
-      await until('the request log line', () =>
-        server.logs.some((l) => l.includes(traceId) && l.includes('"span_id"')),
-      );
-      const line = JSON.parse(server.logs.find((l) => l.includes(traceId))!) as Record<string, string>;
-      assert.equal(line.trace_id, traceId);
-      assert.match(line.span_id!, /^[0-9a-f]{16}$/);
-    } finally {
-      deliverer.kill('SIGTERM');
-      await exitOf(deliverer, 'deliver');
-      await server.stop();
-    }
-  });
+    });
+  }
 
   it('export, import and backup are spans of their own', { timeout: 90_000 }, async () => {
     const env = {

@@ -656,7 +656,15 @@ export class PgStore implements Store {
         endpoint = toEndpoint(claimEndpoint(r));
         endpoints.set(r.endpoint_id, endpoint);
       }
-      return [{ id: r.delivery_id, attempts: r.attempts, event: toEvent(r), endpoint }];
+      return [
+        {
+          id: r.delivery_id,
+          attempts: r.attempts,
+          event: toEvent(r),
+          endpoint,
+          traceparent: r.traceparent ?? null,
+        },
+      ];
     });
     return { jobs, windows };
   }
