@@ -251,7 +251,8 @@ describe('traces (contract 14.1)', () => {
         assert.match(line.span_id!, /^[0-9a-f]{16}$/);
       } finally {
         deliverer.kill('SIGTERM');
-        await exitOf(deliverer, 'deliver');
+        // Its stderr (JSON logs) says why, should it not stop cleanly.
+        assert.equal(await exitOf(deliverer, 'deliver'), 0, deliveryLog);
         await server.stop();
       }
     });
