@@ -450,7 +450,7 @@ export class SqliteEvents {
       ),
       purgeNewest: db.prepare<[number]>(
         `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL, previous = NULL,
-           garden = '', actor = NULL, request_id = NULL
+           garden = '', actor = NULL, request_id = NULL, traceparent = NULL
          WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0`,
       ),
       // The newest seq the next slice of purgeEvents takes (the same rows), and that purgeNewest empties.
