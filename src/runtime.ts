@@ -4,7 +4,7 @@ import type { Metrics } from './http/metrics.js';
 import { IDEMPOTENCY_RETAIN_MS } from './plants/idempotency.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
-import { traceStore } from './telemetry/store-spans.js';
+import { traceStore } from './store/store-spans.js';
 import { tracing } from './telemetry/tracing.js';
 import { purgeExpiredTrash } from './trash/purge.js';
 

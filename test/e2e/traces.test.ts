@@ -227,6 +227,13 @@ describe('traces (contract 14.1)', () => {
           store.some((s) => s.name === `${system} updatePlant` && attr(s, 'db.system.name') === system),
           `store spans under the request: ${store.map((s) => s.name).join(', ')}`,
         );
+        if (system === 'postgresql') {
+          // Each statement of the store's work a span of its own under it, named, never its values.
+          const update = store.find((s) => s.name === 'postgresql updatePlant')!;
+          const statements = spans.filter((s) => s.parentSpanId === update.spanId);
+          assert.ok(statements.length > 0, 'statement spans under postgresql updatePlant');
+          for (const s of statements) assert.equal(s.name, `postgresql ${attr(s, 'db.query.summary')}`);
+        }
         const sentBy = spans.find((s) => s.name === 'webhook delivery')!;
         assert.equal(sentBy.kind, CLIENT);
         assert.equal(attr(sentBy, 'webhook.event.type'), 'plant.updated');

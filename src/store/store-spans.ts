@@ -1,5 +1,5 @@
-import type { Store } from '../store/store.js';
-import type { Tracing } from './tracing.js';
+import type { Tracing } from '../telemetry/tracing.js';
+import type { Store } from './store.js';
 
 // What is not a unit of store work to trace: setup, hooks, and the export's async iterable (the
 // export's own span covers its pages).
