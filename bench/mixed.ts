@@ -6,7 +6,7 @@
  *
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
- *                          [--variants sqlite,tmpfs,sharing,endpoints,postgres] [--tmpfs /dev/shm] [--share 20] [--profile DIR]
+ *                          [--variants sqlite,tmpfs,sharing,endpoints,traced,postgres] [--tmpfs /dev/shm] [--share 20] [--profile DIR]
  *                          [--disk-probe 10] [--base DIR] [--fixed-rate 0.5]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
@@ -22,6 +22,8 @@
  *              deeper in a shared list)
  *   endpoints  SQLite with webhook endpoints: one of an admin (every event) and one for each of
  *              ten users, delivering to a receiver on core 1
+ *   traced     SQLite with traces on (contract 14.1), every request sampled, exported over OTLP
+ *              http/protobuf to a receiver on core 1
  *   saver      SQLite with V8's --memory-saver-mode (PLANTSTORE_MEMORY_SAVER=on), to weigh its cost
  *   inline     SQLite with its writes committed on the event loop (PLANTSTORE_SQLITE_WRITER=inline)
  *   postgres   PostgreSQL, one instance (--pg URL; skipped, and said so, when unreachable), its
@@ -207,7 +209,7 @@ function diskProbe(dir: string, label: string, seconds: number): void {
 }
 const wanted = opt.variants!.split(',').map((v) => v.trim());
 const unknown = wanted.filter(
-  (v) => !['sqlite', 'tmpfs', 'saver', 'sharing', 'endpoints', 'inline', 'postgres'].includes(v),
+  (v) => !['sqlite', 'tmpfs', 'saver', 'sharing', 'endpoints', 'inline', 'traced', 'postgres'].includes(v),
 );
 if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
 const memoryDir = wanted.includes('tmpfs') ? tmpfsDir() : null;
@@ -357,6 +359,32 @@ for (const v of wanted) {
     servers.push(
       await serve('sqlite, writes inline', `sqlite:${file}`, { PLANTSTORE_SQLITE_WRITER: 'inline' }, first),
     );
+  }
+  if (v === 'traced') {
+    // Traces on, every request sampled, sent with the real OTLP exporter (http/protobuf) to a
+    // receiver of spans on core 1 that reads each export and answers 200.
+    const sink = spawn(
+      'taskset',
+      [
+        '-c',
+        '1',
+        process.execPath,
+        '-e',
+        `const s = require('node:http').createServer((req, res) => req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()));
+         s.listen(0, '127.0.0.1', () => console.log(s.address().port));`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    children.push(sink);
+    let sinkOut = '';
+    sink.stdout!.on('data', (d) => (sinkOut += d));
+    while (!/\n/.test(sinkOut)) await new Promise((r) => setTimeout(r, 20));
+    const env = {
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkOut.trim()}`,
+      OTEL_TRACES_SAMPLER: 'always_on',
+    };
+    servers.push(await serve('sqlite, traced (every request)', `sqlite:${file}`, env, first));
   }
   if (v === 'postgres') {
     const url = await postgresCopy();

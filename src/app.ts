@@ -31,6 +31,7 @@ import { RedisRateLimiter } from './ratelimit/redis.js';
 import { Runtime } from './runtime.js';
 import { sqlitePath } from './store/index.js';
 import type { Store } from './store/store.js';
+import { startTracing } from './telemetry/tracing.js';
 
 export interface AppDeps {
   /** A store to use instead of opening config.database; the caller closes it. */
@@ -56,7 +57,11 @@ export interface AppDeps {
 
 /** The one Fastify instance used by `serve` and by the tests: cross-cutting plugins, then the features. */
 export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
+  // Before the logger and the store: both are traced when the OTEL_* variables ask (contract 14.1).
+  const traces = await startTracing();
   const app = fastifyInstance(config, BODY_LIMIT, deps.logStream);
+  // First of all hooks: the request's server span is the parent of everything it does.
+  if (traces) await app.register(traces.fastifyPlugin());
   const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
   const metrics = config.metrics ? new Metrics() : null;
   const runtime = await Runtime.open(config, 'serve', {
@@ -72,6 +77,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.addHook('onClose', async () => {
     if (!deps.limiter) await limiter.close();
     await runtime.close();
+    await traces?.shutdown();
   });
   // Callback-style (not async): this runs on every request, and a promise per hook adds up.
   app.addHook('onRequest', (request, reply, done) => {

@@ -4,6 +4,8 @@ import type { Metrics } from './http/metrics.js';
 import { IDEMPOTENCY_RETAIN_MS } from './plants/idempotency.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/store.js';
+import { traceStore } from './store/store-spans.js';
+import { tracing } from './telemetry/tracing.js';
 import { purgeExpiredTrash } from './trash/purge.js';
 
 type Warn = (obj: object, msg: string) => void;
@@ -72,7 +74,10 @@ export class Runtime {
     }
     const { metrics } = opts;
     metrics?.watchPool(raw);
-    const store = metrics ? metrics.instrument(raw) : raw;
+    const timed = metrics ? metrics.instrument(raw) : raw;
+    // Traces on (telemetry/tracing.ts): each store operation a client span.
+    const traces = tracing();
+    const store = traces ? traceStore(timed, traces) : timed;
     return new Runtime(config, store, applied, schema, opts.store ? null : raw, opts);
   }
 

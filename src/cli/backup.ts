@@ -13,6 +13,7 @@ import {
   restoreStore,
 } from '../store/sqlite/backup.js';
 import { SqliteStore } from '../store/sqlite/store.js';
+import { commandSpan } from '../telemetry/tracing.js';
 import { UsageError } from '../usage-error.js';
 import { configFrom, withDatabase } from './options.js';
 
@@ -61,7 +62,7 @@ export function backupCommand(program: Command): void {
     const target = isDir ? join(to, backupName(new Date())) : to;
     if (existsSync(target)) throw new UsageError(`${target} exists already; choose a new file`);
     if (!existsSync(dirname(target))) throw new UsageError(`the directory ${dirname(target)} does not exist`);
-    const made = await backupStore(source, target);
+    const made = await commandSpan('backup', () => backupStore(source, target));
     process.stdout.write(
       `${target}\t${mb(made.bytes)}\t${made.counts.plants} plants\tas of ${made.asOf.toISOString()}\n`,
     );

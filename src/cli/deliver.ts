@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import pino from 'pino';
 import type { Config } from '../config.js';
 import { Runtime } from '../runtime.js';
+import { startTracing } from '../telemetry/tracing.js';
 import { configFrom, withConfig } from './options.js';
 
 // Other processes' events wake this one as the store hears of them (onEvents); besides, it looks for
@@ -26,8 +27,14 @@ export function deliverCommand(program: Command): void {
 
 /** A dispatcher of its own (no HTTP), on the store the service writes to, until SIGTERM or SIGINT. */
 async function deliverUntilStopped(config: Config): Promise<void> {
+  // Traces on: each delivery a client span in the trace of the request that wrote its event.
+  const traces = await startTracing();
   const log = pino(
-    { level: config.logLevel, base: { command: 'deliver' } },
+    {
+      level: config.logLevel,
+      base: { command: 'deliver' },
+      ...(traces ? { mixin: () => traces.logFields() } : {}),
+    },
     pino.destination({ fd: 2, sync: true }),
   );
   const runtime = await Runtime.open(config, 'deliver', {
@@ -48,5 +55,6 @@ async function deliverUntilStopped(config: Config): Promise<void> {
   // What is in flight is sent and recorded (each bounded by the timeout); what was claimed and not
   // sent is claimed again once its lease runs out.
   await runtime.close();
+  await traces?.shutdown();
   log.info({}, 'stopped');
 }

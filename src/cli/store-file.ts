@@ -3,6 +3,7 @@ import { createWriteStream, existsSync, linkSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
+import { commandSpan } from '../telemetry/tracing.js';
 import { UsageError } from '../usage-error.js';
 import { configFrom, withDatabase } from './options.js';
 
@@ -32,7 +33,8 @@ export function storeFileCommands(program: Command): void {
         `write the whole store, as of one commit, to one portable file (mode 0600: ${SECRETS}); standard output without --to`,
       )
       .option('--to <file>', 'a new file'),
-  ).action(async (opts) => {
+  ).action((opts) => commandSpan('export', () => exportStore(opts)));
+  async function exportStore(opts: Record<string, unknown>): Promise<void> {
     const { describeCounts, dumpStore, fsyncPath, sqlitePath, StoreFileWriter, storeSchema } =
       await modules();
     const { database } = configFrom(opts);
@@ -73,7 +75,7 @@ export function storeFileCommands(program: Command): void {
       out.destroy();
       rmSync(temp, { force: true });
     }
-  });
+  }
 
   withDatabase(
     program
@@ -82,7 +84,8 @@ export function storeFileCommands(program: Command): void {
         'load an export file into an empty store of either engine, in one transaction: a truncated, altered or unknown file, or a store that holds data, is refused with nothing written (exit 1), and so is a record the API would refuse or that names what the file does not hold (exit 2)',
       )
       .argument('<file>', 'a file written by plantstore export'),
-  ).action(async (file: string, opts) => {
+  ).action((file: string, opts) => commandSpan('import', () => importStore(file, opts)));
+  async function importStore(file: string, opts: Record<string, unknown>): Promise<void> {
     const { describeCounts, loadStore, openStore, StoreFileReader, StoreRecordRefused } = await modules();
     const { database } = configFrom(opts);
     if (!existsSync(file)) throw new UsageError(`${file} does not exist`);
@@ -104,5 +107,5 @@ export function storeFileCommands(program: Command): void {
     process.stdout.write(
       `imported ${describeCounts(counts)} (exported from ${header.schema.engine} at ${header.createdAt})\n`,
     );
-  });
+  }
 }

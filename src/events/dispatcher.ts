@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AttemptOutcome, DeliveryJob, FinishedAttempt, LogProgress, Store } from '../store/store.js';
+import { tracing } from '../telemetry/tracing.js';
 import { eventPayload } from './event.js';
 import { ConnectionPool, type PostResult, postWebhook, type Resolver } from './outbound.js';
 import { signWebhook } from './signing.js';
@@ -402,18 +403,31 @@ export class Dispatcher {
     ) {
       secrets.push(endpoint.previousSecret);
     }
-    const result = await postWebhook(endpoint.url, {
-      body,
-      headers: {
-        'webhook-id': event.id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signWebhook(secrets, event.id, timestamp, body),
-      },
-      timeoutMs: this.opts.timeoutMs,
-      allowPrivate: this.opts.allowPrivate,
-      ...(this.opts.resolver ? { resolver: this.opts.resolver } : {}),
-      ...(this.pool ? { pool: this.pool } : {}),
-    });
+    const headers = {
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook(secrets, event.id, timestamp, body),
+    };
+    const post = () =>
+      postWebhook(endpoint.url, {
+        body,
+        // Traces on: the POST carries the delivery span's traceparent.
+        headers: traces ? { ...headers, ...traces.headers() } : headers,
+        timeoutMs: this.opts.timeoutMs,
+        allowPrivate: this.opts.allowPrivate,
+        ...(this.opts.resolver ? { resolver: this.opts.resolver } : {}),
+        ...(this.pool ? { pool: this.pool } : {}),
+      });
+    // Traces on (contract 14.1): a client span in the trace of the request that wrote the event.
+    const traces = tracing();
+    const result = traces
+      ? await traces.span(
+          'webhook delivery',
+          { 'webhook.event.type': event.type, 'webhook.attempt': job.attempts + 1 },
+          post,
+          { parent: job.traceparent ?? null },
+        )
+      : await post();
     release();
     if (result.kind !== 'refused') this.answeredIn.set(endpoint.id, result.durationMs);
     const now = this.clock();

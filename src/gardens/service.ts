@@ -12,6 +12,7 @@ import type {
   Role,
   Store,
 } from '../store/store.js';
+import { currentTraceparent } from '../telemetry/tracing.js';
 import { gardenId, isGardenId } from './id.js';
 
 /** A garden as the caller sees it (contract 3.2). */
@@ -172,7 +173,7 @@ export class GardenService {
    * each member is told it was removed (member.removed).
    */
   async remove(caller: Caller, id: string, requestId: string | null = null): Promise<void> {
-    const event = { at: this.now(), actor: caller.user, requestId };
+    const event = { at: this.now(), actor: caller.user, requestId, traceparent: currentTraceparent() };
     ok(await this.store.deleteGarden(checked(id), actorOf(caller), event));
   }
 
@@ -208,7 +209,7 @@ export class GardenService {
 
   /** Removes a member (owners), or the caller itself (leaving); the garden's members are told (member.removed). */
   async unshare(caller: Caller, id: string, user: string, requestId: string | null = null): Promise<void> {
-    const event = { at: this.now(), actor: caller.user, requestId };
+    const event = { at: this.now(), actor: caller.user, requestId, traceparent: currentTraceparent() };
     ok(await this.store.removeMember(checked(id), actorOf(caller), user, event));
   }
 }

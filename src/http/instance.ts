@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import type { Config } from '../config.js';
+import { tracing } from '../telemetry/tracing.js';
 import { clientErrorHandler, frameworkErrorHandler } from './errors.js';
 import { logSerializers } from './log-serializers.js';
 import { genReqId } from './request-id.js';
@@ -16,9 +17,12 @@ export function fastifyInstance(
   bodyLimit: number,
   logStream?: DestinationStream,
 ): FastifyInstance {
+  const traces = tracing();
   const logger = pino(
     {
       level: config.logLevel,
+      // Traces on: every line written while a span is active has its trace_id and span_id.
+      ...(traces ? { mixin: () => traces.logFields() } : {}),
       serializers: logSerializers,
       // Tokens never reach the logs, even if a serializer someday includes headers.
       redact: {

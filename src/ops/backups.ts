@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { type BackupMade, backupOnThread } from '../store/sqlite/backup.js';
+import { inSpan } from '../telemetry/tracing.js';
 
 // Scheduled backups of a SQLite store by `serve` (contract section 12: --backup-dir, --backup-every,
 // --backup-keep). Every process serving the file runs a schedule; one of them takes each backup:
@@ -91,7 +92,10 @@ export class BackupSchedule {
       if (newest !== undefined && newest > this.now().getTime() - this.o.everyMs / 2)
         return { skipped: 'recent' };
       const target = join(this.o.dir, backupName(this.now()));
-      const made = await backupOnThread(this.o.source, target);
+      const made = await inSpan('backup', {}, () => backupOnThread(this.o.source, target), {
+        kind: 'internal',
+        parent: null,
+      });
       this.o.onBackup?.(made);
       const removed = this.rotate();
       this.o.log.info(

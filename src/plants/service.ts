@@ -22,6 +22,7 @@ import type {
   Store,
   VersionedPlant,
 } from '../store/store.js';
+import { currentTraceparent } from '../telemetry/tracing.js';
 import type { BatchRow } from './batch-input.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { ExportSlots } from './export-slots.js';
@@ -107,7 +108,7 @@ export class PlantService {
   // Every successful create, change and delete records an event, in the change's own transaction,
   // with who caused it: the caller, in the request `requestId` (contract 13.1).
   private event(caller: Caller, requestId: string | null): NewEvent {
-    return { at: this.now(), actor: caller.user, requestId };
+    return { at: this.now(), actor: caller.user, requestId, traceparent: currentTraceparent() };
   }
 
   /**

@@ -5,6 +5,7 @@ import { cursorCodec, type Page, pageOf } from '../paging.js';
 import { IdempotentWrites, keyReused } from '../plants/idempotency.js';
 import { refusal } from '../plants/service.js';
 import type { Change, NewEvent, Store, TrashPosition, TrashRecord, VersionedPlant } from '../store/store.js';
+import { currentTraceparent } from '../telemetry/tracing.js';
 
 /** A page's size when none is asked for, and the most one holds: the plant list's (contract 2). */
 export const DEFAULT_LIMIT = 100;
@@ -54,7 +55,7 @@ export class TrashService {
   }
 
   private event(caller: Caller, requestId: string | null): NewEvent {
-    return { at: this.now(), actor: caller.user, requestId };
+    return { at: this.now(), actor: caller.user, requestId, traceparent: currentTraceparent() };
   }
 
   /**

@@ -34,6 +34,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
           '0018_history_pages',
           '0019_trash',
           '0020_change_feed',
+          '0021_event_traceparent',
         ]);
         const admin = await store.getEndpoint('we_admin');
         assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);
@@ -68,6 +69,7 @@ describe('migration: admin endpoints without a recorded credential become owner-
         '0014_history_pages',
         '0015_trash',
         '0016_change_feed',
+        '0017_event_traceparent',
       ]);
       const admin = await store.getEndpoint('we_admin');
       assert.deepEqual([admin?.admin, admin?.adminTokenId, admin?.adminUntil], [false, null, null]);

@@ -68,6 +68,7 @@ describe('migration: events written before who-did-it read actor and requestId n
           '0018_history_pages',
           '0019_trash',
           '0020_change_feed',
+          '0021_event_traceparent',
         ]);
         await check(store, 'gdn_aaaaaaaaaaaaaaaaaaaaaaaa', '0');
       } finally {
@@ -101,6 +102,7 @@ describe('migration: events written before who-did-it read actor and requestId n
         '0014_history_pages',
         '0015_trash',
         '0016_change_feed',
+        '0017_event_traceparent',
       ]);
       await check(store, 'gdn_aaaaaaaaaaaaaaaaaaaaaaaa', '0.0');
     } finally {

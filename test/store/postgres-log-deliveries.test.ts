@@ -88,6 +88,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
         '0014_history_pages',
         '0015_trash',
         '0016_change_feed',
+        '0017_event_traceparent',
       ]);
       const { rows } = await c.query<{ state: string }>('SELECT state FROM deliveries ORDER BY id');
       assert.deepEqual(

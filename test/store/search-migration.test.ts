@@ -70,6 +70,7 @@ describe('search migration: plants stored before it are found', () => {
           '0018_history_pages',
           '0019_trash',
           '0020_change_feed',
+          '0021_event_traceparent',
         ]);
         await checks(store);
       } finally {
@@ -95,6 +96,7 @@ describe('search migration: plants stored before it are found', () => {
           '0018_history_pages',
           '0019_trash',
           '0020_change_feed',
+          '0021_event_traceparent',
         ]);
         await checks(store);
       } finally {
@@ -131,6 +133,7 @@ describe('search migration: plants stored before it are found', () => {
         '0014_history_pages',
         '0015_trash',
         '0016_change_feed',
+        '0017_event_traceparent',
       ]);
       await checks(store);
     } finally {

@@ -57,6 +57,7 @@ describe('SQLite store specifics', () => {
       { version: 18, name: '0018_history_pages' },
       { version: 19, name: '0019_trash' },
       { version: 20, name: '0020_change_feed' },
+      { version: 21, name: '0021_event_traceparent' },
     ]);
     db.close();
   });
@@ -508,6 +509,7 @@ describe('SQLite store specifics', () => {
       '0018_history_pages',
       '0019_trash',
       '0020_change_feed',
+      '0021_event_traceparent',
     ]);
     const homeO = (await store.memberships('o'))[0]!.garden;
     const events = (await store.readEvents({ after: '0', gardens: null, limit: 10 })).events;
@@ -639,6 +641,7 @@ describe('SQLite store specifics', () => {
       '0018_history_pages',
       '0019_trash',
       '0020_change_feed',
+      '0021_event_traceparent',
     ]);
     for (let i = 0; i < 2; i++) await plant(store, o, g, { name: `new${i}`, at: new Date(), id: 10 + i });
     // A dispatcher's rounds: claim, send (all acknowledged), record with the log's progress.
@@ -726,6 +729,7 @@ describe('SQLite store specifics', () => {
       '0018_history_pages',
       '0019_trash',
       '0020_change_feed',
+      '0021_event_traceparent',
     ]);
     const [home] = await store.memberships('a');
     assert.equal(home?.role, 'owner', 'a has its home garden');
@@ -796,6 +800,7 @@ describe('SQLite store specifics', () => {
       '0018_history_pages',
       '0019_trash',
       '0020_change_feed',
+      '0021_event_traceparent',
     ]);
     const homeA = (await store.memberships('a'))[0]!.garden;
     const homeB = (await store.memberships('b'))[0]!.garden;

@@ -51,6 +51,11 @@ export interface EventCause {
  */
 export interface NewEvent extends Partial<EventCause> {
   at: Date;
+  /**
+   * The W3C traceparent of the span that wrote it (traces on, contract 14.1): its webhook
+   * deliveries are spans of that trace, whichever process sends them. Never shown to callers.
+   */
+  traceparent?: string | null;
 }
 
 /** What a change replaced: the changed fields' former values (tag null: there was none). */
@@ -199,6 +204,8 @@ export interface DeliveryJob {
   attempts: number;
   event: EventRecord;
   endpoint: EndpointRecord;
+  /** The traceparent the event was written under (NewEvent.traceparent); null or absent: none. */
+  traceparent?: string | null;
 }
 
 /** What a dispatcher asks claimDeliveries for. */

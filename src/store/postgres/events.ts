@@ -54,8 +54,9 @@ export const eventFor = (
   where = '',
   { cte = 'e', from = 'p' } = {},
 ) => `
-  ${cte} AS (INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
-        SELECT ${NEW_ID(at)}, '${type}', ${from}.owner, ${from}.garden, ${data}, ${at}, ${cause[0]}::text, ${cause[1]}::text
+  ${cte} AS (INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id, traceparent)
+        SELECT ${NEW_ID(at)}, '${type}', ${from}.owner, ${from}.garden, ${data}, ${at}, ${cause[0]}::text,
+          ${REQUEST_ID(cause[1])}, ${TRACEPARENT(cause[1])}
         FROM ${from} ${where}
         RETURNING 1)`;
 
@@ -63,22 +64,35 @@ export const eventFor = (
 export const PURGED_DATA = (from: string) =>
   `json_build_object('id', ${from}.id, 'garden', ${from}.garden)::text`;
 
-/** An event's actor and request id, as statement parameters (null: none). */
+/**
+ * An event's request id and traceparent (traces on, contract 14.1) as one statement parameter: the
+ * request id, then a line feed and the traceparent when there is one. Neither can hold a line feed
+ * (both are HTTP header values), so every statement that writes events keeps its parameters.
+ */
+export const requestCause = (requestId: string | null, traceparent: string | null | undefined) =>
+  traceparent ? `${requestId ?? ''}\n${traceparent}` : requestId;
+const REQUEST_ID = (p: string) => `NULLIF(split_part(${p}::text, E'\\n', 1), '')`;
+const TRACEPARENT = (p: string) => `NULLIF(split_part(${p}::text, E'\\n', 2), '')`;
+
+/** An event's actor and request cause (requestCause), as statement parameters (null: none). */
 export const causeOf = (event: NewEvent | undefined): [string | null, string | null] => [
   event?.actor ?? null,
-  event?.requestId ?? null,
+  requestCause(event?.requestId ?? null, event?.traceparent),
 ];
 
 // One event from parameters: type $1, owner $2, garden $3, data $4 (JSON text), at $5, actor $6,
 // request id $7 (a membership change's, written in its transaction: gardens.ts).
-export const RECORD_EVENT = `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
-  VALUES (${NEW_ID('$5')}, $1, $2, $3, $4, $5, $6, $7)`;
+export const RECORD_EVENT = `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id,
+    traceparent)
+  VALUES (${NEW_ID('$5')}, $1, $2, $3, $4, $5, $6, ${REQUEST_ID('$7')}, ${TRACEPARENT('$7')})`;
 
 // A member.removed event (at $2, actor $3, request id $4) for each member of garden $1, the role
 // it had in its data: written as the garden is deleted, before its memberships go.
-export const RECORD_MEMBERS_REMOVED = `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id)
+export const RECORD_MEMBERS_REMOVED = `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id,
+    traceparent)
   SELECT ${NEW_ID('$2')}, 'member.removed', m.user_id, m.garden_id,
-    json_build_object('garden', m.garden_id, 'user', m.user_id, 'role', m.role)::text, $2, $3::text, $4::text
+    json_build_object('garden', m.garden_id, 'user', m.user_id, 'role', m.role)::text, $2, $3::text,
+    ${REQUEST_ID('$4')}, ${TRACEPARENT('$4')}
   FROM garden_members m WHERE m.garden_id = $1 ORDER BY m.added_at, m.user_id`;
 
 // Endpoints per owner are counted under an advisory lock on the owner (there is no users row to
@@ -106,7 +120,7 @@ const ENDPOINT_COLS = [
   'failing_since',
 ] as const;
 const EVENT_COLS = (t = 'events') =>
-  `${t}.xid::text AS xid, ${t}.seq, ${t}.id, ${t}.type, ${t}.owner, ${t}.garden, ${t}.data, ${t}.created_at, ${t}.actor, ${t}.request_id`;
+  `${t}.xid::text AS xid, ${t}.seq, ${t}.id, ${t}.type, ${t}.owner, ${t}.garden, ${t}.data, ${t}.created_at, ${t}.actor, ${t}.request_id, ${t}.traceparent`;
 // A history or activity page's columns: the time as toISOString() writes it (PostgreSQL's to_char
 // truncates to the millisecond as the Date node-postgres makes does), so that a page neither parses
 // a date nor formats one (toPageEvent).
@@ -277,12 +291,14 @@ export const EVENT_QUERIES = {
       SELECT 'l', NULL, 0, t.endpoint_id, NULL, NULL, ev.xid, ${EVENT_COLS('ev')}
         FROM took t JOIN upd u ON u.id = t.endpoint_id AND u.act = 'lease' JOIN events ev ON ev.id = t.event_id
       UNION ALL
-      SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        NULL
         FROM upd u WHERE u.act = 'lease'
       UNION ALL
       -- A window of the caller's whose lease its own record just ended (or another took after it ran
       -- out): answered as it was, with nothing more taken from it.
-      SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        NULL
         FROM ends e WHERE e.windowed AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.id = e.id)) r
     LEFT JOIN webhook_endpoints ep ON ep.id = r.endpoint_id AND r.kind <> 'w'
     ORDER BY r.kind DESC, r.x, r.seq`,
@@ -422,6 +438,8 @@ export interface EventRow {
   created_at: Date;
   actor: string | null;
   request_id: string | null;
+  /** Where the columns are read (EVENT_COLS): the traceparent it was written under. */
+  traceparent?: string | null;
 }
 /** A row of the claim: a queued delivery (q), an event from the log (l), or a window (w). */
 export type ClaimRow = EventRow & { [K in keyof EndpointRow as `w_${K}`]: EndpointRow[K] } & {

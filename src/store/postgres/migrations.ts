@@ -462,4 +462,13 @@ export const POSTGRES_MIGRATIONS: Migration<pg.PoolClient>[] = [
         WHERE type IN ('member.added', 'member.removed')`,
     ],
   },
+  {
+    version: 17,
+    name: '0017_event_traceparent',
+    // Traces (contract 14.1): the W3C traceparent of the request that wrote an event, so that its
+    // webhook deliveries are spans of that trace whichever process or instance sends them. Null:
+    // written with traces off (or before this migration). A nullable column without a default:
+    // no rewrite, only a moment's lock.
+    sql: `ALTER TABLE events ADD COLUMN traceparent text;`,
+  },
 ];

@@ -20,7 +20,7 @@ import {
 } from '../store.js';
 import { CallBatch } from './call-batch.js';
 import type { PgDb } from './db.js';
-import { causeOf } from './events.js';
+import { causeOf, requestCause } from './events.js';
 import type { PLANT_QUERIES } from './plant-queries.js';
 import { IN_FLIGHT, type PlantRow, toPlant } from './plant-reads.js';
 
@@ -283,7 +283,7 @@ export class PgPlantWrites {
         cs.map((x) => x.plant.admin === true),
         cs.map((x) => indexedWords(x.plant.name)),
         cs.map((x) => x.event?.actor ?? null),
-        cs.map((x) => x.event?.requestId ?? null),
+        cs.map((x) => requestCause(x.event?.requestId ?? null, x.event?.traceparent)),
       ],
       c,
     );

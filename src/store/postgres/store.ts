@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
+import { inSpan } from '../../telemetry/tracing.js';
 import { maskOf } from '../event-mask.js';
 import { CONCURRENT_INDEX, described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
@@ -81,6 +82,9 @@ import { PgPlantReads } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
 import { searchPage } from './search.js';
 import { PgTrash, TRASH_QUERIES } from './trash.js';
+
+/** A statement's span attributes: the engine and the statement's name (db.query.summary). */
+const statementAttributes = (name: string) => ({ 'db.system.name': 'postgresql', 'db.query.summary': name });
 
 export interface PgOptions {
   url: string;
@@ -291,11 +295,14 @@ export class PgStore implements Store {
     values: unknown[],
     client: pg.Pool | pg.PoolClient = this.pool,
   ): Promise<pg.QueryResult<R>> {
-    try {
-      return await client.query<R>({ name, text: Q[name], values });
-    } catch (err) {
-      throw this.translate(err);
-    }
+    // Traces on (contract 14.1): each statement a client span, by its name, never its values.
+    return inSpan(`postgresql ${name}`, statementAttributes(name), async () => {
+      try {
+        return await client.query<R>({ name, text: Q[name], values });
+      } catch (err) {
+        throw this.translate(err);
+      }
+    });
   }
 
   // A statement planned afresh for its values each time (unnamed, not prepared): for one whose plan
@@ -305,11 +312,13 @@ export class PgStore implements Store {
     name: QueryName,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    try {
-      return await this.pool.query<R>({ text: Q[name], values });
-    } catch (err) {
-      throw this.translate(err);
-    }
+    return inSpan(`postgresql ${name}`, statementAttributes(name), async () => {
+      try {
+        return await this.pool.query<R>({ text: Q[name], values });
+      } catch (err) {
+        throw this.translate(err);
+      }
+    });
   }
 
   private translate(err: unknown): unknown {
@@ -698,7 +707,15 @@ export class PgStore implements Store {
         endpoint = toEndpoint(claimEndpoint(r));
         endpoints.set(r.endpoint_id, endpoint);
       }
-      return [{ id: r.delivery_id, attempts: r.attempts, event: toEvent(r), endpoint }];
+      return [
+        {
+          id: r.delivery_id,
+          attempts: r.attempts,
+          event: toEvent(r),
+          endpoint,
+          traceparent: r.traceparent ?? null,
+        },
+      ];
     });
     return { jobs, windows };
   }

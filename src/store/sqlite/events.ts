@@ -46,9 +46,10 @@ interface EventRow {
   garden: string;
   actor: string | null;
   request_id: string | null;
+  traceparent: string | null;
 }
 const EVENT_COLS =
-  'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden, actor, request_id';
+  'seq, type, owner, plant_id, name, tag, created_at, legacy_id, previous, garden, actor, request_id, traceparent';
 // An endpoint has admin reach at `at`: the access policy's reachHolds, in SQL (made with
 // plants:admin, and the credential that made it still valid then: its built-in token neither
 // revoked nor expired, and before its expiry).
@@ -177,6 +178,7 @@ type PendingEvent = [
   string,
   string | null,
   string | null,
+  string | null,
 ];
 
 // A member event in the log's plant columns (migration 17): the member as name, its role as tag,
@@ -229,9 +231,10 @@ export class SqliteEvents {
     this.s = {
       // A commit batch's events in one statement: far cheaper than one insert per event.
       insertEvents: db.prepare<[string]>(
-        `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id)
+        `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id,
+           traceparent)
          SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7,
-           value->>8, value->>9
+           value->>8, value->>9, value->>10
          FROM json_each(?) ORDER BY key`,
       ),
       insertEndpoint: db.prepare(
@@ -447,7 +450,7 @@ export class SqliteEvents {
       ),
       purgeNewest: db.prepare<[number]>(
         `UPDATE events SET type = 0, owner = '', plant_id = 0, name = '', tag = NULL, legacy_id = NULL, previous = NULL,
-           garden = '', actor = NULL, request_id = NULL
+           garden = '', actor = NULL, request_id = NULL, traceparent = NULL
          WHERE seq = (SELECT max(seq) FROM events) AND created_at < ? AND type != 0`,
       ),
       // The newest seq the next slice of purgeEvents takes (the same rows), and that purgeNewest empties.
@@ -506,6 +509,7 @@ export class SqliteEvents {
       garden,
       event.actor ?? null,
       event.requestId ?? null,
+      event.traceparent ?? null,
     ]);
   }
 
@@ -651,7 +655,13 @@ export class SqliteEvents {
       const endpoint = endpoints.get(r.endpoint_id);
       const event = this.s.eventBySeq.get(r.event_seq);
       if (!endpoint || !event) continue;
-      const job = { id: String(r.id), attempts: r.attempts, event: this.toEvent(event), endpoint };
+      const job = {
+        id: String(r.id),
+        attempts: r.attempts,
+        event: this.toEvent(event),
+        endpoint,
+        traceparent: event.traceparent,
+      };
       // The access policy's endpointSees, spelt out so that the owner's membership of the event's
       // garden is read only for an endpoint without reach.
       if (hasReach(endpoint) || this.s.isMember.get(event.garden, endpoint.owner) !== undefined) take(job);
@@ -685,7 +695,9 @@ export class SqliteEvents {
                 mask: maskOf(endpoint.events),
                 limit: room,
               });
-      for (const e of events) take({ id: null, attempts: 0, event: this.toEvent(e), endpoint });
+      for (const e of events) {
+        take({ id: null, attempts: 0, event: this.toEvent(e), endpoint, traceparent: e.traceparent });
+      }
       // As far as this claim looked: the last event taken when it took all it could, else upTo.
       const reached = room <= 0 ? after : events.length === room ? events.at(-1)!.seq : upTo;
       if (events.length > 0 || window !== undefined) {

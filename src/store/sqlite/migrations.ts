@@ -515,4 +515,12 @@ export const SQLITE_MIGRATIONS: Migration<Database.Database>[] = [
       INSERT INTO events_horizon (id, seq) VALUES (1, 0);
     `,
   },
+  {
+    version: 21,
+    name: '0021_event_traceparent',
+    // Traces (contract 14.1): the W3C traceparent of the request that wrote an event, so that its
+    // webhook deliveries are spans of that trace whichever process sends them. Null: written with
+    // traces off (or before this migration).
+    sql: `ALTER TABLE events ADD COLUMN traceparent TEXT;`,
+  },
 ];
