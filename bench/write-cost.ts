@@ -54,7 +54,8 @@ async function round(tree: string, k: number): Promise<Costs> {
       // taskset execs bin/plantstore, which replaces itself with node (process.execve): one pid.
       const before = cpuTicks(server.pid!);
       const r = wrk({ urls: [url], connections: 20, token, ...spec });
-      if (r.non2xx > 0 || r.errors > 0) throw new Error(`${tree} ${op}: ${r.non2xx} not 2xx, ${r.errors} errors`);
+      if (r.non2xx > 0 || r.errors > 0)
+        throw new Error(`${tree} ${op}: ${r.non2xx} not 2xx, ${r.errors} errors`);
       costs[op] = ((cpuTicks(server.pid!) - before) * TICK_US) / r.total;
     };
     writeFileSync(ids, JSON.stringify(Array.from({ length: N }, (_, i) => i + 1)));
@@ -90,7 +91,9 @@ try {
     for (const t of order) {
       const c = await round(trees[t]!, r * 2 + t);
       results[t]!.push(c);
-      console.error(`round ${r + 1} ${trees[t]}: ${OPS.map((op) => `${op} ${c[op].toFixed(0)} µs`).join(', ')}`);
+      console.error(
+        `round ${r + 1} ${trees[t]}: ${OPS.map((op) => `${op} ${c[op].toFixed(0)} µs`).join(', ')}`,
+      );
     }
   }
 } finally {
@@ -100,7 +103,10 @@ const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length /
 const summary = Object.fromEntries(
   OPS.map((op) => {
     const [a, b] = results.map((rs) => median(rs.map((c) => c[op])));
-    return [op, { before: Math.round(a!), after: Math.round(b!), change: `${(((b! - a!) / a!) * 100).toFixed(1)} %` }];
+    return [
+      op,
+      { before: Math.round(a!), after: Math.round(b!), change: `${(((b! - a!) / a!) * 100).toFixed(1)} %` },
+    ];
   }),
 );
 console.log(JSON.stringify({ trees, rounds: ROUNDS, requests: N, cpuMicrosPerRequest: summary }, null, 2));

@@ -29,6 +29,7 @@ import {
   unshare,
 } from '../helpers/gardens.js';
 import { suiteHarness } from '../helpers/suite.js';
+import { until } from '../helpers/wait.js';
 
 const T = { timeout: 30_000 };
 
@@ -336,7 +337,10 @@ for (const engine of ENGINES) {
         // Starting again works, and so does a position taken after the purge. (On PostgreSQL a first
         // sync's position is the oldest transaction still open in the cluster, another test's too:
         // until the head passes the events this purge took, a new position would lie before them.)
-        await settled(h.store);
+        await until('the log head to pass what the purge took', async () => {
+          const [head, purged] = [await h.store.headPosition(), await h.store.purgedUpTo()];
+          return h.store.comparePositions(head, purged) >= 0;
+        });
         const fresh = emptyCopy();
         await converged(a, fresh);
         await newPlant(a, await homeOf(a), { name: 'After' });
