@@ -112,13 +112,17 @@ export class ChangeFeed {
     let state: State | null = q.since === undefined ? null : positions.decode(q.since, bound);
     if (state !== null) this.checkForm(state.position);
     const limit = q.limit ?? DEFAULT_LIMIT;
+    const admin = isAdmin(caller);
     // The log's head before anything else is read: every event up to it is reflected in the
     // memberships and plants read after it, and no answer goes past it (what follows is the next's).
-    const head = await this.store.headPosition();
-    const admin = isAdmin(caller);
+    // An engine with feedStart reads it with the horizon, the memberships and the caller's joins and
+    // leaves (one statement on PostgreSQL, whose snapshot is the head's: see its query).
+    const start = await this.store.feedStart?.(admin ? null : caller.user, state?.position ?? null);
+    const head = start?.head ?? (await this.store.headPosition());
     if (garden !== null) await this.gardens.find(caller, garden);
-    const member = admin ? null : new Set(await this.gardens.visible(caller));
-    if (state !== null && this.store.comparePositions(state.position, await this.store.purgedUpTo()) < 0) {
+    const member = admin ? null : new Set(start?.gardens ?? (await this.gardens.visible(caller)));
+    const purged = start?.purgedUpTo ?? (state === null ? null : await this.store.purgedUpTo());
+    if (state !== null && this.store.comparePositions(state.position, purged!) < 0) {
       throw new AppError(
         410,
         'changes_expired',
@@ -133,7 +137,12 @@ export class ChangeFeed {
         ? [garden]
         : member === null
           ? null
-          : [...new Set([...member, ...(await this.store.memberEventGardens(caller.user, state.position))])];
+          : [
+              ...new Set([
+                ...member,
+                ...(start?.moved ?? (await this.store.memberEventGardens(caller.user, state.position))),
+              ]),
+            ];
     const run = new Answer(this.store, caller.user, limit, head, sees, scope, garden, member);
     const more = await run.from(state);
     const changes = await run.changes();

@@ -4,6 +4,18 @@ import type { PagePlant } from './plants.js';
 // What the change feed (contract 13.4) reads besides the log and the plant list: the caller's own
 // membership changes, how far the log has been purged, and the plants a feed answer names.
 
+/** What a feed answer reads before anything else (ChangePort.feedStart). */
+export interface FeedStart {
+  /** The log's head (as Store.headPosition). */
+  head: string;
+  /** As purgedUpTo. */
+  purgedUpTo: string;
+  /** The user's gardens (as memberships), by id; null when no user was named. */
+  gardens: string[] | null;
+  /** The gardens the user joined or left after `since` (as memberEventGardens); none without a user. */
+  moved: string[];
+}
+
 /**
  * The reads of the change feed. Each costs what it returns (or, for deletedPlantIds, the garden's
  * events since the position), never what the log holds.
@@ -14,6 +26,13 @@ export interface ChangePort {
    * events (410 changes_expired). Before any purge, a position before every event.
    */
   purgedUpTo(): Promise<string>;
+  /**
+   * The head, purgedUpTo, and for `user` (null: none) its gardens and memberEventGardens after
+   * `since` (null: after the head), read together where the engine can (one statement on
+   * PostgreSQL), with the head read no later than the rest. Optional: without it the feed reads them
+   * one by one.
+   */
+  feedStart?(user: string | null, since: string | null): Promise<FeedStart>;
   /**
    * The gardens in which `user` was added or removed (member.added, member.removed) after
    * `after`, each once: read along an index of those events by member and position.

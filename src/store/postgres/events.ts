@@ -388,6 +388,20 @@ export const EVENT_QUERIES = {
   // The change feed's reads (contract 13.4; ChangePort). Ordered by the columns (xid8), never by
   // the text alias.
   purgedUpTo: 'SELECT xid::text AS xid, seq FROM events_horizon',
+  // A feed answer's start (ChangePort.feedStart), one statement: the log's head, how far it has
+  // been purged and, for a user ($1; null: an administrator, none), its gardens and those it joined
+  // or left since $2.$3 (null: since the head). Under READ COMMITTED every part of one statement
+  // reads the one snapshot pg_current_snapshot() reports: every transaction before its xmin has
+  // ended, so every event before the head is reflected in the memberships read with it (and in
+  // whatever later statements read), as when the head was read by a statement of its own first.
+  feedStart: `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+    SELECT h.xmin::text AS head, p.xid::text AS purged_xid, p.seq AS purged_seq,
+      CASE WHEN $1::text IS NULL THEN NULL ELSE
+        ARRAY(SELECT garden_id FROM garden_members WHERE user_id = $1 ORDER BY garden_id) END AS gardens,
+      CASE WHEN $1::text IS NULL THEN NULL ELSE
+        ARRAY(SELECT DISTINCT garden FROM events WHERE owner = $1 AND type IN ('member.added', 'member.removed')
+          AND (xid, seq) > (coalesce($2::xid8, h.xmin), coalesce($3::bigint, 0))) END AS moved
+    FROM h LEFT JOIN events_horizon p ON true`,
   // Along events_member_position (migration 16): the caller's own joins and leaves since $2.$3.
   memberGardens: `SELECT DISTINCT garden FROM events
     WHERE owner = $1 AND type IN ('member.added', 'member.removed') AND (xid, seq) > ($2::xid8, $3::bigint)`,

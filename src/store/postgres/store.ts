@@ -20,6 +20,7 @@ import type {
   EventRead,
   EventRecord,
   ExportQuery,
+  FeedStart,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -748,6 +749,25 @@ export class PgStore implements Store {
   async purgedUpTo(): Promise<string> {
     const row = (await this.q<{ xid: string; seq: number }>('purgedUpTo', [])).rows[0];
     return row ? position(row.xid, row.seq) : position('0', 0);
+  }
+
+  async feedStart(user: string | null, since: string | null): Promise<FeedStart> {
+    const [xid, seq] = since === null ? [null, null] : parsePosition(since);
+    const row = (
+      await this.q<{
+        head: string;
+        purged_xid: string | null;
+        purged_seq: number | null;
+        gardens: string[] | null;
+        moved: string[] | null;
+      }>('feedStart', [user, xid, seq])
+    ).rows[0]!;
+    return {
+      head: position(row.head, 0),
+      purgedUpTo: row.purged_xid === null ? position('0', 0) : position(row.purged_xid, row.purged_seq!),
+      gardens: row.gardens,
+      moved: row.moved ?? [],
+    };
   }
 
   async memberEventGardens(user: string, after: string): Promise<string[]> {
