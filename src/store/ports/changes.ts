@@ -1,4 +1,4 @@
-import type { EventRecord } from './events.js';
+import type { EventRecord, EventType } from './events.js';
 import type { PagePlant } from './plants.js';
 
 // What the change feed (contract 13.4) reads besides the log and the plant list: the caller's own
@@ -14,6 +14,26 @@ export interface FeedStart {
   gardens: string[] | null;
   /** The gardens the user joined or left after `since` (as memberEventGardens); none without a user. */
   moved: string[];
+}
+
+/** An event as the change feed reads it: where it is, what it is, and the plant it names (plant events). */
+export interface FeedEvent {
+  position: string;
+  type: EventType;
+  owner: string;
+  garden: string;
+  plant: number | null;
+}
+
+/** What ChangePort.feedLog read. */
+export interface FeedLogRead {
+  /** As readEvents: the events, and where a reader goes on from. */
+  events: FeedEvent[];
+  position: string;
+  /** When `events` fell short of the limit: committedEvents after `tailAfter` (null: not read). */
+  committed: FeedEvent[] | null;
+  /** The plants that exist now among those `events` and `committed` name, as plantsByIds. */
+  plants: PagePlant[];
 }
 
 /**
@@ -44,6 +64,18 @@ export interface ChangePort {
    * predecessors may still commit: what they name may be answered, but no position may go past them.
    */
   committedEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]>;
+  /**
+   * readEvents, committedEvents after `tailAfter` (`tailLimit` at most) when the events fall short
+   * of `limit`, and the plants those events name, read together (one statement on PostgreSQL, so
+   * one snapshot). Optional: without it the feed reads them one by one.
+   */
+  feedLog?(q: {
+    after: string;
+    gardens: string[] | null;
+    limit: number;
+    tailAfter: string;
+    tailLimit: number;
+  }): Promise<FeedLogRead>;
   /**
    * The ids of the plants of `garden` deleted (plant.deleted) after position `after`, greater than
    * `afterId`, ascending, each once, at most `limit`.

@@ -110,7 +110,37 @@ const EVENT_COLS = (t = 'events') =>
 const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
 
+// A feed answer's read of the log (ChangePort.feedLog): `source(bound)` is the events of the
+// gardens ($4; none: every garden's, the second query) in log order after `bound`, up to the limit
+// its caller adds. e: the events after $1.$2 up to the snapshot's xmin, as readEvents reads them
+// ($3 at most); c: when e is short of $3, the committed events after $5.$6 ($7 at most), as
+// committedEvents reads them; p: the plants now that e and c name. One statement, one snapshot.
+// Rows: the snapshot's xmin (k 0), then e (1), c (2), p (3); x orders them by xid8.
+const FEED_EVENT_COLS = 'xid, seq, type, owner, garden, plant_id';
+const FEED_LOG = (source: (bound: string, limit: string) => string) => `WITH h AS (
+    SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+  e AS (${source('($1::xid8, $2::bigint) AND xid < (SELECT xmin FROM h)', '$3')}),
+  c AS (SELECT * FROM (${source('($5::xid8, $6::bigint)', '$7')}) c WHERE (SELECT count(*) FROM e) < $3),
+  p AS (SELECT id, garden, name, tag, version FROM plants
+    WHERE id IN (SELECT plant_id FROM e UNION SELECT plant_id FROM c))
+  SELECT 0 AS k, xmin AS x, xmin::text AS xid, NULL::bigint AS seq, NULL::text AS type, NULL::text AS owner,
+    NULL::text AS garden, NULL::bigint AS id, NULL::text AS name, NULL::text AS tag, NULL::int AS version FROM h
+  UNION ALL SELECT 1, xid, xid::text, seq, type, owner, garden, plant_id, NULL, NULL, NULL FROM e
+  UNION ALL SELECT 2, xid, xid::text, seq, type, owner, garden, plant_id, NULL, NULL, NULL FROM c
+  UNION ALL SELECT 3, NULL, NULL, NULL, NULL, NULL, garden, id, name, tag, version FROM p
+  ORDER BY k, x, seq`;
+
 export const EVENT_QUERIES = {
+  feedLogOf: FEED_LOG(
+    (bound, limit) => `SELECT ev.* FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
+      SELECT ${FEED_EVENT_COLS} FROM events WHERE garden = g.id AND (xid, seq) > ${bound}
+      ORDER BY xid, seq LIMIT ${limit}) ev
+    ORDER BY ev.xid, ev.seq LIMIT ${limit}`,
+  ),
+  feedLogAll: FEED_LOG(
+    (bound, limit) => `SELECT ${FEED_EVENT_COLS} FROM events WHERE (xid, seq) > ${bound}
+    ORDER BY xid, seq LIMIT ${limit}`,
+  ),
   // History and activity, newest first by seq along events_plant_history / events_garden_history
   // (migration 14): a page reads the rows it shows, and those of the same plant or garden that its
   // garden or type filter passes over. $3 null: every garden (every type).
