@@ -3,7 +3,7 @@ import { isGardenId } from '../gardens/id.js';
 import type { GardenService } from '../gardens/service.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import { cursorCodec } from '../paging.js';
-import type { EventRecord, PagePlant, Store } from '../store/store.js';
+import type { EventRecord, FeedEvent, PagePlant, Store } from '../store/store.js';
 import { DEFAULT_LIMIT } from './history.js';
 
 // The change feed (contract 13.4): what changed for a caller since a position in the event log.
@@ -90,9 +90,17 @@ const upsert = (p: PagePlant): FeedChange => ({
       : { id: p.id, name: p.name, tag: p.tag, garden: p.garden, version: p.version! },
 });
 
-const isPlantEvent = (e: EventRecord) => e.type.startsWith('plant.');
+const isPlantEvent = (e: FeedEvent) => e.type.startsWith('plant.');
 // A purge from the trash (contract 13.2) follows the delete that answered it already.
-const isPurge = (e: EventRecord) => (e.type as string) === 'plant.purged';
+const isPurge = (e: FeedEvent) => (e.type as string) === 'plant.purged';
+/** An event of the log as the feed reads it (an engine without feedLog reads it whole). */
+const feedEvent = (e: EventRecord): FeedEvent => ({
+  position: e.position,
+  type: e.type,
+  owner: e.owner,
+  garden: e.garden,
+  plant: e.type.startsWith('plant.') ? (e.data as { id: number }).id : null,
+});
 
 /** The change feed without its HTTP: which gardens the caller sees is the garden service's answer. */
 export class ChangeFeed {
@@ -112,13 +120,17 @@ export class ChangeFeed {
     let state: State | null = q.since === undefined ? null : positions.decode(q.since, bound);
     if (state !== null) this.checkForm(state.position);
     const limit = q.limit ?? DEFAULT_LIMIT;
+    const admin = isAdmin(caller);
     // The log's head before anything else is read: every event up to it is reflected in the
     // memberships and plants read after it, and no answer goes past it (what follows is the next's).
-    const head = await this.store.headPosition();
-    const admin = isAdmin(caller);
+    // An engine with feedStart reads it with the horizon, the memberships and the caller's joins and
+    // leaves (one statement on PostgreSQL, whose snapshot is the head's: see its query).
+    const start = await this.store.feedStart?.(admin ? null : caller.user, state?.position ?? null);
+    const head = start?.head ?? (await this.store.headPosition());
     if (garden !== null) await this.gardens.find(caller, garden);
-    const member = admin ? null : new Set(await this.gardens.visible(caller));
-    if (state !== null && this.store.comparePositions(state.position, await this.store.purgedUpTo()) < 0) {
+    const member = admin ? null : new Set(start?.gardens ?? (await this.gardens.visible(caller)));
+    const purged = start?.purgedUpTo ?? (state === null ? null : await this.store.purgedUpTo());
+    if (state !== null && this.store.comparePositions(state.position, purged!) < 0) {
       throw new AppError(
         410,
         'changes_expired',
@@ -133,7 +145,12 @@ export class ChangeFeed {
         ? [garden]
         : member === null
           ? null
-          : [...new Set([...member, ...(await this.store.memberEventGardens(caller.user, state.position))])];
+          : [
+              ...new Set([
+                ...member,
+                ...(start?.moved ?? (await this.store.memberEventGardens(caller.user, state.position))),
+              ]),
+            ];
     const run = new Answer(this.store, caller.user, limit, head, sees, scope, garden, member);
     const more = await run.from(state);
     const changes = await run.changes();
@@ -156,6 +173,10 @@ class Answer {
   private readonly found = new Map<number, PagePlant | null>();
   state!: State;
   private looked = 0;
+  /** With feedLog: the committed events after the head read with the log, and how many at most. */
+  private tailRead: { events: FeedEvent[]; limit: number } | null = null;
+  /** With feedLog: the plants as read with the events that named them (null: it does not exist). */
+  private readonly named = new Map<number, PagePlant | null>();
 
   constructor(
     private readonly store: Store,
@@ -271,12 +292,12 @@ class Answer {
     };
     for (let batch = Math.min(this.room + 1, EVENT_BATCH); ; batch = Math.min(batch * 2, EVENT_BATCH)) {
       if (this.looked >= EVENT_BUDGET) return stop(true);
-      const read = await this.store.readEvents({ after: position, gardens: this.scope, limit: batch });
+      const read = await this.readLog(position, batch);
       this.looked += read.events.length;
       for (const e of read.events) {
         if (this.store.comparePositions(e.position, this.head) > 0) return this.tail(this.head);
         if (isPlantEvent(e)) {
-          if (!isPurge(e) && !this.take((e.data as { id: number }).id, null)) return stop(true);
+          if (!isPurge(e) && !this.take(e.plant!, null)) return stop(true);
         } else if (this.sweeps(e)) {
           this.state = { kind: 'sweep', position: e.position, afterId: 0, garden: e.garden };
           return null;
@@ -291,9 +312,38 @@ class Answer {
     }
   }
 
+  // committedEvents read on its own, later than any plant read with the log: those are read again.
+  private async committed(after: string, limit: number): Promise<FeedEvent[]> {
+    this.named.clear();
+    return (await this.store.committedEvents({ after, gardens: this.scope, limit })).map(feedEvent);
+  }
+
+  // The log after `after` (readEvents), with feedLog also the committed events after the head
+  // (for tail) and the plants the events name, in one read.
+  private async readLog(after: string, limit: number): Promise<{ events: FeedEvent[]; position: string }> {
+    if (this.store.feedLog === undefined) {
+      const read = await this.store.readEvents({ after, gardens: this.scope, limit });
+      return { events: read.events.map(feedEvent), position: read.position };
+    }
+    const tailLimit = this.room + 1;
+    const read = await this.store.feedLog({
+      after,
+      gardens: this.scope,
+      limit,
+      tailAfter: this.head,
+      tailLimit,
+    });
+    this.tailRead = read.committed === null ? null : { events: read.committed, limit: tailLimit };
+    // Every id the events name, as it is in the read's snapshot (after the head's: see tail).
+    for (const e of [...read.events, ...(read.committed ?? [])])
+      if (e.plant !== null) this.named.set(e.plant, null);
+    for (const p of read.plants) this.named.set(p.id, p);
+    return read;
+  }
+
   // The caller's own join of a garden it is a member of now, or leave of one it is not (a join it
   // has left since, or a leave it has come back from since, is answered by that later event).
-  private sweeps(e: EventRecord): boolean {
+  private sweeps(e: FeedEvent): boolean {
     if (this.member === null || e.owner !== this.user) return false;
     if (this.garden !== null && e.garden !== this.garden) return false;
     if (e.type === 'member.added') return this.member.has(e.garden);
@@ -308,14 +358,17 @@ class Answer {
   private async tail(position: string): Promise<boolean> {
     this.state = { kind: 'log', position };
     const room = this.room;
-    const events = await this.store.committedEvents({
-      after: position,
-      gardens: this.scope,
-      limit: room + 1,
-    });
+    // Read with the log when it was read after the head (a later snapshot would do as well: what
+    // commits after either is read by the next answer), and for at least as many as there is room.
+    const events =
+      this.tailRead !== null &&
+      this.tailRead.limit >= room + 1 &&
+      this.store.comparePositions(position, this.head) === 0
+        ? this.tailRead.events.slice(0, room + 1)
+        : await this.committed(position, room + 1);
     for (const e of events) {
       if (isPlantEvent(e)) {
-        if (!isPurge(e) && !this.take((e.data as { id: number }).id, null)) return true;
+        if (!isPurge(e) && !this.take(e.plant!, null)) return true;
       } else if (this.sweeps(e)) {
         return true;
       }
@@ -325,11 +378,13 @@ class Answer {
 
   /** The answer's changes, by id: each plant as it is now, or a delete when the caller does not see it. */
   async changes(): Promise<FeedChange[]> {
-    const unread = [...this.found].flatMap(([id, p]) => (p === null ? [id] : []));
-    const now = new Map((await this.store.plantsByIds(unread)).map((p) => [p.id, p]));
+    const unread = [...this.found].flatMap(([id, p]) => (p === null && !this.named.has(id) ? [id] : []));
+    const now = new Map(
+      unread.length === 0 ? [] : (await this.store.plantsByIds(unread)).map((p) => [p.id, p]),
+    );
     const out: FeedChange[] = [];
     for (const id of [...this.found.keys()].sort((a, b) => a - b)) {
-      const p = this.found.get(id) ?? now.get(id);
+      const p = this.found.get(id) ?? this.named.get(id) ?? now.get(id);
       out.push(p !== undefined && this.sees(p.garden) ? upsert(p) : { id, op: 'delete' });
     }
     return out;

@@ -1,8 +1,40 @@
-import type { EventRecord } from './events.js';
+import type { EventRecord, EventType } from './events.js';
 import type { PagePlant } from './plants.js';
 
 // What the change feed (contract 13.4) reads besides the log and the plant list: the caller's own
 // membership changes, how far the log has been purged, and the plants a feed answer names.
+
+/** What a feed answer reads before anything else (ChangePort.feedStart). */
+export interface FeedStart {
+  /** The log's head (as Store.headPosition). */
+  head: string;
+  /** As purgedUpTo. */
+  purgedUpTo: string;
+  /** The user's gardens (as memberships), by id; null when no user was named. */
+  gardens: string[] | null;
+  /** The gardens the user joined or left after `since` (as memberEventGardens); none without a user. */
+  moved: string[];
+}
+
+/** An event as the change feed reads it: where it is, what it is, and the plant it names (plant events). */
+export interface FeedEvent {
+  position: string;
+  type: EventType;
+  owner: string;
+  garden: string;
+  plant: number | null;
+}
+
+/** What ChangePort.feedLog read. */
+export interface FeedLogRead {
+  /** As readEvents: the events, and where a reader goes on from. */
+  events: FeedEvent[];
+  position: string;
+  /** When `events` fell short of the limit: committedEvents after `tailAfter` (null: not read). */
+  committed: FeedEvent[] | null;
+  /** The plants that exist now among those `events` and `committed` name, as plantsByIds. */
+  plants: PagePlant[];
+}
 
 /**
  * The reads of the change feed. Each costs what it returns (or, for deletedPlantIds, the garden's
@@ -15,6 +47,13 @@ export interface ChangePort {
    */
   purgedUpTo(): Promise<string>;
   /**
+   * The head, purgedUpTo, and for `user` (null: none) its gardens and memberEventGardens after
+   * `since` (null: after the head), read together where the engine can (one statement on
+   * PostgreSQL), with the head read no later than the rest. Optional: without it the feed reads them
+   * one by one.
+   */
+  feedStart?(user: string | null, since: string | null): Promise<FeedStart>;
+  /**
    * The gardens in which `user` was added or removed (member.added, member.removed) after
    * `after`, each once: read along an index of those events by member and position.
    */
@@ -25,6 +64,18 @@ export interface ChangePort {
    * predecessors may still commit: what they name may be answered, but no position may go past them.
    */
   committedEvents(q: { after: string; gardens: string[] | null; limit: number }): Promise<EventRecord[]>;
+  /**
+   * readEvents, committedEvents after `tailAfter` (`tailLimit` at most) when the events fall short
+   * of `limit`, and the plants those events name, read together (one statement on PostgreSQL, so
+   * one snapshot). Optional: without it the feed reads them one by one.
+   */
+  feedLog?(q: {
+    after: string;
+    gardens: string[] | null;
+    limit: number;
+    tailAfter: string;
+    tailLimit: number;
+  }): Promise<FeedLogRead>;
   /**
    * The ids of the plants of `garden` deleted (plant.deleted) after position `after`, greater than
    * `afterId`, ascending, each once, at most `limit`.

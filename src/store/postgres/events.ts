@@ -130,7 +130,37 @@ const PAGE_COLS = `xid::text AS xid, seq, id, type, owner, garden, data,
 const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
 
+// A feed answer's read of the log (ChangePort.feedLog): `source(bound)` is the events of the
+// gardens ($4; none: every garden's, the second query) in log order after `bound`, up to the limit
+// its caller adds. e: the events after $1.$2 up to the snapshot's xmin, as readEvents reads them
+// ($3 at most); c: when e is short of $3, the committed events after $5.$6 ($7 at most), as
+// committedEvents reads them; p: the plants now that e and c name. One statement, one snapshot.
+// Rows: the snapshot's xmin (k 0), then e (1), c (2), p (3); x orders them by xid8.
+const FEED_EVENT_COLS = 'xid, seq, type, owner, garden, plant_id';
+const FEED_LOG = (source: (bound: string, limit: string) => string) => `WITH h AS (
+    SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+  e AS (${source('($1::xid8, $2::bigint) AND xid < (SELECT xmin FROM h)', '$3')}),
+  c AS (SELECT * FROM (${source('($5::xid8, $6::bigint)', '$7')}) c WHERE (SELECT count(*) FROM e) < $3),
+  p AS (SELECT id, garden, name, tag, version FROM plants
+    WHERE id IN (SELECT plant_id FROM e UNION SELECT plant_id FROM c))
+  SELECT 0 AS k, xmin AS x, xmin::text AS xid, NULL::bigint AS seq, NULL::text AS type, NULL::text AS owner,
+    NULL::text AS garden, NULL::bigint AS id, NULL::text AS name, NULL::text AS tag, NULL::int AS version FROM h
+  UNION ALL SELECT 1, xid, xid::text, seq, type, owner, garden, plant_id, NULL, NULL, NULL FROM e
+  UNION ALL SELECT 2, xid, xid::text, seq, type, owner, garden, plant_id, NULL, NULL, NULL FROM c
+  UNION ALL SELECT 3, NULL, NULL, NULL, NULL, NULL, garden, id, name, tag, version FROM p
+  ORDER BY k, x, seq`;
+
 export const EVENT_QUERIES = {
+  feedLogOf: FEED_LOG(
+    (bound, limit) => `SELECT ev.* FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
+      SELECT ${FEED_EVENT_COLS} FROM events WHERE garden = g.id AND (xid, seq) > ${bound}
+      ORDER BY xid, seq LIMIT ${limit}) ev
+    ORDER BY ev.xid, ev.seq LIMIT ${limit}`,
+  ),
+  feedLogAll: FEED_LOG(
+    (bound, limit) => `SELECT ${FEED_EVENT_COLS} FROM events WHERE (xid, seq) > ${bound}
+    ORDER BY xid, seq LIMIT ${limit}`,
+  ),
   // History and activity, newest first by seq along events_plant_history / events_garden_history
   // (migration 14): a page reads the rows it shows, and those of the same plant or garden that its
   // garden or type filter passes over. $3 null: every garden (every type).
@@ -410,6 +440,20 @@ export const EVENT_QUERIES = {
   // The change feed's reads (contract 13.4; ChangePort). Ordered by the columns (xid8), never by
   // the text alias.
   purgedUpTo: 'SELECT xid::text AS xid, seq FROM events_horizon',
+  // A feed answer's start (ChangePort.feedStart), one statement: the log's head, how far it has
+  // been purged and, for a user ($1; null: an administrator, none), its gardens and those it joined
+  // or left since $2.$3 (null: since the head). Under READ COMMITTED every part of one statement
+  // reads the one snapshot pg_current_snapshot() reports: every transaction before its xmin has
+  // ended, so every event before the head is reflected in the memberships read with it (and in
+  // whatever later statements read), as when the head was read by a statement of its own first.
+  feedStart: `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+    SELECT h.xmin::text AS head, p.xid::text AS purged_xid, p.seq AS purged_seq,
+      CASE WHEN $1::text IS NULL THEN NULL ELSE
+        ARRAY(SELECT garden_id FROM garden_members WHERE user_id = $1 ORDER BY garden_id) END AS gardens,
+      CASE WHEN $1::text IS NULL THEN NULL ELSE
+        ARRAY(SELECT DISTINCT garden FROM events WHERE owner = $1 AND type IN ('member.added', 'member.removed')
+          AND (xid, seq) > (coalesce($2::xid8, h.xmin), coalesce($3::bigint, 0))) END AS moved
+    FROM h LEFT JOIN events_horizon p ON true`,
   // Along events_member_position (migration 16): the caller's own joins and leaves since $2.$3.
   memberGardens: `SELECT DISTINCT garden FROM events
     WHERE owner = $1 AND type IN ('member.added', 'member.removed') AND (xid, seq) > ($2::xid8, $3::bigint)`,

@@ -20,7 +20,11 @@ import type {
   EndpointRecord,
   EventRead,
   EventRecord,
+  EventType,
   ExportQuery,
+  FeedEvent,
+  FeedLogRead,
+  FeedStart,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -131,6 +135,20 @@ export const types = {
   getTypeParser: (oid: number, format?: string) =>
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
 };
+
+/** A row of feedLog: the snapshot's xmin (k 0), an event (1), a committed event (2), a plant (3). */
+interface FeedLogRow {
+  k: number;
+  xid: string;
+  seq: number | null;
+  type: EventType | null;
+  owner: string | null;
+  garden: string | null;
+  id: number | null;
+  name: string | null;
+  tag: string | null;
+  version: number | null;
+}
 
 /** With several hosts: how long one connection attempt may take before the next host is tried. */
 const HOST_CONNECT_MS = 1_000;
@@ -807,6 +825,65 @@ export class PgStore implements Store {
   async purgedUpTo(): Promise<string> {
     const row = (await this.q<{ xid: string; seq: number }>('purgedUpTo', [])).rows[0];
     return row ? position(row.xid, row.seq) : position('0', 0);
+  }
+
+  async feedStart(user: string | null, since: string | null): Promise<FeedStart> {
+    const [xid, seq] = since === null ? [null, null] : parsePosition(since);
+    const row = (
+      await this.q<{
+        head: string;
+        purged_xid: string | null;
+        purged_seq: number | null;
+        gardens: string[] | null;
+        moved: string[] | null;
+      }>('feedStart', [user, xid, seq])
+    ).rows[0]!;
+    return {
+      head: position(row.head, 0),
+      purgedUpTo: row.purged_xid === null ? position('0', 0) : position(row.purged_xid, row.purged_seq!),
+      gardens: row.gardens,
+      moved: row.moved ?? [],
+    };
+  }
+
+  async feedLog(q: {
+    after: string;
+    gardens: string[] | null;
+    limit: number;
+    tailAfter: string;
+    tailLimit: number;
+  }): Promise<FeedLogRead> {
+    const [xid, seq] = parsePosition(q.after);
+    const [txid, tseq] = parsePosition(q.tailAfter);
+    const args: unknown[] = [xid, seq, q.limit, q.gardens === null ? null : [...new Set(q.gardens)]];
+    args.push(txid, tseq, q.tailLimit);
+    const { rows } = await this.q<FeedLogRow>(q.gardens === null ? 'feedLogAll' : 'feedLogOf', args);
+    const events: FeedEvent[] = [];
+    const plants: PagePlant[] = [];
+    const tail: FeedEvent[] = [];
+    for (const r of rows) {
+      if (r.k === 3) {
+        plants.push({ id: r.id!, garden: r.garden!, name: r.name!, tag: r.tag, version: r.version! });
+        continue;
+      }
+      if (r.k === 0) continue;
+      const e = {
+        position: position(r.xid, r.seq!),
+        type: r.type!,
+        owner: r.owner!,
+        garden: r.garden!,
+        plant: r.id,
+      };
+      if (r.k === 1) events.push(e);
+      else tail.push(e);
+    }
+    // The committed events are read only when the events fell short of the limit.
+    const committed = events.length < q.limit ? tail : null;
+    plants.sort((a, b) => a.id - b.id);
+    if (events.length === q.limit) return { events, position: events.at(-1)!.position, committed, plants };
+    // As readEvents: everything before the snapshot's xmin has been looked at.
+    const head = BigInt(rows[0]!.xid);
+    return { events, position: head > BigInt(xid) ? position(String(head), 0) : q.after, committed, plants };
   }
 
   async memberEventGardens(user: string, after: string): Promise<string[]> {
