@@ -10,6 +10,7 @@
  *   git worktree add /tmp/before <commit> && ln -s "$PWD/node_modules" /tmp/before/node_modules
  *   npx tsx bench/store-create-cost.ts /tmp/before && npx tsx bench/store-create-cost.ts .
  *
+ * NO_TRASH=1 deletes for good instead (what the trash row itself costs a delete).
  * The machine is small and shared: run each side more than once, alternating.
  */
 import { randomUUID } from 'node:crypto';
@@ -56,7 +57,7 @@ const change = await phase(async (k) => {
 const remove = await phase(async (k) => {
   const e = event();
   const trashing = { deletedAt: e.at, deletedBy: 'u', purgeAt: new Date(e.at.getTime() + 30 * 86_400_000) };
-  await store.deletePlant(ids[k], 'u', e, null, trashing);
+  await store.deletePlant(ids[k], 'u', e, null, process.env.NO_TRASH ? null : trashing);
 });
 console.log(
   JSON.stringify({
