@@ -4,7 +4,7 @@ import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
 import { inSpan } from '../../telemetry/tracing.js';
 import { maskOf } from '../event-mask.js';
-import { CONCURRENT_INDEX, described, type PendingMigration, pendingMigrations } from '../migrate.js';
+import { concurrentIndexName, described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
 import type {
   ActivityQuery,
@@ -103,7 +103,7 @@ export interface PgOptions {
  * dropped, CONCURRENTLY too, and built again.
  */
 async function buildConcurrently(client: pg.PoolClient, migration: string, statement: string): Promise<void> {
-  const name = CONCURRENT_INDEX.exec(statement)?.[1];
+  const name = concurrentIndexName(statement);
   if (!name)
     throw new Error(
       `${migration}: a concurrently statement must be CREATE INDEX CONCURRENTLY IF NOT EXISTS name ON …: ${statement.trim()}`,
