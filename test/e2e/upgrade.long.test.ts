@@ -325,6 +325,7 @@ async function rollingUpgrade({ engine, oldBin, label }: Scenario): Promise<void
             [14, false],
             [15, true],
             [16, true],
+            [17, true],
           ],
         );
       const migrated = await cli(['migrate'], env);
