@@ -160,6 +160,15 @@ export async function newPlant(
   return { id: locationId(res), etag: String(res.headers.etag) };
 }
 
+/** Renames plant `id` whatever its version (PATCH with If-Match: *): the answer, unchecked. */
+export const rename = (c: Client, id: number, name: string) =>
+  c.request({
+    method: 'PATCH',
+    url: `/plants/${id}`,
+    headers: { ...MERGE, 'if-match': '*' },
+    payload: JSON.stringify({ name }),
+  });
+
 /** Asserts a 4xx/5xx error of this status (and code when given), with the contract's body. */
 export function refused(res: LightMyRequestResponse, status: number, code?: string, what = ''): void {
   assert.equal(res.statusCode, status, `${what} ${res.body}`);

@@ -20,11 +20,11 @@ import {
 import {
   deleteGarden,
   homeOf,
-  MERGE,
   MISSING_GID,
   newGarden,
   newPlant,
   refused,
+  rename,
   share,
   unshare,
 } from '../helpers/gardens.js';
@@ -33,13 +33,6 @@ import { until } from '../helpers/wait.js';
 
 const T = { timeout: 30_000 };
 
-const rename = (c: Client, id: number, name: string) =>
-  c.request({
-    method: 'PATCH',
-    url: `/plants/${id}`,
-    headers: { ...MERGE, 'if-match': '*' },
-    payload: JSON.stringify({ name }),
-  });
 const remove = (c: Client, id: number) => c.request({ method: 'DELETE', url: `/plants/${id}` });
 const ops = (a: FeedAnswer) => a.changes.map((ch) => [ch.id, ch.op] as const);
 

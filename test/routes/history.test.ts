@@ -8,12 +8,12 @@ import type { Client } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import {
   clientTeam,
-  MERGE,
   MISSING_GID,
   newGarden,
   newPlant,
   nextLink,
   refused,
+  rename,
   share,
   unshare,
 } from '../helpers/gardens.js';
@@ -45,13 +45,6 @@ async function walk(c: Client, url: string): Promise<{ items: Item[]; sizes: num
   }
   return { items, sizes };
 }
-const rename = (c: Client, id: number, name: string) =>
-  c.request({
-    method: 'PATCH',
-    url: `/plants/${id}`,
-    headers: { ...MERGE, 'if-match': '*' },
-    payload: JSON.stringify({ name }),
-  });
 
 for (const engine of ENGINES) {
   describe(`history and activity (${engine.name})`, { skip: engine.skip }, () => {
