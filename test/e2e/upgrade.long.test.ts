@@ -91,6 +91,8 @@ class Balancer {
   drained503 = 0;
   /** Connections a stopped instance refused (the request never sent), retried on the other. */
   refused = 0;
+  /** Requests sent to each instance and not yet answered (what a deploy's deregistration waits for). */
+  readonly inFlight = new Map<string, number>();
 
   constructor(private readonly token: string) {}
 
@@ -105,6 +107,7 @@ class Balancer {
       const base = this.target;
       const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, ...extra };
       let a: Answer;
+      this.inFlight.set(base, (this.inFlight.get(base) ?? 0) + 1);
       try {
         a = await send1(base + path, method, headers, body).answer;
       } catch (err) {
@@ -118,6 +121,8 @@ class Balancer {
         }
         this.failures.push(`${method} ${path} on ${base}: ${(err as Error).message}`);
         return null;
+      } finally {
+        this.inFlight.set(base, this.inFlight.get(base)! - 1);
       }
       if (a.status === 503 && a.headers['retry-after'] && this.stopping.has(base)) {
         this.drained503++;
@@ -352,7 +357,16 @@ async function rollingUpgrade({ engine, oldBin, label }: Scenario): Promise<void
       );
 
       const stoppingUnderWrites = oldBin === BIN;
-      if (!stoppingUnderWrites) lb.target = second.url; // a deploy moves traffic first
+      if (!stoppingUnderWrites) {
+        // A deploy moves traffic first, and stops the old instance once what it was sending there
+        // has been answered (a balancer's deregistration delay): 0.4.0 predates the drain of 14.2,
+        // and a request reaching it after SIGTERM gets Fastify's 503 without Retry-After.
+        lb.target = second.url;
+        await until(
+          'the requests sent to 0.4.0 to be answered',
+          () => (lb.inFlight.get(first.url) ?? 0) === 0,
+        );
+      }
       lb.stopping.add(first.url);
       first.child.kill('SIGTERM');
       const exited = exitOf(first.child, `${label}'s first instance after SIGTERM`, 10_000);
