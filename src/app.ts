@@ -79,13 +79,15 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     await runtime.close();
     await traces?.shutdown();
   });
-  // Callback-style (not async): this runs on every request, and a promise per hook adds up.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
   const drain = new Drain();
   drain.register(app);
+  // The first hook of every request: its id on the answer, and the drain's count of what is in
+  // flight (or its 503 once draining). One callback-style hook (not async, not one per concern):
+  // each hook Fastify runs costs every request.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    if (drain.admit(reply)) done();
+  });
   app.decorateRequest('caller', null);
   registerErrorHandling(app);
   registerBodyParsers(app);

@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.js';
 import { sendError } from './errors.js';
 
@@ -24,16 +25,17 @@ const SHUTTING_DOWN = new AppError(
  * Draining before a graceful stop (contract 14.2). Once started, every new request, /readyz
  * included, is answered 503 `shutting_down` with Retry-After and Connection: close, at once and
  * while the server still listens (so a load balancer probing /readyz on a new connection sees the
- * 503, not a refused connection); the requests taken in before run to their end, their answers
- * closing their connections; what listens for the start (the live streams) ends. start() resolves
- * when none of those requests is left.
+ * 503, not a refused connection); the requests taken in before run to their end, each answer not
+ * yet begun closing its connection; what listens for the start (the live streams) ends. start()
+ * resolves when none of those requests is left.
  *
  * Fastify's own 503 while closing carries no Retry-After: the instance is built with
  * return503OnClosing off (http/instance.ts), so a request that races the close lands here too.
  */
 export class Drain {
   private draining = false;
-  private inFlight = 0;
+  /** The responses of the requests taken in and not yet finished. */
+  private readonly open = new Set<ServerResponse>();
   private idle: (() => void) | null = null;
   private readonly listeners: (() => void)[] = [];
 
@@ -47,41 +49,46 @@ export class Drain {
     this.listeners.push(fn);
   }
 
-  /** Counts the requests in flight and refuses new ones once draining. Register before any other onRequest hook. */
+  /** Makes `app.drain` this drain. Each request must then pass admit() first (app.ts's onRequest). */
   register(app: FastifyInstance): void {
     app.decorate('drain', this as Drain);
-    // Callback-style: this runs on every request.
-    app.addHook('onRequest', (_request, reply, done) => {
-      if (this.draining) {
-        sendError(reply, SHUTTING_DOWN);
-        return;
-      }
-      this.inFlight++;
-      // 'close' comes once the response is sent or its connection has gone, hijacked ones too.
-      reply.raw.once('close', this.finished);
-      done();
-    });
-    // An answer sent while draining closes its connection: the client's next request goes elsewhere.
-    app.addHook('onSend', (_request, reply, payload, done) => {
-      if (this.draining) reply.header('connection', 'close');
-      done(null, payload);
-    });
+  }
+
+  /**
+   * Takes a request in and answers true, or, once draining, answers it 503 and false. Called by
+   * the app's first onRequest hook: one hook for every request, not one per concern.
+   */
+  admit(reply: FastifyReply): boolean {
+    if (this.draining) {
+      sendError(reply, SHUTTING_DOWN);
+      return false;
+    }
+    this.open.add(reply.raw);
+    // 'close' comes once the response is sent or its connection has gone, hijacked ones too.
+    reply.raw.once('close', this.finished);
+    return true;
   }
 
   /** Starts draining; resolves once every request taken in before it has finished. */
   start(): Promise<void> {
     if (!this.draining) {
       this.draining = true;
+      // An answer not yet begun closes its connection: the client's next request goes elsewhere.
+      for (const res of this.open) if (!res.headersSent) res.setHeader('connection', 'close');
       for (const fn of this.listeners) fn();
     }
-    if (this.inFlight === 0) return Promise.resolve();
+    if (this.open.size === 0) return Promise.resolve();
     return new Promise((resolve) => {
       this.idle = resolve;
     });
   }
 
-  private readonly finished = (): void => {
-    this.inFlight--;
-    if (this.draining && this.inFlight === 0) this.idle?.();
-  };
+  // A response's 'close' listener (called with the response as this): no closure per request.
+  private readonly finished: (this: ServerResponse) => void = (() => {
+    const drain = this;
+    return function (this: ServerResponse) {
+      drain.open.delete(this);
+      if (drain.draining && drain.open.size === 0) drain.idle?.();
+    };
+  })();
 }
