@@ -11,6 +11,8 @@ export interface Api {
    * and explains why on the sign-in page.
    */
   fail: (err: unknown) => string;
+  /** Whether deletes go to the trash (config.json's `trash`): "Undo" is offered only then. */
+  trash: boolean;
 }
 
 export const ApiContext = createContext<Api | null>(null);

@@ -105,6 +105,7 @@ export function App({ settings }: { settings: Settings }) {
       session && {
         store: session.store,
         me: session.me,
+        trash: settings.trash,
         fail: (err) => {
           if (isStatus(err, 401)) {
             signOut('The service no longer accepts your token (it expired or was revoked). Sign in again.');
@@ -112,7 +113,7 @@ export function App({ settings }: { settings: Settings }) {
           return describe(err);
         },
       },
-    [session, signOut],
+    [session, signOut, settings.trash],
   );
 
   const mayManageTokens = session ? can(session.me, 'tokens:manage') : false;

@@ -3,6 +3,8 @@ import { type Me, PlantStore, PlantStoreError } from 'plantstore/client';
 /** What the service tells the console at /console/config.json. */
 export interface Settings {
   oidc: { issuer: string; clientId: string; scope: string; audience: string } | null;
+  /** Whether a delete goes to the trash (and "Undo" can bring it back); false: deletes are final. */
+  trash: boolean;
 }
 
 /** A signed-in person: the token, the client that sends it, and who the service says it is. */

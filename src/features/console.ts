@@ -14,5 +14,6 @@ export function consoleFeature(config: Config): FastifyPluginAsync {
             audience: config.jwtAudience,
           }
         : null,
+    trash: config.trashRetention > 0,
   });
 }

@@ -7,10 +7,15 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 /** Where `npm run build` puts the console (the same from src/routes and dist/routes). */
 export const CONSOLE_ROOT = fileURLToPath(new URL('../../dist/console/', import.meta.url));
 
-/** What the console reads from GET /console/config.json: how it may sign people in. */
+/** What the console reads from GET /console/config.json: how it may sign people in, and what it may promise. */
 export interface ConsoleSettings {
   /** OpenID sign-in (authorization code + PKCE at the JWT issuer); null: token sign-in only. */
   oidc: { issuer: string; clientId: string; scope: string; audience: string } | null;
+  /**
+   * Whether a delete moves the plant to the trash (TRASH_RETENTION above 0, contract 13.2), so the
+   * console offers "Undo"; false: a delete is final, and the console says so before and after.
+   */
+  trash: boolean;
 }
 
 export interface ConsoleOptions extends ConsoleSettings {
@@ -56,7 +61,7 @@ export function consoleRoutes(opts: ConsoleOptions) {
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
   };
-  const settings: ConsoleSettings = { oidc: opts.oidc };
+  const settings: ConsoleSettings = { oidc: opts.oidc, trash: opts.trash };
   return async (app: FastifyInstance) => {
     app.get('/', { schema: { hide: true } }, (_request, reply) => reply.redirect('/console/', 302));
 

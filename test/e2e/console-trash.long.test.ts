@@ -237,17 +237,26 @@ describe('the web console in Chromium: trash, undo, history and activity', {
     await context.close();
   });
 
-  it('with the trash off (TRASH_RETENTION=0), Undo says the delete was final', async () => {
+  it('with the trash off (TRASH_RETENTION=0), the console says a delete is final and offers no Undo', async () => {
     const off = await consoleServer([], { TRASH_RETENTION: '0' });
     try {
       const u = await off.user('final');
       await off.plant(u.token, { name: 'Gone' });
       const { context, page, watch } = await open(browser);
       await signIn(page, off.url, u.token);
+      assert.deepEqual(await (await fetch(`${off.url}/console/config.json`)).json(), {
+        oidc: null,
+        trash: false,
+      });
       await page.getByRole('button', { name: 'Delete Gone', exact: true }).click();
+      const dialog = page.getByRole('dialog', { name: 'Delete plant' });
+      assert.match(await dialog.innerText(), /Delete “Gone” for good\? This service keeps no trash/);
       await confirm(page, 'Delete');
-      await page.getByRole('button', { name: 'Undo', exact: true }).click();
-      await page.getByRole('status').filter({ hasText: 'the delete was final' }).waitFor();
+      await page
+        .getByRole('status')
+        .filter({ hasText: 'Deleted “Gone” for good (this service keeps no trash).' })
+        .waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Undo', exact: true }).count(), 0);
       assertClean(watch, [off.url]);
       await context.close();
     } finally {

@@ -131,7 +131,7 @@ describe('web console', { skip: sqlite.skip }, () => {
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /^application\/json/);
     assertSecurityHeaders(res);
-    assert.deepEqual(res.json(), { oidc: null });
+    assert.deepEqual(res.json(), { oidc: null, trash: true });
   });
 
   it('an unknown file under /console/ is the usual 404, still with the headers', async () => {
@@ -206,6 +206,7 @@ describe('web console with OpenID sign-in', { skip: sqlite.skip }, () => {
         scope: 'openid plants:read plants:write',
         audience: 'plantstore',
       },
+      trash: true,
     });
   });
 

@@ -14,7 +14,7 @@ type Item = ListedPlant<'garden' | 'version'>;
 const PAGE = 20;
 
 export function PlantsView() {
-  const { store, me, fail } = useApi();
+  const { store, me, fail, trash } = useApi();
   const [filter, setFilter] = useState({ garden: '', tag: '', q: '' });
   const [draft, setDraft] = useState({ garden: '', tag: '' });
   // What is typed in "Search plants": searched a moment after the typing stops.
@@ -93,12 +93,20 @@ export function PlantsView() {
     deleting.run(async () => {
       try {
         await store.delete(p.id, { ifMatch: etagOf(p) });
-        say(
-          <>
-            Moved to trash: <Quoted of={p.name} />.
-          </>,
-          p,
-        );
+        if (trash) {
+          say(
+            <>
+              Moved to trash: <Quoted of={p.name} />.
+            </>,
+            p,
+          );
+        } else {
+          say(
+            <>
+              Deleted <Quoted of={p.name} /> for good (this service keeps no trash).
+            </>,
+          );
+        }
         if (made?.id === p.id) setMade(null);
         deleting.close();
       } catch (err) {
@@ -312,8 +320,17 @@ export function PlantsView() {
           title="Delete plant"
           question={
             <>
-              Delete <Quoted of={deleting.about.name} />? It goes to its garden's trash, from where it can be
-              restored for a while.
+              {trash ? (
+                <>
+                  Delete <Quoted of={deleting.about.name} />? It goes to its garden's trash, from where it can
+                  be restored for a while.
+                </>
+              ) : (
+                <>
+                  Delete <Quoted of={deleting.about.name} /> for good? This service keeps no trash: it cannot
+                  be brought back.
+                </>
+              )}
             </>
           }
           error={deleting.error}
