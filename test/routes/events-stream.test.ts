@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Harness, harness, locationId } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
+import { clientTeam, newGarden, plantIn } from '../helpers/gardens.js';
 import { eventStreams, openStream } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 
@@ -53,6 +54,37 @@ for (const engine of ENGINES) {
         all.map((m) => JSON.parse(m.data!).data.name),
         ['Ivy', 'Ivy', 'Sentinel'],
         'nothing of another user',
+      );
+    });
+
+    it('a viewer’s stream carries a shared plant’s delete, restore and purge (contract 13.2), a stranger’s none', async () => {
+      const { e, v, n, g } = await clientTeam(h);
+      const viewer = await stream(v.token);
+      const stranger = await stream(n.token);
+      // The stranger's own plant, made last, shows its stream is live and got nothing before it.
+      const own = await newGarden(n);
+      const made = await plantIn(e, g, { name: 'Shared fern' });
+      assert.equal(made.statusCode, 201, made.body);
+      const id = locationId(made);
+      assert.equal((await e.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      assert.equal((await e.request({ method: 'POST', url: `/trash/${id}/restore` })).statusCode, 200);
+      assert.equal((await e.request({ method: 'DELETE', url: `/plants/${id}` })).statusCode, 204);
+      assert.equal((await e.request({ method: 'DELETE', url: `/trash/${id}` })).statusCode, 204);
+      const got = await viewer.waitFor(5, 10_000);
+      assert.deepEqual(
+        got.map((m) => m.event),
+        ['plant.created', 'plant.deleted', 'plant.restored', 'plant.deleted', 'plant.purged'],
+      );
+      const bodies = got.map((m) => JSON.parse(m.data!));
+      for (const b of bodies) assert.equal(b.actor, e.user, `${b.type}: the editor did it`);
+      assert.deepEqual(bodies[2].data, { id, name: 'Shared fern', garden: g });
+      assert.deepEqual(bodies[4].data, { id, garden: g });
+      assert.equal((await plantIn(n, own, { name: 'Stranger sentinel' })).statusCode, 201);
+      const theirs = await stranger.waitFor(1, 10_000);
+      assert.deepEqual(
+        theirs.map((m) => JSON.parse(m.data!).data.name),
+        ['Stranger sentinel'],
+        'nothing of a garden the stranger is not in',
       );
     });
 
