@@ -157,8 +157,10 @@ export const EVENT_QUERIES = {
       ORDER BY xid, seq LIMIT ${limit}) ev
     ORDER BY ev.xid, ev.seq LIMIT ${limit}`,
   ),
+  // $4 (null here) named all the same: PostgreSQL refuses a statement with a parameter it cannot type.
   feedLogAll: FEED_LOG(
     (bound, limit) => `SELECT ${FEED_EVENT_COLS} FROM events WHERE (xid, seq) > ${bound}
+      AND $4::text[] IS NULL
     ORDER BY xid, seq LIMIT ${limit}`,
   ),
   // History and activity, newest first by seq along events_plant_history / events_garden_history
