@@ -3,7 +3,7 @@ import { isGardenId } from '../gardens/id.js';
 import type { GardenService } from '../gardens/service.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import { cursorCodec } from '../paging.js';
-import type { EventRecord, FeedEvent, PagePlant, Store } from '../store/store.js';
+import type { EventRecord, FeedEvent, FeedLogRead, PagePlant, Store } from '../store/store.js';
 import { DEFAULT_LIMIT } from './history.js';
 
 // The change feed (contract 13.4): what changed for a caller since a position in the event log.
@@ -125,7 +125,13 @@ export class ChangeFeed {
     // memberships and plants read after it, and no answer goes past it (what follows is the next's).
     // An engine with feedStart reads it with the horizon, the memberships and the caller's joins and
     // leaves (one statement on PostgreSQL, whose snapshot is the head's: see its query).
-    const start = await this.store.feedStart?.(admin ? null : caller.user, state?.position ?? null);
+    // A member's delta from the log asks for the log's first read with it (one statement on
+    // PostgreSQL): the read Answer.log makes first, its batch and tail limits as it computes them.
+    const first =
+      state?.kind === 'log' && !admin
+        ? { limit: Math.min(limit + 1, EVENT_BATCH), tailLimit: limit + 1, garden }
+        : undefined;
+    const start = await this.store.feedStart?.(admin ? null : caller.user, state?.position ?? null, first);
     const head = start?.head ?? (await this.store.headPosition());
     if (garden !== null) await this.gardens.find(caller, garden);
     const member = admin ? null : new Set(start?.gardens ?? (await this.gardens.visible(caller)));
@@ -152,6 +158,8 @@ export class ChangeFeed {
               ]),
             ];
     const run = new Answer(this.store, caller.user, limit, head, sees, scope, garden, member);
+    if (start?.log !== undefined && first !== undefined)
+      run.prefetched = { after: state.position, ...first, read: start.log };
     const more = await run.from(state);
     const changes = await run.changes();
     return { changes, next: positions.encode(run.state, bound), more };
@@ -177,6 +185,8 @@ class Answer {
   private tailRead: { events: FeedEvent[]; limit: number } | null = null;
   /** With feedLog: the plants as read with the events that named them (null: it does not exist). */
   private readonly named = new Map<number, PagePlant | null>();
+  /** The log's read made with feedStart (FeedStart.log): readLog's own when it asks the same, once. */
+  prefetched: { after: string; limit: number; tailLimit: number; read: FeedLogRead } | null = null;
 
   constructor(
     private readonly store: Store,
@@ -326,13 +336,12 @@ class Answer {
       return { events: read.events.map(feedEvent), position: read.position };
     }
     const tailLimit = this.room + 1;
-    const read = await this.store.feedLog({
-      after,
-      gardens: this.scope,
-      limit,
-      tailAfter: this.head,
-      tailLimit,
-    });
+    const ahead = this.prefetched;
+    this.prefetched = null;
+    const read =
+      ahead !== null && ahead.after === after && ahead.limit === limit && ahead.tailLimit === tailLimit
+        ? ahead.read
+        : await this.store.feedLog({ after, gardens: this.scope, limit, tailAfter: this.head, tailLimit });
     this.tailRead = read.committed === null ? null : { events: read.committed, limit: tailLimit };
     // Every id the events name, as it is in the read's snapshot (after the head's: see tail).
     for (const e of [...read.events, ...(read.committed ?? [])])

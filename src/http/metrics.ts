@@ -61,6 +61,9 @@ const TIMED = [
   'purgeEvents',
   'ping',
 ] as const satisfies readonly (keyof Store)[];
+// Operations an engine may lack (the feed then reads the others one by one): timed when it has them.
+// Left out, an engine's one-statement form would be lost behind this wrapper.
+const TIMED_OPTIONAL = ['feedStart', 'feedLog'] as const satisfies readonly (keyof Store)[];
 
 /** Per-app Prometheus registry: request counts and latency by route and status, store latency. */
 export class Metrics {
@@ -207,7 +210,8 @@ export class Metrics {
       // An async iterable, not a promise: its pages are timed by nothing here.
       exportPlants: store.exportPlants.bind(store),
     };
-    for (const name of TIMED) {
+    const present = TIMED_OPTIONAL.filter((name) => store[name] !== undefined);
+    for (const name of [...TIMED, ...present]) {
       const fn = store[name] as (...args: unknown[]) => Promise<unknown>;
       const hist = this.storeLatency;
       const ok = () => ({ operation: name, outcome: 'ok' });

@@ -14,6 +14,20 @@ export interface FeedStart {
   gardens: string[] | null;
   /** The gardens the user joined or left after `since` (as memberEventGardens); none without a user. */
   moved: string[];
+  /**
+   * Asked for with `log` (and read where the engine can): feedLog after `since` with `log.limit`,
+   * in the gardens a feed answer reads (`log.garden` alone when named, else `gardens` and `moved`),
+   * with `tailAfter` the head and `log.tailLimit`, read with the rest (on PostgreSQL: the same
+   * statement, so the same snapshot). Absent: not read.
+   */
+  log?: FeedLogRead;
+}
+
+/** What feedStart may read of the log besides (FeedStart.log). */
+export interface FeedStartLog {
+  limit: number;
+  tailLimit: number;
+  garden: string | null;
 }
 
 /** An event as the change feed reads it: where it is, what it is, and the plant it names (plant events). */
@@ -49,10 +63,11 @@ export interface ChangePort {
   /**
    * The head, purgedUpTo, and for `user` (null: none) its gardens and memberEventGardens after
    * `since` (null: after the head), read together where the engine can (one statement on
-   * PostgreSQL), with the head read no later than the rest. Optional: without it the feed reads them
-   * one by one.
+   * PostgreSQL), with the head read no later than the rest. With `log` (a user and a `since` only),
+   * also the log's first read (FeedStart.log), where the engine can. Optional: without it the feed
+   * reads them one by one.
    */
-  feedStart?(user: string | null, since: string | null): Promise<FeedStart>;
+  feedStart?(user: string | null, since: string | null, log?: FeedStartLog): Promise<FeedStart>;
   /**
    * The gardens in which `user` was added or removed (member.added, member.removed) after
    * `after`, each once: read along an index of those events by member and position.

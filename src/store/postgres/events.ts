@@ -150,15 +150,49 @@ const FEED_LOG = (source: (bound: string, limit: string) => string) => `WITH h A
   UNION ALL SELECT 3, NULL, NULL, NULL, NULL, NULL, garden, id, name, tag, version FROM p
   ORDER BY k, x, seq`;
 
+// A delta's whole read (ChangePort.feedStart with `log`), one statement, one snapshot: feedStart's
+// head, horizon, memberships of $1 and its joins and leaves after $2.$3, then FEED_LOG's reads in
+// the scope those make (the garden $6 alone when named, else the memberships and the gardens joined
+// or left), after $2.$3 ($4 events at most) and, when short, after the head ($5 at most). Row k 0
+// carries the start; e, c and p as in FEED_LOG.
+const FEED_DELTA_SOURCE = (
+  bound: string,
+  limit: string,
+) => `SELECT ev.* FROM s CROSS JOIN unnest(s.scope) AS g(id)
+    CROSS JOIN LATERAL (
+      SELECT ${FEED_EVENT_COLS} FROM events WHERE garden = g.id AND (xid, seq) > ${bound}
+      ORDER BY xid, seq LIMIT ${limit}) ev
+    ORDER BY ev.xid, ev.seq LIMIT ${limit}`;
+const FEED_DELTA = `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+  m AS (SELECT ARRAY(SELECT garden_id FROM garden_members WHERE user_id = $1 ORDER BY garden_id) AS gardens,
+    ARRAY(SELECT DISTINCT garden FROM events WHERE owner = $1 AND type IN ('member.added', 'member.removed')
+      AND (xid, seq) > ($2::xid8, $3::bigint)) AS moved),
+  s AS (SELECT CASE WHEN $6::text IS NULL THEN ARRAY(SELECT DISTINCT x FROM unnest(m.gardens || m.moved) AS x)
+    ELSE ARRAY[$6::text] END AS scope FROM m),
+  e AS (${FEED_DELTA_SOURCE('($2::xid8, $3::bigint) AND xid < (SELECT xmin FROM h)', '$4')}),
+  c AS (SELECT * FROM (${FEED_DELTA_SOURCE('((SELECT xmin FROM h), 0::bigint)', '$5')}) c WHERE (SELECT count(*) FROM e) < $4),
+  p AS (SELECT id, garden, name, tag, version FROM plants
+    WHERE id IN (SELECT plant_id FROM e UNION SELECT plant_id FROM c))
+  SELECT 0 AS k, h.xmin AS x, h.xmin::text AS xid, hz.seq, hz.xid::text AS type, NULL::text AS owner,
+    NULL::text AS garden, NULL::bigint AS id, NULL::text AS name, NULL::text AS tag, NULL::int AS version,
+    m.gardens, m.moved FROM h CROSS JOIN m LEFT JOIN events_horizon hz ON true
+  UNION ALL SELECT 1, xid, xid::text, seq, type, owner, garden, plant_id, NULL, NULL, NULL, NULL, NULL FROM e
+  UNION ALL SELECT 2, xid, xid::text, seq, type, owner, garden, plant_id, NULL, NULL, NULL, NULL, NULL FROM c
+  UNION ALL SELECT 3, NULL, NULL, NULL, NULL, NULL, garden, id, name, tag, version, NULL, NULL FROM p
+  ORDER BY k, x, seq`;
+
 export const EVENT_QUERIES = {
+  feedDelta: FEED_DELTA,
   feedLogOf: FEED_LOG(
     (bound, limit) => `SELECT ev.* FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
       SELECT ${FEED_EVENT_COLS} FROM events WHERE garden = g.id AND (xid, seq) > ${bound}
       ORDER BY xid, seq LIMIT ${limit}) ev
     ORDER BY ev.xid, ev.seq LIMIT ${limit}`,
   ),
+  // $4 (null here) named all the same: PostgreSQL refuses a statement with a parameter it cannot type.
   feedLogAll: FEED_LOG(
     (bound, limit) => `SELECT ${FEED_EVENT_COLS} FROM events WHERE (xid, seq) > ${bound}
+      AND $4::text[] IS NULL
     ORDER BY xid, seq LIMIT ${limit}`,
   ),
   // History and activity, newest first by seq along events_plant_history / events_garden_history

@@ -25,6 +25,7 @@ import type {
   FeedEvent,
   FeedLogRead,
   FeedStart,
+  FeedStartLog,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -148,6 +149,37 @@ interface FeedLogRow {
   name: string | null;
   tag: string | null;
   version: number | null;
+}
+
+/** feedLog's rows (row k 0 first: the snapshot's xmin in xid) as what it read, after `after`. */
+function feedLogRead(rows: FeedLogRow[], limit: number, after: string): FeedLogRead {
+  const events: FeedEvent[] = [];
+  const plants: PagePlant[] = [];
+  const tail: FeedEvent[] = [];
+  for (const r of rows) {
+    if (r.k === 3) {
+      plants.push({ id: r.id!, garden: r.garden!, name: r.name!, tag: r.tag, version: r.version! });
+      continue;
+    }
+    if (r.k === 0) continue;
+    const e = {
+      position: position(r.xid, r.seq!),
+      type: r.type!,
+      owner: r.owner!,
+      garden: r.garden!,
+      plant: r.id,
+    };
+    if (r.k === 1) events.push(e);
+    else tail.push(e);
+  }
+  // The committed events are read only when the events fell short of the limit.
+  const committed = events.length < limit ? tail : null;
+  plants.sort((a, b) => a.id - b.id);
+  if (events.length === limit) return { events, position: events.at(-1)!.position, committed, plants };
+  // As readEvents: everything before the snapshot's xmin has been looked at.
+  const head = BigInt(rows[0]!.xid);
+  const [xid] = parsePosition(after);
+  return { events, position: head > BigInt(xid) ? position(String(head), 0) : after, committed, plants };
 }
 
 /** With several hosts: how long one connection attempt may take before the next host is tried. */
@@ -827,7 +859,8 @@ export class PgStore implements Store {
     return row ? position(row.xid, row.seq) : position('0', 0);
   }
 
-  async feedStart(user: string | null, since: string | null): Promise<FeedStart> {
+  async feedStart(user: string | null, since: string | null, log?: FeedStartLog): Promise<FeedStart> {
+    if (log !== undefined && user !== null && since !== null) return this.feedDelta(user, since, log);
     const [xid, seq] = since === null ? [null, null] : parsePosition(since);
     const row = (
       await this.q<{
@@ -846,6 +879,24 @@ export class PgStore implements Store {
     };
   }
 
+  // feedStart with the log's first read, in one statement (feedDelta).
+  private async feedDelta(user: string, since: string, log: FeedStartLog): Promise<FeedStart> {
+    const [xid, seq] = parsePosition(since);
+    const { rows } = await this.q<FeedLogRow & { gardens: string[] | null; moved: string[] | null }>(
+      'feedDelta',
+      [user, xid, seq, log.limit, log.tailLimit, log.garden],
+    );
+    const start = rows[0]!;
+    // Row k 0: the head (xid), and the horizon's position in seq and type (null: none purged).
+    return {
+      head: position(start.xid, 0),
+      purgedUpTo: start.type === null ? position('0', 0) : position(start.type, start.seq!),
+      gardens: start.gardens,
+      moved: start.moved ?? [],
+      log: feedLogRead(rows, log.limit, since),
+    };
+  }
+
   async feedLog(q: {
     after: string;
     gardens: string[] | null;
@@ -858,32 +909,7 @@ export class PgStore implements Store {
     const args: unknown[] = [xid, seq, q.limit, q.gardens === null ? null : [...new Set(q.gardens)]];
     args.push(txid, tseq, q.tailLimit);
     const { rows } = await this.q<FeedLogRow>(q.gardens === null ? 'feedLogAll' : 'feedLogOf', args);
-    const events: FeedEvent[] = [];
-    const plants: PagePlant[] = [];
-    const tail: FeedEvent[] = [];
-    for (const r of rows) {
-      if (r.k === 3) {
-        plants.push({ id: r.id!, garden: r.garden!, name: r.name!, tag: r.tag, version: r.version! });
-        continue;
-      }
-      if (r.k === 0) continue;
-      const e = {
-        position: position(r.xid, r.seq!),
-        type: r.type!,
-        owner: r.owner!,
-        garden: r.garden!,
-        plant: r.id,
-      };
-      if (r.k === 1) events.push(e);
-      else tail.push(e);
-    }
-    // The committed events are read only when the events fell short of the limit.
-    const committed = events.length < q.limit ? tail : null;
-    plants.sort((a, b) => a.id - b.id);
-    if (events.length === q.limit) return { events, position: events.at(-1)!.position, committed, plants };
-    // As readEvents: everything before the snapshot's xmin has been looked at.
-    const head = BigInt(rows[0]!.xid);
-    return { events, position: head > BigInt(xid) ? position(String(head), 0) : q.after, committed, plants };
+    return feedLogRead(rows, q.limit, q.after);
   }
 
   async memberEventGardens(user: string, after: string): Promise<string[]> {
