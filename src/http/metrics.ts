@@ -60,6 +60,10 @@ const TIMED = [
   'plantsByIds',
   'purgeEvents',
   'ping',
+  // Only on engines that have them (timed when present, else left absent).
+  'listTrashJson',
+  'plantHistoryJson',
+  'gardenActivityJson',
 ] as const satisfies readonly (keyof Store)[];
 
 /** Per-app Prometheus registry: request counts and latency by route and status, store latency. */
@@ -208,7 +212,8 @@ export class Metrics {
       exportPlants: store.exportPlants.bind(store),
     };
     for (const name of TIMED) {
-      const fn = store[name] as (...args: unknown[]) => Promise<unknown>;
+      const fn = store[name] as ((...args: unknown[]) => Promise<unknown>) | undefined;
+      if (fn === undefined) continue;
       const hist = this.storeLatency;
       const ok = () => ({ operation: name, outcome: 'ok' });
       const failed = () => ({ operation: name, outcome: 'error' });
