@@ -147,7 +147,8 @@ const HISTORY_ITEM = `'{"id":' || to_json(id)::text || ',"type":' || to_json(typ
  * of the limit-th row) when more follow. One row, whatever was read.
  */
 export const JSON_PAGE = (rows: string, limit: string, order: string, item: string, position: string) =>
-  `SELECT count(*)::int AS rows, min(CASE WHEN n = ${limit} THEN ${position} END) AS last,
+  `SELECT count(*)::int AS rows,
+    CASE WHEN count(*) > ${limit} THEN min(CASE WHEN n = ${limit} THEN ${position} END) END AS last,
     '[' || coalesce(string_agg(${item}, ',' ORDER BY n) FILTER (WHERE n <= ${limit}), '') || ']' AS json
   FROM (SELECT r.*, row_number() OVER (ORDER BY ${order}) AS n FROM (${rows}) r) p`;
 const READERS = rolesFor('read')

@@ -33,12 +33,13 @@ const WRITERS = rolesFor('write')
 const COLS = 'id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at';
 const ORDER = 'ORDER BY deleted_at DESC, id DESC';
 
-// A trash row as the route's TrashItem: {id, name, tag (when set), garden, deletedAt, deletedBy,
-// purgeAt}, in that order; and its position as a cursor writes it (`<deletedAt ms>.<id>`).
+// A trash row as the route's TrashItem, byte for byte as Fastify's serializer writes it: {id, name,
+// garden, deletedAt, deletedBy, purgeAt, tag (when set)} (the optional key last); and its position
+// as a cursor writes it (`<deletedAt ms>.<id>`).
 const TRASH_ITEM = `'{"id":' || id || ',"name":' || to_json(name)::text
-  || CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || to_json(tag)::text END
   || ',"garden":' || to_json(garden)::text || ',"deletedAt":"' || ${ISO_TEXT('deleted_at')}
-  || '","deletedBy":' || to_json(deleted_by)::text || ',"purgeAt":"' || ${ISO_TEXT('purge_at')} || '"}'`;
+  || '","deletedBy":' || to_json(deleted_by)::text || ',"purgeAt":"' || ${ISO_TEXT('purge_at')} || '"'
+  || CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || to_json(tag)::text END || '}'`;
 const TRASH_PAGE = (rows: string, limit: string) =>
   JSON_PAGE(
     rows,
