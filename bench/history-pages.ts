@@ -19,13 +19,17 @@
  * is wrk (bench/wrk.mjs) when installed, with the server pinned to core 0 and wrk to core 1 where
  * the machine has two; otherwise fetch from this process. On a small shared machine run it more
  * than once and compare the CPU per request. Not run by the tests.
+ *
+ * To compare trees on one fill (A/B), name their directories (each built, with node_modules):
+ *   HISTORY_PAGES_TREES=/tmp/before,. HISTORY_PAGES_ROUNDS=2 npx tsx bench/history-pages.ts 1000000 postgres 10
+ * serves each tree in turn, round after round, and prints each run with the load average after it.
  */
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { gardenId } from '../src/gardens/id.js';
@@ -137,48 +141,82 @@ async function fill(): Promise<{ before: number; after: number; seconds: number 
 }
 
 const disk = await fill();
-const port = await freePort();
-const url = `http://127.0.0.1:${port}`;
 // The server on core 0 and the load on core 1, where the machine has two and taskset works.
 const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-const server = spawnServer(
-  ['bin/plantstore', 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS],
-  PIN,
-);
-await waitReady(url, '/readyz');
 const headers = { authorization: `Bearer ${token}` };
 
-// Cursors along the way: the Link of each page of the first 20, to read older pages from.
-async function cursors(path: string): Promise<string[]> {
-  const got: string[] = [path];
-  for (let next: string | null = path; next !== null && got.length < 20; ) {
-    const res: Response = await fetch(`${url}${next}`, { headers });
-    if (res.status !== 200) throw new Error(`${next}: ${res.status} ${await res.text()}`);
-    await res.arrayBuffer();
-    next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
-    if (next) got.push(next);
+// A/B on one fill: HISTORY_PAGES_TREES names the trees whose bin/plantstore serves (built, comma-
+// separated; default this one), each served in turn for HISTORY_PAGES_ROUNDS rounds (default 1).
+const TREES = (process.env.HISTORY_PAGES_TREES ?? '.').split(',').map((t) => resolve(t));
+const ROUNDS = Number(process.env.HISTORY_PAGES_ROUNDS ?? 1);
+
+// One tree's server: the scenarios measured against it, then it is stopped.
+async function measure(tree: string) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const server = spawnServer(
+    [
+      join(tree, 'bin/plantstore'),
+      'serve',
+      '--port',
+      String(port),
+      '--database',
+      database,
+      ...BENCH_SERVE_FLAGS,
+    ],
+    PIN,
+  );
+  try {
+    await waitReady(url, '/readyz');
+    // Cursors along the way: the Link of each page of the first 20, to read older pages from.
+    const cursors = async (path: string): Promise<string[]> => {
+      const got: string[] = [path];
+      for (let next: string | null = path; next !== null && got.length < 20; ) {
+        const res: Response = await fetch(`${url}${next}`, { headers });
+        if (res.status !== 200) throw new Error(`${next}: ${res.status} ${await res.text()}`);
+        await res.arrayBuffer();
+        next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
+        if (next) got.push(next);
+      }
+      return got;
+    };
+    // The load (bench/serve-load.ts): wrk on core 1 where it is installed, else fetch from here.
+    const target = {
+      pid: server.pid!,
+      url,
+      token,
+      dir,
+      pin: PIN,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+    };
+    const drive = (name: string, paths: string[]) => driveTarget(target, name, paths);
+    const history = await cursors(`/plants/${PLANT}/history?limit=100`);
+    const activity = await cursors(`/gardens/${garden}/activity?limit=100`);
+    const trash = await cursors('/trash?limit=100');
+    // Warm up, then measure.
+    await drive('warm-up', [...history, ...activity, ...trash]);
+    return [
+      await drive('history, newest page', [history[0]!]),
+      await drive('history, pages 1-10', history.slice(0, 10)),
+      await drive('activity, newest page', [activity[0]!]),
+      await drive('activity, pages 1-20', activity),
+      await drive('trash, newest page', [trash[0]!]),
+      await drive('trash, pages 1-10', trash.slice(0, 10)),
+    ];
+  } finally {
+    await stopAll([server]);
   }
-  return got;
 }
 
-// The load (bench/serve-load.ts): wrk on core 1 where it is installed, else fetch from here.
-const target = { pid: server.pid!, url, token, dir, pin: PIN, connections: CONNECTIONS, seconds: SECONDS };
-const drive = (name: string, paths: string[]) => driveTarget(target, name, paths);
-
 try {
-  const history = await cursors(`/plants/${PLANT}/history?limit=100`);
-  const activity = await cursors(`/gardens/${garden}/activity?limit=100`);
-  const trash = await cursors('/trash?limit=100');
-  // Warm up, then measure.
-  await drive('warm-up', [...history, ...activity, ...trash]);
-  const results = [
-    await drive('history, newest page', [history[0]!]),
-    await drive('history, pages 1-10', history.slice(0, 10)),
-    await drive('activity, newest page', [activity[0]!]),
-    await drive('activity, pages 1-20', activity),
-    await drive('trash, newest page', [trash[0]!]),
-    await drive('trash, pages 1-10', trash.slice(0, 10)),
-  ];
+  const runs: { tree: string; round: number; loadAverage: number[]; results: unknown[] }[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const tree of TREES) {
+      const results = await measure(tree);
+      runs.push({ tree, round, loadAverage: loadavg().map((l) => Number(l.toFixed(2))), results });
+    }
+  }
   console.log(
     JSON.stringify(
       {
@@ -196,14 +234,14 @@ try {
           measured: db === null ? 'SQLite file, WAL checkpointed' : "pg_total_relation_size('events')",
           trashEntries: TRASH_OTHER + TRASH_OURS,
         },
-        results,
+        ...(TREES.length === 1 && ROUNDS === 1 ? { results: runs[0]!.results } : { runs }),
       },
       null,
       2,
     ),
   );
 } finally {
-  await stopAll([server]);
+  await stopAll();
   await db?.drop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -12,6 +12,17 @@ export interface Page<T> {
   limit: number;
 }
 
+/**
+ * A page whose items the engine wrote as the answer's JSON text (a JSON array, sent as it is), and
+ * where the next one starts.
+ */
+export interface JsonTextPage {
+  json: string;
+  /** The next page's cursor; null on the last page. */
+  next: string | null;
+  limit: number;
+}
+
 /** The page of `rows`, read with a limit of `limit + 1`: the extra row only says that more follow. */
 export function pageOf<T>(rows: T[], limit: number, cursorAfter: (last: T) => string): Page<T> {
   const more = rows.length > limit;

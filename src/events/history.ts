@@ -1,8 +1,9 @@
+import { actorOf } from '../access/policy.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { GardenService } from '../gardens/service.js';
 import type { Caller } from '../identity/caller.js';
-import { cursorCodec, type Page, pageOf } from '../paging.js';
-import { EVENT_TYPES, type EventRecord, type EventType, type Store } from '../store/store.js';
+import { cursorCodec, type JsonTextPage, type Page, pageOf } from '../paging.js';
+import { EVENT_TYPES, type EventRecord, type EventType, type JsonPage, type Store } from '../store/store.js';
 
 /** A page's size when none is asked for, and the most one holds: the plant list's (contract 2). */
 export const DEFAULT_LIMIT = 100;
@@ -45,6 +46,12 @@ export function parseTypes(raw: string | undefined): EventType[] | null {
   return EVENT_TYPES.filter((t) => parts.includes(t));
 }
 
+const jsonPage = (page: JsonPage, limit: number, listing: string): JsonTextPage => ({
+  json: page.json,
+  next: page.rows > limit && page.last !== null ? cursors.encode(page.last, listing) : null,
+  limit,
+});
+
 /**
  * History and activity (contract 13.3) without their HTTP: which events the caller may see is the
  * garden service's one answer (its gardens now; an admin every garden), never derived here.
@@ -64,10 +71,17 @@ export class HistoryService {
     caller: Caller,
     plantId: number,
     q: { limit?: number; cursor?: string },
-  ): Promise<Page<EventRecord>> {
+  ): Promise<Page<EventRecord> | JsonTextPage> {
     const listing = historyListing(caller.user, plantId);
     const before = q.cursor === undefined ? null : cursors.decode(q.cursor, listing);
     const limit = q.limit ?? DEFAULT_LIMIT;
+    if (this.store.plantHistoryJson) {
+      // The gardens visible (a member's now; an admin's every one: actorOf null) read in the page's
+      // own statement, and the page written by the engine.
+      const page = await this.store.plantHistoryJson({ plantId, actor: actorOf(caller), before, limit });
+      if (page.rows === 0 && before === null) throw new NotFoundError();
+      return jsonPage(page, limit, listing);
+    }
     const gardens = await this.gardens.visible(caller);
     const rows = await this.store.plantHistory({ plantId, gardens, before, limit: limit + 1 });
     if (rows.length === 0 && before === null) throw new NotFoundError();
@@ -82,10 +96,22 @@ export class HistoryService {
     caller: Caller,
     garden: string,
     q: { limit?: number; cursor?: string; types: EventType[] | null },
-  ): Promise<Page<EventRecord>> {
+  ): Promise<Page<EventRecord> | JsonTextPage> {
     const listing = activityListing(caller.user, garden, q.types);
     const before = q.cursor === undefined ? null : cursors.decode(q.cursor, listing);
     const limit = q.limit ?? DEFAULT_LIMIT;
+    if (this.store.gardenActivityJson) {
+      // The garden's existence and the caller's role read with the page: find's decision on them.
+      const page = await this.store.gardenActivityJson({
+        garden: this.gardens.checkedId(garden),
+        actor: actorOf(caller),
+        types: q.types,
+        before,
+        limit,
+      });
+      this.gardens.roleFrom(caller, page);
+      return jsonPage(page, limit, listing);
+    }
     const { garden: found } = await this.gardens.find(caller, garden);
     const rows = await this.store.gardenActivity({
       garden: found.id,

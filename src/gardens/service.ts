@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type Action, actorOf, allows, leastRole, MAKER_ROLE } from '../access/policy.js';
+import { type Action, actorOf, allows, leastRole, MAKER_ROLE, roleOf } from '../access/policy.js';
 import { AppError, ConflictError, GardenNotFoundError, InsufficientRoleError } from '../errors.js';
 import { type Caller, isAdmin } from '../identity/caller.js';
 import type {
@@ -136,6 +136,23 @@ export class GardenService {
     const found = await this.store.gardenFor(checked(id), actorOf(caller));
     if (found === null) throw new GardenNotFoundError();
     return { ...found, home: found.garden.homeUser === caller.user };
+  }
+
+  /**
+   * As find, on facts a store read together with something else (one round trip): the garden `id`
+   * exists (`found`) and the caller's membership role in it (null: none). The caller's role;
+   * 404 when the garden does not exist or the caller is no member. `checkedId` first: an id that
+   * cannot name a garden never reaches the store.
+   */
+  roleFrom(caller: Caller, facts: { found: boolean; role: Role | null }): Role {
+    const role = facts.found ? roleOf(actorOf(caller), facts.role) : null;
+    if (role === null) throw new GardenNotFoundError();
+    return role;
+  }
+
+  /** A garden id as find takes it; 404 when it cannot name a garden. */
+  checkedId(id: string): string {
+    return checked(id);
   }
 
   /** As find, and 403 insufficient_role unless the caller's role allows `action`. */

@@ -61,9 +61,16 @@ const TIMED = [
   'purgeEvents',
   'ping',
 ] as const satisfies readonly (keyof Store)[];
-// Operations an engine may lack (the feed then reads the others one by one): timed when it has them.
-// Left out, an engine's one-statement form would be lost behind this wrapper.
-const TIMED_OPTIONAL = ['feedStart', 'feedLog'] as const satisfies readonly (keyof Store)[];
+// Operations an engine may lack (the feed then reads the others one by one; a page is read as rows
+// and serialized here): timed when it has them. Left out, an engine's one-statement form would be
+// lost behind this wrapper.
+const TIMED_OPTIONAL = [
+  'feedStart',
+  'feedLog',
+  'listTrashJson',
+  'plantHistoryJson',
+  'gardenActivityJson',
+] as const satisfies readonly (keyof Store)[];
 
 /** Per-app Prometheus registry: request counts and latency by route and status, store latency. */
 export class Metrics {

@@ -8,7 +8,7 @@ import { methodNotAllowed, requireIdSegment } from '../http/route-guards.js';
 import { nextLink } from '../paging.js';
 import { errorResponses, SUCCESS_HEADERS, success } from '../schemas/error.js';
 import { Plant, PlantIdParam } from '../schemas/plant.js';
-import { TrashList, TrashQuery } from '../schemas/trash.js';
+import { type TrashItem, TrashList, TrashQuery } from '../schemas/trash.js';
 import type { TrashRecord } from '../store/store.js';
 import type { TrashService } from '../trash/service.js';
 import { etagHeader, IdempotencyHeaders, plantId, replayedHeader } from './plants.js';
@@ -70,6 +70,12 @@ export function trashRoutes(trash: TrashService, auth: AuthDeps) {
         });
         const link = nextLink('/trash', page, { garden: q.garden });
         if (link) reply.header('link', link);
+        if ('json' in page) {
+          // The engine wrote the page as TrashList's JSON (item's fields, in its order): sent as it
+          // is, a string with its type set, as history's pages are.
+          reply.type('application/json; charset=utf-8');
+          return page.json as unknown as TrashItem[];
+        }
         return page.items.map(item);
       },
     );

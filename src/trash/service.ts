@@ -1,7 +1,7 @@
 import { actorOf, allows } from '../access/policy.js';
 import { forbidden, type GardenService } from '../gardens/service.js';
 import type { Caller } from '../identity/caller.js';
-import { cursorCodec, type Page, pageOf } from '../paging.js';
+import { cursorCodec, type JsonTextPage, type Page, pageOf } from '../paging.js';
 import { IdempotentWrites, keyReused } from '../plants/idempotency.js';
 import { refusal } from '../plants/service.js';
 import type { Change, NewEvent, Store, TrashPosition, TrashRecord, VersionedPlant } from '../store/store.js';
@@ -65,10 +65,30 @@ export class TrashService {
   async list(
     caller: Caller,
     q: { garden?: string; limit?: number; cursor?: string },
-  ): Promise<Page<TrashRecord>> {
+  ): Promise<Page<TrashRecord> | JsonTextPage> {
     const bound = listing(caller.user, q.garden);
     const after = q.cursor === undefined ? null : cursors.decode(q.cursor, bound);
     const limit = q.limit ?? DEFAULT_LIMIT;
+    if (this.store.listTrashJson) {
+      // The garden's existence and the caller's role (or the gardens it may restore in) read with
+      // the page, and the page written by the engine; the same decisions as below on those facts.
+      const garden = q.garden === undefined ? null : this.gardens.checkedId(q.garden);
+      const page = await this.store.listTrashJson({ garden, actor: actorOf(caller), after, limit });
+      if (garden !== null && !allows(this.gardens.roleFrom(caller, page), 'write')) throw forbidden('write');
+      const last = page.rows > limit ? page.last : null;
+      const dot = last?.indexOf('.') ?? -1;
+      return {
+        json: page.json,
+        next:
+          last === null || dot < 0
+            ? null
+            : cursors.encode(
+                { deletedAt: new Date(Number(last.slice(0, dot))), id: Number(last.slice(dot + 1)) },
+                bound,
+              ),
+        limit,
+      };
+    }
     let gardens: string[] | null;
     if (q.garden !== undefined) {
       const view = await this.gardens.find(caller, q.garden);

@@ -4,8 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { historyJson } from '../../src/events/event.js';
 import { EVENT_QUERIES } from '../../src/store/postgres/events.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { PgStore } from '../../src/store/postgres/store.js';
+import { TRASH_QUERIES } from '../../src/store/postgres/trash.js';
 import { HISTORY_SQL } from '../../src/store/sqlite/events.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import {
@@ -13,6 +16,7 @@ import {
   type EventRecord,
   type EventType,
   isMemberEvent,
+  type JsonPage,
   type Role,
   type Store,
 } from '../../src/store/store.js';
@@ -58,6 +62,32 @@ for (const engine of ENGINES) {
       }
       throw new Error('paging never ended');
     }
+
+    // The same, for an engine that writes its pages as JSON (JsonPage): every page's elements
+    // parsed, each page at most `limit`, `last` the position of its last element when more follow.
+    async function jsonPages(read: (before: string | null) => Promise<JsonPage>, limit: number) {
+      const seen: { items: unknown[]; lasts: string[] } = { items: [], lasts: [] };
+      for (let before: string | null = null, n = 0; n < 1000; n++) {
+        const page = await read(before);
+        const items = JSON.parse(page.json) as unknown[];
+        assert.equal(items.length, Math.min(page.rows, limit), `rows ${page.rows}, limit ${limit}`);
+        seen.items.push(...items);
+        if (page.rows <= limit) {
+          assert.equal(page.last, null);
+          return seen;
+        }
+        assert.ok(page.last !== null);
+        seen.lasts.push(page.last);
+        before = page.last;
+      }
+      throw new Error('paging never ended');
+    }
+    // What historyJson writes of `events`, parsed, and the positions a JSON page sequence of
+    // `limit` ends its full pages at.
+    const asJson = (events: EventRecord[], limit: number) => ({
+      items: JSON.parse(historyJson(events)) as unknown[],
+      lasts: events.flatMap((e, k) => ((k + 1) % limit === 0 && k + 1 < events.length ? [e.position] : [])),
+    });
 
     it('every page sequence is the newest-first filter of the log, by plant, garden, type and membership', async () => {
       const seed = Date.now() % 100_000;
@@ -140,6 +170,34 @@ for (const engine of ENGINES) {
           for (const [k, e] of got.entries()) assert.deepEqual(e, want[k]);
         }
       }
+      // The JSON pages (PostgreSQL), their gardens read by actor in the same statement: the same
+      // events, each as historyJson writes it, the same positions.
+      if (store.plantHistoryJson) {
+        const stranger = user('stranger');
+        const actors: [string | null, string[] | null][] = [
+          [null, null],
+          [o, gardens],
+          [m, [gardens[0]!]],
+          [stranger, []],
+        ];
+        for (const id of ids) {
+          for (const [actor, visible] of actors) {
+            const limit = 1 + r(7);
+            const got = await jsonPages(
+              (b) => store.plantHistoryJson!({ plantId: id, actor, before: b, limit }),
+              limit,
+            );
+            const want = newest.filter(
+              (e) => plantIdOf(e) === id && (visible === null || visible.includes(e.garden)),
+            );
+            assert.deepEqual(
+              got,
+              asJson(want, limit),
+              `seed ${seed}: plant ${id}, actor ${actor}, limit ${limit}`,
+            );
+          }
+        }
+      }
       // A plant id never used: no events.
       assert.deepEqual(
         await store.plantHistory({ plantId: 9_007_199_254_740_991, gardens: null, before: null, limit: 10 }),
@@ -163,6 +221,45 @@ for (const engine of ENGINES) {
             idsOf(want),
             `seed ${seed}: garden ${g}, types ${types}, limit ${limit}`,
           );
+        }
+      }
+      if (store.gardenActivityJson) {
+        const read = (garden: string, actor: string | null, types: EventType[] | null, limit: number) =>
+          jsonPages(async (b) => {
+            const page = await store.gardenActivityJson!({ garden, actor, types, before: b, limit });
+            assert.equal(page.found, true);
+            return page;
+          }, limit);
+        for (const g of gardens) {
+          for (const types of typeSets) {
+            const limit = 1 + r(9);
+            const want = newest.filter((e) => e.garden === g && (types === null || types.includes(e.type)));
+            const label = `seed ${seed}: garden ${g}, types ${types}, limit ${limit}`;
+            assert.deepEqual(await read(g, o, types, limit), asJson(want, limit), label);
+            assert.deepEqual(await read(g, null, types, limit), asJson(want, limit), label);
+          }
+        }
+        // A member's role, read with the page; a stranger's none, and no rows; no such garden.
+        const viewer = await store.gardenActivityJson({
+          garden: gardens[0]!,
+          actor: m,
+          types: null,
+          before: null,
+          limit: 1,
+        });
+        assert.deepEqual([viewer.found, viewer.role, viewer.rows > 0], [true, 'viewer', true]);
+        for (const [g, found] of [
+          [gardens[1]!, true],
+          ['gdn_00000000000000000000000000', false],
+        ] as const) {
+          const page = await store.gardenActivityJson({
+            garden: g,
+            actor: m,
+            types: null,
+            before: null,
+            limit: 5,
+          });
+          assert.deepEqual(page, { found, role: null, rows: 0, last: null, json: '[]' });
         }
       }
     });
@@ -278,7 +375,15 @@ describe('history and activity plans: postgres', { skip: ENGINES[1]!.skip, timeo
         SELECT 'evt_' || i, (ARRAY['plant.created', 'plant.updated', 'plant.deleted'])[1 + i % 3], 'o',
           'gdn_' || (i % 50 % 10), json_build_object('id', 1 + i % 50, 'name', 'P')::text, now()
         FROM generate_series(1, ${LOG}) i`);
+      await c.query(`INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
+        SELECT i, 'gdn_' || (i % 10), 'o', 'P', NULL, 1, now() - i * interval '1 s', 'o', now() + interval '1 d'
+        FROM generate_series(1, ${LOG}) i`);
+      await c.query(`INSERT INTO gardens (id, name, created_at, created_by)
+        SELECT 'gdn_' || i, 'G', now(), 'o' FROM generate_series(0, 9) i`);
+      await c.query(`INSERT INTO garden_members (garden_id, user_id, role, added_at)
+        SELECT 'gdn_' || i, 'u', 'editor', now() FROM generate_series(1, 3) i`);
       await c.query('ANALYZE events');
+      await c.query('ANALYZE trash');
       // `sorted`: the planner may read the plant's own events by the index and sort those (it cannot
       // know that a plant's events are nearly all in one garden); never the log's.
       const cases: [string, unknown[], string, 'backward' | 'sorted'][] = [
@@ -301,13 +406,41 @@ describe('history and activity plans: postgres', { skip: ENGINES[1]!.skip, timeo
           'events_garden_history',
           'backward',
         ],
+        // The pages written as JSON (one statement with the access facts): the same reads.
+        [
+          EVENT_QUERIES.historyJson,
+          [7, '9223372036854775807', null, 100],
+          'events_plant_history',
+          'backward',
+        ],
+        [EVENT_QUERIES.historyJson, [7, '9223372036854775807', 'u', 100], 'events_plant_history', 'sorted'],
+        [
+          EVENT_QUERIES.activityJson,
+          ['gdn_3', '9223372036854775807', null, 100, null],
+          'events_garden_history',
+          'backward',
+        ],
+        [
+          EVENT_QUERIES.activityJson,
+          ['gdn_3', '9223372036854775807', ['plant.deleted'], 100, 'u'],
+          'events_garden_history',
+          'backward',
+        ],
+      ];
+      // The trash's JSON pages: one garden's, a member's gardens' (each read along the index and
+      // merged: the merge sorts at most a page a garden), everyone's.
+      const far = new Date(8.64e15);
+      const trashCases: [string, unknown[], string, 'backward' | 'sorted'][] = [
+        [TRASH_QUERIES.trashJsonGarden, ['gdn_3', 'u', far, 1e15, 100], 'trash_garden_page', 'backward'],
+        [TRASH_QUERIES.trashJsonMine, ['u', far, 1e15, 100], 'trash_garden_page', 'sorted'],
+        [TRASH_QUERIES.trashJsonAll, [far, 1e15, 100], 'trash_page', 'backward'],
       ];
       // Generic plans too: a prepared statement's plan must not depend on the values it is given.
       for (const mode of ['auto', 'force_generic_plan']) {
         await c.query(`SET plan_cache_mode = ${mode}`);
         for (const [sql, values, index, how] of cases) {
           const text = (await c.query(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
-          assert.doesNotMatch(text, /Seq Scan/, `${mode}: ${text}`);
+          assert.doesNotMatch(text, /Seq Scan on events/, `${mode}: ${text}`);
           assert.match(text, /Index Cond: \(\((?:plant_id|garden) = /, `${mode}: ${text}`);
           if (how === 'backward') {
             assert.match(
@@ -320,9 +453,65 @@ describe('history and activity plans: postgres', { skip: ENGINES[1]!.skip, timeo
             assert.match(text, new RegExp(`(?:using|Scan on) ${index}`), `${mode}: ${text}`);
           }
         }
+        for (const [sql, values, index, how] of trashCases) {
+          const text = (await c.query(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          assert.doesNotMatch(text, /Seq Scan on trash/, `${mode}: ${text}`);
+          assert.match(text, new RegExp(`Index Scan Backward using ${index} on trash`), `${mode}: ${text}`);
+          if (how === 'backward') assert.doesNotMatch(text, /Sort/, `${mode}: ${text}`);
+        }
       }
     } finally {
       await c.end();
+      await db.drop();
+    }
+  });
+});
+
+describe('history and activity JSON pages: postgres', { skip: ENGINES[1]!.skip, timeout: 60_000 }, () => {
+  it('write each event as historyJson does: data without its garden, odd text, microseconds', async () => {
+    const db = await createPgDatabase();
+    const store = new PgStore({ url: db.url, poolSize: 2 });
+    const c = new pg.Client({ connectionString: db.url });
+    try {
+      await store.migrate();
+      await c.connect();
+      const o = user('owner');
+      const g = await garden(store, o);
+      // Events as older versions and odd callers left them: data naming no garden (written before
+      // gardens), an empty object, spaces around the colons (json_build_object's text), text JSON
+      // must escape, no actor, a time with microseconds.
+      await c.query(
+        `INSERT INTO events (id, type, owner, garden, data, created_at, actor, request_id) VALUES
+          ('evt_1', 'plant.created', $1, $2, '{"id":7,"name":"Old"}', '2026-01-02T03:04:05.678999Z', NULL, NULL),
+          ('evt_2', 'plant.updated', $1, $2, '{"id" : 7, "name" : "Q\\"uote", "garden" : "${g}"}', '2026-01-02T03:04:06.0005Z', $3, $4),
+          ('evt_3', 'plant.deleted', $1, $2, '{"id":7,"name":"Ünï 🌿\\n","garden":"x"}', '1999-12-31T23:59:59.999Z', 'a"b\\c', 'tab\\there'),
+          ('evt_4', 'member.added', $1, $2, '{}', '2026-01-02T03:04:07Z', $3, NULL)`,
+        [o, g, 'actor "quoted"', 'req\u0001'],
+      );
+      const history = await store.plantHistory({ plantId: 7, gardens: null, before: null, limit: 10 });
+      assert.equal(history.length, 3);
+      for (const actor of [null, o]) {
+        const page = await store.plantHistoryJson({ plantId: 7, actor, before: null, limit: 10 });
+        assert.deepEqual(JSON.parse(page.json), JSON.parse(historyJson(history)), `actor ${actor}`);
+        assert.deepEqual([page.rows, page.last], [3, null]);
+      }
+      const activity = await store.gardenActivity({ garden: g, types: null, before: null, limit: 10 });
+      assert.equal(activity.length, 4);
+      const page = await store.gardenActivityJson({
+        garden: g,
+        actor: o,
+        types: null,
+        before: null,
+        limit: 10,
+      });
+      assert.deepEqual(JSON.parse(page.json), JSON.parse(historyJson(activity)));
+      // The text itself: the data spliced in as stored, the garden added as the last key where missing.
+      assert.match(page.json, /"data":\{"id":7,"name":"Old","garden":"gdn_[^"]+"\}\}/);
+      assert.match(page.json, /"data":\{"garden":"gdn_[^"]+"\}\}/);
+      assert.match(page.json, /"timestamp":"2026-01-02T03:04:05\.678Z"/);
+    } finally {
+      await c.end();
+      await store.close();
       await db.drop();
     }
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { EventRecord, Store, Trashing } from '../../src/store/store.js';
+import type { EventRecord, Store, Trashing, TrashPageQuery, TrashRecord } from '../../src/store/store.js';
 import { ENGINES } from '../helpers/engines.js';
 import { garden, plant, team, user } from '../helpers/gardens.js';
 import { logSettled } from '../helpers/log.js';
@@ -83,6 +83,91 @@ for (const engine of ENGINES) {
         }
       }
       assert.deepEqual(await store.listTrash({ gardens: [], after: null, limit: 5 }), []);
+    });
+
+    it('JSON pages (engines that write them): the entries of listTrash as the route writes them, with the access facts', {
+      skip: engine.name === 'postgres' ? false : 'only PostgreSQL writes its pages as JSON',
+    }, async () => {
+      assert.ok(store.listTrashJson);
+      const o = user();
+      const [v, e, stranger] = [user('viewer'), user('editor'), user('stranger')];
+      const gs = [
+        await garden(store, o, [[v, 'viewer']]),
+        await garden(store, o, [[e, 'editor']]),
+        await garden(store, o),
+      ];
+      const t0 = Date.now();
+      for (let i = 0; i < 15; i++) {
+        const g = gs[(i * 7) % 3]!;
+        // Names and tags JSON must escape; some share a deletion time.
+        const name = ['Fern', 'Quote " and \\ back', 'Ünïcødé 🌿', 'tab\there'][i % 4]!;
+        const p = await plant(store, o, g, { name: `${name} ${i}`, tag: i % 2 === 0 ? `t"${i}` : null });
+        const at = new Date(t0 + Math.floor(i / 3) * 1000 + (i % 3));
+        assert.ok('ok' in (await store.deletePlant(p.id, o, undefined, null, trashing(o, at))));
+      }
+      const asItem = (t: TrashRecord) => ({
+        id: t.id,
+        name: t.name,
+        ...(t.tag === null ? {} : { tag: t.tag }),
+        garden: t.garden,
+        deletedAt: t.deletedAt.toISOString(),
+        deletedBy: t.deletedBy,
+        purgeAt: t.purgeAt.toISOString(),
+      });
+      const all = async (q: Omit<TrashPageQuery, 'after'>) => {
+        const items: unknown[] = [];
+        for (let after: TrashPageQuery['after'] = null, n = 0; n < 1000; n++) {
+          const page = await store.listTrashJson!({ ...q, after });
+          const got = JSON.parse(page.json) as unknown[];
+          assert.equal(got.length, Math.min(page.rows, q.limit));
+          items.push(...got);
+          if (page.rows <= q.limit) return items;
+          const [ms, id] = page.last!.split('.').map(Number) as [number, number];
+          after = { deletedAt: new Date(ms), id };
+        }
+        throw new Error('paging never ended');
+      };
+      const want = async (gardens: string[] | null) =>
+        (await store.listTrash({ gardens, after: null, limit: 10_000 })).map(asItem);
+      for (const limit of [1, 3, 7, 100]) {
+        assert.deepEqual(
+          await all({ garden: null, actor: o, limit }),
+          await want(gs),
+          `mine, limit ${limit}`,
+        );
+        assert.deepEqual(
+          await all({ garden: null, actor: e, limit }),
+          await want([gs[1]!]),
+          `editor, limit ${limit}`,
+        );
+        assert.deepEqual(
+          await all({ garden: null, actor: null, limit }),
+          await want(null),
+          `admin, limit ${limit}`,
+        );
+        assert.deepEqual(
+          await all({ garden: gs[1]!, actor: e, limit }),
+          await want([gs[1]!]),
+          `one garden, limit ${limit}`,
+        );
+        assert.deepEqual(
+          await all({ garden: gs[2]!, actor: null, limit }),
+          await want([gs[2]!]),
+          `admin's garden, limit ${limit}`,
+        );
+      }
+      assert.deepEqual(await all({ garden: null, actor: v, limit: 5 }), []);
+      // The facts read with a garden's page; rows only for an editor, an owner or an admin.
+      const facts = async (garden: string, actor: string | null) => {
+        const p = await store.listTrashJson!({ garden, actor, after: null, limit: 5 });
+        return [p.found, p.role, p.rows > 0];
+      };
+      assert.deepEqual(await facts(gs[1]!, e), [true, 'editor', true]);
+      assert.deepEqual(await facts(gs[0]!, o), [true, 'owner', true]);
+      assert.deepEqual(await facts(gs[0]!, null), [true, null, true]);
+      assert.deepEqual(await facts(gs[0]!, v), [true, 'viewer', false]);
+      assert.deepEqual(await facts(gs[0]!, stranger), [true, null, false]);
+      assert.deepEqual(await facts('gdn_00000000000000000000000000', null), [false, null, false]);
     });
 
     it('restore: missing before forbidden before exists; back with a new version and its event', async () => {

@@ -1,4 +1,4 @@
-import type { Role } from '../../access/policy.js';
+import type { Actor, Role } from '../../access/policy.js';
 import type { Change } from './change.js';
 
 // The event log, webhook endpoints and their deliveries.
@@ -145,6 +145,45 @@ export interface ActivityQuery {
   types: EventType[] | null;
   before: string | null;
   limit: number;
+}
+
+/**
+ * A page an engine read already written as its answer's JSON (a JSON array of at most `limit`
+ * elements, as the route sends it), read with a limit of `limit + 1`: `rows` says how many rows it
+ * read (over `limit`: more follow), `last` the position of its last element when more follow (what
+ * the next page's cursor continues after), else null.
+ */
+export interface JsonPage {
+  json: string;
+  rows: number;
+  last: string | null;
+}
+
+/**
+ * A page of a garden's page-as-JSON read (activity, the trash of one garden) with the facts its
+ * access check needs, read in the same statement: whether the garden exists, and the actor's
+ * membership role in it (null: none). The page holds rows only when the actor may read them (the
+ * access policy decides again on these facts: the page is sent only then).
+ */
+export interface GardenJsonPage extends JsonPage {
+  found: boolean;
+  role: Role | null;
+}
+
+/**
+ * As HistoryQuery, the gardens being those `actor` is a member of when the page is read (null: an
+ * administrator, every garden): the memberships are read in the page's own statement.
+ */
+export interface HistoryPageQuery {
+  plantId: number;
+  actor: Actor;
+  before: string | null;
+  limit: number;
+}
+
+/** As ActivityQuery, with the garden's existence and the actor's role read in the same statement. */
+export interface ActivityPageQuery extends ActivityQuery {
+  actor: Actor;
 }
 
 /** What readEvents found, and where the next read starts. */
@@ -356,6 +395,13 @@ export interface EventPort {
   plantHistory(q: HistoryQuery): Promise<EventRecord[]>;
   /** A page of a garden's activity, read along an index of the garden's events by position. */
   gardenActivity(q: ActivityQuery): Promise<EventRecord[]>;
+  /**
+   * As plantHistory, the memberships read and the page written as its JSON by the engine in one
+   * statement (engines where that saves a round trip and the rows' parsing: PostgreSQL).
+   */
+  plantHistoryJson?(q: HistoryPageQuery): Promise<JsonPage>;
+  /** As gardenActivity, in one statement with the garden's access facts (see GardenJsonPage). */
+  gardenActivityJson?(q: ActivityPageQuery): Promise<GardenJsonPage>;
   /** Log order of two positions of this store: negative when `a` comes before `b`, 0 when equal. */
   comparePositions(a: string, b: string): number;
   /**

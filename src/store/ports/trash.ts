@@ -1,6 +1,6 @@
 import type { Actor } from '../../access/policy.js';
 import type { Change } from './change.js';
-import type { NewEvent } from './events.js';
+import type { GardenJsonPage, NewEvent } from './events.js';
 import type { IdempotencyRef } from './idempotency.js';
 import type { VersionedPlant } from './plants.js';
 
@@ -42,6 +42,20 @@ export interface TrashQuery {
 }
 
 /**
+ * A page of the trash as TrashQuery's, written as its answer's JSON by the engine in one statement
+ * with the access facts: `garden` given, that garden's, when `actor` (null: an administrator) may
+ * write there (see GardenJsonPage); else every garden where `actor` is an editor or owner when
+ * the page is read (an administrator: every garden), `found` true and `role` null. `last` is
+ * `<deletedAt ms>.<id>`.
+ */
+export interface TrashPageQuery {
+  garden: string | null;
+  actor: Actor;
+  after: TrashPosition | null;
+  limit: number;
+}
+
+/**
  * Why a trash write wrote nothing: `missing` no such entry, or one in a garden the actor is no
  * member of; `forbidden` the actor is only a viewer there; `exists` (restore) a plant has its id now.
  */
@@ -52,6 +66,8 @@ export type RestoreResult = Change<VersionedPlant, TrashRefusal>;
 export interface TrashPort {
   /** A page of the trash (see TrashQuery). */
   listTrash(q: TrashQuery): Promise<TrashRecord[]>;
+  /** As listTrash, per TrashPageQuery (engines where that saves a round trip: PostgreSQL). */
+  listTrashJson?(q: TrashPageQuery): Promise<GardenJsonPage>;
   /**
    * Puts the trashed plant back in its garden as it was (same owner, name, tag) with a new version,
    * and with `event` a plant.restored event; with `idem`, records the outcome against the claimed

@@ -1,3 +1,4 @@
+import { rolesFor } from '../../access/policy.js';
 import { typeBit, typesOf } from '../event-mask.js';
 import {
   type AnyEventData,
@@ -126,6 +127,37 @@ const EVENT_COLS = (t = 'events') =>
 // a date nor formats one (toPageEvent).
 const PAGE_COLS = `xid::text AS xid, seq, id, type, owner, garden, data,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, actor, request_id`;
+// A time as toISOString() writes it (to_char truncates to the millisecond, as node-postgres's Date).
+export const ISO_TEXT = (column: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+// A text or null as JSON.
+export const JSON_TEXT = (column: string) => `coalesce(to_json(${column})::text, 'null')`;
+// An event row as historyJson writes it: {id, type, timestamp, actor, requestId, data}, the stored
+// data text as it is when it names its garden (a key "garden": see NAMES_GARDEN), else with the
+// event's garden added as its last key, as toPageEvent's parsed data gets it.
+const HISTORY_ITEM = `'{"id":' || to_json(id)::text || ',"type":' || to_json(type)::text
+  || ',"timestamp":"' || ${ISO_TEXT('created_at')} || '","actor":' || ${JSON_TEXT('actor')}
+  || ',"requestId":' || ${JSON_TEXT('request_id')} || ',"data":'
+  || CASE WHEN data ~ '"garden"\\s*:' THEN data
+    ELSE left(data, -1) || CASE WHEN data ~ '^\\{\\s*\\}$' THEN '' ELSE ',' END || '"garden":' || ${JSON_TEXT('garden')} || '}'
+  END || '}'`;
+/**
+ * A page as its answer's JSON (JsonPage): `rows` (read with a limit of `limit` + 1, in the order
+ * `order`, a row_number n) cut at `limit`, each written by `item`; `last` the position (`position`
+ * of the limit-th row) when more follow. One row, whatever was read.
+ */
+export const JSON_PAGE = (rows: string, limit: string, order: string, item: string, position: string) =>
+  `SELECT count(*)::int AS rows,
+    CASE WHEN count(*) > ${limit} THEN min(CASE WHEN n = ${limit} THEN ${position} END) END AS last,
+    '[' || coalesce(string_agg(${item}, ',' ORDER BY n) FILTER (WHERE n <= ${limit}), '') || ']' AS json
+  FROM (SELECT r.*, row_number() OVER (ORDER BY ${order}) AS n FROM (${rows}) r) p`;
+const READERS = rolesFor('read')
+  .map((r) => `'${r}'`)
+  .join(', ');
+const HISTORY_ROWS = 'xid, seq, id, type, garden, data, created_at, actor, request_id';
+const HISTORY_PAGE = (rows: string, limit: string) =>
+  JSON_PAGE(rows, limit, 'r.seq DESC', HISTORY_ITEM, "xid::text || '.' || seq");
+
 // An event type column's bit in endpoint masks, as event-mask.ts gives it.
 const TYPE_BIT_SQL = (column: string) =>
   `(CASE ${column} ${EVENT_TYPES.map((t) => `WHEN '${t}' THEN ${typeBit(t)}`).join(' ')} END)`;
@@ -204,6 +236,26 @@ export const EVENT_QUERIES = {
   activity: `SELECT ${PAGE_COLS} FROM events
     WHERE garden = $1 AND seq < $2 AND ($3::text[] IS NULL OR type = ANY($3::text[]))
     ORDER BY seq DESC LIMIT $4`,
+  // The same pages as their answers' JSON in one statement each (JsonPage). historyJson: the
+  // gardens those the actor $3 (null: an administrator, every garden) is a member of now, read once
+  // (an InitPlan) and used as history's $3 is. activityJson: with the garden's existence and the
+  // actor $5's role in it (GardenJsonPage); its events read only when the actor may read them.
+  historyJson: HISTORY_PAGE(
+    `SELECT ${HISTORY_ROWS} FROM events
+    WHERE plant_id = $1 AND seq < $2 AND ($3::text IS NULL
+      OR garden = ANY(ARRAY(SELECT garden_id FROM garden_members WHERE user_id = $3)))
+    ORDER BY seq DESC LIMIT $4 + 1`,
+    '$4',
+  ),
+  activityJson: `WITH g AS (SELECT m.role FROM gardens gd
+      LEFT JOIN garden_members m ON m.garden_id = gd.id AND m.user_id = $5 WHERE gd.id = $1)
+    SELECT EXISTS (SELECT 1 FROM g) AS found, (SELECT role FROM g) AS role, p.* FROM (${HISTORY_PAGE(
+      `SELECT ${HISTORY_ROWS} FROM events
+      WHERE garden = $1 AND seq < $2 AND ($3::text[] IS NULL OR type = ANY($3::text[]))
+        AND EXISTS (SELECT 1 FROM g WHERE $5::text IS NULL OR g.role IN (${READERS}))
+      ORDER BY seq DESC LIMIT $4 + 1`,
+      '$4',
+    )}) p`,
   // Under the owner's lock (lockOwner), so that racing inserts count each other.
   lockOwner: `SELECT pg_advisory_xact_lock(${OWNER_LOCK}, hashtext($1))`,
   insertEndpoint: `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,

@@ -7,6 +7,7 @@ import { maskOf } from '../event-mask.js';
 import { concurrentIndexName, described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
 import type {
+  ActivityPageQuery,
   ActivityQuery,
   Actor,
   AttemptRecord,
@@ -28,10 +29,13 @@ import type {
   FeedStartLog,
   FinishedAttempt,
   GardenChange,
+  GardenJsonPage,
   GardenRecord,
+  HistoryPageQuery,
   HistoryQuery,
   IdempotencyClaim,
   IdempotencyRef,
+  JsonPage,
   ListMarks,
   LogProgress,
   MemberPut,
@@ -50,6 +54,7 @@ import type {
   TokenRecord,
   TokenRefusal,
   Trashing,
+  TrashPageQuery,
   TrashQuery,
   TrashRecord,
   UpdateResult,
@@ -572,6 +577,10 @@ export class PgStore implements Store {
     return this.trash.list(q);
   }
 
+  listTrashJson(q: TrashPageQuery): Promise<GardenJsonPage> {
+    return this.trash.listJson(q);
+  }
+
   restorePlant(id: number, actor: Actor, idem?: IdempotencyRef, event?: NewEvent): Promise<RestoreResult> {
     return this.trash.restore(id, actor, idem, event);
   }
@@ -843,6 +852,22 @@ export class PgStore implements Store {
   async gardenActivity(q: ActivityQuery): Promise<EventRecord[]> {
     const r = await this.q<PageRow>('activity', [q.garden, beforeSeq(q.before), q.types, q.limit]);
     return r.rows.map(toPageEvent);
+  }
+
+  async plantHistoryJson(q: HistoryPageQuery): Promise<JsonPage> {
+    const r = await this.q<JsonPage>('historyJson', [q.plantId, beforeSeq(q.before), q.actor, q.limit]);
+    return r.rows[0]!;
+  }
+
+  async gardenActivityJson(q: ActivityPageQuery): Promise<GardenJsonPage> {
+    const r = await this.q<GardenJsonPage>('activityJson', [
+      q.garden,
+      beforeSeq(q.before),
+      q.types,
+      q.limit,
+      q.actor,
+    ]);
+    return r.rows[0]!;
   }
 
   comparePositions(a: string, b: string): number {

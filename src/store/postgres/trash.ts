@@ -5,16 +5,18 @@ import { shownPlant } from '../plant-changes.js';
 import {
   type Actor,
   type Change,
+  type GardenJsonPage,
   type IdempotencyRef,
   type NewEvent,
   type RestoreResult,
   type Role,
   refused,
+  type TrashPageQuery,
   type TrashQuery,
   type TrashRecord,
 } from '../store.js';
 import type { PgDb } from './db.js';
-import { causeOf, DATA, eventFor, PURGED_DATA } from './events.js';
+import { causeOf, DATA, eventFor, ISO_TEXT, JSON_PAGE, PURGED_DATA } from './events.js';
 
 // The trash on PostgreSQL (contract 13.2; migration 15; mirrors sqlite/trash.ts). A plant's delete
 // puts it here in the delete's own statement (plant-queries.ts trashPlant). Locks are taken in one
@@ -31,6 +33,23 @@ const WRITERS = rolesFor('write')
 const COLS = 'id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at';
 const ORDER = 'ORDER BY deleted_at DESC, id DESC';
 
+// A trash row as the route's TrashItem, byte for byte as Fastify's serializer writes it: {id, name,
+// garden, deletedAt, deletedBy, purgeAt, tag (when set)} (the optional key last); and its position
+// as a cursor writes it (`<deletedAt ms>.<id>`).
+const TRASH_ITEM = `'{"id":' || id || ',"name":' || to_json(name)::text
+  || ',"garden":' || to_json(garden)::text || ',"deletedAt":"' || ${ISO_TEXT('deleted_at')}
+  || '","deletedBy":' || to_json(deleted_by)::text || ',"purgeAt":"' || ${ISO_TEXT('purge_at')} || '"'
+  || CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || to_json(tag)::text END || '}'`;
+const TRASH_PAGE = (rows: string, limit: string) =>
+  JSON_PAGE(
+    rows,
+    limit,
+    'r.deleted_at DESC, r.id DESC',
+    TRASH_ITEM,
+    "floor(extract(epoch FROM deleted_at) * 1000)::bigint::text || '.' || id",
+  );
+const ROWS = 'id, garden, name, tag, deleted_at, deleted_by, purge_at';
+
 export const TRASH_QUERIES = {
   // A page of the gardens $1 (each along trash_garden_page, merged and cut at the limit), after
   // ($2, $3), at most $4; everyone's along trash_page.
@@ -39,6 +58,30 @@ export const TRASH_QUERIES = {
       ${ORDER} LIMIT $4) t
     ${ORDER} LIMIT $4`,
   trashAll: `SELECT ${COLS} FROM trash WHERE (deleted_at, id) < ($1::timestamptz, $2::bigint) ${ORDER} LIMIT $3`,
+  // The same pages as their answers' JSON, one statement each (TrashPageQuery). trashJsonGarden:
+  // the garden $1's, with its existence and the actor $2's role (null: an administrator), its rows
+  // read only when the actor may write there; trashJsonMine: the gardens where the actor $1 is an
+  // editor or owner now, each along trash_garden_page and merged; trashJsonAll: everyone's.
+  trashJsonGarden: `WITH g AS (SELECT m.role FROM gardens gd
+      LEFT JOIN garden_members m ON m.garden_id = gd.id AND m.user_id = $2 WHERE gd.id = $1)
+    SELECT EXISTS (SELECT 1 FROM g) AS found, (SELECT role FROM g) AS role, p.* FROM (${TRASH_PAGE(
+      `SELECT ${ROWS} FROM trash WHERE garden = $1 AND (deleted_at, id) < ($3::timestamptz, $4::bigint)
+        AND EXISTS (SELECT 1 FROM g WHERE $2::text IS NULL OR g.role IN (${WRITERS}))
+      ${ORDER} LIMIT $5 + 1`,
+      '$5',
+    )}) p`,
+  trashJsonMine: `SELECT true AS found, NULL::text AS role, p.* FROM (${TRASH_PAGE(
+    `SELECT t.* FROM garden_members m CROSS JOIN LATERAL (
+        SELECT ${ROWS} FROM trash WHERE garden = m.garden_id AND (deleted_at, id) < ($2::timestamptz, $3::bigint)
+        ${ORDER} LIMIT $4 + 1) t
+      WHERE m.user_id = $1 AND m.role IN (${WRITERS})
+      ${ORDER} LIMIT $4 + 1`,
+    '$4',
+  )}) p`,
+  trashJsonAll: `SELECT true AS found, NULL::text AS role, p.* FROM (${TRASH_PAGE(
+    `SELECT ${ROWS} FROM trash WHERE (deleted_at, id) < ($1::timestamptz, $2::bigint) ${ORDER} LIMIT $3 + 1`,
+    '$3',
+  )}) p`,
   trashGarden: 'SELECT garden FROM trash WHERE id = $1',
   lockGardenShare: 'SELECT id FROM gardens WHERE id = $1 FOR KEY SHARE',
   // The entry, locked, with the role of the actor $2 in its garden.
@@ -130,6 +173,24 @@ export class PgTrash {
             q.limit,
           ]);
     return r.rows.map(toRecord);
+  }
+
+  /** A page of the trash as its answer's JSON (TrashPort.listTrashJson). */
+  async listJson(q: TrashPageQuery): Promise<GardenJsonPage> {
+    const after = q.after ?? PAST_END;
+    const r =
+      q.garden !== null
+        ? await this.db.q<GardenJsonPage>('trashJsonGarden', [
+            q.garden,
+            q.actor,
+            after.deletedAt,
+            after.id,
+            q.limit,
+          ])
+        : q.actor === null
+          ? await this.db.q<GardenJsonPage>('trashJsonAll', [after.deletedAt, after.id, q.limit])
+          : await this.db.q<GardenJsonPage>('trashJsonMine', [q.actor, after.deletedAt, after.id, q.limit]);
+    return r.rows[0]!;
   }
 
   /** Restores per Store.restorePlant: the garden's row locked first, then the entry's. */
