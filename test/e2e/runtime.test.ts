@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { BIN, exitOf, restarts, serve } from './process.js';
@@ -109,6 +109,41 @@ describe('bin/plantstore serve on this Node', () => {
       assert.equal(cmdline(s.child.pid!).includes('--memory-saver-mode'), node24);
     } finally {
       assert.equal(await s.stop(), 0);
+    }
+  });
+
+  it('on one core (its CPU affinity) serve runs V8’s GC on one thread; PLANTSTORE_GC_THREADS decides', {
+    skip: !execve && 'no execve',
+  }, async () => {
+    // The machine's own parallelism: with more than one core, V8 keeps its GC helper threads.
+    const many = availableParallelism() > 1;
+    const plain = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`]);
+    try {
+      assert.equal(cmdline(plain.child.pid!).includes('--single-threaded-gc'), !many);
+    } finally {
+      assert.equal(await plain.stop(), 0);
+    }
+    // Pinned to one core (as `taskset -c 0` or a cpuset of one leaves it).
+    const pinned = join(dir, 'pinned.sh');
+    writeFileSync(pinned, `#!/bin/sh\nexec taskset -c 0 ${BIN} "$@"\n`, { mode: 0o755 });
+    for (const [env, want] of [
+      [{}, true],
+      [{ PLANTSTORE_GC_THREADS: 'parallel' }, false],
+    ] as const) {
+      const s = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], env, pinned);
+      try {
+        assert.equal(cmdline(s.child.pid!).includes('--single-threaded-gc'), want, JSON.stringify(env));
+      } finally {
+        assert.equal(await s.stop(), 0);
+      }
+    }
+    const asked = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], {
+      PLANTSTORE_GC_THREADS: 'single',
+    });
+    try {
+      assert.ok(cmdline(asked.child.pid!).includes('--single-threaded-gc'));
+    } finally {
+      assert.equal(await asked.stop(), 0);
     }
   });
 
