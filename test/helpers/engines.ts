@@ -91,6 +91,38 @@ const postgres: Engine = {
   database: createPgDatabase,
 };
 
+/** Two instances on one store of the engine (two PostgreSQL pools on one database; two SQLite stores, each with its writer, on one file). */
+export async function twoInstances(engine: string): Promise<{ stores: Store[]; close(): Promise<void> }> {
+  if (engine === 'postgres') {
+    const db = await createPgDatabase();
+    const a = new PgStore({ url: db.url, poolSize: 4 });
+    await a.migrate();
+    const b = new PgStore({ url: db.url, poolSize: 4 });
+    return {
+      stores: [a, b],
+      async close() {
+        await a.close();
+        await b.close();
+        await db.drop();
+      },
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-feed-'));
+  const path = join(dir, 'plants.db');
+  const a = new SqliteStore({ path, durability: 'full' });
+  await a.migrate();
+  const b = new SqliteStore({ path, durability: 'full' });
+  await b.migrate();
+  return {
+    stores: [a, b],
+    async close() {
+      await a.close();
+      await b.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** Every engine; suites do `for (const engine of ENGINES) describe(…, { skip: engine.skip }, …)`. */
 export const ENGINES: Engine[] = [sqlite, postgres];
 

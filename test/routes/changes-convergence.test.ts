@@ -8,19 +8,14 @@
 // GET /plants?include=id,garden,version lists — and that list what the model says the user sees.
 // The seed is printed on failure; PLANTSTORE_SEED=<seed> replays one.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { testConfig } from '../../src/config.js';
 import { createToken } from '../../src/identity/tokens.js';
-import { PgStore } from '../../src/store/postgres/store.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import type { Client } from '../helpers/app.js';
-import { createPgDatabase, ENGINES } from '../helpers/engines.js';
+import { ENGINES, twoInstances } from '../helpers/engines.js';
 import { type Copy, emptyCopy, type Held, listed, sorted, step } from '../helpers/feed.js';
 
 const OPS = Number(process.env.PLANTSTORE_CONVERGENCE_OPS ?? 160);
@@ -50,38 +45,6 @@ interface ModelPlant {
   garden: string;
   name: string;
   tag: string | null;
-}
-
-/** Two instances on one store of the engine. */
-async function twoInstances(engine: string): Promise<{ stores: Store[]; close(): Promise<void> }> {
-  if (engine === 'postgres') {
-    const db = await createPgDatabase();
-    const a = new PgStore({ url: db.url, poolSize: 4 });
-    await a.migrate();
-    const b = new PgStore({ url: db.url, poolSize: 4 });
-    return {
-      stores: [a, b],
-      async close() {
-        await a.close();
-        await b.close();
-        await db.drop();
-      },
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'plantstore-feed-'));
-  const path = join(dir, 'plants.db');
-  const a = new SqliteStore({ path, durability: 'full' });
-  await a.migrate();
-  const b = new SqliteStore({ path, durability: 'full' });
-  await b.migrate();
-  return {
-    stores: [a, b],
-    async close() {
-      await a.close();
-      await b.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 for (const engine of ENGINES) {
