@@ -902,15 +902,12 @@ export class SqliteEvents {
    * a reader goes on from, with only what the feed uses of them; when they fall short of `limit`,
    * the events after `tailAfter` (committedEvents: every committed event, one writer); and the
    * plants they name as they are now, read with them (each event's row joined to its plant's).
+   * `head`: the log's head as the caller read it in this transaction (else read here).
    */
-  feed(q: {
-    after: string;
-    gardens: string[] | null;
-    limit: number;
-    tailAfter: string;
-    tailLimit: number;
-  }): FeedLogRead {
-    const head = this.s.head.get() ?? 0;
+  feed(
+    q: { after: string; gardens: string[] | null; limit: number; tailAfter: string; tailLimit: number },
+    head = this.s.head.get() ?? 0,
+  ): FeedLogRead {
     const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
     const plants = new Map<number, PagePlant>();
     const read = this.feedEvents(Number(q.after), gardens, q.limit, head, plants);

@@ -698,13 +698,10 @@ export class SqliteStore implements Store {
         const start: FeedStart = { head, purgedUpTo, gardens, moved };
         if (log !== undefined && since !== null) {
           const scope = log.garden !== null ? [log.garden] : [...gardens, ...moved];
-          start.log = this.e.feed({
-            after: since,
-            gardens: scope,
-            limit: log.limit,
-            tailAfter: head,
-            tailLimit: log.tailLimit,
-          });
+          start.log = this.e.feed(
+            { after: since, gardens: scope, limit: log.limit, tailAfter: head, tailLimit: log.tailLimit },
+            Number(head),
+          );
         }
         return start;
       }),
