@@ -16,8 +16,11 @@
  *   npx tsx bench/changes.ts postgres 1000000 10000 (the log at 10,000 events: a delta's p99 is to
  *                                                    be within 20 % of the one at 1,000,000)
  *
- * PROFILE=DIR writes the server's CPU profile (--cpu-prof) to DIR. Not run by the tests; on a small
- * shared machine run it more than once.
+ * PROFILE=DIR writes the server's CPU profile (--cpu-prof) to DIR. AB=TREE,TREE (ROUNDS=n, default
+ * 2) then serves the same store from each tree's bin/plantstore in turn, alternating, n rounds (a
+ * first sync, the empty delta and the delta of 100 each), and prints those figures by tree: an A/B
+ * of two builds (each tree built) on one fill and one machine state. Not run by the tests; on a
+ * small shared machine run it more than once.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -80,7 +83,7 @@ const list = JSON.stringify(gardens);
 const sqlite = db === null ? new Database(file) : null;
 const client = db === null ? null : new pg.Client({ connectionString: db.url });
 await client?.connect();
-let t = performance.now();
+const t = performance.now();
 if (sqlite !== null) {
   sqlite.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${P})
     INSERT INTO plants (id, owner, garden, name, tag, version)
@@ -168,10 +171,20 @@ const url = `http://127.0.0.1:${port}`;
 const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 // The server alone gets the profiler's flags.
 if (process.env.PROFILE) process.env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${process.env.PROFILE}`;
-const server = spawnServer(
-  ['bin/plantstore', 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS],
-  PIN,
-);
+const serve = (tree: string) =>
+  spawnServer(
+    [
+      join(tree, 'bin/plantstore'),
+      'serve',
+      '--port',
+      String(port),
+      '--database',
+      database,
+      ...BENCH_SERVE_FLAGS,
+    ],
+    PIN,
+  );
+const server = serve('.');
 delete process.env.NODE_OPTIONS;
 // This process (the first sync's client, and the cursors') on core 1.
 if (PIN) spawnSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
@@ -182,6 +195,32 @@ interface Answer {
   changes: { id: number; op: string }[];
   next: string;
   more: boolean;
+}
+/** One first sync of the caller's plants in pages of 1,000 (its timing, and the position it ends at). */
+async function firstSync(pid: number) {
+  const ticks = cpuTicks(pid);
+  const t0 = performance.now();
+  let n = 0;
+  let pages = 0;
+  let since: string | null = null;
+  for (let more = true; more; pages++) {
+    const a = await get(
+      `/plants/changes?limit=1000${since === null ? '' : `&since=${encodeURIComponent(since)}`}`,
+    );
+    n += a.changes.length;
+    since = a.next;
+    more = a.more;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  if (n !== V) throw new Error(`a first sync of ${n} plants, not ${V}`);
+  return {
+    result: {
+      seconds: Number(seconds.toFixed(3)),
+      plantsPerSecond: Math.round(n / seconds),
+      cpuMicrosPerPage: Math.round(((cpuTicks(pid) - ticks) * TICK_US) / pages),
+    },
+    position: since!,
+  };
 }
 async function get(path: string): Promise<Answer> {
   const res = await fetch(`${url}${path}`, { headers });
@@ -196,30 +235,12 @@ const drive = (name: string, paths: string[]) => driveTarget(target, name, paths
 
 try {
   // The first sync, pages of 1,000, three times: each ends with the caller's position.
-  const syncs: { seconds: number; plantsPerSecond: number; cpuMicrosPerPage: number }[] = [];
+  const syncs: Awaited<ReturnType<typeof firstSync>>['result'][] = [];
   let position = '';
   for (let run = 0; run < 3; run++) {
-    const ticks = cpuTicks(server.pid!);
-    t = performance.now();
-    let n = 0;
-    let pages = 0;
-    let since: string | null = null;
-    for (let more = true; more; pages++) {
-      const a = await get(
-        `/plants/changes?limit=1000${since === null ? '' : `&since=${encodeURIComponent(since)}`}`,
-      );
-      n += a.changes.length;
-      since = a.next;
-      more = a.more;
-    }
-    const seconds = (performance.now() - t) / 1000;
-    if (n !== V) throw new Error(`a first sync of ${n} plants, not ${V}`);
-    syncs.push({
-      seconds: Number(seconds.toFixed(3)),
-      plantsPerSecond: Math.round(n / seconds),
-      cpuMicrosPerPage: Math.round(((cpuTicks(server.pid!) - ticks) * TICK_US) / pages),
-    });
-    position = since!;
+    const sync = await firstSync(server.pid!);
+    syncs.push(sync.result);
+    position = sync.position;
   }
 
   // Positions: CONNECTIONS of them, another garden's event between each (so that they differ),
@@ -244,14 +265,45 @@ try {
   const empty = await get(deltaPath(position));
   if (empty.changes.length !== 0 || empty.more) throw new Error(`an empty delta of ${empty.changes.length}`);
 
-  await drive('warm-up', behind.map(deltaPath));
-  const results = [
-    await drive('empty delta (since the head)', [deltaPath(position)]),
-    await drive(`delta of ${DELTA} (${CONNECTIONS} positions)`, behind.map(deltaPath)),
-  ];
+  // With AB, the trees' servers are the ones measured.
+  const results = [];
+  if (!process.env.AB) {
+    await drive('warm-up', behind.map(deltaPath));
+    results.push(await drive('empty delta (since the head)', [deltaPath(position)]));
+    results.push(await drive(`delta of ${DELTA} (${CONNECTIONS} positions)`, behind.map(deltaPath)));
+  }
+  // A/B: the same store served by each tree in turn.
+  const ab: { tree: string; round: number; firstSync: unknown; results: unknown[] }[] = [];
+  if (process.env.AB) {
+    await stopAll([server]);
+    for (let round = 1; round <= Number(process.env.ROUNDS ?? 2); round++) {
+      for (const tree of process.env.AB.split(',')) {
+        const s = serve(tree);
+        try {
+          await waitReady(url, '/readyz');
+          const t = { ...target, pid: s.pid! };
+          const sync = (await firstSync(s.pid!)).result;
+          await driveTarget({ ...t, seconds: Math.min(3, SECONDS) }, 'warm-up', behind.map(deltaPath));
+          ab.push({
+            tree,
+            round,
+            firstSync: sync,
+            results: [
+              await driveTarget(t, 'empty delta (since the head)', [deltaPath(position)]),
+              await driveTarget(t, `delta of ${DELTA} (${CONNECTIONS} positions)`, behind.map(deltaPath)),
+            ],
+          });
+          console.error(JSON.stringify(ab.at(-1)));
+        } finally {
+          await stopAll([s]);
+        }
+      }
+    }
+  }
   console.log(
     JSON.stringify(
       {
+        ab: ab.length === 0 ? undefined : ab,
         engine: ENGINE,
         plants: P,
         visiblePlants: V,

@@ -14,11 +14,14 @@ import type {
   EndpointRecord,
   EventRecord,
   EventType,
+  FeedEvent,
+  FeedLogRead,
   FinishedAttempt,
   HistoryQuery,
   LogProgress,
   MemberEventData,
   NewEvent,
+  PagePlant,
   Role,
 } from '../store.js';
 import {
@@ -100,6 +103,21 @@ interface AttemptRow {
   next_attempt_at: number | null;
 }
 
+// A row of the change feed's read of the log: seq, type bit, owner, garden, plant id, and the
+// plant as it is now (garden, name, tag, version; nulls when there is none).
+type FeedRow = [
+  number,
+  number,
+  string,
+  string,
+  number,
+  string | null,
+  string | null,
+  string | null,
+  number | null,
+];
+const TYPE_OF_BIT = new Map(EVENT_TYPES.map((t) => [typeBit(t), t]));
+
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 /** How many seqs of the log one read looks at, at most, before the next (see list). */
 const WINDOW = 20_000;
@@ -116,6 +134,25 @@ export const HISTORY_SQL = {
     ORDER BY seq DESC LIMIT ?`,
   activity: `SELECT ${EVENT_COLS} FROM events WHERE garden = ? AND seq < ? AND (type & ?) != 0
     ORDER BY seq DESC LIMIT ?`,
+};
+// The change feed's read of the log (SqliteEvents.feed): a window (after, upTo] of the log, only
+// the columns the feed uses, each event's plant as it is now beside it (a LEFT JOIN by rowid: none
+// for a member event, plant_id 0, nor for a plant that no longer exists). feedAll walks the log by
+// seq; feedOf one garden's events along events_garden_seq, in order; feedIn several gardens', each
+// along events_garden_seq, sorted by seq (the window's events of those gardens, kept to the limit)
+// before the plants are joined, so only the events it returns look their plants up. Exported for
+// the test that asks for their plans.
+const FEED_COLS = 'e.seq, e.type, e.owner, e.garden, e.plant_id, p.garden, p.name, p.tag, p.version';
+export const FEED_SQL = {
+  feedAll: `SELECT ${FEED_COLS} FROM events e LEFT JOIN plants p ON p.id = e.plant_id
+    WHERE e.seq > ? AND e.seq <= ? AND e.type != 0 ORDER BY e.seq LIMIT ?`,
+  feedOf: `SELECT ${FEED_COLS} FROM events e LEFT JOIN plants p ON p.id = e.plant_id
+    WHERE e.garden = ? AND e.seq > ? AND e.seq <= ? AND e.type != 0 ORDER BY e.seq LIMIT ?`,
+  feedIn: `SELECT ${FEED_COLS} FROM (
+      SELECT e.seq, e.type, e.owner, e.garden, e.plant_id
+      FROM json_each(?) g CROSS JOIN events e ON e.garden = g.value AND e.seq > ? AND e.seq <= ?
+      WHERE e.type != 0 ORDER BY e.seq LIMIT ?) e
+    LEFT JOIN plants p ON p.id = e.plant_id ORDER BY e.seq`,
 };
 // Where a history or activity page starts: before a position of an earlier page (its seq), or
 // from the newest. A position of another engine's form ("xid.seq") is read by its seq.
@@ -431,6 +468,9 @@ export class SqliteEvents {
          FROM json_each(?) g CROSS JOIN events e ON e.garden = g.value AND e.seq > ? AND e.seq <= ?
          WHERE e.type != 0 ORDER BY e.seq LIMIT ?`,
       ),
+      feedAll: db.prepare<[number, number, number], FeedRow>(FEED_SQL.feedAll).raw(),
+      feedOf: db.prepare<[string, number, number, number], FeedRow>(FEED_SQL.feedOf).raw(),
+      feedIn: db.prepare<[string, number, number, number], FeedRow>(FEED_SQL.feedIn).raw(),
       // Whether an endpoint's owner is (still) a member of a garden: asked at every delivery.
       isMember: db
         .prepare<[string, string], number>('SELECT 1 FROM garden_members WHERE garden_id = ? AND user_id = ?')
@@ -855,6 +895,68 @@ export class SqliteEvents {
       from = to;
     }
     return { events: rows.map((r) => this.toEvent(r)), position: String(Math.max(after, head)) };
+  }
+
+  /**
+   * The change feed's read of the log (ChangePort.feedLog): list's events after `after` and where
+   * a reader goes on from, with only what the feed uses of them; when they fall short of `limit`,
+   * the events after `tailAfter` (committedEvents: every committed event, one writer); and the
+   * plants they name as they are now, read with them (each event's row joined to its plant's).
+   * `head`: the log's head as the caller read it in this transaction (else read here).
+   */
+  feed(
+    q: { after: string; gardens: string[] | null; limit: number; tailAfter: string; tailLimit: number },
+    head = this.s.head.get() ?? 0,
+  ): FeedLogRead {
+    const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
+    const plants = new Map<number, PagePlant>();
+    const read = this.feedEvents(Number(q.after), gardens, q.limit, head, plants);
+    const committed =
+      read.events.length < q.limit
+        ? this.feedEvents(Number(q.tailAfter), gardens, q.tailLimit, head, plants).events
+        : null;
+    return { events: read.events, position: read.position, committed, plants: [...plants.values()] };
+  }
+
+  // As list, a window at a time up to `head`.
+  private feedEvents(
+    after: number,
+    gardens: string[] | null,
+    limit: number,
+    head: number,
+    plants: Map<number, PagePlant>,
+  ): { events: FeedEvent[]; position: string } {
+    const set = gardens === null || gardens.length < 2 ? null : JSON.stringify(gardens);
+    let rows: FeedRow[] = [];
+    for (let from = gardens?.length === 0 ? head : after; from < head; ) {
+      const to = Math.min(head, from + WINDOW);
+      const left = limit - rows.length;
+      const part =
+        gardens === null
+          ? this.s.feedAll.all(from, to, left)
+          : set === null
+            ? this.s.feedOf.all(gardens[0]!, from, to, left)
+            : this.s.feedIn.all(set, from, to, left);
+      rows = rows.length === 0 ? part : rows.concat(part);
+      if (rows.length === limit) {
+        return { events: this.feedRows(rows, plants), position: String(rows.at(-1)![0]) };
+      }
+      from = to;
+    }
+    return { events: this.feedRows(rows, plants), position: String(Math.max(after, head)) };
+  }
+
+  private feedRows(rows: FeedRow[], plants: Map<number, PagePlant>): FeedEvent[] {
+    const events: FeedEvent[] = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const [seq, bit, owner, garden, id, pGarden, name, tag, version] = rows[i]!;
+      const type = TYPE_OF_BIT.get(bit)!;
+      const member = isMemberEvent(type);
+      events[i] = { position: String(seq), type, owner, garden, plant: member ? null : id };
+      if (!member && pGarden !== null)
+        plants.set(id, { id, garden: pGarden, name: name!, tag, version: version! });
+    }
+    return events;
   }
 
   /** A page of a plant's history (HistoryQuery), newest first. */

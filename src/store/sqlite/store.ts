@@ -19,6 +19,9 @@ import type {
   EventRead,
   EventRecord,
   ExportQuery,
+  FeedLogRead,
+  FeedStart,
+  FeedStartLog,
   FinishedAttempt,
   GardenChange,
   GardenRecord,
@@ -494,24 +497,27 @@ export class SqliteStore implements Store {
 
   /** The user's memberships: read once, then kept while no membership anywhere has changed. */
   memberships(user: string): Promise<Membership[]> {
-    return this.read(() => {
-      if (this.membersTurn !== this.turn) {
-        // Once per read batch: every request of the batch is answered with what the clock says now.
-        const rev = this.s.membersClock.get()!;
-        if (rev !== this.membersSeen) {
-          this.memberCache.clear();
-          this.membersSeen = rev;
-        }
-        this.membersTurn = this.turn;
+    return this.read(() => this.membershipsNow(user));
+  }
+
+  // The memberships as of this read batch's snapshot (the clock is looked at once per batch).
+  private membershipsNow(user: string): Membership[] {
+    if (this.membersTurn !== this.turn) {
+      // Once per read batch: every request of the batch is answered with what the clock says now.
+      const rev = this.s.membersClock.get()!;
+      if (rev !== this.membersSeen) {
+        this.memberCache.clear();
+        this.membersSeen = rev;
       }
-      let kept = this.memberCache.get(user);
-      if (kept === undefined) {
-        kept = this.s.memberships.all(user).map((r) => ({ garden: r[0], role: r[1] }));
-        if (this.memberCache.size >= 100_000) this.memberCache.clear();
-        this.memberCache.set(user, kept);
-      }
-      return kept;
-    });
+      this.membersTurn = this.turn;
+    }
+    let kept = this.memberCache.get(user);
+    if (kept === undefined) {
+      kept = this.s.memberships.all(user).map((r) => ({ garden: r[0], role: r[1] }));
+      if (this.memberCache.size >= 100_000) this.memberCache.clear();
+      this.memberCache.set(user, kept);
+    }
+    return kept;
   }
 
   gardensOf(user: string): Promise<(GardenRecord & { role: Role })[]> {
@@ -677,6 +683,50 @@ export class SqliteStore implements Store {
 
   purgedUpTo(): Promise<string> {
     return this.run(() => this.e.purgedUpTo());
+  }
+
+  // The head first, then the rest, in one read transaction (one snapshot, and SQLite's read lock
+  // taken once): every event up to the head is reflected in the memberships read with it.
+  feedStart(user: string | null, since: string | null, log?: FeedStartLog): Promise<FeedStart> {
+    return this.read(() =>
+      this.inRead(() => {
+        const head = this.e.head();
+        const purgedUpTo = this.e.purgedUpTo();
+        if (user === null) return { head, purgedUpTo, gardens: null, moved: [] };
+        const gardens = this.membershipsNow(user).map((m) => m.garden);
+        const moved = this.e.memberGardens(user, since ?? head);
+        const start: FeedStart = { head, purgedUpTo, gardens, moved };
+        if (log !== undefined && since !== null) {
+          const scope = log.garden !== null ? [log.garden] : [...gardens, ...moved];
+          start.log = this.e.feed(
+            { after: since, gardens: scope, limit: log.limit, tailAfter: head, tailLimit: log.tailLimit },
+            Number(head),
+          );
+        }
+        return start;
+      }),
+    );
+  }
+
+  feedLog(q: {
+    after: string;
+    gardens: string[] | null;
+    limit: number;
+    tailAfter: string;
+    tailLimit: number;
+  }): Promise<FeedLogRead> {
+    return this.read(() => this.inRead(() => this.e.feed(q)));
+  }
+
+  // `fn` in a read transaction: the read batch's when it has one, else one of its own.
+  private inRead<T>(fn: () => T): T {
+    if (this.db.inTransaction) return fn();
+    this.s.beginRead.run();
+    try {
+      return fn();
+    } finally {
+      if (this.db.inTransaction) this.s.commit.run();
+    }
   }
 
   memberEventGardens(user: string, after: string): Promise<string[]> {
