@@ -28,7 +28,7 @@
  * core 0 alone: how long until the receiver has them all, and the rate.
  *
  *   npx tsx bench/events-scale.ts [--streams 1000,10000] [--engine sqlite|postgres|sqlite,postgres]
- *       [--only streams|webhooks] [--quiet 10] [--idle 20] [--load 20] [--drain 20] [--rate N]
+ *       [--only streams|webhooks|drain] [--quiet 10] [--idle 20] [--load 20] [--drain 20] [--rate N]
  *       [--rounds 3] [--duration 5] [--endpoints 10] [--backlog 100000] [--drain-limit 120]
  *       [--deliver-durability full|normal] [--pg URL] [--bin OTHER/bin/plantstore] [--write]
  *   (npx tsx bench/run.ts --events-scale … runs the same; needs a build: npm run build; wrk for
@@ -37,7 +37,7 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -78,8 +78,10 @@ const { values: opt } = parseArgs({
 const ENGINES = opt.engine!.split(',');
 if (ENGINES.some((e) => e !== 'sqlite' && e !== 'postgres'))
   throw new Error('--engine: sqlite, postgres or sqlite,postgres');
-if (opt.only !== undefined && opt.only !== 'streams' && opt.only !== 'webhooks')
-  throw new Error('--only: streams or webhooks');
+if (opt.only !== undefined && opt.only !== 'streams' && opt.only !== 'webhooks' && opt.only !== 'drain')
+  throw new Error('--only: streams, webhooks or drain');
+// --only drain: the webhooks scenario's backlog drain alone (no create rounds).
+const DRAIN_ONLY = opt.only === 'drain';
 const SIZES = opt.streams!.split(',').map(Number);
 const ROOT = resolve(import.meta.dirname, '..');
 const BIN = opt.bin ? resolve(opt.bin) : join(ROOT, 'bin/plantstore');
@@ -153,8 +155,12 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /** A fresh store: a SQLite file in the run's folder, or a PostgreSQL database of its own. */
-async function freshStore(engine: string, name: string): Promise<{ url: string; drop(): Promise<void> }> {
-  if (engine === 'sqlite') return { url: `sqlite:${join(tmp, `${name}.db`)}`, drop: async () => {} };
+async function freshStore(
+  engine: string,
+  name: string,
+): Promise<{ url: string; db: string | null; drop(): Promise<void> }> {
+  if (engine === 'sqlite')
+    return { url: `sqlite:${join(tmp, `${name}.db`)}`, db: null, drop: async () => {} };
   const db = `bench_events_${name}_${process.pid}_${Date.now()}`;
   const admin = async (sql: string) => {
     const c = new pg.Client({ connectionString: opt.pg });
@@ -167,7 +173,7 @@ async function freshStore(engine: string, name: string): Promise<{ url: string; 
   url.pathname = `/${db}`;
   const drop = () => admin(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
   cleanups.push(drop);
-  return { url: url.toString(), drop };
+  return { url: url.toString(), db, drop };
 }
 
 const cli = (url: string, ...args: string[]) =>
@@ -201,6 +207,68 @@ async function startServe(url: string, extra: string[] = [], env?: NodeJS.Proces
 // ---- /proc --------------------------------------------------------------------------------------
 
 /** CPU time of a process so far (all its threads, utime + stime), in ms. */
+/**
+ * PostgreSQL's own CPU while `fn` runs: utime+stime (from /proc) of the backends connected to the
+ * database `db` (pg_stat_activity, sampled every 100 ms so that a backend opened meanwhile is
+ * counted from its start; the sampling connection itself left out), and of every postgres process
+ * of the machine (other databases' work too, when the machine is shared). Null when /proc cannot
+ * be read for them (PostgreSQL on another host).
+ */
+async function pgCpuDuring<T>(
+  db: string,
+  fn: () => Promise<T>,
+): Promise<{ result: T; dbMs: number | null; allMs: number | null }> {
+  const c = new pg.Client({ connectionString: opt.pg });
+  await c.connect();
+  const self = Number((await c.query('SELECT pg_backend_pid() AS p')).rows[0].p);
+  const backends = async () =>
+    (await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [db])).rows
+      .map((r) => Number(r.pid))
+      .filter((p) => p !== self);
+  const postgresPids = () => {
+    try {
+      return execFileSync('pgrep', ['-x', 'postgres'], { encoding: 'utf8' }).trim().split('\n').map(Number);
+    } catch {
+      return [];
+    }
+  };
+  // Each pid: its CPU when first seen (0 if it started after the window opened), and the last read.
+  const seen = new Map<number, { from: number; last: number }>();
+  const all = new Map<number, { from: number; last: number }>();
+  const sample = (map: typeof seen, pids: number[], first: boolean) => {
+    for (const p of pids) {
+      const ms = cpuMs(p);
+      if (Number.isNaN(ms)) continue;
+      const x = map.get(p);
+      if (x) x.last = ms;
+      else map.set(p, { from: first ? ms : 0, last: ms });
+    }
+  };
+  sample(seen, await backends(), true);
+  sample(all, postgresPids(), true);
+  let done = false;
+  const poller = (async () => {
+    while (!done) {
+      await sleep(100);
+      sample(seen, await backends(), false);
+      sample(all, postgresPids(), false);
+    }
+  })();
+  try {
+    const result = await fn();
+    done = true;
+    await poller;
+    sample(seen, await backends(), false);
+    sample(all, postgresPids(), false);
+    const sum = (m: typeof seen) =>
+      m.size === 0 ? null : [...m.values()].reduce((n, x) => n + x.last - x.from, 0);
+    return { result, dbMs: sum(seen), allMs: sum(all) };
+  } finally {
+    done = true;
+    await c.end();
+  }
+}
+
 function cpuMs(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -805,11 +873,13 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
       x.d?.kill(sig);
     };
     try {
-      for (const [name, hooks, withDeliver] of [
-        ['0 endpoints', 0, false],
-        [`${endpoints} endpoints, no deliver process (delivery off)`, endpoints, false],
-        [`${endpoints} endpoints, a deliver process on core ${LOAD_CORE} (delivery on)`, endpoints, true],
-      ] as const) {
+      for (const [name, hooks, withDeliver] of DRAIN_ONLY
+        ? []
+        : ([
+            ['0 endpoints', 0, false],
+            [`${endpoints} endpoints, no deliver process (delivery off)`, endpoints, false],
+            [`${endpoints} endpoints, a deliver process on core ${LOAD_CORE} (delivery on)`, endpoints, true],
+          ] as const)) {
         const t = await target(`hooks${hooks}${withDeliver ? 'd' : ''}`, hooks);
         const d = withDeliver ? deliver(t.store.url, LOAD_CORE) : null;
         const x = { name, hooks, t, d, runs: [], cpu: 0, dcpu: 0, delivered: 0, ms: 0 };
@@ -817,7 +887,7 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
         load(t.server.base, t.token, 2); // warm-up
         signal(x, 'SIGSTOP');
       }
-      for (let round = 0; round < rounds; round++) {
+      for (let round = 0; round < (DRAIN_ONLY ? 0 : rounds); round++) {
         for (const x of round % 2 ? [...targets].reverse() : targets) {
           signal(x, 'SIGCONT');
           const ack0 = await acknowledged();
@@ -843,7 +913,7 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const base = targets[0]!.runs;
+    const base = targets[0]?.runs ?? [];
     for (const x of targets) {
       const rps = median(x.runs.map((r) => r.rps));
       const ratios = x.runs.map((r, i) => r.rps / base[i]!.rps);
@@ -871,25 +941,48 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
       await stop(t.server.child);
       const want = (creates - bad) * endpoints;
       const ack0 = await acknowledged();
-      const d = deliver(t.store.url, SERVER_CORE);
-      const at0 = performance.now();
+      let d: ChildProcess | undefined;
+      let at0 = 0;
       let got = 0;
       let firstAt = Number.NaN;
-      while (performance.now() - at0 < Number(opt['drain-limit']) * 1000) {
-        await sleep(100);
-        got = (await acknowledged()) - ack0;
-        if (got > 0 && Number.isNaN(firstAt)) firstAt = performance.now();
-        if (got >= want) break;
-      }
+      let dcpu = 0;
+      const drain = async () => {
+        d = deliver(t.store.url, SERVER_CORE);
+        at0 = performance.now();
+        while (performance.now() - at0 < Number(opt['drain-limit']) * 1000) {
+          await sleep(100);
+          got = (await acknowledged()) - ack0;
+          if (got > 0 && Number.isNaN(firstAt)) firstAt = performance.now();
+          if (got >= want) break;
+        }
+        dcpu = cpuMs(d.pid!) / (performance.now() - at0);
+      };
+      // PostgreSQL's own CPU over the same window: where the time goes when the deliver process waits.
+      const pgCpu = t.store.db === null ? null : await pgCpuDuring(t.store.db, drain);
+      if (pgCpu === null) await drain();
       const seconds = (performance.now() - at0) / 1000;
-      const dcpu = cpuMs(d.pid!) / (performance.now() - at0);
-      await stop(d);
-      drainRow = `Backlog: ${want.toLocaleString('en')} deliveries (${(creates - bad).toLocaleString('en')} creates × ${endpoints} endpoints, made with no deliverer running); one \`deliver\` process started alone on core ${SERVER_CORE} (the server stopped), the receiver on core ${LOAD_CORE}: ${got.toLocaleString('en')} acknowledged in ${seconds.toFixed(1)} s${got < want ? ` (stopped at the ${opt['drain-limit']} s limit)` : ''} — **${(got / seconds).toFixed(0)} deliveries/s** (first acknowledged ${((firstAt - at0) / 1000).toFixed(1)} s after the start), deliver CPU ${pct(dcpu)}. Target: ≥ 5,000/s.`;
+      if (d) await stop(d);
+      const pgPart =
+        pgCpu === null || pgCpu.dbMs === null
+          ? ''
+          : `, PostgreSQL CPU ${pct(pgCpu.dbMs / (seconds * 1000))} of a core (the bench database's backends${
+              pgCpu.allMs === null
+                ? ''
+                : `; every postgres process of the machine, other work included: ${pct(pgCpu.allMs / (seconds * 1000))}`
+            })`;
+      drainRow = `Backlog: ${want.toLocaleString('en')} deliveries (${(creates - bad).toLocaleString('en')} creates × ${endpoints} endpoints, made with no deliverer running); one \`deliver\` process started alone on core ${SERVER_CORE} (the server stopped), the receiver on core ${LOAD_CORE}: ${got.toLocaleString('en')} acknowledged in ${seconds.toFixed(1)} s${got < want ? ` (stopped at the ${opt['drain-limit']} s limit)` : ''} — **${(got / seconds).toFixed(0)} deliveries/s** (first acknowledged ${((firstAt - at0) / 1000).toFixed(1)} s after the start), deliver CPU ${pct(dcpu)}${pgPart}; load average ${loadavg()[0]!.toFixed(2)}. Target: ≥ 5,000/s.`;
     } finally {
       await stop(t.server.child);
       await t.store.drop();
     }
 
+    if (DRAIN_ONLY) {
+      say(`**Webhooks drain, ${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}** (${machine})`);
+      say('');
+      say(drainRow);
+      say('');
+      return;
+    }
     say(
       `**Webhooks, ${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}** (${machine}; ${LOAD_NAME} and the receiver on core ${LOAD_CORE}; POST /plants, 50 connections, ${opt.rounds} rounds × ${opt.duration} s after a 2 s warm-up, interleaved, each server alone on its core while measured; medians, ratios the median of the per-round ratios (each round's in brackets); each row on a fresh store)`,
     );
@@ -913,7 +1006,7 @@ const marker = (name: string) => (opt.label ? `${name}-${opt.label}` : name);
 
 try {
   for (const engine of ENGINES) {
-    if (opt.only !== 'webhooks') {
+    if (opt.only === undefined || opt.only === 'streams') {
       const { say, lines } = printed();
       for (const n of engine === 'postgres' ? SIZES.filter((s) => s >= 2) : SIZES)
         await streamsScenario(engine, n, say);
@@ -930,7 +1023,7 @@ try {
       if (opt.write)
         writeSection(
           join(ROOT, 'docs/benchmarks.md'),
-          marker(`events-webhooks-${engine}`),
+          marker(`events-${DRAIN_ONLY ? 'drain' : 'webhooks'}-${engine}`),
           lines.join('\n').trim(),
         );
     }

@@ -62,6 +62,8 @@ export class Runtime {
         url: config.database,
         durability: config.durability,
         poolSize: POOL_SIZE[work](config),
+        // A deliver process's claims read the log along its indexes in order (PgOptions.orderedScans).
+        orderedScans: work === 'deliver',
       }));
     let applied: string[];
     let schema: number;

@@ -8,6 +8,8 @@ export interface StoreOptions {
   durability: 'full' | 'normal';
   /** Most connections per process (PostgreSQL). */
   poolSize: number;
+  /** PostgreSQL: plan with bitmap scans off (a `deliver` process: PgOptions.orderedScans). */
+  orderedScans?: boolean;
 }
 
 /** The file path in a `sqlite:` URL; `sqlite:///abs` and `sqlite:rel` both work. */
@@ -26,7 +28,12 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
       writer: process.env.PLANTSTORE_SQLITE_WRITER === 'inline' ? 'inline' : 'thread',
     });
   }
-  if (/^postgres(ql)?:\/\//.test(opts.url)) return new PgStore({ url: opts.url, poolSize: opts.poolSize });
+  if (/^postgres(ql)?:\/\//.test(opts.url))
+    return new PgStore({
+      url: opts.url,
+      poolSize: opts.poolSize,
+      ...(opts.orderedScans ? { orderedScans: true } : {}),
+    });
   // The URL is not repeated: it may hold a password.
   throw new Error('unsupported database URL: use sqlite:PATH or postgres://…');
 }

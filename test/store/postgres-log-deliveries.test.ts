@@ -296,4 +296,24 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       await store.close();
     }
   });
+
+  it("a deliver process's store plans with bitmap scans off; any other keeps the planner's choice", async () => {
+    const db = await createPgDatabase();
+    const stores = [
+      new PgStore({ url: db.url, poolSize: 1, orderedScans: true }),
+      new PgStore({ url: db.url, poolSize: 1 }),
+    ];
+    try {
+      const setting = async (s: PgStore) => {
+        const pool = (s as unknown as { pool: pg.Pool }).pool;
+        return (await pool.query<{ v: string }>("SELECT current_setting('enable_bitmapscan') AS v")).rows[0]!
+          .v;
+      };
+      assert.equal(await setting(stores[0]!), 'off');
+      assert.equal(await setting(stores[1]!), 'on');
+    } finally {
+      for (const s of stores) await s.close();
+      await db.drop();
+    }
+  });
 });
