@@ -137,6 +137,77 @@ for (const engine of ENGINES) {
       }
     });
 
+    it("no claim reads a window on while the record ending the window's lease is under way", async () => {
+      const o = user();
+      const g = await home(store, o);
+      const e = await endpoint(store, o, { events: ['plant.created'] });
+      const mine = { ...e, id: `${e.id}-local`, url };
+      await store.insertEndpoint(mine);
+      await store.deleteEndpoint(e.id);
+      const before = received.length;
+      for (let i = 0; i < 3; i++) await plant(store, o, g, { name: `w${i}`, at: new Date() });
+      // The store as the dispatcher sees it: the first record that ends the window's lease is held
+      // open until released; the claims made meanwhile are kept.
+      let release: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let holding = false;
+      const during: Parameters<Store['claimDeliveries']>[0][] = [];
+      const gated = new Proxy(store, {
+        get(target, key) {
+          if (key === 'claimDeliveries')
+            return (q: Parameters<Store['claimDeliveries']>[0]) => {
+              if (holding) during.push(q);
+              return target.claimDeliveries(q);
+            };
+          if (key === 'finishDeliveries')
+            return async (...args: Parameters<Store['finishDeliveries']>) => {
+              const ends = (args[1] ?? []).some((p) => p.endpointId === mine.id && p.leaseUntil === null);
+              if (ends && !holding && during.length === 0) {
+                holding = true;
+                await held;
+              }
+              return target.finishDeliveries(...args);
+            };
+          const v = Reflect.get(target, key, target);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+      const dispatcher = new Dispatcher({
+        store: gated,
+        timeoutMs: 5_000,
+        schedule: [60_000],
+        allowPrivate: true,
+        pollMs: 20,
+        concurrency: 8,
+        perEndpoint: 3,
+      });
+      dispatcher.start();
+      try {
+        await until('the record ending the lease to be held', () => holding, 30_000);
+        // An event for the endpoint while its lease is being ended: the claims meanwhile pass the
+        // endpoint over (had one read it on, the record would end the lease under what it took).
+        await plant(store, o, g, { name: 'w3', at: new Date() });
+        dispatcher.nudge();
+        await until('claims while the record is held', () => during.length >= 3, 30_000);
+        holding = false;
+        release();
+        assert.ok(
+          during.every((q) => q.skipEndpoints.includes(mine.id) && !(mine.id in (q.windows ?? {}))),
+          'every claim meanwhile passed the endpoint over',
+        );
+        await until('the fourth delivery', () => received.length >= before + 4, 30_000);
+      } finally {
+        holding = false;
+        release();
+        await dispatcher.stop();
+      }
+      assert.equal(received.length, before + 4, 'each event once');
+      assert.equal(new Set(received.slice(before)).size, 4);
+      assert.deepEqual(await claimMine(mine.id), []);
+    });
+
     // What another dispatcher would claim of this endpoint an hour on (every lease run out).
     const claimMine = async (id: string) =>
       (
