@@ -111,9 +111,12 @@ class Balancer {
       try {
         a = await send1(base + path, method, headers, body).answer;
       } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ECONNREFUSED' && this.stopping.has(base)) {
-          // Never sent: a balancer's health check has taken the stopped instance out.
+        const { code, syscall } = err as NodeJS.ErrnoException;
+        // Never sent: refused once the instance stopped listening, or reset while connecting (the
+        // connection reached the listen queue as the drained process exited, and the kernel reset
+        // it); a balancer retries either elsewhere, as its health check takes the instance out.
+        const unsent = code === 'ECONNREFUSED' || (code === 'ECONNRESET' && syscall === 'connect');
+        if (unsent && this.stopping.has(base)) {
           this.refused++;
           this.out.add(base);
           if (this.target === base) this.target = this.other(base);
