@@ -128,7 +128,12 @@ class Server {
     if (this.pgDb !== null) {
       const c = new pg.Client({ connectionString: opt.pg });
       await c.connect();
-      const r = await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [this.pgDb]);
+      // Client backends only: an autovacuum worker on the database (after a round of creates and
+      // deletes) is not the request's work.
+      const r = await c.query(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'",
+        [this.pgDb],
+      );
       await c.end();
       for (const { pid } of r.rows) backends.set(Number(pid), ticks(Number(pid)));
     }
@@ -436,7 +441,7 @@ async function measureOps(
     if (!runs.has(op)) runs.set(op, []);
     runs.get(op)!.push(r);
     process.stderr.write(
-      `    ${op.padEnd(28)} ${n0(r.rps).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  CPU ${n0(r.cpuUs)} µs/req${r.pgCpuUs === null ? '' : ` (+ backends ${n0(r.pgCpuUs)})`}  non-2xx ${r.non2xx} errors ${r.errors}\n`,
+      `    ${op.padEnd(28)} ${n0(r.rps).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  CPU ${n0(r.cpuUs)} µs/req${r.pgCpuUs === null ? '' : ` (+ backends ${n0(r.pgCpuUs)})`}  non-2xx ${r.non2xx} errors ${r.errors}  RSS ${statusMb(server.pid, 'VmRSS').toFixed(0)} MB\n`,
     );
   };
   for (const o of ops) await wrk(server, o.spec(2)); // warm-up
@@ -540,7 +545,7 @@ async function runSize(engine: 'sqlite' | 'postgres', plants: number, dir: strin
   let database: string;
   let pgDb: string | null = null;
   let sqliteFile: string | null = null;
-  const cacheJson = join(ROOT, '.tmp', `size-${plants}-v1.json`);
+  let cacheJson = join(ROOT, '.tmp', `size-${plants}-v1.json`);
   let layout: Layout;
   let built: Built;
   if (engine === 'sqlite') {
@@ -549,8 +554,15 @@ async function runSize(engine: 'sqlite' | 'postgres', plants: number, dir: strin
     database = `sqlite:${sqliteFile}`;
     if (!opt.keep) cleanups.push(async () => rmFiles(sqliteFile!, cacheJson));
   } else {
-    pgDb = `plantstore_size_${plants}_${process.pid}`;
-    await pgAdmin(`CREATE DATABASE ${pgDb}`);
+    // With --keep, a database of a fixed name, reused by the next run with --keep.
+    pgDb = opt.keep ? `plantstore_size_${plants}` : `plantstore_size_${plants}_${process.pid}`;
+    cacheJson = join(ROOT, '.tmp', `size-pg-${plants}-v1.json`);
+    const exists = (await pgAdmin('SELECT 1 FROM pg_database WHERE datname = $1', [pgDb])).length > 0;
+    if (!(opt.keep && exists && existsSync(cacheJson))) {
+      rmSync(cacheJson, { force: true });
+      await pgAdmin(`DROP DATABASE IF EXISTS ${pgDb} WITH (FORCE)`);
+      await pgAdmin(`CREATE DATABASE ${pgDb}`);
+    }
     if (!opt.keep)
       cleanups.push(async () => void (await pgAdmin(`DROP DATABASE IF EXISTS ${pgDb} WITH (FORCE)`)));
     else process.on('exit', () => console.error(`kept PostgreSQL database ${pgDb}`));
@@ -558,9 +570,9 @@ async function runSize(engine: 'sqlite' | 'postgres', plants: number, dir: strin
     url.pathname = `/${pgDb}`;
     database = url.toString();
   }
-  if (sqliteFile !== null && existsSync(sqliteFile) && existsSync(cacheJson)) {
+  if (existsSync(cacheJson) && (sqliteFile === null || existsSync(sqliteFile))) {
     ({ layout, built } = JSON.parse(readFileSync(cacheJson, 'utf8')));
-    process.stderr.write(`${engine} ${n0(plants)}: the store kept under .tmp/\n`);
+    process.stderr.write(`${engine} ${n0(plants)}: the store kept by the last run with --keep\n`);
   } else {
     if (sqliteFile !== null) rmFiles(sqliteFile, cacheJson);
     const store = await openStore({ url: database, durability: 'normal', poolSize: 4 });
@@ -574,7 +586,8 @@ async function runSize(engine: 'sqlite' | 'postgres', plants: number, dir: strin
     const server = await startServer(database, pgDb, false);
     built = await fill(server, layout, plants);
     await server.stop();
-    if (sqliteFile !== null) writeFileSync(cacheJson, JSON.stringify({ layout, built }));
+    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+    writeFileSync(cacheJson, JSON.stringify({ layout, built }));
     process.stderr.write(
       `  built in ${built.seconds.toFixed(0)} s (${n0(plants / built.seconds)} plants/s), server CPU ${built.serverCpuS.toFixed(0)} s, quiet after ${built.settleSeconds.toFixed(0)} s more\n`,
     );
