@@ -165,7 +165,9 @@ class Server {
 async function startServer(database: string, pgDb: string | null, pin: boolean, flags: string[] = []) {
   const port = await freePort();
   const args = [BIN, 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS, ...flags];
-  const [cmd, ...rest] = pin ? ['taskset', '-c', '0', ...args] : args;
+  // Unpinned: every core (this process is on core 1 alone, and a child would inherit that).
+  const cores = pin ? '0' : `0-${cpus().length - 1}`;
+  const [cmd, ...rest] = PIN ? ['taskset', '-c', cores, ...args] : args;
   const child = spawn(cmd!, rest, { stdio: 'inherit' });
   children.add(child);
   child.once('exit', () => children.delete(child));
