@@ -14,9 +14,10 @@
  * its search index once writes stop) and stopped; its store is measured on disk (SQLite: the file
  * and its WAL after a checkpoint; PostgreSQL: pg_database_size after VACUUM ANALYZE).
  *
- * The measurements, on a fresh server pinned to core 0 (wrk on core 1, through bench/wrk.mjs),
- * started with `--list-cache 0` so that every page is read from the store (a page answered from the
- * list cache costs the same at any size). The caller in 4 gardens (u5000, seeing 2.5 × N/10,000
+ * The measurements, on a fresh server per size, all pinned to core 0 (wrk on core 1, through
+ * bench/wrk.mjs), the sizes side by side (each operation on each size in turn, the other servers
+ * stopped with SIGSTOP meanwhile), started with `--list-cache 0` so that every page is read from
+ * the store (a page answered from the list cache costs the same at any size). The caller in 4 gardens (u5000, seeing 2.5 × N/10,000
  * plants): first page, a deep page (a cursor after a random one of its plants, a different one
  * each request), read one (a random plant of its own), create (POST /plants), delete (each plant
  * the create made, once), search with one term (`mon`) and with two (`mon del`); the caller in 20
@@ -378,11 +379,19 @@ interface OpResult {
   r: Measured;
 }
 
-async function measureOps(
+interface OpSpec {
+  op: string;
+  spec: (duration: number) => Record<string, unknown>;
+  /** The delete of what this op created, each plant once. */
+  undo?: () => Record<string, unknown>;
+}
+
+/** One size's operations on its server: their wrk specs, checked to answer 200 first. */
+async function prepareOps(
   server: Server,
   layout: Layout,
   dir: string,
-): Promise<{ ops: OpResult[]; seen: number[] }> {
+): Promise<{ ops: OpSpec[]; seen: number[] }> {
   const t4 = layout.tokens[CALLER4]!;
   const t20 = layout.tokens[CALLER20]!;
   const ids4 = await visibleIds(server, t4);
@@ -404,7 +413,7 @@ async function measureOps(
     ...(idsFile === undefined ? {} : { idsFile, rotation: 'all' }),
   });
   const created = join(dir, 'created.json');
-  const ops: { op: string; spec: (d: number) => Record<string, unknown>; after?: string }[] = [
+  const ops: OpSpec[] = [
     { op: 'first page (4 gardens)', spec: get('/plants?limit=20', t4) },
     { op: 'deep page (4 gardens)', spec: get('{id}', t4, deep4) },
     { op: 'first page (20 gardens)', spec: get('/plants?limit=20', t20) },
@@ -426,7 +435,14 @@ async function measureOps(
         token: t4,
         idsOut: created,
       }),
-      after: 'delete',
+      undo: () => ({
+        ...base,
+        method: 'DELETE',
+        path: '/plants/{id}',
+        token: t4,
+        idsFile: created,
+        eachOnce: true,
+      }),
     },
   ];
   // Every path answers before it is measured.
@@ -438,63 +454,83 @@ async function measureOps(
     if (res.status !== 200) throw new Error(`${o.op}: ${p} answered ${res.status}`);
     await res.arrayBuffer();
   }
-  const runs = new Map<string, Measured[]>();
-  const put = (op: string, r: Measured) => {
-    if (!runs.has(op)) runs.set(op, []);
-    runs.get(op)!.push(r);
+  return { ops, seen: [ids4.length, ids20.length] };
+}
+
+/** Runs `fn` with every server but `one` stopped (SIGSTOP), so that their housekeeping is not measured. */
+async function alone<T>(one: Server, all: Server[], fn: () => Promise<T>): Promise<T> {
+  const others = all.filter((s) => s !== one);
+  for (const s of others) s.child.kill('SIGSTOP');
+  try {
+    return await fn();
+  } finally {
+    for (const s of others) s.child.kill('SIGCONT');
+  }
+}
+
+/**
+ * Every size's operations, interleaved: each op on each size in turn (the sizes' order reversed
+ * every other time, the ops' every other round), so that the machine's drift (it is shared) falls
+ * on every size alike. Medians of ROUNDS runs per size and op.
+ */
+async function measureAll(
+  targets: { label: string; server: Server; ops: OpSpec[] }[],
+): Promise<OpResult[][]> {
+  const all = targets.map((t) => t.server);
+  const runs = targets.map(() => new Map<string, Measured[]>());
+  const put = (k: number, op: string, r: Measured) => {
+    const m = runs[k]!;
+    if (!m.has(op)) m.set(op, []);
+    m.get(op)!.push(r);
+    const t = targets[k]!;
     process.stderr.write(
-      `    ${op.padEnd(28)} ${n0(r.rps).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  CPU ${n0(r.cpuUs)} µs/req${r.pgCpuUs === null ? '' : ` (+ backends ${n0(r.pgCpuUs)})`}  non-2xx ${r.non2xx} errors ${r.errors}  RSS ${statusMb(server.pid, 'VmRSS').toFixed(0)} MB\n`,
+      `    ${t.label.padStart(10)} ${op.padEnd(28)} ${n0(r.rps).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  CPU ${n0(r.cpuUs)} µs/req${r.pgCpuUs === null ? '' : ` (+ backends ${n0(r.pgCpuUs)})`}  non-2xx ${r.non2xx} errors ${r.errors}  RSS ${statusMb(t.server.pid, 'VmRSS').toFixed(0)} MB\n`,
     );
   };
-  for (const o of ops) await wrk(server, o.spec(2)); // warm-up
-  // The creates of the warm-up deleted, so that each round's delete deletes its own create's.
-  await wrk(server, {
-    ...base,
-    method: 'DELETE',
-    path: '/plants/{id}',
-    token: t4,
-    idsFile: created,
-    eachOnce: true,
-  });
+  const once = async (k: number, o: OpSpec, duration: number, record: boolean) => {
+    const t = targets[k]!;
+    const r = await alone(t.server, all, () => wrk(t.server, o.spec(duration)));
+    if (record) put(k, o.op, r);
+    if (o.undo) {
+      // Each plant the create made deleted once (the warm-up's too, so that a round's delete deletes its own create's).
+      const d = await alone(t.server, all, () => wrk(t.server, o.undo!()));
+      if (record) put(k, 'delete', d);
+    }
+  };
+  const ops = targets[0]!.ops;
+  for (let i = 0; i < ops.length; i++)
+    for (let k = 0; k < targets.length; k++) await once(k, targets[k]!.ops[i]!, 2, false);
+  let flip = false;
   for (let round = 0; round < ROUNDS; round++) {
-    for (const o of round % 2 === 0 ? ops : [...ops].reverse()) {
-      put(o.op, await wrk(server, o.spec(DURATION)));
-      if (o.after === 'delete') {
-        put(
-          'delete',
-          await wrk(server, {
-            ...base,
-            method: 'DELETE',
-            path: '/plants/{id}',
-            token: t4,
-            idsFile: created,
-            eachOnce: true,
-          }),
-        );
-      }
+    const order = ops.map((_, i) => i);
+    if (round % 2 === 1) order.reverse();
+    for (const i of order) {
+      const ks = targets.map((_, k) => k);
+      if (flip) ks.reverse();
+      flip = !flip;
+      for (const k of ks) await once(k, targets[k]!.ops[i]!, DURATION, true);
     }
   }
   const names = [...ops.map((o) => o.op), 'delete'];
-  return {
-    ops: names.map((op) => {
-      const rs = runs.get(op)!;
-      const m = (f: (r: Measured) => number) => median(rs.map(f));
+  return runs.map((m) =>
+    names.map((op) => {
+      const rs = m.get(op)!;
+      const med = (f: (r: Measured) => number) => median(rs.map(f));
       return {
         op,
         r: {
-          rps: m((r) => r.rps),
-          p50: m((r) => r.p50),
-          p99: m((r) => r.p99),
-          total: m((r) => r.total),
+          rps: med((r) => r.rps),
+          p50: med((r) => r.p50),
+          p99: med((r) => r.p99),
+          total: med((r) => r.total),
           non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
           errors: rs.reduce((n, r) => n + r.errors, 0),
-          cpuUs: m((r) => r.cpuUs),
-          pgCpuUs: rs[0]!.pgCpuUs === null ? null : m((r) => r.pgCpuUs!),
+          cpuUs: med((r) => r.cpuUs),
+          pgCpuUs: rs[0]!.pgCpuUs === null ? null : med((r) => r.pgCpuUs!),
         },
       };
     }),
-    seen: [ids4.length, ids20.length],
-  };
+  );
 }
 
 async function exportAll(server: Server, token: string) {
@@ -542,8 +578,7 @@ async function pgAdmin<T>(sql: string, values: unknown[] = []): Promise<T[]> {
   }
 }
 
-async function runSize(engine: 'sqlite' | 'postgres', plants: number, dir: string): Promise<SizeResult> {
-  const loadStart = loadavg()[0]!;
+async function prepareSize(engine: 'sqlite' | 'postgres', plants: number): Promise<Prepared> {
   let database: string;
   let pgDb: string | null = null;
   let sqliteFile: string | null = null;
@@ -608,28 +643,63 @@ async function runSize(engine: 'sqlite' | 'postgres', plants: number, dir: strin
     diskMb = Number((await c.query('SELECT pg_database_size(current_database()) AS b')).rows[0].b) / 2 ** 20;
     await c.end();
   }
-  process.stderr.write(`  on disk ${n0(diskMb)} MB; measuring\n`);
-  const server = await startServer(database, pgDb, PIN, ['--list-cache', '0']);
-  const { ops, seen } = await measureOps(server, layout, dir);
-  const rssOpsMb = statusMb(server.pid, 'VmHWM');
-  const exp = await exportAll(server, layout.admin);
-  const rssExportMb = statusMb(server.pid, 'VmHWM');
-  process.stderr.write(
-    `    export ${n0(exp.plants)} plants in ${exp.seconds.toFixed(1)} s (${n0(exp.plants / exp.seconds)}/s), ${exp.cpuUsPerPlant.toFixed(2)} µs/plant; peak RSS ${rssOpsMb.toFixed(0)} MB, after the export ${rssExportMb.toFixed(0)} MB\n`,
-  );
-  await server.stop();
-  return {
-    engine,
-    plants,
-    built,
-    diskMb,
-    seen,
-    ops,
-    exp,
-    rssOpsMb,
-    rssExportMb,
-    load: [loadStart, loadavg()[0]!],
-  };
+  process.stderr.write(`  on disk ${n0(diskMb)} MB\n`);
+  return { engine, plants, database, pgDb, layout, built, diskMb };
+}
+
+interface Prepared {
+  engine: string;
+  plants: number;
+  database: string;
+  pgDb: string | null;
+  layout: Layout;
+  built: Built;
+  diskMb: number;
+}
+
+/** Every size of one engine: built (or kept), then measured side by side. */
+async function runEngine(engine: 'sqlite' | 'postgres', dir: string): Promise<SizeResult[]> {
+  const prepared: Prepared[] = [];
+  for (const plants of SIZES) prepared.push(await prepareSize(engine, plants));
+  const loadStart = loadavg()[0]!;
+  const targets: { label: string; server: Server; ops: OpSpec[] }[] = [];
+  const seen: number[][] = [];
+  for (const p of prepared) {
+    const server = await startServer(p.database, p.pgDb, PIN, ['--list-cache', '0']);
+    const sub = join(dir, `${engine}-${p.plants}`);
+    mkdirSync(sub, { recursive: true });
+    const { ops, seen: s } = await prepareOps(server, p.layout, sub);
+    targets.push({ label: n0(p.plants), server, ops });
+    seen.push(s);
+  }
+  process.stderr.write(`${engine}: measuring ${targets.map((t) => t.label).join(', ')} side by side\n`);
+  const results = await measureAll(targets);
+  const all = targets.map((t) => t.server);
+  const out: SizeResult[] = [];
+  for (let k = 0; k < targets.length; k++) {
+    const { server } = targets[k]!;
+    const p = prepared[k]!;
+    const rssOpsMb = statusMb(server.pid, 'VmHWM');
+    const exp = await alone(server, all, () => exportAll(server, p.layout.admin));
+    const rssExportMb = statusMb(server.pid, 'VmHWM');
+    process.stderr.write(
+      `    export ${n0(exp.plants)} plants in ${exp.seconds.toFixed(1)} s (${n0(exp.plants / exp.seconds)}/s), ${exp.cpuUsPerPlant.toFixed(2)} µs/plant; peak RSS ${rssOpsMb.toFixed(0)} MB, after the export ${rssExportMb.toFixed(0)} MB\n`,
+    );
+    out.push({
+      engine,
+      plants: p.plants,
+      built: p.built,
+      diskMb: p.diskMb,
+      seen: seen[k]!,
+      ops: results[k]!,
+      exp,
+      rssOpsMb,
+      rssExportMb,
+      load: [loadStart, loadavg()[0]!],
+    });
+  }
+  for (const s of all) await s.stop();
+  return out;
 }
 
 function rmFiles(file: string, json: string) {
@@ -690,18 +760,15 @@ const tree = spawnSync('git', ['rev-parse', '--short', 'HEAD'], {
 const sections: string[] = [];
 try {
   for (const engine of ENGINES) {
-    const results: SizeResult[] = [];
-    for (const plants of SIZES) {
-      results.push(await runSize(engine, plants, dir));
-      for (const c of cleanups.splice(0)) await c().catch(() => {});
-    }
+    const results = await runEngine(engine, dir);
+    for (const c of cleanups.splice(0)) await c().catch(() => {});
     const env = [
       `${new Date().toISOString().slice(0, 10)}, tree ${tree}`,
       `\`npm run bench -- --size ${SIZES.join(',')} --engine ${engine}\``,
       engine === 'sqlite' ? 'SQLite, durability full' : 'PostgreSQL on the same machine',
       `${cpus().length} vCPUs (${cpus()[0]?.model.trim()}) shared with other work, Node ${process.version}`,
       PIN ? 'server on core 0, wrk on core 1' : 'nothing pinned',
-      `wrk, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s after a 2 s warm-up, medians; \`--list-cache 0\``,
+      `wrk, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION} s after a 2 s warm-up, the sizes side by side (each op on each size in turn, the others stopped), medians; \`--list-cache 0\``,
     ].join('; ');
     const md = `**${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}** (${env})\n\n${table(results)}`;
     console.log(`\n${md}\n`);
