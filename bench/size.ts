@@ -431,7 +431,9 @@ async function prepareOps(
         duration,
         method: 'POST',
         path: '/plants',
-        body: { name: 'Monstera deliciosa (size bench)', tag: 'bench' },
+        // A name no measured search matches: the rows a create round leaves behind (deleted, but
+        // still in the indexes until they are cleaned up) are not in the searches' way.
+        body: { name: 'Benchmark fern', tag: 'bench' },
         token: t4,
         idsOut: created,
       }),
