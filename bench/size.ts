@@ -595,7 +595,12 @@ async function prepareSize(engine: 'sqlite' | 'postgres', plants: number): Promi
   } else {
     // With --keep, a database of a fixed name, reused by the next run with --keep.
     pgDb = opt.keep ? `plantstore_size_${plants}` : `plantstore_size_${plants}_${process.pid}`;
-    cacheJson = join(ROOT, '.tmp', `size-pg-${plants}-v1.json`);
+    // Without --keep, a layout file of this run's own: the kept database's is left alone.
+    cacheJson = join(
+      ROOT,
+      '.tmp',
+      opt.keep ? `size-pg-${plants}-v1.json` : `size-pg-${plants}-${process.pid}.json`,
+    );
     const exists = (await pgAdmin('SELECT 1 FROM pg_database WHERE datname = $1', [pgDb])).length > 0;
     if (!(opt.keep && exists && existsSync(cacheJson))) {
       rmSync(cacheJson, { force: true });
@@ -603,7 +608,10 @@ async function prepareSize(engine: 'sqlite' | 'postgres', plants: number): Promi
       await pgAdmin(`CREATE DATABASE ${pgDb}`);
     }
     if (!opt.keep)
-      cleanups.push(async () => void (await pgAdmin(`DROP DATABASE IF EXISTS ${pgDb} WITH (FORCE)`)));
+      cleanups.push(async () => {
+        rmSync(cacheJson, { force: true });
+        await pgAdmin(`DROP DATABASE IF EXISTS ${pgDb} WITH (FORCE)`);
+      });
     else process.on('exit', () => console.error(`kept PostgreSQL database ${pgDb}`));
     const url = new URL(opt.pg!);
     url.pathname = `/${pgDb}`;
