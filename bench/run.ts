@@ -32,6 +32,13 @@
  *                                          only the change feed served: the first sync, an empty delta and a
  *                                          delta of 100 at 20 connections (bench/changes.ts: engine, plants,
  *                                          events, seconds)
+ *   npm run bench -- --size 100000,1000000,10000000
+ *                                          only how each operation's cost grows with the size of the
+ *                                          store (bench/size.ts): N plants over 10,000 users and
+ *                                          20,000 gardens, built through POST /plants/batch, then
+ *                                          first and deep pages, read, create, delete, search, a
+ *                                          caller in 20 gardens, export, peak RSS, size on disk
+ *                                          (--engine sqlite|postgres --rounds … --keep --write)
  *   npm run bench -- --flame               only the flame graphs of a list page, a read and a create
  *                                          (bench/flame.ts; --engine sqlite|postgres)
  *   npm run bench -- --search-bulk         only search, batch and export on 1,000,000 plants
@@ -90,6 +97,7 @@ const SCRIPTS: Record<string, string> = {
   '--history-pages': 'history-pages.ts', // a page of history and activity as the log grows
   '--trash-purge': 'trash-purge.ts', // creates beside the service's purge of N expired trash entries
   '--changes': 'changes.ts', // the change feed: first sync, empty delta, delta of 100
+  '--size': 'size.ts', // how each operation's cost grows with the store: 100,000 … 10,000,000 plants
 };
 for (const [flag, script] of Object.entries(SCRIPTS)) {
   if (!process.argv.includes(flag)) continue;

@@ -304,7 +304,13 @@ export class PgStore implements Store {
       query_timeout: 10_000,
       keepAlive: true,
       types,
-      ...(opts.orderedScans ? { options: '-c enable_bitmapscan=off' } : {}),
+      // No JIT: every statement here reads a page or a few rows, but a planner's estimate grows
+      // with the table (a page's LIMIT is a parameter of the batched list statement), and on
+      // 10,000,000 plants the list's generic plan crossed jit_above_cost — 15-58 ms of compiling
+      // a page that runs in 0.2 ms (docs/benchmarks.md, "How cost grows with size"). A deliver
+      // process also plans its claims along the index (bitmap scans off; docs/benchmarks.md,
+      // "Where a PostgreSQL drain's time goes").
+      options: opts.orderedScans ? '-c jit=off -c enable_bitmapscan=off' : '-c jit=off',
     };
     if (isMultiHost(opts.url)) {
       // Several hosts (contract 6): a dead one costs at most a second before the next is tried.
