@@ -108,9 +108,6 @@ export class Dispatcher {
   // Endpoints whose window was let go, until their lease has run out (then whoever claims them
   // sends the window again from their position); how long each endpoint took to answer last.
   private readonly holdOff = new Map<string, number>();
-  // Endpoints whose window's lease a record under way ends: no claim reads them on meanwhile (on
-  // PostgreSQL a claim of a window with a whole lease left writes nothing the record would see).
-  private readonly ending = new Set<string>();
   private readonly answeredIn = new Map<string, number>();
   private claiming = false;
   private waitingTotal = 0;
@@ -214,7 +211,7 @@ export class Dispatcher {
           if (until <= nowMs) this.holdOff.delete(id);
           else busy.push(id);
         }
-        const skip = new Set([...busy, ...this.ending]);
+        const skip = new Set(busy);
         // Every window still held (and not skipped) is read on from where it reaches.
         const windows: Record<string, string> = {};
         for (const [id, w] of this.windows) if (!skip.has(id)) windows[id] = w.reach;
@@ -515,7 +512,6 @@ export class Dispatcher {
       }
       w.dirty = false;
       const end = w.entries.length === 0 && !this.claiming && !this.ticking;
-      if (end) this.ending.add(w.endpointId);
       progress.push({
         endpointId: w.endpointId,
         leaseOwner: this.id,
@@ -539,13 +535,9 @@ export class Dispatcher {
       return;
     }
     this.lastRecord = Date.now();
-    const ended = progress.filter((p) => p.leaseUntil === null).map((p) => p.endpointId);
     const next = () => {
-      for (const id of ended) this.ending.delete(id);
       this.recording = false;
       this.recordSoon();
-      // A claim passed over them meanwhile: what came for them since is claimed now.
-      if (ended.length > 0) this.nudge();
     };
     this.opts.store
       .finishDeliveries(

@@ -125,8 +125,7 @@ for (const engine of ENGINES) {
         `too little was acknowledged (${acknowledged.size}, ${changes} changes)`,
       );
 
-      // A last process finishes what the killed ones left: their leases run out (timeout + 10 s; on
-      // PostgreSQL up to 5 s more).
+      // A last process finishes what the killed ones left: their leases run out (timeout + 10 s).
       const last = await serve([], env);
       try {
         const got = new Set<string>();

@@ -294,24 +294,16 @@ export const EVENT_QUERIES = {
   // events_garden_position, one walk per garden): the cost follows the owner's gardens and what is
   // taken, not the log. Only events whose every predecessor has committed (xid before the
   // snapshot's xmin), as readEvents. The owners take turns as in (a).
-  // A window of the caller's whose lease still runs a whole lease ($2) or more is read on without
-  // writing (or locking) its endpoint's row: nobody else may take the lease before then, so the
-  // claim need not wait for the caller's own record of the window's last lot (on another
-  // connection, it holds the row to its commit), and that record need not wait for the claim.
-  // The caller must not end such a window's lease while a claim of its is under way, nor claim it
-  // while a record ending its lease is (the Dispatcher does neither). The other endpoint rows
-  // are written only where the lease is still free or the caller's and the
+  // The endpoint rows are written only where the lease is still free or the caller's and the
   // position (or the caller's lease) is still as read, locked first in the order of their ids: of
   // claims racing for one endpoint, one wins and the others hand out none of its events. A row
-  // another write holds is passed over (SKIP LOCKED), except one of the caller's own windows due
-  // for a longer lease, whose lock is waited for: it is the caller's own record under way on
-  // another connection, and passing over it would leave the window idle until the next poll. An
-  // endpoint that took events is leased to the caller until $9 (a few seconds past $2, so that the
-  // next claims of the window find a whole lease left and write nothing; window_xid/seq: the last
-  // one handed out); one that found none moves its position to as far as the claim looked (the
-  // snapshot's xmin), or, when the caller has a window there, keeps it leased. A window whose
-  // lease is no longer the caller's once locked is answered as it was, with nothing taken (the
-  // next claim finds it gone). The answer: kind `q` (a queued
+  // another write holds is passed over (SKIP LOCKED), except one of the caller's own windows, whose
+  // lock is waited for: it is the caller's own record under way on another connection, and passing
+  // over it would leave the window idle until the next poll. An endpoint that took events is leased
+  // to the caller (window_xid/seq: the last one handed out); one that found none moves its position
+  // to as far as the claim looked (the snapshot's xmin), or, when the caller has a window there,
+  // keeps it leased. A window whose lease is no longer the caller's once locked is answered as it
+  // was, with nothing taken (the next claim finds it gone). The answer: kind `q` (a queued
   // delivery), `l` (an event from the log), each with its event and endpoint (w_…), or `w` (a
   // window the caller holds after the claim, and how far it reaches).
   claim: `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
@@ -346,7 +338,7 @@ export const EVENT_QUERIES = {
       RETURNING deliveries.id, deliveries.event_id, deliveries.endpoint_id, deliveries.attempts),
     qn AS (SELECT endpoint_id, owner, count(*) AS n FROM checked WHERE allowed GROUP BY endpoint_id, owner),
     wl AS (SELECT w.id, w.owner, w.events, w.position_xid AS px, w.position_seq AS ps, ${ADMIN_REACH('w', '$3')} AS reach,
-        coalesce(o.x IS NOT NULL AND w.lease_owner = $1, false) AS windowed, o.x, o.s, w.lease_until AS lu,
+        coalesce(o.x IS NOT NULL AND w.lease_owner = $1, false) AS windowed, o.x, o.s,
         CASE WHEN w.id = ANY($4::text[]) THEN 0
           ELSE $6 - coalesce((SELECT sum(qn.n) FROM qn WHERE qn.endpoint_id = w.id), 0) END AS room
       FROM webhook_endpoints w LEFT JOIN (
@@ -382,17 +374,16 @@ export const EVENT_QUERIES = {
     tc AS (SELECT endpoint_id, count(*) AS n, (array_agg(xid ORDER BY xid DESC, seq DESC))[1] AS lx,
         (array_agg(seq ORDER BY xid DESC, seq DESC))[1] AS ls
       FROM took GROUP BY endpoint_id),
-    st AS (SELECT wf.id, wf.windowed, wf.lu, wf.px, wf.ps, wf.fx, wf.fs, h.xmin, coalesce(tc.n, 0) AS taken, tc.lx, tc.ls,
+    st AS (SELECT wf.id, wf.windowed, wf.px, wf.ps, wf.fx, wf.fs, h.xmin, coalesce(tc.n, 0) AS taken, tc.lx, tc.ls,
         wf.room > 0 AND coalesce(fc.n, 0) < wf.room AND coalesce(tc.n, 0) = coalesce(fc.n, 0) AS looked
       FROM wf CROSS JOIN h LEFT JOIN fc ON fc.endpoint_id = wf.id LEFT JOIN tc ON tc.endpoint_id = wf.id),
     ends AS (SELECT st.*,
         CASE WHEN looked AND xmin > fx THEN xmin WHEN looked THEN fx WHEN taken > 0 THEN lx ELSE fx END AS ex,
         CASE WHEN looked AND xmin > fx THEN 0 WHEN looked THEN fs WHEN taken > 0 THEN ls ELSE fs END AS es,
-        CASE WHEN windowed AND lu >= $2::timestamptz THEN 'keep' WHEN taken > 0 OR windowed THEN 'lease'
-          WHEN looked AND xmin > px THEN 'move' END AS act
+        CASE WHEN taken > 0 OR windowed THEN 'lease' WHEN looked AND xmin > px THEN 'move' END AS act
       FROM st),
     own AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w JOIN ends e ON e.id = w.id
-      WHERE e.act = 'lease' AND e.windowed AND w.lease_owner = $1 ORDER BY w.id FOR UPDATE OF w),
+      WHERE e.act IS NOT NULL AND e.windowed AND w.lease_owner = $1 ORDER BY w.id FOR UPDATE OF w),
     free AS MATERIALIZED (SELECT w.id FROM webhook_endpoints w JOIN ends e ON e.id = w.id
       WHERE e.act IS NOT NULL AND NOT e.windowed
         AND (w.lease_owner IS NULL OR w.lease_until <= $3 OR w.lease_owner = $1)
@@ -401,32 +392,30 @@ export const EVENT_QUERIES = {
     lk AS (SELECT id FROM own UNION ALL SELECT id FROM free),
     upd AS (UPDATE webhook_endpoints w SET
         lease_owner = CASE WHEN e.act = 'lease' THEN $1 END,
-        lease_until = CASE WHEN e.act = 'lease' THEN $9::timestamptz END,
+        lease_until = CASE WHEN e.act = 'lease' THEN $2::timestamptz END,
         position_xid = CASE WHEN e.act = 'move' THEN e.ex ELSE w.position_xid END,
         position_seq = CASE WHEN e.act = 'move' THEN e.es ELSE w.position_seq END,
         window_xid = CASE WHEN e.taken > 0 THEN e.lx WHEN e.act = 'lease' THEN w.window_xid END,
         window_seq = CASE WHEN e.taken > 0 THEN e.ls WHEN e.act = 'lease' THEN w.window_seq END
       FROM ends e JOIN lk ON lk.id = e.id WHERE w.id = e.id
-      RETURNING w.id, e.act, e.ex, e.es),
-    held AS (SELECT id, act, ex, es FROM upd WHERE act = 'lease'
-      UNION ALL SELECT id, act, ex, es FROM ends WHERE act = 'keep')
+      RETURNING w.id, e.act, e.ex, e.es)
     SELECT r.*, ${ENDPOINT_COLS.map((c) => `ep.${c} AS w_${c}`).join(', ')} FROM (
       SELECT 'q' AS kind, l.id::text AS delivery_id, l.attempts, l.endpoint_id, NULL AS window_xid,
           NULL::bigint AS window_seq, ev.xid AS x, ${EVENT_COLS('ev')}
         FROM leased l JOIN events ev ON ev.id = l.event_id
       UNION ALL
       SELECT 'l', NULL, 0, t.endpoint_id, NULL, NULL, ev.xid, ${EVENT_COLS('ev')}
-        FROM took t JOIN held u ON u.id = t.endpoint_id JOIN events ev ON ev.id = t.event_id
+        FROM took t JOIN upd u ON u.id = t.endpoint_id AND u.act = 'lease' JOIN events ev ON ev.id = t.event_id
       UNION ALL
       SELECT 'w', NULL, 0, u.id, u.ex::text, u.es, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         NULL
-        FROM held u
+        FROM upd u WHERE u.act = 'lease'
       UNION ALL
       -- A window of the caller's whose lease its own record just ended (or another took after it ran
       -- out): answered as it was, with nothing more taken from it.
       SELECT 'w', NULL, 0, e.id, e.fx::text, e.fs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         NULL
-        FROM ends e WHERE e.windowed AND e.act IS DISTINCT FROM 'keep' AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.id = e.id)) r
+        FROM ends e WHERE e.windowed AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.id = e.id)) r
     LEFT JOIN webhook_endpoints ep ON ep.id = r.endpoint_id AND r.kind <> 'w'
     ORDER BY r.kind DESC, r.x, r.seq`,
   // Finished attempts and log progress, any number in one statement (one array per column, in
@@ -437,10 +426,8 @@ export const EVENT_QUERIES = {
   // their order would have left it (its last success, and the first failure after it, or the first
   // of all if it was not failing), and its position and lease set as the progress ($14 …) gives
   // them, where the lease is still the caller's; a lease to end is kept when a claim of the caller's
-  // that wrote the row reached past the position meanwhile (a claim and a record of one dispatcher
-  // may run at once: ending it would let another dispatcher send that claim's events again; a
-  // claim that writes nothing, of a window with a whole lease left, is never run beside a record
-  // ending that window's lease: see claim). The endpoint rows are
+  // reached past the position meanwhile (a claim and a record of one dispatcher may run at once:
+  // ending it would let another dispatcher send that claim's events again). The endpoint rows are
   // locked in the order of their ids first, so that two finishes never wait for each other in a circle.
   finish: `WITH f AS (
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[],

@@ -280,15 +280,6 @@ type QueryName = keyof typeof Q;
 const beforeSeq = (p: string | null): string =>
   p === null ? '9223372036854775807' : p.slice(p.lastIndexOf('.') + 1) || '0';
 
-/**
- * A log lease a claim writes runs this much past the whole lease asked for: the claims of a window
- * that follow within it find a whole lease left and read on without writing the endpoint's row
- * (so without waiting for the record of the window's last lot, which holds that row): one write of
- * it every few seconds per window, not one a claim. A dead process's windows are taken over up to
- * this much later.
- */
-const LEASE_SLACK_MS = 5_000;
-
 export class PgStore implements Store {
   readonly engine = 'postgres';
   private readonly pool: pg.Pool;
@@ -779,7 +770,6 @@ export class PgStore implements Store {
           q.perEndpoint,
           JSON.stringify(q.ownerLoad ?? {}),
           JSON.stringify(q.windows ?? {}),
-          new Date(until.getTime() + LEASE_SLACK_MS),
         ])
       ).rows;
     const windows: Record<string, string> = {};
