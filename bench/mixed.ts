@@ -98,7 +98,8 @@ const { values: opt } = parseArgs({
     base: { type: 'string' },
     // After the rounds, each variant again at this share of its measured req/s, sent at a fixed
     // rate (bench/fixed-rate.mjs): the latency of each class counted from when its request was due,
-    // so a stall shows on every request it held up. 0 leaves it out.
+    // so a stall shows on every request it held up; then the ceiling at the same rate, and the
+    // variant's p99 and p99.9 as ratios to the ceiling's (worst class). 0 leaves it out.
     'fixed-rate': { type: 'string', default: '0.5' },
     // Writes the results between docs/benchmarks.md's `mixed` markers (npm run bench passes it).
     write: { type: 'boolean', default: false },
@@ -535,6 +536,8 @@ function fixedRate(url: string, mix: string, rate: number): FixedRun {
   return JSON.parse(out.trim().split('\n').pop()!) as FixedRun;
 }
 const fixedRows: string[] = [];
+// Each variant's p99 and p99.9 at a fixed rate as ratios to the ceiling's at the same rate.
+const ratioRows: string[] = [];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -702,15 +705,12 @@ for (const mix of opt.mix!) {
     );
   }
   const share = Number(opt['fixed-rate']);
-  // Each variant, then the ceiling at the same rate as the first: what the generator and the
-  // machine add by themselves at that rate.
+  // Each variant, then the ceiling at that same rate (what the generator and the machine add by
+  // themselves at it): the variant's p99 and p99.9 as ratios to the ceiling's, class by class, the
+  // worst class the variant's figure (issue 57's targets: ≤ 3× and ≤ 5×).
   const rateOf = (s: Server) => share * median(ours.get(s)!.map((r) => r.rps));
   const theCeiling: Server = { name: 'node:http ceiling', url: ceiling, child: ceil };
-  const fixed =
-    share > 0
-      ? [...servers.map((s) => ({ s, rate: rateOf(s) })), { s: theCeiling, rate: rateOf(servers[0]!) }]
-      : [];
-  for (const { s, rate } of fixed) {
+  const atRate = (s: Server, rate: number): FixedRun => {
     const r = measured(s.child, () => fixedRate(s.url, mix, rate));
     const bad = Object.keys(r.statuses).filter((k) => k !== '200' && k !== '201');
     if (bad.length || r.errors)
@@ -724,6 +724,20 @@ for (const mix of opt.mix!) {
       .join(', ');
     fixedRows.push(
       `| ${mix} | ${s.name} | ${rate.toFixed(0)} (${(100 * share).toFixed(0)} %) | ${r.rate.toFixed(0)} | ${per} | ${r.lagMaxMs.toFixed(1)} ms |`,
+    );
+    return r;
+  };
+  for (const s of share > 0 ? servers : []) {
+    const rate = rateOf(s);
+    const got = atRate(s, rate);
+    const base = atRate({ ...theCeiling, name: `node:http ceiling (at ${s.name}'s rate)` }, rate);
+    const ratio = (k: 'p99' | 'p999') =>
+      Math.max(
+        ...Object.keys(got.classes).map((c) => got.classes[c]![k] / Math.max(base.classes[c]?.[k] ?? 0, 0.1)),
+      );
+    const [r99, r999] = [ratio('p99'), ratio('p999')];
+    ratioRows.push(
+      `| ${mix} | ${s.name} | ${rate.toFixed(0)} | **${r99.toFixed(2)}** ${r99 <= 3 ? '(≤ 3: met)' : '(> 3)'} | **${r999.toFixed(2)}** ${r999 <= 5 ? '(≤ 5: met)' : '(> 5)'} |`,
     );
   }
   // Each variant against the first (the endpoints' cost, the disk's, sharing's), round by round.
@@ -744,6 +758,12 @@ if (fixedRows.length) {
   );
   say('|---|---|---|---|---|---|');
   for (const row of fixedRows) say(row);
+  say(
+    "\nEach variant's tail as a ratio to the ceiling's at the same rate, in the same run (the worst class; targets: p99 ≤ 3×, p99.9 ≤ 5×):\n",
+  );
+  say('| workload | server | offered req/s | p99 ÷ ceiling p99 | p99.9 ÷ ceiling p99.9 |');
+  say('|---|---|---|---|---|');
+  for (const row of ratioRows) say(row);
 }
 if (against.length) {
   say('\nEach variant ÷ the first, req/s in the same round (median, then each round):\n');
