@@ -3,6 +3,26 @@ import { roleOf } from '../../access/policy.js';
 import { nameMatches } from '../../search-text.js';
 import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import type { ListMarks, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
+
+/**
+ * Runs `fn` in a read transaction (`begin`, then `commit`) of its own on `db`, unless the
+ * connection already holds one (the read batch's): one snapshot for every statement `fn` runs.
+ */
+export function inReadTransaction<T>(
+  db: Database.Database,
+  begin: Database.Statement,
+  commit: Database.Statement,
+  fn: () => T,
+): T {
+  if (db.inTransaction) return fn();
+  begin.run();
+  try {
+    return fn();
+  } finally {
+    if (db.inTransaction) commit.run();
+  }
+}
+
 import type { GardenIdLists } from './garden-ids.js';
 import type { LocalMarks } from './local-marks.js';
 import { matchQuery, termQuery, type WordsFrom } from './search.js';
@@ -429,12 +449,6 @@ export class SqlitePlantReads {
 
   // Runs `fn` in a read transaction of its own, unless the read batch already holds one.
   private snapshot<T>(fn: () => T): T {
-    if (this.db.inTransaction) return fn();
-    this.s.beginRead.run();
-    try {
-      return fn();
-    } finally {
-      if (this.db.inTransaction) this.s.commit.run();
-    }
+    return inReadTransaction(this.db, this.s.beginRead, this.s.commit, fn);
   }
 }

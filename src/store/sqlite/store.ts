@@ -57,7 +57,7 @@ import { GardenIdLists } from './garden-ids.js';
 import { type GardenRow, toGarden } from './gardens.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
-import { SqlitePlantReads } from './plant-reads.js';
+import { inReadTransaction, SqlitePlantReads } from './plant-reads.js';
 import { SearchMerger } from './search-merge.js';
 import { SqliteTrashReads } from './trash.js';
 import { InlineWriter, openConnection, ThreadWriter, type Writer } from './writer.js';
@@ -720,13 +720,7 @@ export class SqliteStore implements Store {
 
   // `fn` in a read transaction: the read batch's when it has one, else one of its own.
   private inRead<T>(fn: () => T): T {
-    if (this.db.inTransaction) return fn();
-    this.s.beginRead.run();
-    try {
-      return fn();
-    } finally {
-      if (this.db.inTransaction) this.s.commit.run();
-    }
+    return inReadTransaction(this.db, this.s.beginRead, this.s.commit, fn);
   }
 
   memberEventGardens(user: string, after: string): Promise<string[]> {
