@@ -34,7 +34,7 @@ import { createToken } from '../src/identity/tokens.js';
 import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { Store } from '../src/store/store.js';
-import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, waitReady } from './ports.js';
+import { BENCH_PG, benchServe, freePort, pgDatabase, waitReady } from './ports.js';
 import { cpuTicks, spawnServer, stopAll, TICK_US } from './procs.js';
 import { drive as driveTarget, LOADGEN } from './serve-load.js';
 
@@ -171,19 +171,7 @@ const url = `http://127.0.0.1:${port}`;
 const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 // The server alone gets the profiler's flags.
 if (process.env.PROFILE) process.env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${process.env.PROFILE}`;
-const serve = (tree: string) =>
-  spawnServer(
-    [
-      join(tree, 'bin/plantstore'),
-      'serve',
-      '--port',
-      String(port),
-      '--database',
-      database,
-      ...BENCH_SERVE_FLAGS,
-    ],
-    PIN,
-  );
+const serve = (tree: string) => spawnServer(benchServe(tree, port, database), PIN);
 const server = serve('.');
 delete process.env.NODE_OPTIONS;
 // This process (the first sync's client, and the cursors') on core 1.

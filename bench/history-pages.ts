@@ -37,7 +37,7 @@ import { createToken } from '../src/identity/tokens.js';
 import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { Store } from '../src/store/store.js';
-import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, waitReady } from './ports.js';
+import { BENCH_PG, benchServe, freePort, pgDatabase, waitReady } from './ports.js';
 import { spawnServer, stopAll } from './procs.js';
 import { drive as driveTarget, LOADGEN } from './serve-load.js';
 
@@ -154,18 +154,7 @@ const ROUNDS = Number(process.env.HISTORY_PAGES_ROUNDS ?? 1);
 async function measure(tree: string) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = spawnServer(
-    [
-      join(tree, 'bin/plantstore'),
-      'serve',
-      '--port',
-      String(port),
-      '--database',
-      database,
-      ...BENCH_SERVE_FLAGS,
-    ],
-    PIN,
-  );
+  const server = spawnServer(benchServe(tree, port, database), PIN);
   try {
     await waitReady(url, '/readyz');
     // Cursors along the way: the Link of each page of the first 20, to read older pages from.

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import pg from 'pg';
 
 /** A TCP port free on 127.0.0.1 right now, for a server the benchmark starts. */
@@ -24,6 +25,17 @@ export async function waitReady(url: string, path: string): Promise<void> {
 
 /** `serve` flags every benchmarked plantstore gets: quiet logs, no rate limits in the way. */
 export const BENCH_SERVE_FLAGS = ['--log-level', 'warn', '--rate-limit', '0', '--auth-failure-limit', '0'];
+
+/** `<tree>/bin/plantstore serve` on `port` and `database`, with BENCH_SERVE_FLAGS: a command line. */
+export const benchServe = (tree: string, port: number, database: string): string[] => [
+  join(tree, 'bin/plantstore'),
+  'serve',
+  '--port',
+  String(port),
+  '--database',
+  database,
+  ...BENCH_SERVE_FLAGS,
+];
 
 /**
  * Runs a Node script of the benchmark in a process of its own — on core 1 when `pin`, the core the
