@@ -374,6 +374,14 @@ async function rollingUpgrade({ engine, oldBin, label }: Scenario): Promise<void
       first.child.kill('SIGTERM');
       const exited = exitOf(first.child, `${label}'s first instance after SIGTERM`, 10_000);
       if (!stoppingUnderWrites) lb.out.add(first.url);
+      // Under writes, the held create keeps the drain open: the writers' next request to the
+      // stopping instance is answered 503 with Retry-After (and retried on the second) before the
+      // held one is let finish, rather than racing it.
+      if (stoppingUnderWrites)
+        await until(
+          'the stopping instance to answer a request 503 with Retry-After',
+          () => lb.drained503 > 0,
+        );
       held.finish();
       const heldAnswer = await held.answer;
       assert.equal(heldAnswer.status, 201, heldAnswer.body);
