@@ -38,6 +38,58 @@ const acrossGardens = (cols: string, gardens: string, tag: string | null, after:
       ${gardenPage(cols, 'g.id', tag, after, lim)}) p
     ORDER BY p.id LIMIT ${lim}`;
 
+// A page with each plant's version (a first sync's, an export's: pages of up to 1,000) across n
+// gardens, 1 < n <= 32: one branch per garden, each its garden's walk along plants_garden_page (or
+// plants_garden_tag_page) stopped at the limit, under a Merge Append in id order cut at the limit.
+// The merge pulls rows from a branch only as the page needs them, so a page reads about `limit` + n
+// index entries and rows; acrossGardens reads up to `limit` from each garden and sorts them all
+// (20 gardens, a page of 1,000: 20,020 rows read and heap-fetched for 1,001 kept, 15.7 against
+// 0.9 ms on 1,000,000 plants). There is a statement for each size in MERGED_SIZES, the array of
+// gardens padded with nulls (a null garden's branch finds nothing). Here the branch is spelt with
+// `garden = g AND id > a`: each branch's garden is a parameter of its own, which the planner weighs
+// as one garden of the store, and the merge needs each branch in id order.
+export const MERGED_SIZES = [2, 4, 8, 16, 32] as const;
+type MergedSize = (typeof MERGED_SIZES)[number];
+const mergedGardens = (n: number, tag: boolean) => {
+  const [after, lim] = tag ? ['$3::bigint', '$4::bigint'] : ['$2::bigint', '$3::bigint'];
+  const branches = Array.from(
+    { length: n },
+    (
+      _,
+      i,
+    ) => `(SELECT ${PAGE_COLS_V} FROM plants WHERE garden = ($1::text[])[${i + 1}]${tag ? ' AND tag = $2::text' : ''}
+      AND id > ${after} ORDER BY id LIMIT ${lim})`,
+  );
+  return `SELECT * FROM (${branches.join(' UNION ALL ')}) u ORDER BY id LIMIT ${lim}`;
+};
+const MERGED_QUERIES = Object.fromEntries(
+  MERGED_SIZES.flatMap((n) => [
+    [`listMergedV${n}`, mergedGardens(n, false)],
+    [`listMergedTagV${n}`, mergedGardens(n, true)],
+  ]),
+) as Record<`listMergedV${MergedSize}` | `listMergedTagV${MergedSize}`, string>;
+
+/**
+ * The statement and values of a page with versions across `gardens` (distinct, at least one): the
+ * merged form for 2 to 32 gardens, acrossGardens for one or more than 32.
+ */
+export function versionedGardensPage(
+  gardens: string[],
+  tag: string | null,
+  afterId: number,
+  limit: number,
+): [keyof typeof PLANT_QUERIES, unknown[]] {
+  const n = MERGED_SIZES.find((size) => size >= gardens.length);
+  if (gardens.length < 2 || n === undefined)
+    return tag === null
+      ? ['listGardensV', [gardens, afterId, limit]]
+      : ['listGardensTagV', [gardens, tag, afterId, limit]];
+  const padded = [...gardens, ...Array<null>(n - gardens.length).fill(null)];
+  return tag === null
+    ? [`listMergedV${n}`, [padded, afterId, limit]]
+    : [`listMergedTagV${n}`, [padded, tag, afterId, limit]];
+}
+
 // The batched pages' branches, one per shape of query, each row tagged with its page's ordinal n. A
 // page's gardens are the slice lo…hi of $6 (a null lo: every plant).
 const branch = (which: string, from: string) => `
@@ -196,6 +248,7 @@ export const PLANT_QUERIES = {
   listAllTagV: `SELECT ${PAGE_COLS_V} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,
   listGardensV: acrossGardens(PAGE_COLS_V, '$1::text[]', null, '$2::bigint', '$3::bigint'),
   listGardensTagV: acrossGardens(PAGE_COLS_V, '$1::text[]', '$2::text', '$3::bigint', '$4::bigint'),
+  ...MERGED_QUERIES,
   // List marks (migration 7): the memberships of users $1[i], with each garden's marks row and,
   // for a tag $2[i], the largest id with it in the garden (one step down plants_garden_tag_page),
   // tagged with the ordinal n. Read in one statement, so one snapshot.

@@ -2,7 +2,7 @@ import { roleOf } from '../../access/policy.js';
 import type { ListMarks, Membership, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
 import { CallBatch } from './call-batch.js';
 import type { PgDb } from './db.js';
-import type { PLANT_QUERIES } from './plant-queries.js';
+import { type PLANT_QUERIES, versionedGardensPage } from './plant-queries.js';
 
 // The plant reads of the PostgreSQL store. As in the SQLite store, the reads of one kind that arrive
 // in one turn of the event loop become one statement (getPlant and plantFor one, listPlants
@@ -160,6 +160,8 @@ export class PgPlantReads {
 
   private async listOne(q: PageQuery, withVersion: boolean): Promise<PagePlant[]> {
     const v = withVersion ? 'V' : '';
+    if (withVersion && q.gardens !== null)
+      return (await this.db.q<PagePlant>(...versionedGardensPage(q.gardens, q.tag, q.afterId, q.limit))).rows;
     const r =
       q.gardens === null
         ? q.tag === null

@@ -87,7 +87,7 @@ import {
 } from './hosts.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { EventNotices } from './notices.js';
-import { PLANT_QUERIES } from './plant-queries.js';
+import { PLANT_QUERIES, versionedGardensPage } from './plant-queries.js';
 import { PgPlantReads } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
 import { searchPage } from './search.js';
@@ -553,14 +553,13 @@ export class PgStore implements Store {
   private async exportPage(client: pg.PoolClient, q: PageQuery): Promise<PagePlant[]> {
     if (q.terms !== undefined) return this.searchPlants({ ...q, terms: q.terms }, client);
     const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
+    if (gardens !== null && gardens.length === 0) return [];
     const [name, values]: [QueryName, unknown[]] =
       gardens === null
         ? q.tag === null
           ? ['listAllV', [q.afterId, q.limit]]
           : ['listAllTagV', [q.tag, q.afterId, q.limit]]
-        : q.tag === null
-          ? ['listGardensV', [gardens, q.afterId, q.limit]]
-          : ['listGardensTagV', [gardens, q.tag, q.afterId, q.limit]];
+        : versionedGardensPage(gardens, q.tag, q.afterId, q.limit);
     return (await this.q<PagePlant>(name, values, client)).rows;
   }
 
