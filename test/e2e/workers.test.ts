@@ -25,6 +25,14 @@ for (const engine of ENGINES) {
     });
 
     it('two processes serve one port and see the same store', async () => {
+      // serve() is ready once one worker answers /readyz; the primary hands connections only to the
+      // workers listening by then, so the creates wait for the second worker's listen.
+      await until('both workers to listen', () => {
+        const listening = server.logs
+          .map((l) => JSON.parse(l) as { pid: number; msg: string })
+          .filter((l) => l.msg.startsWith('Server listening'));
+        return new Set(listening.map((l) => l.pid)).size === 2;
+      });
       const creates = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
           fetch(`${server.url}/plants`, {
