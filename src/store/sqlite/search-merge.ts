@@ -1,17 +1,96 @@
 // Keeping the search index (search.ts) in few segments. FTS5 writes each commit's words as a new
-// segment and merges them only a few at a time (automerge), so a store written in many commits
-// holds a dozen or more: a search looks each of its terms up in every one. On the benchmark's
-// 1,000,000-plant store a query for `mon` in 3 gardens took 135 µs; merged into one segment,
-// 47–50 µs (`cac`: 79 → 21 µs). Merging everything rewrites the whole index, so it is done only
-// while plant writes are quiet, in steps of MERGE_STEP_PAGES pages (about 10 ms each on that
-// store, about 55 steps in all), each its own write through the writer: a write arriving meanwhile
-// waits for one step at most, and ends the run until the next quiet spell.
+// segment and merges them only a few at a time (automerge: 4 segments of one level into one of the
+// next), so a store written in many commits holds a dozen or more: a search looks each of its terms
+// up in every one. On the benchmark's 1,000,000-plant store a query for `mon` in 3 gardens took
+// 135 µs across its segments; merged into one segment, 47–50 µs (`cac`: 79 → 21 µs).
+//
+// Merging everything rewrites the whole index, so a merge is started only when the segments besides
+// the largest hold at least 1/MERGE_FRACTION of its pages (mergeWanted): the pages a merge rewrites
+// are then at most MERGE_FRACTION + 1 times the pages written since the last one, whatever the
+// store's size. Below that, the few small segments recent commits left (automerge keeps at most 3 a
+// level) stay as they are. (Merging every segment after each quiet spell, as before, cost 1.0 s of
+// CPU after 50 creates on 1,000,000 plants and 10.2 s on 10,000,000: docs/benchmarks.md.) A merge
+// runs only while plant writes are quiet, in steps of MERGE_STEP_PAGES pages (about 10 ms each on
+// that store), each its own write through the writer: a write arriving meanwhile waits for one step
+// at most, and ends the run until the next quiet spell, which resumes the merge under way.
 
 /** Pages one step writes at most (FTS5's 'merge' with -N: every segment, N pages at a time). */
 export const MERGE_STEP_PAGES = 200;
 
 /** The statement of one step, given -MERGE_STEP_PAGES. */
 export const MERGE_STEP_SQL = "INSERT INTO plant_search (plant_search, rank) VALUES ('merge', ?)";
+
+/** FTS5's structure record: the index's segments, level by level (row 10 of its data table). */
+export const STRUCTURE_SQL = 'SELECT block FROM plant_search_data WHERE id = 10';
+
+/** A merge starts once the segments besides the largest hold 1/MERGE_FRACTION of its pages. */
+export const MERGE_FRACTION = 8;
+
+/** One level of the structure record: how many of its segments merge into the next level, and each segment's pages. */
+export interface SearchLevel {
+  merging: number;
+  pages: number[];
+}
+
+/** Reads FTS5's structure record (fts5StructureDecode in sqlite3.c): its levels, oldest segment first. */
+export function searchLevels(block: Uint8Array): SearchLevel[] {
+  let i = 4; // the configuration cookie
+  const v2 = block[4] === 0xff && block[5] === 0 && block[6] === 0 && block[7] === 1;
+  if (v2) i += 4;
+  // SQLite's varint: 7 bits a byte, high bit set on all but the last; a 9th byte gives all 8 bits.
+  const varint = (): number => {
+    let v = 0;
+    for (let k = 0; k < 8; k++) {
+      const b = block[i++]!;
+      v = v * 128 + (b & 0x7f);
+      if (b < 0x80) return v;
+    }
+    return v * 256 + block[i++]!;
+  };
+  const nLevel = varint();
+  varint(); // segments in all
+  varint(); // the write counter
+  const levels: SearchLevel[] = [];
+  for (let l = 0; l < nLevel; l++) {
+    const merging = varint();
+    const n = varint();
+    const pages: number[] = [];
+    for (let s = 0; s < n; s++) {
+      varint(); // segment id
+      const first = varint();
+      const last = varint();
+      if (v2) for (let k = 0; k < 5; k++) varint(); // origins, tombstone pages and entries, entries
+      pages.push(last - first + 1);
+    }
+    levels.push({ merging, pages });
+  }
+  return levels;
+}
+
+/**
+ * Whether a merge step is due: a merge of the largest segment is under way (an earlier quiet spell
+ * began it, as input or as the segment it writes), or the other segments hold at least
+ * 1/MERGE_FRACTION of its pages.
+ */
+export function mergeWanted(levels: SearchLevel[]): boolean {
+  let largest = 0;
+  let total = 0;
+  let count = 0;
+  let largestMerging = false;
+  levels.forEach(({ merging, pages }, l) => {
+    pages.forEach((p, s) => {
+      total += p;
+      count++;
+      if (p > largest) {
+        largest = p;
+        // A merge under way reads a level's first `merging` segments into the last of the next level.
+        largestMerging = s < merging || (s === pages.length - 1 && (levels[l - 1]?.merging ?? 0) > 0);
+      }
+    });
+  });
+  if (count < 2) return false;
+  return largestMerging || (total - largest) * MERGE_FRACTION >= largest;
+}
 
 /**
  * Runs merge steps once plant writes have been quiet for `quietMs`, until one says there is

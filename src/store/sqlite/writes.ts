@@ -23,7 +23,13 @@ import { SqliteEvents } from './events.js';
 import { SqliteGardenWrites } from './gardens.js';
 import { SqlitePlantWrites, type WrittenBatch } from './plant-writes.js';
 import { createPrivate } from './private-file.js';
-import { MERGE_STEP_PAGES, MERGE_STEP_SQL } from './search-merge.js';
+import {
+  MERGE_STEP_PAGES,
+  MERGE_STEP_SQL,
+  mergeWanted,
+  STRUCTURE_SQL,
+  searchLevels,
+} from './search-merge.js';
 import { SqliteTrashWrites } from './trash.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
@@ -158,6 +164,7 @@ export class SqliteWrites {
       ),
       tokenExists: db.prepare<[string], number>('SELECT 1 FROM tokens WHERE id = ?').pluck(),
       mergeSearch: db.prepare<[number]>(MERGE_STEP_SQL),
+      searchStructure: db.prepare<[], Buffer>(STRUCTURE_SQL).pluck(),
       totalChanges: db.prepare<[], number>('SELECT total_changes()').pluck(),
       touchToken: db.prepare<[number, string, number]>(
         'UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
@@ -377,6 +384,8 @@ export class SqliteWrites {
 
   /** One step of merging the search index (search-merge.ts); whether it merged anything. */
   mergeSearch(): boolean {
+    const structure = this.s.searchStructure.get();
+    if (structure === undefined || !mergeWanted(searchLevels(structure))) return false;
     const before = this.s.totalChanges.get()!;
     this.s.mergeSearch.run(-MERGE_STEP_PAGES);
     // The statement counts as one change of its own; a step with nothing to merge writes nothing else.
