@@ -14,6 +14,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } 
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { searchLevels } from '../src/store/sqlite/search-merge.ts';
 
 const root = resolve(process.argv[2] ?? '.');
 const WRITES = Number(process.argv[3] ?? 50);
@@ -144,6 +145,7 @@ console.log(
     mergeCpuMs: Math.round(mergeMs),
     lastStructureChangeS: Number(quietS.toFixed(1)),
     segmentsAfter: segments(),
+    pagesByLevel: searchLevels(structure()).map((l) => l.pages),
     searchMedianUs: Math.round(times[100]! * 1000),
     loadavg: load.join(' → '),
   }),

@@ -17,11 +17,14 @@
 /** Pages one step writes at most (FTS5's 'merge' with -N: every segment, N pages at a time). */
 export const MERGE_STEP_PAGES = 200;
 
-/** The statement of one step, given -MERGE_STEP_PAGES. */
+/** The statement of one step: given -MERGE_STEP_PAGES, a full merge; given 1, a small merge (smallMergeLevel). */
 export const MERGE_STEP_SQL = "INSERT INTO plant_search (plant_search, rank) VALUES ('merge', ?)";
 
 /** FTS5's structure record: the index's segments, level by level (row 10 of its data table). */
 export const STRUCTURE_SQL = 'SELECT block FROM plant_search_data WHERE id = 10';
+
+/** Sets FTS5's `usermerge`: a positive 'merge' merges a level once it holds this many segments. */
+export const USERMERGE_SQL = "INSERT INTO plant_search (plant_search, rank) VALUES ('usermerge', 2)";
 
 /** A merge starts once the segments besides the largest hold 1/MERGE_FRACTION of its pages. */
 export const MERGE_FRACTION = 8;
@@ -90,6 +93,40 @@ export function mergeWanted(levels: SearchLevel[]): boolean {
   });
   if (count < 2) return false;
   return largestMerging || (total - largest) * MERGE_FRACTION >= largest;
+}
+
+/**
+ * The level FTS5's 'merge' with a positive N would merge next (fts5IndexMerge in sqlite3.c, with
+ * `usermerge` 2: a level with a merge under way, else the lowest of those holding the most
+ * segments, if 2 or more), or -1 if none, or if that is the largest segment's level, whose merge
+ * would rewrite the largest: small merges leave it alone (segments merged into its level stay
+ * beside it until mergeWanted).
+ */
+export function smallMergeLevel(levels: SearchLevel[]): number {
+  let largest = 0;
+  let largestLevel = -1;
+  levels.forEach(({ pages }, l) => {
+    for (const p of pages)
+      if (p > largest) {
+        largest = p;
+        largestLevel = l;
+      }
+  });
+  let chosen = -1;
+  let most = 0;
+  for (const [l, { merging, pages }] of levels.entries()) {
+    if (merging > 0) {
+      chosen = l;
+      most = 2;
+      break;
+    }
+    if (pages.length > most) {
+      most = pages.length;
+      chosen = l;
+    }
+  }
+  if (most < 2 || chosen >= largestLevel) return -1;
+  return chosen;
 }
 
 /**
