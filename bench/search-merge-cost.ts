@@ -14,7 +14,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } 
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { searchLevels } from '../src/store/sqlite/search-merge.ts';
+import { searchLevels } from '../src/store/sqlite/search-merge.js';
 
 const root = resolve(process.argv[2] ?? '.');
 const WRITES = Number(process.argv[3] ?? 50);
