@@ -4,15 +4,21 @@
 // up in every one. On the benchmark's 1,000,000-plant store a query for `mon` in 3 gardens took
 // 135 µs across its segments; merged into one segment, 47–50 µs (`cac`: 79 → 21 µs).
 //
-// Merging everything rewrites the whole index, so a merge is started only when the segments besides
-// the largest hold at least 1/MERGE_FRACTION of its pages (mergeWanted): the pages a merge rewrites
-// are then at most MERGE_FRACTION + 1 times the pages written since the last one, whatever the
-// store's size. Below that, the few small segments recent commits left (automerge keeps at most 3 a
-// level) stay as they are. (Merging every segment after each quiet spell, as before, cost 1.0 s of
-// CPU after 50 creates on 1,000,000 plants and 10.2 s on 10,000,000: docs/benchmarks.md.) A merge
-// runs only while plant writes are quiet, in steps of MERGE_STEP_PAGES pages (about 10 ms each on
-// that store), each its own write through the writer: a write arriving meanwhile waits for one step
-// at most, and ends the run until the next quiet spell, which resumes the merge under way.
+// Merging everything rewrites the whole index, so a full merge is started only when the segments
+// besides the largest hold at least 1/MERGE_FRACTION of its pages (mergeWanted): the pages it
+// rewrites are then at most MERGE_FRACTION + 1 times the pages written since the last one, whatever
+// the store's size. Below that, the small segments merge among themselves, two of a level into one
+// of the next (FTS5's 'merge' with a positive count and `usermerge` 2), never on the largest's
+// level (smallMergeLevel), a page a statement so that each choice is looked at first: at most one
+// segment a level is left beside the largest. On a 1,000,000-plant store merged into one segment,
+// 50 creates then leave 2 segments and 1,000 creates 3 (4 and 13 pages beside 12,251), and the
+// merge's CPU is lost in the idle process's (18 ms over 3 s), where merging everything took
+// 660–730 ms; a search for `mon` in 3 gardens costs 74–80 µs after 50 and 108–113 µs after 1,000
+// (62–78 µs in one segment): `npx tsx bench/search-merge-cost.ts . 1000`, docs/benchmarks.md.
+// Merges run only while plant writes are quiet, in steps of at most MERGE_STEP_PAGES pages (about
+// 10 ms each on that store), each its own write through the writer: a write arriving meanwhile
+// waits for one step at most, and ends the run until the next quiet spell, which resumes a full
+// merge under way.
 
 /** Pages one step writes at most (FTS5's 'merge' with -N: every segment, N pages at a time). */
 export const MERGE_STEP_PAGES = 200;
