@@ -396,9 +396,10 @@ describe('SQLite store specifics', () => {
       'the largest being written by a merge',
     );
     assert.equal(smallMergeLevel(lv([0, [1, 1]], [0, [3]], [0, [100]])), 0);
-    assert.equal(smallMergeLevel(lv([0, [1]], [0, [3, 2]], [0, [100]])), 1);
+    assert.equal(smallMergeLevel(lv([0, [1]], [0, [3, 2]], [0, []], [0, [100]])), 1);
+    assert.equal(smallMergeLevel(lv([0, [1]], [0, [3, 2]], [0, [100]])), -1, 'not into the largest level');
     assert.equal(smallMergeLevel(lv([0, [1]], [0, [2]], [0, [100, 3]])), -1, 'not the largest level');
-    assert.equal(smallMergeLevel(lv([0, [1]], [1, [2, 3]], [0, [100]])), 1, 'a merge under way');
+    assert.equal(smallMergeLevel(lv([0, [1]], [1, [2, 3]], [0, []], [0, [100]])), 1, 'a merge under way');
     // cookie, V2 marker, 2 levels, 3 segments, write counter 300 (2-byte varint); level 0: segment 5
     // (pages 1–1), level 1: segments 6 (2–4) and 7 (130–200, 2-byte varints), each V2 segment with 5 more varints.
     const v2 = [0, 0, 0, 0, 0xff, 0, 0, 1, 2, 3, 0x82, 0x2c];

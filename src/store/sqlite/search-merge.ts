@@ -9,8 +9,8 @@
 // rewrites are then at most MERGE_FRACTION + 1 times the pages written since the last one, whatever
 // the store's size. Below that, the small segments merge among themselves, two of a level into one
 // of the next (FTS5's 'merge' with a positive count and `usermerge` 2), never on the largest's
-// level (smallMergeLevel), a page a statement so that each choice is looked at first: at most one
-// segment a level is left beside the largest. On a 1,000,000-plant store merged into one segment,
+// level nor into it (smallMergeLevel), a page a statement so that each choice is looked at first:
+// a few segments are left beside the largest. On a 1,000,000-plant store merged into one segment,
 // 50 creates then leave 2 segments and 1,000 creates 3 (4 and 13 pages beside 12,251), and the
 // merge's CPU is lost in the idle process's (18 ms over 3 s), where merging everything took
 // 660–730 ms; a search for `mon` in 3 gardens costs 74–80 µs after 50 and 108–113 µs after 1,000
@@ -104,9 +104,9 @@ export function mergeWanted(levels: SearchLevel[]): boolean {
 /**
  * The level FTS5's 'merge' with a positive N would merge next (fts5IndexMerge in sqlite3.c, with
  * `usermerge` 2: a level with a merge under way, else the lowest of those holding the most
- * segments, if 2 or more), or -1 if none, or if that is the largest segment's level, whose merge
- * would rewrite the largest: small merges leave it alone (segments merged into its level stay
- * beside it until mergeWanted).
+ * segments, if 2 or more), or -1 if none, or if its output would land on the largest segment's
+ * level: a level holding several segments is merged whole (by this or by FTS5's automerge), and
+ * that one would rewrite the largest.
  */
 export function smallMergeLevel(levels: SearchLevel[]): number {
   let largest = 0;
@@ -131,7 +131,7 @@ export function smallMergeLevel(levels: SearchLevel[]): number {
       chosen = l;
     }
   }
-  if (most < 2 || chosen >= largestLevel) return -1;
+  if (most < 2 || chosen + 1 >= largestLevel) return -1;
   return chosen;
 }
 
