@@ -5,10 +5,12 @@
  * on a copy opened by the checkout given, W creates one commit each (default 50), and the process's
  * CPU (the writer thread's included) from the last create until the index's structure record has
  * not changed for 3 s: the merge work. Then the index's segment count, and the median µs of 200
- * searches for `mon` in 3 gardens (a page of 20). Run it against two checkouts to compare:
+ * searches for `mon` in 3 gardens (a page of 20). A 5th argument repeats the creates and the quiet
+ * spell that many times (the last round's figures, and each round's merge CPU and segments). Run it against two checkouts to compare:
  *
  *   mkdir /tmp/before && git archive <commit> | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/node_modules
  *   npx tsx bench/search-merge-cost.ts /tmp/before 50 && npx tsx bench/search-merge-cost.ts . 50
+ *   npx tsx bench/search-merge-cost.ts . 1000 1000000 10   # 10 rounds of 1,000 creates
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -19,6 +21,7 @@ import { searchLevels } from '../src/store/sqlite/search-merge.js';
 const root = resolve(process.argv[2] ?? '.');
 const WRITES = Number(process.argv[3] ?? 50);
 const PLANTS = Number(process.argv[4] ?? 1_000_000);
+const ROUNDS = Number(process.argv[5] ?? 1);
 const USERS = 100;
 const here = resolve(import.meta.dirname, '..');
 const { SqliteStore } = await import(join(root, 'src/store/sqlite/store.ts'));
@@ -92,34 +95,43 @@ const cpu = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-let c0 = cpu();
-for (let w = 0; w < WRITES; w++)
-  await store.createPlants([
-    {
-      id: null,
-      owner: `u${w % USERS}`,
-      garden: `gdn_merge_${w % USERS}`,
-      admin: true,
-      name: name(w),
-      tag: null,
-    },
-  ]);
-const createsMs = cpu() - c0;
-const segmentsAfterCreates = segments();
-c0 = cpu();
-const t0 = performance.now();
-let last = structure();
-let still = performance.now();
-while (performance.now() - still < 3000) {
-  await new Promise((r) => setTimeout(r, 100));
-  const now = structure();
-  if (!now.equals(last)) {
-    last = now;
-    still = performance.now();
+/** ROUNDS rounds of WRITES creates, each followed by the quiet spell's merge: the CPU and segments of each. */
+const rounds: { mergeCpuMs: number; segments: number }[] = [];
+let createsMs = 0;
+let segmentsAfterCreates = 0;
+let mergeMs = 0;
+let quietS = 0;
+for (let round = 0; round < ROUNDS; round++) {
+  let c0 = cpu();
+  for (let w = 0; w < WRITES; w++)
+    await store.createPlants([
+      {
+        id: null,
+        owner: `u${w % USERS}`,
+        garden: `gdn_merge_${w % USERS}`,
+        admin: true,
+        name: name(round * WRITES + w),
+        tag: null,
+      },
+    ]);
+  createsMs = cpu() - c0;
+  segmentsAfterCreates = segments();
+  c0 = cpu();
+  const t0 = performance.now();
+  let last = structure();
+  let still = performance.now();
+  while (performance.now() - still < 3000) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = structure();
+    if (!now.equals(last)) {
+      last = now;
+      still = performance.now();
+    }
   }
+  mergeMs = cpu() - c0;
+  quietS = (still - t0) / 1000;
+  rounds.push({ mergeCpuMs: Math.round(mergeMs), segments: segments() });
 }
-const mergeMs = cpu() - c0;
-const quietS = (still - t0) / 1000;
 const times: number[] = [];
 for (let k = 0; k < 200; k++) {
   const s = performance.now();
@@ -145,6 +157,7 @@ console.log(
     mergeCpuMs: Math.round(mergeMs),
     lastStructureChangeS: Number(quietS.toFixed(1)),
     segmentsAfter: segments(),
+    rounds: ROUNDS > 1 ? rounds : undefined,
     pagesByLevel: searchLevels(structure()).map((l) => l.pages),
     searchMedianUs: Math.round(times[100]! * 1000),
     loadavg: load.join(' → '),
