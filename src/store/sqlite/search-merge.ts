@@ -13,8 +13,9 @@
 // a few segments are left beside the largest. On a 1,000,000-plant store merged into one segment,
 // 50 creates then leave 2 segments and 1,000 creates 3 (4 and 13 pages beside 12,251), and the
 // merge's CPU is lost in the idle process's (18 ms over 3 s), where merging everything took
-// 660–730 ms; a search for `mon` in 3 gardens costs 74–80 µs after 50 and 108–113 µs after 1,000
-// (62–78 µs in one segment): `npx tsx bench/search-merge-cost.ts . 1000`, docs/benchmarks.md.
+// 660–730 ms (on 10,000,000 plants after 50 creates: 18 ms against 6,436 ms); a search for `mon`
+// in 3 gardens costs 74–80 µs after 50 and 108–113 µs after 1,000 (62–78 µs in one segment):
+// `npx tsx bench/search-merge-cost.ts . 1000`, docs/benchmarks.md.
 // Merges run only while plant writes are quiet, in steps of at most MERGE_STEP_PAGES pages (about
 // 10 ms each on that store), each its own write through the writer: a write arriving meanwhile
 // waits for one step at most, and ends the run until the next quiet spell, which resumes a full
