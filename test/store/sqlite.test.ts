@@ -8,6 +8,12 @@ import { IdSpaceExhaustedError } from '../../src/errors.js';
 import { MAX_PLANT_ID } from '../../src/schemas/plant.js';
 import { sqlitePath } from '../../src/store/index.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import {
+  MERGE_FRACTION,
+  mergeWanted,
+  searchLevels,
+  smallMergeLevel,
+} from '../../src/store/sqlite/search-merge.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { sqliteAtVersion } from '../helpers/engines.js';
@@ -314,6 +320,101 @@ describe('SQLite store specifics', () => {
     );
     look.close();
     await store.close();
+  });
+
+  it('leaves the largest search segment alone until the others hold 1/8 of its pages, merging only the small ones', async () => {
+    const path = join(dir, 'merge-bound.db');
+    const store = new SqliteStore({ path, durability: 'normal', searchMergeQuietMs: 50 });
+    await store.migrate();
+    await seedGardens(store);
+    const create = async (n: number, b: number) => {
+      const r = await store.createPlants(
+        Array.from({ length: n }, (_, i) => ({
+          id: null,
+          owner: 'o',
+          garden: 'gdn_o',
+          admin: true,
+          name: `delta${b} epsilon${i} zeta${(b * 31 + i) % 97}`,
+          tag: null,
+        })),
+      );
+      assert.ok('ok' in r);
+    };
+    for (let b = 0; b < 10; b++) await create(500, b);
+    const look = new Database(path, { readonly: true });
+    const levels = () =>
+      searchLevels(look.prepare('SELECT block FROM plant_search_data WHERE id = 10').pluck().get() as Buffer);
+    const pages = () => levels().flatMap((l) => l.pages);
+    // The store written in 10 commits: merged into one segment (the others held more than 1/8 of the largest).
+    const [largest] = await until('one segment', () => {
+      const p = pages();
+      return p.length === 1 && p;
+    });
+    // 20 commits of one plant each: their segments merge among themselves, the largest stays as it was.
+    for (let b = 0; b < 20; b++) await create(1, 100 + b);
+    await new Promise((r) => setTimeout(r, 500));
+    const settled = await until('the small segments merged', () => {
+      const l = levels();
+      return smallMergeLevel(l) < 0 && !mergeWanted(l) && l;
+    });
+    const after = settled.flatMap((l) => l.pages);
+    assert.ok(
+      after.includes(largest!),
+      `the largest segment (${largest} pages) kept: ${JSON.stringify(after)}`,
+    );
+    assert.ok(after.length >= 2 && after.length <= 6, `a few small segments: ${JSON.stringify(after)}`);
+    assert.ok(after.reduce((a, p) => a + p, 0) - largest! < largest! / MERGE_FRACTION);
+    // Enough written besides it: everything merged again.
+    for (let b = 0; b < 3; b++) await create(500, 200 + b);
+    await until('one segment again', () => pages().length === 1);
+    const found = await store.listPlants({
+      gardens: ['gdn_o'],
+      tag: null,
+      afterId: 0,
+      limit: 10_000,
+      terms: ['delta1'],
+    });
+    // delta1, delta100–119: 500 + 20 plants.
+    assert.equal(found.length, 520);
+    look.close();
+    await store.close();
+  });
+
+  it('reads the structure record and picks merges as FTS5 would', () => {
+    const lv = (...levels: [number, number[]][]) => levels.map(([merging, pages]) => ({ merging, pages }));
+    assert.equal(mergeWanted(lv([0, [100]])), false);
+    assert.equal(mergeWanted(lv([0, [6, 7]], [0, []], [0, [100]])), true, '13 pages ≥ 100 / 8');
+    assert.equal(mergeWanted(lv([0, [5]], [0, []], [0, [100]])), false);
+    assert.equal(
+      mergeWanted(lv([0, [5]], [2, [60, 40]], [0, [3]])),
+      true,
+      'a merge of the largest under way',
+    );
+    assert.equal(
+      mergeWanted(lv([0, [1]], [1, [2]], [0, [90]])),
+      true,
+      'the largest being written by a merge',
+    );
+    assert.equal(smallMergeLevel(lv([0, [1, 1]], [0, [3]], [0, [100]])), 0);
+    assert.equal(smallMergeLevel(lv([0, [1]], [0, [3, 2]], [0, []], [0, [100]])), 1);
+    assert.equal(smallMergeLevel(lv([0, [1]], [0, [3, 2]], [0, [100]])), -1, 'not into the largest level');
+    assert.equal(smallMergeLevel(lv([0, [1]], [0, [2]], [0, [100, 3]])), -1, 'not the largest level');
+    assert.equal(smallMergeLevel(lv([0, [1]], [1, [2, 3]], [0, []], [0, [100]])), 1, 'a merge under way');
+    // cookie, V2 marker, 2 levels, 3 segments, write counter 300 (2-byte varint); level 0: segment 5
+    // (pages 1–1), level 1: segments 6 (2–4) and 7 (130–200, 2-byte varints), each V2 segment with 5 more varints.
+    const v2 = [0, 0, 0, 0, 0xff, 0, 0, 1, 2, 3, 0x82, 0x2c];
+    const seg = (id: number, ...pg: number[][]) => [id, ...pg.flat(), 0, 0, 0, 0, 0];
+    const block = Uint8Array.from([
+      ...v2,
+      0,
+      1,
+      ...seg(5, [1], [1]),
+      0,
+      2,
+      ...seg(6, [2], [4]),
+      ...seg(7, [0x81, 0x02], [0x81, 0x48]),
+    ]);
+    assert.deepEqual(searchLevels(block), lv([0, [1]], [0, [3, 71]]));
   });
 
   it('search reads the rows matching a term longer than the prefix indexes, not every row sharing its first 3 letters', async () => {

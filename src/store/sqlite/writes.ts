@@ -23,7 +23,15 @@ import { SqliteEvents } from './events.js';
 import { SqliteGardenWrites } from './gardens.js';
 import { SqlitePlantWrites, type WrittenBatch } from './plant-writes.js';
 import { createPrivate } from './private-file.js';
-import { MERGE_STEP_PAGES, MERGE_STEP_SQL } from './search-merge.js';
+import {
+  MERGE_STEP_PAGES,
+  MERGE_STEP_SQL,
+  mergeWanted,
+  STRUCTURE_SQL,
+  searchLevels,
+  smallMergeLevel,
+  USERMERGE_SQL,
+} from './search-merge.js';
 import { SqliteTrashWrites } from './trash.js';
 
 /** Opens a connection the way every plantstore connection is set up (WAL, durability, waits). */
@@ -158,6 +166,8 @@ export class SqliteWrites {
       ),
       tokenExists: db.prepare<[string], number>('SELECT 1 FROM tokens WHERE id = ?').pluck(),
       mergeSearch: db.prepare<[number]>(MERGE_STEP_SQL),
+      searchStructure: db.prepare<[], Buffer>(STRUCTURE_SQL).pluck(),
+      usermerge: db.prepare(USERMERGE_SQL),
       totalChanges: db.prepare<[], number>('SELECT total_changes()').pluck(),
       touchToken: db.prepare<[number, string, number]>(
         'UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
@@ -377,11 +387,30 @@ export class SqliteWrites {
 
   /** One step of merging the search index (search-merge.ts); whether it merged anything. */
   mergeSearch(): boolean {
-    const before = this.s.totalChanges.get()!;
-    this.s.mergeSearch.run(-MERGE_STEP_PAGES);
+    const levels = () => {
+      const structure = this.s.searchStructure.get();
+      return structure === undefined ? [] : searchLevels(structure);
+    };
     // The statement counts as one change of its own; a step with nothing to merge writes nothing else.
-    return this.s.totalChanges.get()! - before > 1;
+    const merged = (pages: number) => {
+      const before = this.s.totalChanges.get()!;
+      this.s.mergeSearch.run(pages);
+      return this.s.totalChanges.get()! - before > 1;
+    };
+    if (mergeWanted(levels())) return merged(-MERGE_STEP_PAGES);
+    // Small merges a page at a time, each looked at first so that none reaches the largest segment.
+    if (smallMergeLevel(levels()) < 0) return false;
+    if (!this.usermergeSet) {
+      this.s.usermerge.run();
+      this.usermergeSet = true;
+    }
+    let pages = 0;
+    while (pages < MERGE_STEP_PAGES && smallMergeLevel(levels()) >= 0 && merged(1)) pages++;
+    return pages > 0;
   }
+
+  /** Whether this writer has set FTS5's `usermerge` (search-merge.ts) on the store. */
+  private usermergeSet = false;
 
   touchTokens(ids: string[], minute: number): number {
     let n = 0;
