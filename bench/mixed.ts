@@ -94,7 +94,8 @@ const { values: opt } = parseArgs({
     // Where the tmpfs variant keeps its store: a directory on a tmpfs.
     tmpfs: { type: 'string', default: '/dev/shm' },
     // A/B in one run: every variant also runs from another plantstore checkout (its bin/plantstore
-    // and dist/), named "… (base)", on a copy of the same store.
+    // and dist/), named "… (base)", on a copy of the same store (an older checkout's copy has the
+    // schema versions it does not know taken off: baseSchema).
     base: { type: 'string' },
     // After the rounds, each variant again at this share of its measured req/s, sent at a fixed
     // rate (bench/fixed-rate.mjs): the latency of each class counted from when its request was due,
@@ -235,6 +236,27 @@ interface Server {
 
 // The SQLite variants run on core 0 alone, as the ceiling does; PostgreSQL's server runs unpinned,
 // sharing both cores with PostgreSQL's own processes (which no one pins).
+/**
+ * Makes the copy of the store at `file` one the tree at `root` serves: a tree older than this one
+ * refuses a store whose schema is newer than it knows, though its migrations only add (tables,
+ * nullable columns, indexes: docs/operations.md), so the older code runs on the newer tables. The
+ * versions it does not know are taken off the copy's schema_migrations; nothing else changes.
+ */
+function baseSchema(file: string, root: string): void {
+  const probe = join(tmp, 'schema-probe.db');
+  rmSync(probe, { force: true });
+  execFileSync(join(root, 'bin/plantstore'), ['migrate'], {
+    env: { ...process.env, DATABASE_URL: `sqlite:${probe}` },
+    stdio: 'ignore',
+  });
+  const known = new Database(probe, { readonly: true });
+  const version = known.prepare('SELECT max(version) FROM schema_migrations').pluck().get() as number;
+  known.close();
+  const db = new Database(file);
+  db.prepare('DELETE FROM schema_migrations WHERE version > ?').run(version);
+  db.close();
+}
+
 async function serve(
   name: string,
   database: string,
@@ -349,6 +371,7 @@ for (const v of wanted) {
   if (opt.base && (v === 'sqlite' || v === 'tmpfs')) {
     const copy = file.replace(/\.db$/, '-base.db');
     copyFileSync(dbPath, copy);
+    baseSchema(copy, resolve(opt.base));
     const name = v === 'sqlite' ? 'sqlite' : 'sqlite on tmpfs';
     servers.push(await serve(name, `sqlite:${copy}`, {}, false, '0', resolve(opt.base)));
   }
