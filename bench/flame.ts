@@ -22,7 +22,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { addProfile, type CpuProfile, flameSvg, hottest, newRoot } from './flame-svg.js';
-import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
+import { BENCH_PG, benchServe, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
 import { deepPages, seed } from './seed.js';
 
 const { values: opt } = parseArgs({
@@ -68,13 +68,7 @@ try {
     '--cpu-prof',
     `--cpu-prof-dir=${profiles}`,
     '--cpu-prof-interval=250',
-    join(ROOT, 'bin/plantstore'),
-    'serve',
-    '--port',
-    String(port),
-    '--database',
-    database,
-    ...BENCH_SERVE_FLAGS,
+    ...benchServe(ROOT, port, database),
   ];
   server = spawn(cmd!, args, { stdio: 'inherit' });
   const url = `http://127.0.0.1:${port}`;

@@ -53,7 +53,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
+import { BENCH_PG, benchServe, freePort, pgDatabase, runPinned, waitReady } from './ports.js';
 import {
   coreBusy,
   coreTimes,
@@ -198,17 +198,8 @@ async function startPlantstore(
   const urls: string[] = [];
   for (let i = 0; i < instances; i++) {
     const port = await freePort();
-    // The benchmark's one token would hit the default per-token limit at once, so limits are off.
-    const args = [
-      'bin/plantstore',
-      'serve',
-      '--port',
-      String(port),
-      '--database',
-      database,
-      ...BENCH_SERVE_FLAGS,
-    ];
-    children.push(spawnServer(args, pin));
+    // BENCH_SERVE_FLAGS: the benchmark's one token would hit the default per-token limit at once.
+    children.push(spawnServer(benchServe(join(import.meta.dirname, '..'), port, database), pin));
     urls.push(`http://127.0.0.1:${port}`);
   }
   await Promise.all(urls.map((u) => waitReady(u, '/readyz')));

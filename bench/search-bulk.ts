@@ -59,7 +59,8 @@ import { PgStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { NewPlant, Store } from '../src/store/store.js';
 import { makePlant, matches, prng, QUARTER_TAG } from './plant-names.js';
-import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
+import { BENCH_PG, benchServe, freePort, runPinned, waitReady } from './ports.js';
+import { cpuTicks, TICK_US } from './procs.js';
 import { median, writeSection } from './report.js';
 
 const { values: opt } = parseArgs({
@@ -88,8 +89,6 @@ const CONNECTIONS = Number(opt.connections);
 const BATCH_CLIENTS = Number(opt['batch-clients']);
 const BATCH = 1000;
 const ROOT = join(import.meta.dirname, '..');
-const BIN = join(ROOT, 'bin/plantstore');
-const TICK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 const CAN_PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 /** Other users, each with a home garden holding its share of the plants the caller does not see. */
 const OTHERS = 300;
@@ -311,15 +310,6 @@ async function pgStore(): Promise<{ url: string; built: string; db: string }> {
 const cleanups: (() => Promise<void>)[] = [];
 const children = new Set<ChildProcess>();
 
-function ticks(pid: number): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return 0;
-  }
-}
-
 /** VmRSS and RssAnon (the heap, malloc: not the mapped binary) of a process, MB. */
 function rss(pid: number): { rss: number; anon: number } {
   try {
@@ -368,15 +358,15 @@ class Server {
       await c.connect();
       const r = await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [this.pgDb]);
       await c.end();
-      for (const { pid } of r.rows) backends.set(Number(pid), ticks(Number(pid)));
+      for (const { pid } of r.rows) backends.set(Number(pid), cpuTicks(Number(pid)));
     }
-    return { server: ticks(this.pid), backends };
+    return { server: cpuTicks(this.pid), backends };
   }
   /** CPU µs of the server and of the backends between two readings. */
   static used(a: Cpu, b: Cpu): { server: number; backends: number } {
     let backends = 0;
     for (const [pid, t] of b.backends) backends += t - (a.backends.get(pid) ?? 0);
-    return { server: ((b.server - a.server) * 1e6) / TICK, backends: (backends * 1e6) / TICK };
+    return { server: (b.server - a.server) * TICK_US, backends: backends * TICK_US };
   }
   async stop(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
@@ -392,7 +382,7 @@ async function startServer(
   flags: string[] = [],
 ): Promise<Server> {
   const port = await freePort();
-  const args = [BIN, 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS, ...flags];
+  const args = [...benchServe(ROOT, port, database), ...flags];
   const [cmd, ...rest] = pin ? ['taskset', '-c', '0', ...args] : args;
   const child = spawn(cmd!, rest, { stdio: 'inherit' });
   children.add(child);
@@ -430,10 +420,10 @@ function autocannon(spec: Record<string, unknown>, pin: boolean): Promise<LoadRe
 /** Waits until the server has gone quiet after the previous run (a backlog, a checkpoint). */
 async function waitIdle(server: Server): Promise<void> {
   const deadline = Date.now() + 30_000;
-  let before = ticks(server.pid);
+  let before = cpuTicks(server.pid);
   while (Date.now() < deadline) {
     await sleep(300);
-    const after = ticks(server.pid);
+    const after = cpuTicks(server.pid);
     if (after - before < 2) return;
     before = after;
   }

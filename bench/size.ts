@@ -48,7 +48,8 @@ import { encodeCursor } from '../src/plants/cursor.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/store.js';
 import { makePlant, prng } from './plant-names.js';
-import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, runPinned, waitReady } from './ports.js';
+import { BENCH_PG, benchServe, freePort, runPinned, waitReady } from './ports.js';
+import { cpuTicks, TICK_US } from './procs.js';
 import { median, writeSection } from './report.js';
 
 // `--size N,N` (bench/run.ts passes the sizes on without the flag: a positional argument).
@@ -76,8 +77,6 @@ const DURATION = Number(opt.duration);
 const CONNECTIONS = Number(opt.connections);
 const IN_FLIGHT = Number(opt['in-flight']);
 const ROOT = join(import.meta.dirname, '..');
-const BIN = join(ROOT, 'bin/plantstore');
-const TICK_US = 1e6 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100);
 const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const USERS = 10_000;
 /** The caller in 4 gardens, and the one in 20. */
@@ -95,15 +94,6 @@ if (PIN) spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { st
 
 const children = new Set<ChildProcess>();
 const cleanups: (() => Promise<void>)[] = [];
-
-function ticks(pid: number): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return 0;
-  }
-}
 
 function statusMb(pid: number, field: string): number {
   try {
@@ -136,9 +126,9 @@ class Server {
         [this.pgDb],
       );
       await c.end();
-      for (const { pid } of r.rows) backends.set(Number(pid), ticks(Number(pid)));
+      for (const { pid } of r.rows) backends.set(Number(pid), cpuTicks(Number(pid)));
     }
-    return { server: ticks(this.pid), backends };
+    return { server: cpuTicks(this.pid), backends };
   }
   static used(a: Awaited<ReturnType<Server['cpu']>>, b: Awaited<ReturnType<Server['cpu']>>) {
     let backends = 0;
@@ -148,10 +138,10 @@ class Server {
   /** Waits until the server has been quiet (under 2 ticks in 500 ms) or `ms` passed. */
   async idle(ms = 60_000): Promise<void> {
     const deadline = Date.now() + ms;
-    let before = ticks(this.pid);
+    let before = cpuTicks(this.pid);
     while (Date.now() < deadline) {
       await sleep(500);
-      const after = ticks(this.pid);
+      const after = cpuTicks(this.pid);
       if (after - before < 2) return;
       before = after;
     }
@@ -165,7 +155,7 @@ class Server {
 
 async function startServer(database: string, pgDb: string | null, pin: boolean, flags: string[] = []) {
   const port = await freePort();
-  const args = [BIN, 'serve', '--port', String(port), '--database', database, ...BENCH_SERVE_FLAGS, ...flags];
+  const args = [...benchServe(ROOT, port, database), ...flags];
   // Unpinned: every core (this process is on core 1 alone, and a child would inherit that).
   const cores = pin ? '0' : `0-${cpus().length - 1}`;
   const [cmd, ...rest] = PIN ? ['taskset', '-c', cores, ...args] : args;
