@@ -358,16 +358,16 @@ export class PgStore implements Store {
       this.pool = new pg.Pool({ ...common, connectionString: opts.url, connectionTimeoutMillis: 3_000 });
       this.feedPool = new pg.Pool({ ...feed, connectionString: opts.url, connectionTimeoutMillis: 3_000 });
     }
-    // An idle connection that breaks (server restart, network cut) must not crash the process;
-    // the pool drops it and the next query opens a fresh one.
-    this.pool.on('error', () => {});
-    this.feedPool.on('error', () => {});
-    this.feedPool.on('connect', (client) => client.on('error', () => {}));
-    // A connection that dies while lent out between two statements of a transaction (every
-    // backend of a primary killed says so at once) emits 'error' with no query to fail: without a
-    // listener that would end the process. Its next statement fails instead, and the connection is
-    // released as broken.
-    this.pool.on('connect', (client) => client.on('error', () => {}));
+    for (const pool of [this.pool, this.feedPool]) {
+      // An idle connection that breaks (server restart, network cut) must not crash the process;
+      // the pool drops it and the next query opens a fresh one.
+      pool.on('error', () => {});
+      // A connection that dies while lent out between two statements of a transaction (every
+      // backend of a primary killed says so at once) emits 'error' with no query to fail: without a
+      // listener that would end the process. Its next statement fails instead, and the connection
+      // is released as broken.
+      pool.on('connect', (client) => client.on('error', () => {}));
+    }
   }
 
   // What the code of each concern borrows: the prepared statements and transactions.

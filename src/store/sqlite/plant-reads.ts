@@ -3,6 +3,9 @@ import { roleOf } from '../../access/policy.js';
 import { nameMatches } from '../../search-text.js';
 import { type GardenRead, mergeGardens } from '../garden-merge.js';
 import type { ListMarks, PagePlant, PageQuery, Role, VersionedPlant } from '../store.js';
+import type { GardenIdLists } from './garden-ids.js';
+import type { LocalMarks } from './local-marks.js';
+import { matchQuery, termQuery, type WordsFrom } from './search.js';
 
 /**
  * Runs `fn` in a read transaction (`begin`, then `commit`) of its own on `db`, unless the
@@ -22,10 +25,6 @@ export function inReadTransaction<T>(
     if (db.inTransaction) commit.run();
   }
 }
-
-import type { GardenIdLists } from './garden-ids.js';
-import type { LocalMarks } from './local-marks.js';
-import { matchQuery, termQuery, type WordsFrom } from './search.js';
 
 /** Fewest rows a search with a wide term reads along that term's first 3 letters (search). */
 const WALK = 100;

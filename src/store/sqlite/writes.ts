@@ -397,15 +397,20 @@ export class SqliteWrites {
       this.s.mergeSearch.run(pages);
       return this.s.totalChanges.get()! - before > 1;
     };
-    if (mergeWanted(levels())) return merged(-MERGE_STEP_PAGES);
+    const now = levels();
+    if (mergeWanted(now)) return merged(-MERGE_STEP_PAGES);
     // Small merges a page at a time, each looked at first so that none reaches the largest segment.
-    if (smallMergeLevel(levels()) < 0) return false;
+    if (smallMergeLevel(now) < 0) return false;
     if (!this.usermergeSet) {
       this.s.usermerge.run();
       this.usermergeSet = true;
     }
     let pages = 0;
-    while (pages < MERGE_STEP_PAGES && smallMergeLevel(levels()) >= 0 && merged(1)) pages++;
+    let level = smallMergeLevel(now);
+    while (level >= 0 && pages < MERGE_STEP_PAGES && merged(1)) {
+      pages++;
+      level = smallMergeLevel(levels());
+    }
     return pages > 0;
   }
 
