@@ -87,6 +87,27 @@ export function addProfile(root: Frame, profile: CpuProfile, from: number, to: n
   return added;
 }
 
+/**
+ * The self time (µs) of each function, by name and file without its line, in the samples of
+ * `profile` taken in [from, to] (as addProfile's), idle left out: for comparing two trees, whose
+ * line numbers differ.
+ */
+export function selfTimes(profile: CpuProfile, from: number, to: number): Map<string, number> {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i] ?? 0;
+    t += dt;
+    if (t < from || t > to) continue;
+    const cf = byId.get(profile.samples[i]!)!.callFrame;
+    if (cf.functionName === '(idle)') continue;
+    const name = nameOf(cf).replace(/:\d+$/, '');
+    self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i + 1] ?? dt));
+  }
+  return self;
+}
+
 export function newRoot(name: string): Frame {
   return frame(name);
 }

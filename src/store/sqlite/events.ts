@@ -267,12 +267,12 @@ export class SqliteEvents {
     const id = (ev: string) => ID_SQL(key, ev);
     this.s = {
       // A commit batch's events in one statement: far cheaper than one insert per event.
-      insertEvents: db.prepare<[string]>(
+      // One run per event, its values bound: 1 to 5 µs of CPU an event cheaper than one statement
+      // for the batch reading them out of a JSON array (json_each), at 1,000 to 1 events a commit.
+      insertEvent: db.prepare<PendingEvent>(
         `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id,
            traceparent)
-         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7,
-           value->>8, value->>9, value->>10
-         FROM json_each(?) ORDER BY key`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, owner, admin, url, events, description, secret, previous_secret,
@@ -348,6 +348,9 @@ export class SqliteEvents {
            ORDER BY coalesce(l.value, 0) + r.owner_turn, r.due, r.id LIMIT @limit)
          RETURNING id, event_seq, endpoint_id, attempts`,
       ),
+      anyEnabled: db
+        .prepare<[], number>(`SELECT 1 FROM webhook_endpoints WHERE status = 'enabled' LIMIT 1`)
+        .pluck(),
       eventBySeq: db.prepare<[number], EventRow>(
         `SELECT ${EVENT_COLS} FROM events WHERE seq = ? AND type != 0`,
       ),
@@ -572,7 +575,7 @@ export class SqliteEvents {
     const events = this.pending;
     const n = this.queued + events.length;
     this.forget();
-    if (events.length > 0) this.s.insertEvents.run(JSON.stringify(events));
+    for (const e of events) this.s.insertEvent.run(...e);
     return n;
   }
 
@@ -658,6 +661,10 @@ export class SqliteEvents {
    * endpoint's log between this read and the lease it takes.
    */
   claim(q: ClaimQuery): Claim {
+    // No endpoint enabled: nothing either step below could claim (both take enabled endpoints'
+    // work only). The dispatcher claims every 10 ms while events are written, and the claim's
+    // statements cost about 140 µs of the writer's CPU even with no endpoint at all.
+    if (this.s.anyEnabled.get() === undefined) return { jobs: [], windows: {} };
     const now = q.now.getTime();
     const until = now + q.leaseMs;
     const rows = this.s.claim.all({
