@@ -266,9 +266,9 @@ export class SqliteEvents {
     this.key = key;
     const id = (ev: string) => ID_SQL(key, ev);
     this.s = {
-      // A commit batch's events in one statement: far cheaper than one insert per event.
-      // One run per event, its values bound: 1 to 5 µs of CPU an event cheaper than one statement
-      // for the batch reading them out of a JSON array (json_each), at 1,000 to 1 events a commit.
+      // A commit batch's events, one run per event, its values bound: 1 to 5 µs of CPU an event
+      // cheaper than one statement for the batch reading them out of a JSON array (json_each), at
+      // 1,000 to 1 events a commit.
       insertEvent: db.prepare<PendingEvent>(
         `INSERT INTO events (type, owner, plant_id, name, tag, created_at, previous, garden, actor, request_id,
            traceparent)
