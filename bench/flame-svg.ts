@@ -55,16 +55,8 @@ export function addProfile(root: Frame, profile: CpuProfile, from: number, to: n
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  let t = profile.startTime;
   let added = 0;
-  for (let i = 0; i < profile.samples.length; i++) {
-    const dt = profile.timeDeltas[i] ?? 0;
-    t += dt;
-    if (t < from || t > to) continue;
-    const leaf = byId.get(profile.samples[i]!)!;
-    if (leaf.callFrame.functionName === '(idle)') continue;
-    // The sample's weight is the time to the next sample, as V8's own tools count it.
-    const us = profile.timeDeltas[i + 1] ?? dt;
+  forSamples(profile, from, to, (leaf, us) => {
     const stack: string[] = [];
     for (let id: number | undefined = leaf.id; id !== undefined; id = parent.get(id)) {
       const node = byId.get(id)!;
@@ -83,8 +75,30 @@ export function addProfile(root: Frame, profile: CpuProfile, from: number, to: n
       f = child;
     }
     added += us;
-  }
+  });
   return added;
+}
+
+/**
+ * Calls `fn` with each sample of `profile` taken in [from, to] (µs of the monotonic clock) but
+ * idle ones, and its weight: the time to the next sample, as V8's own tools count it.
+ */
+function forSamples(
+  profile: CpuProfile,
+  from: number,
+  to: number,
+  fn: (leaf: ProfileNode, us: number) => void,
+): void {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i] ?? 0;
+    t += dt;
+    if (t < from || t > to) continue;
+    const leaf = byId.get(profile.samples[i]!)!;
+    if (leaf.callFrame.functionName === '(idle)') continue;
+    fn(leaf, profile.timeDeltas[i + 1] ?? dt);
+  }
 }
 
 /**
@@ -93,18 +107,11 @@ export function addProfile(root: Frame, profile: CpuProfile, from: number, to: n
  * line numbers differ.
  */
 export function selfTimes(profile: CpuProfile, from: number, to: number): Map<string, number> {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<string, number>();
-  let t = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    const dt = profile.timeDeltas[i] ?? 0;
-    t += dt;
-    if (t < from || t > to) continue;
-    const cf = byId.get(profile.samples[i]!)!.callFrame;
-    if (cf.functionName === '(idle)') continue;
-    const name = nameOf(cf).replace(/:\d+$/, '');
-    self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i + 1] ?? dt));
-  }
+  forSamples(profile, from, to, (leaf, us) => {
+    const name = nameOf(leaf.callFrame).replace(/:\d+$/, '');
+    self.set(name, (self.get(name) ?? 0) + us);
+  });
   return self;
 }
 

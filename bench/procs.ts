@@ -2,7 +2,7 @@
 // read of them from /proc (Linux), and how one server's measurement is kept from another's
 // housekeeping.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** One clock tick of /proc's CPU times, in µs (USER_HZ is 100 on Linux). */
@@ -23,13 +23,33 @@ export function coreTimes(core: number): { busy: number; total: number } {
 export const coreBusy = (a: { busy: number; total: number }, b: { busy: number; total: number }) =>
   b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : 0;
 
+/** utime + stime of a /proc stat line (a process's or one of its threads'), in clock ticks. */
+function statTicks(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 export function cpuTicks(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(fields[11]) + Number(fields[12]);
+    return statTicks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return 0;
   }
+}
+
+/** The process's CPU ticks by thread name (V8's and libuv's helper threads each under theirs). */
+export function threadTicks(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      out.set(comm, (out.get(comm) ?? 0) + statTicks(stat));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
 }
 
 /**

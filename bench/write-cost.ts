@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type CpuProfile, selfTimes } from './flame-svg.js';
 import { BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
-import { cpuTicks, stopAll, TICK_US } from './procs.js';
+import { cpuTicks, stopAll, TICK_US, threadTicks } from './procs.js';
 
 const trees = [resolve(process.argv[2] ?? '.'), resolve(process.argv[3] ?? '.')];
 const ROUNDS = Number(process.argv[4] ?? 5);
@@ -41,21 +41,6 @@ type Costs = Record<(typeof OPS)[number], number>;
 /** Per tree, per operation: CPU µs a request by thread name (each task's stat under /proc), per round. */
 const byThread = trees.map(() => Object.fromEntries(OPS.map((op) => [op, [] as Map<string, number>[]])));
 
-/** The process's CPU ticks by thread name (V8's and libuv's helper threads each under theirs). */
-function threadTicks(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-      out.set(comm, (out.get(comm) ?? 0) + Number(fields[11]) + Number(fields[12]));
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return out;
-}
 const PROFILE = process.env.PROFILE === '1';
 /** Per tree, per operation: self µs by thread and function over all rounds, and the answers. */
 const profiled = trees.map(() =>
@@ -71,7 +56,8 @@ function wrk(spec: Record<string, unknown>): { total: number; non2xx: number; er
   return JSON.parse(out.trim().split('\n').at(-1)!);
 }
 
-async function round(tree: string, k: number): Promise<Costs> {
+async function round(t: number, k: number): Promise<Costs> {
+  const tree = trees[t]!;
   const bin = join(tree, 'bin/plantstore');
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite:${join(tmp, `r${k}.db`)}` };
   execFileSync(bin, ['migrate'], { env, stdio: 'ignore' });
@@ -103,7 +89,7 @@ async function round(tree: string, k: number): Promise<Costs> {
       const split = new Map<string, number>();
       for (const [comm, ticks] of threadTicks(server.pid!))
         split.set(comm, ((ticks - (threadsBefore.get(comm) ?? 0)) * TICK_US) / r.total);
-      byThread[trees.indexOf(tree)]![op]!.push(split);
+      byThread[t]![op]!.push(split);
       if (r.non2xx > 0 || r.errors > 0)
         throw new Error(`${tree} ${op}: ${r.non2xx} not 2xx, ${r.errors} errors`);
       costs[op] = ((cpuTicks(server.pid!) - before) * TICK_US) / r.total;
@@ -132,7 +118,6 @@ async function round(tree: string, k: number): Promise<Costs> {
     await stopAll([server]);
   }
   if (PROFILE) {
-    const t = trees.indexOf(tree);
     for (const f of readdirSync(profiles).filter((f) => f.endsWith('.cpuprofile'))) {
       const profile = JSON.parse(readFileSync(join(profiles, f), 'utf8')) as CpuProfile;
       // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the event loop's.
@@ -157,7 +142,7 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? [0, 1] : [1, 0];
     for (const t of order) {
-      const c = await round(trees[t]!, r * 2 + t);
+      const c = await round(t, r * 2 + t);
       results[t]!.push(c);
       console.error(
         `round ${r + 1} ${trees[t]}: ${OPS.map((op) => `${op} ${c[op].toFixed(0)} µs`).join(', ')}`,
