@@ -61,7 +61,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const traces = await startTracing();
   const app = fastifyInstance(config, BODY_LIMIT, deps.logStream);
   // First of all hooks: the request's server span is the parent of everything it does.
-  if (traces) await app.register(traces.fastifyPlugin());
+  traces?.instrument(app);
   const warn = (obj: object, msg: string) => app.log.warn(obj, msg);
   const metrics = config.metrics ? new Metrics() : null;
   const runtime = await Runtime.open(config, 'serve', {

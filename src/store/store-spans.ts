@@ -18,13 +18,17 @@ const UNTRACED = new Set([
 ]);
 
 /**
- * The store with each operation a client span of its own (contract 14.1): named by the engine and
- * the operation (`sqlite updatePlant`), with db.system.name and db.operation.name; never an
- * argument's value. Each SQLite operation is one statement or one write of the writer's batch, each
+ * The store with each operation a client span of its own (contract 14.1) under the span active when
+ * it is called (a request's, or a job's): named by the engine and the operation (`sqlite
+ * updatePlant`), with db.system.name and db.operation.name; never an argument's value. Called
+ * outside any span (the webhook dispatcher's and the streams' polls), an operation is not traced:
+ * a trace every poll would bury the requests' traces. Each SQLite operation is one statement or one write of the writer's batch, each
  * PostgreSQL one a prepared statement or a transaction of them.
  */
 export function traceStore(store: Store, tracing: Tracing): Store {
   const system = store.engine === 'postgres' ? 'postgresql' : 'sqlite';
+  // A PostgreSQL operation's statements are spans under it; a SQLite one has none.
+  const leaf = system === 'sqlite';
   const wrapped = new Map<PropertyKey, unknown>();
   return new Proxy(store, {
     get(target, prop) {
@@ -34,11 +38,15 @@ export function traceStore(store: Store, tracing: Tracing): Store {
       if (fn === undefined) {
         const method = value as (...args: unknown[]) => unknown;
         const name = String(prop);
+        const spanName = `${system} ${name}`;
         fn = UNTRACED.has(name)
           ? method.bind(target)
           : (...args: unknown[]) =>
-              tracing.span(`${system} ${name}`, { 'db.system.name': system, 'db.operation.name': name }, () =>
-                method.apply(target, args),
+              tracing.childSpan(
+                spanName,
+                { 'db.system.name': system, 'db.operation.name': name },
+                () => method.apply(target, args),
+                leaf,
               );
         wrapped.set(prop, fn);
       }

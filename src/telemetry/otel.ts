@@ -1,6 +1,6 @@
 // Loaded only by tracing.ts's startTracing, when the OTEL_* variables turn traces on.
-import { FastifyOtelInstrumentation } from '@fastify/otel';
 import {
+  type Context,
   context,
   isSpanContextValid,
   propagation,
@@ -15,7 +15,7 @@ import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trac
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { VERSION } from '../version.js';
 import type { SpanAttributes, SpanOptions, Tracing } from './tracing.js';
 
@@ -39,6 +39,36 @@ export function openTracing(env: NodeJS.ProcessEnv): Tracing {
   provider.register();
   const tracer = trace.getTracer('plantstore', VERSION);
 
+  /** fn run in `ctx` (null: the caller's), `span` ended when what it returns settles. */
+  const runIn = <T>(span: Span, ctx: Context | null, fn: () => T): T => {
+    const failed = () => span.setStatus({ code: SpanStatusCode.ERROR });
+    let result: T;
+    try {
+      result = ctx ? context.with(ctx, fn) : fn();
+    } catch (err) {
+      failed();
+      span.end();
+      throw err;
+    }
+    if (!isThenable(result)) {
+      span.end();
+      return result;
+    }
+    return (result as PromiseLike<unknown>).then(
+      (v) => {
+        span.end();
+        return v;
+      },
+      (err: unknown) => {
+        failed();
+        span.end();
+        throw err;
+      },
+    ) as T;
+  };
+  const REQUEST_SPAN = Symbol('request span');
+  type Traced = FastifyRequest & { [REQUEST_SPAN]?: Span };
+
   return {
     span<T>(name: string, attributes: SpanAttributes, fn: () => T, opts: SpanOptions = {}): T {
       const parent =
@@ -49,30 +79,13 @@ export function openTracing(env: NodeJS.ProcessEnv): Tracing {
             : propagation.extract(ROOT_CONTEXT, { traceparent: opts.parent });
       const kind = opts.kind === 'internal' ? SpanKind.INTERNAL : SpanKind.CLIENT;
       const span = tracer.startSpan(name, { kind, attributes }, parent);
-      const failed = () => span.setStatus({ code: SpanStatusCode.ERROR });
-      let result: T;
-      try {
-        result = context.with(trace.setSpan(parent, span), fn);
-      } catch (err) {
-        failed();
-        span.end();
-        throw err;
-      }
-      if (!isThenable(result)) {
-        span.end();
-        return result;
-      }
-      return (result as PromiseLike<unknown>).then(
-        (v) => {
-          span.end();
-          return v;
-        },
-        (err: unknown) => {
-          failed();
-          span.end();
-          throw err;
-        },
-      ) as T;
+      return runIn(span, trace.setSpan(parent, span), fn);
+    },
+    childSpan<T>(name: string, attributes: SpanAttributes, fn: () => T, leaf: boolean): T {
+      const parent = context.active();
+      if (trace.getSpan(parent) === undefined) return fn();
+      const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
+      return runIn(span, leaf ? null : trace.setSpan(parent, span), fn);
     },
     traceparent() {
       const c = trace.getSpan(context.active())?.spanContext();
@@ -88,22 +101,48 @@ export function openTracing(env: NodeJS.ProcessEnv): Tracing {
       const c = trace.getSpan(context.active())?.spanContext();
       return c && isSpanContextValid(c) ? { trace_id: c.traceId, span_id: c.spanId } : {};
     },
-    fastifyPlugin() {
-      const instrumentation = new FastifyOtelInstrumentation({
-        // One span per request, not one per hook and handler: the store's spans are its children.
-        instrumentHooks: false,
-        instrumentHandler: false,
-        // An error's message may quote what the caller sent; the status says it failed.
-        recordExceptions: false,
-        requestHook: (span: Span, request: FastifyRequest) => {
-          // The path without its query (a query value may be a name or a search); the route's
-          // template names the span.
-          const route = request.routeOptions.url;
-          span.setAttribute('url.path', request.url.split('?', 1)[0]!);
-          span.updateName(route ? `${request.method} ${route}` : request.method);
-        },
+    instrument(app: FastifyInstance) {
+      // Two hooks of its own rather than @fastify/otel's four a route (onRequest, onSend, onError,
+      // onResponse): each hook Fastify runs costs every request.
+      app.addHook('onRequest', (request: Traced, _reply, done) => {
+        // An incoming traceparent (and tracestate) continued; none: a trace of its own.
+        const parent =
+          request.headers.traceparent === undefined
+            ? ROOT_CONTEXT
+            : propagation.extract(ROOT_CONTEXT, request.headers);
+        // Named by the route's template; the path without its query (a query value may be a name
+        // or a search). Never a header's or a body's value.
+        const route = request.routeOptions.url;
+        const attributes: SpanAttributes = {
+          'http.request.method': request.method,
+          'url.path': request.url.split('?', 1)[0]!,
+        };
+        if (route) attributes['http.route'] = route;
+        const span = tracer.startSpan(
+          route ? `${request.method} ${route}` : request.method,
+          { kind: SpanKind.SERVER, attributes },
+          parent,
+        );
+        request[REQUEST_SPAN] = span;
+        context.with(trace.setSpan(parent, span), done);
       });
-      return instrumentation.plugin() as unknown as FastifyPluginCallback;
+      const end = (request: Traced, status: number | null) => {
+        const span = request[REQUEST_SPAN];
+        if (span === undefined) return;
+        request[REQUEST_SPAN] = undefined;
+        if (status !== null) span.setAttribute('http.response.status_code', status);
+        if (status !== null && status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+      };
+      app.addHook('onResponse', (request: Traced, reply, done) => {
+        end(request, reply.statusCode);
+        done();
+      });
+      // A caller that went away before its answer: the span ends there, with no status code.
+      app.addHook('onRequestAbort', (request: Traced, done) => {
+        end(request, null);
+        done();
+      });
     },
     async shutdown() {
       await provider.shutdown();

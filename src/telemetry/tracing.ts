@@ -1,4 +1,4 @@
-import type { FastifyPluginCallback } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
 /** Attribute values a span carries: never a token, a query value, a plant's name or a body. */
 export type SpanAttributes = Record<string, string | number | boolean>;
@@ -17,14 +17,25 @@ export interface SpanOptions {
 export interface Tracing {
   /** Runs fn inside a new span, ended when what fn returns settles (an error sets its status). */
   span<T>(name: string, attributes: SpanAttributes, fn: () => T, opts?: SpanOptions): T;
+  /**
+   * The store's work (contract 14.1): fn as a client span under the active span, ended when what fn
+   * returns settles; fn alone when no span is active (background polls are not traces of their
+   * own). `leaf`: nothing fn does is traced under it, so fn runs in the caller's context, which
+   * spares a context switch a call.
+   */
+  childSpan<T>(name: string, attributes: SpanAttributes, fn: () => T, leaf: boolean): T;
   /** The active span as a W3C traceparent (null: none), for an event row to carry. */
   traceparent(): string | null;
   /** The headers that carry the active span to another service (traceparent, tracestate). */
   headers(): Record<string, string>;
   /** trace_id and span_id of the active span, for every log line (pino's mixin). */
   logFields(): Record<string, string>;
-  /** @fastify/otel: one server span per request, continuing an incoming traceparent. */
-  fastifyPlugin(): FastifyPluginCallback;
+  /**
+   * One server span per request (its first onRequest hook, continuing an incoming traceparent),
+   * ended by an onResponse hook with the status: the app's other hooks, its handler and the store's
+   * work run inside it.
+   */
+  instrument(app: FastifyInstance): void;
   /** Sends what is buffered and stops. */
   shutdown(): Promise<void>;
 }
@@ -63,6 +74,11 @@ export const tracing = (): Tracing | null => active;
 /** fn inside a span when traces are on; fn alone (nothing else) when off. */
 export function inSpan<T>(name: string, attributes: SpanAttributes, fn: () => T, opts?: SpanOptions): T {
   return active ? active.span(name, attributes, fn, opts) : fn();
+}
+
+/** fn as a client span under the active span (Tracing.childSpan) when traces are on; fn alone when off. */
+export function inChildSpan<T>(name: string, attributes: SpanAttributes, fn: () => T, leaf: boolean): T {
+  return active ? active.childSpan(name, attributes, fn, leaf) : fn();
 }
 
 /** The active span as a traceparent for an event row; null when off or outside a span. */

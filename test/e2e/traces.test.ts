@@ -234,6 +234,23 @@ describe('traces (contract 14.1)', () => {
           assert.ok(statements.length > 0, 'statement spans under postgresql updatePlant');
           for (const s of statements) assert.equal(s.name, `postgresql ${attr(s, 'db.query.summary')}`);
         }
+        // A request without a traceparent: a trace of its own, its store work under it.
+        const create = collector.spans.find((s) => s.kind === SERVER && s.name === 'POST /plants');
+        assert.ok(create, 'a server span for POST /plants');
+        assert.equal(create.parentSpanId || undefined, undefined);
+        assert.equal(Number(attr(create, 'http.response.status_code')), 201);
+        assert.equal(attr(create, 'url.path'), '/plants');
+        assert.ok(
+          collector.spans.some((s) => s.parentSpanId === create.spanId && s.kind === CLIENT),
+          'store spans under POST /plants',
+        );
+        // The processes' polls (the deliverer's claims, the streams') outside any request are not
+        // traces of their own: every store span has a parent.
+        const orphans = collector.spans.filter((s) => s.name.startsWith(`${system} `) && !s.parentSpanId);
+        assert.deepEqual(
+          orphans.map((s) => s.name),
+          [],
+        );
         const sentBy = spans.find((s) => s.name === 'webhook delivery')!;
         assert.equal(sentBy.kind, CLIENT);
         assert.equal(attr(sentBy, 'webhook.event.type'), 'plant.updated');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
-import { inSpan } from '../../telemetry/tracing.js';
+import { inChildSpan } from '../../telemetry/tracing.js';
 import { maskOf } from '../event-mask.js';
 import { concurrentIndexName, described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
@@ -387,14 +387,20 @@ export class PgStore implements Store {
     values: unknown[],
     client: pg.Pool | pg.PoolClient = this.pool,
   ): Promise<pg.QueryResult<R>> {
-    // Traces on (contract 14.1): each statement a client span, by its name, never its values.
-    return inSpan(`postgresql ${name}`, statementAttributes(name), async () => {
-      try {
-        return await client.query<R>({ name, text: Q[name], values });
-      } catch (err) {
-        throw this.translate(err);
-      }
-    });
+    // Traces on (contract 14.1): each statement a client span under the store's operation, by its
+    // name, never its values.
+    return inChildSpan(
+      `postgresql ${name}`,
+      statementAttributes(name),
+      async () => {
+        try {
+          return await client.query<R>({ name, text: Q[name], values });
+        } catch (err) {
+          throw this.translate(err);
+        }
+      },
+      true,
+    );
   }
 
   // A statement planned afresh for its values each time (unnamed, not prepared): for one whose plan
@@ -404,13 +410,18 @@ export class PgStore implements Store {
     name: QueryName,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    return inSpan(`postgresql ${name}`, statementAttributes(name), async () => {
-      try {
-        return await this.pool.query<R>({ text: Q[name], values });
-      } catch (err) {
-        throw this.translate(err);
-      }
-    });
+    return inChildSpan(
+      `postgresql ${name}`,
+      statementAttributes(name),
+      async () => {
+        try {
+          return await this.pool.query<R>({ text: Q[name], values });
+        } catch (err) {
+          throw this.translate(err);
+        }
+      },
+      true,
+    );
   }
 
   private translate(err: unknown): unknown {
