@@ -148,47 +148,37 @@ export const types = {
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
 };
 
-/** A row of feedLog: the snapshot's xmin (k 0), an event (1), a committed event (2), a plant (3). */
-interface FeedLogRow {
-  k: number;
-  xid: string;
-  seq: number | null;
-  type: EventType | null;
-  owner: string | null;
-  garden: string | null;
-  id: number | null;
-  name: string | null;
-  tag: string | null;
-  version: number | null;
+/** An event of feedLog's JSON: [xid, seq, type, owner, garden, plant_id]. */
+type FeedEventTuple = [string, number, EventType, string, string, number | null];
+/** A plant of feedLog's JSON: [id, garden, name, tag, version]. */
+type FeedPlantTuple = [number, string, string, string | null, number];
+/** feedLog's answer, one JSON document: the snapshot's xmin, its events (e), the committed events (c), the plants (p). */
+interface FeedLogJson {
+  xmin: string;
+  e: FeedEventTuple[];
+  c: FeedEventTuple[];
+  p: FeedPlantTuple[];
 }
 
-/** feedLog's rows (row k 0 first: the snapshot's xmin in xid) as what it read, after `after`. */
-function feedLogRead(rows: FeedLogRow[], limit: number, after: string): FeedLogRead {
-  const events: FeedEvent[] = [];
-  const plants: PagePlant[] = [];
-  const tail: FeedEvent[] = [];
-  for (const r of rows) {
-    if (r.k === 3) {
-      plants.push({ id: r.id!, garden: r.garden!, name: r.name!, tag: r.tag, version: r.version! });
-      continue;
-    }
-    if (r.k === 0) continue;
-    const e = {
-      position: position(r.xid, r.seq!),
-      type: r.type!,
-      owner: r.owner!,
-      garden: r.garden!,
-      plant: r.id,
-    };
-    if (r.k === 1) events.push(e);
-    else tail.push(e);
-  }
+const feedEvent = ([xid, seq, type, owner, garden, plant]: FeedEventTuple): FeedEvent => ({
+  position: position(xid, seq),
+  type,
+  owner,
+  garden,
+  plant,
+});
+
+/** What feedLog read (its JSON), after `after`. */
+function feedLogRead(read: FeedLogJson, limit: number, after: string): FeedLogRead {
+  const events = read.e.map(feedEvent);
   // The committed events are read only when the events fell short of the limit.
-  const committed = events.length < limit ? tail : null;
-  plants.sort((a, b) => a.id - b.id);
+  const committed = events.length < limit ? read.c.map(feedEvent) : null;
+  const plants = read.p.map(
+    ([id, garden, name, tag, version]): PagePlant => ({ id, garden, name, tag, version }),
+  );
   if (events.length === limit) return { events, position: events.at(-1)!.position, committed, plants };
   // As readEvents: everything before the snapshot's xmin has been looked at.
-  const head = BigInt(rows[0]!.xid);
+  const head = BigInt(read.xmin);
   const [xid] = parsePosition(after);
   return { events, position: head > BigInt(xid) ? position(String(head), 0) : after, committed, plants };
 }
@@ -961,19 +951,21 @@ export class PgStore implements Store {
   // feedStart with the log's first read, in one statement (feedDelta).
   private async feedDelta(user: string, since: string, log: FeedStartLog): Promise<FeedStart> {
     const [xid, seq] = parsePosition(since);
-    const { rows } = await this.q<FeedLogRow & { gardens: string[] | null; moved: string[] | null }>(
-      'feedDelta',
-      [user, xid, seq, log.limit, log.tailLimit, log.garden],
-      this.feedPool,
-    );
-    const start = rows[0]!;
-    // Row k 0: the head (xid), and the horizon's position in seq and type (null: none purged).
+    const { rows } = await this.q<{
+      read: FeedLogJson & {
+        purgedXid: string | null;
+        purgedSeq: number | null;
+        gardens: string[];
+        moved: string[];
+      };
+    }>('feedDelta', [user, xid, seq, log.limit, log.tailLimit, log.garden], this.feedPool);
+    const read = rows[0]!.read;
     return {
-      head: position(start.xid, 0),
-      purgedUpTo: start.type === null ? position('0', 0) : position(start.type, start.seq!),
-      gardens: start.gardens,
-      moved: start.moved ?? [],
-      log: feedLogRead(rows, log.limit, since),
+      head: position(read.xmin, 0),
+      purgedUpTo: read.purgedXid === null ? position('0', 0) : position(read.purgedXid, read.purgedSeq!),
+      gardens: read.gardens,
+      moved: read.moved,
+      log: feedLogRead(read, log.limit, since),
     };
   }
 
@@ -988,12 +980,12 @@ export class PgStore implements Store {
     const [txid, tseq] = parsePosition(q.tailAfter);
     const args: unknown[] = [xid, seq, q.limit, q.gardens === null ? null : [...new Set(q.gardens)]];
     args.push(txid, tseq, q.tailLimit);
-    const { rows } = await this.q<FeedLogRow>(
+    const { rows } = await this.q<{ read: FeedLogJson }>(
       q.gardens === null ? 'feedLogAll' : 'feedLogOf',
       args,
       this.feedPool,
     );
-    return feedLogRead(rows, q.limit, q.after);
+    return feedLogRead(rows[0]!.read, q.limit, q.after);
   }
 
   async memberEventGardens(user: string, after: string): Promise<string[]> {
