@@ -102,8 +102,9 @@ export function openTracing(env: NodeJS.ProcessEnv): Tracing {
       return c && isSpanContextValid(c) ? { trace_id: c.traceId, span_id: c.spanId } : {};
     },
     instrument(app: FastifyInstance) {
-      // Two hooks of its own rather than @fastify/otel's four a route (onRequest, onSend, onError,
-      // onResponse): each hook Fastify runs costs every request.
+      // Two hooks a request (and one run only when a caller goes away) rather than @fastify/otel's
+      // four a route (onRequest, onSend, onError, onResponse): each hook Fastify runs costs every
+      // request.
       app.addHook('onRequest', (request: Traced, _reply, done) => {
         // An incoming traceparent (and tracestate) continued; none: a trace of its own.
         const parent =
