@@ -22,8 +22,9 @@ const UNTRACED = new Set([
  * it is called (a request's, or a job's): named by the engine and the operation (`sqlite
  * updatePlant`), with db.system.name and db.operation.name; never an argument's value. Called
  * outside any span (the webhook dispatcher's and the streams' polls), an operation is not traced:
- * a trace every poll would bury the requests' traces. Each SQLite operation is one statement or one write of the writer's batch, each
- * PostgreSQL one a prepared statement or a transaction of them.
+ * a trace for every poll would bury the requests' traces. Each SQLite operation is one statement
+ * or one write of the writer's batch, each PostgreSQL one a prepared statement or a transaction of
+ * them.
  */
 export function traceStore(store: Store, tracing: Tracing): Store {
   const system = store.engine === 'postgres' ? 'postgresql' : 'sqlite';
@@ -38,16 +39,13 @@ export function traceStore(store: Store, tracing: Tracing): Store {
       if (fn === undefined) {
         const method = value as (...args: unknown[]) => unknown;
         const name = String(prop);
+        // Built once a method, not once a call.
         const spanName = `${system} ${name}`;
+        const attributes = { 'db.system.name': system, 'db.operation.name': name };
         fn = UNTRACED.has(name)
           ? method.bind(target)
           : (...args: unknown[]) =>
-              tracing.childSpan(
-                spanName,
-                { 'db.system.name': system, 'db.operation.name': name },
-                () => method.apply(target, args),
-                leaf,
-              );
+              tracing.childSpan(spanName, attributes, () => method.apply(target, args), leaf);
         wrapped.set(prop, fn);
       }
       return fn;

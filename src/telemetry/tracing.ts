@@ -76,11 +76,6 @@ export function inSpan<T>(name: string, attributes: SpanAttributes, fn: () => T,
   return active ? active.span(name, attributes, fn, opts) : fn();
 }
 
-/** fn as a client span under the active span (Tracing.childSpan) when traces are on; fn alone when off. */
-export function inChildSpan<T>(name: string, attributes: SpanAttributes, fn: () => T, leaf: boolean): T {
-  return active ? active.childSpan(name, attributes, fn, leaf) : fn();
-}
-
 /** The active span as a traceparent for an event row; null when off or outside a span. */
 export const currentTraceparent = (): string | null => (active ? active.traceparent() : null);
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Scope } from '../../schemas/token.js';
-import { inChildSpan } from '../../telemetry/tracing.js';
+import { tracing } from '../../telemetry/tracing.js';
 import { maskOf } from '../event-mask.js';
 import { concurrentIndexName, described, type PendingMigration, pendingMigrations } from '../migrate.js';
 import { recordedOutcome } from '../plant-changes.js';
@@ -372,46 +372,39 @@ export class PgStore implements Store {
   private readonly trash = new PgTrash(this.db, (write, event) => this.told(write, event));
 
   // One prepared statement per name, per connection; failures that mean "unavailable" become 503s.
-  private async q<R extends pg.QueryResultRow>(
+  private q<R extends pg.QueryResultRow>(
     name: QueryName,
     values: unknown[],
     client: pg.Pool | pg.PoolClient = this.pool,
   ): Promise<pg.QueryResult<R>> {
-    // Traces on (contract 14.1): each statement a client span under the store's operation, by its
-    // name, never its values.
-    return inChildSpan(
-      `postgresql ${name}`,
-      statementAttributes(name),
-      async () => {
-        try {
-          return await client.query<R>({ name, text: Q[name], values });
-        } catch (err) {
-          throw this.translate(err);
-        }
-      },
-      true,
-    );
+    return this.statement(name, () => client.query<R>({ name, text: Q[name], values }));
   }
 
   // A statement planned afresh for its values each time (unnamed, not prepared): for one whose plan
   // depends on them so much that PostgreSQL's generic plan for a prepared statement would be far
   // slower than the planning it saves.
-  private async planned<R extends pg.QueryResultRow>(
+  private planned<R extends pg.QueryResultRow>(
     name: QueryName,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    return inChildSpan(
-      `postgresql ${name}`,
-      statementAttributes(name),
-      async () => {
-        try {
-          return await this.pool.query<R>({ text: Q[name], values });
-        } catch (err) {
-          throw this.translate(err);
-        }
-      },
-      true,
-    );
+    return this.statement(name, () => this.pool.query<R>({ text: Q[name], values }));
+  }
+
+  // A statement's run, its failures translated. Traces on (contract 14.1): a client span under the
+  // store's operation, by the statement's name, never its values; off, nothing of a span is built.
+  private statement<R extends pg.QueryResultRow>(
+    name: QueryName,
+    run: () => Promise<pg.QueryResult<R>>,
+  ): Promise<pg.QueryResult<R>> {
+    const work = async () => {
+      try {
+        return await run();
+      } catch (err) {
+        throw this.translate(err);
+      }
+    };
+    const traces = tracing();
+    return traces ? traces.childSpan(`postgresql ${name}`, statementAttributes(name), work, true) : work();
   }
 
   private translate(err: unknown): unknown {
