@@ -19,7 +19,8 @@
  * PROFILE=DIR writes the server's CPU profile (--cpu-prof) to DIR. AB=TREE,TREE (ROUNDS=n, default
  * 2) then serves the same store from each tree's bin/plantstore in turn, alternating, n rounds (a
  * first sync, the empty delta and the delta of 100 each), and prints those figures by tree: an A/B
- * of two builds (each tree built) on one fill and one machine state. Not run by the tests; on a
+ * of two builds (each tree built) on one fill and one machine state. KEEP_DB=1 leaves PostgreSQL's
+ * database in place (its URL on stderr) to read its plans. Not run by the tests; on a
  * small shared machine run it more than once.
  */
 import { spawnSync } from 'node:child_process';
@@ -314,6 +315,8 @@ try {
   sqlite?.close();
   await client?.end();
   await store.close();
-  await db?.drop();
+  // KEEP_DB=1 leaves PostgreSQL's database for a look at its plans (its URL on stderr).
+  if (process.env.KEEP_DB) console.error(`kept ${db?.url}`);
+  else await db?.drop();
   rmSync(dir, { recursive: true, force: true });
 }

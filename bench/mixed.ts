@@ -7,7 +7,7 @@
  *   npx tsx bench/mixed.ts [--users 100] [--per-user 1000] [--rounds 3] [--duration 5]
  *                          [--connections 50] [--mix list:36,deep:24,read:25,create:15 --mix create:100]
  *                          [--variants sqlite,tmpfs,sharing,endpoints,traced,postgres] [--tmpfs /dev/shm] [--share 20] [--profile DIR]
- *                          [--disk-probe 10] [--base DIR] [--fixed-rate 0.5]
+ *                          [--disk-probe 10] [--base DIR] [--fixed-rate 0.5] [--same-rate 4000]
  *
  * Variants, each a `bin/plantstore serve` on a store of its own holding the same plants (events
  * always on, SQLite with full durability):
@@ -69,6 +69,7 @@ import { gardenId } from '../src/gardens/id.js';
 import { createToken } from '../src/identity/tokens.js';
 import { openStore } from '../src/store/index.js';
 import { BENCH_PG, BENCH_SERVE_FLAGS, freePort, waitReady } from './ports.js';
+import { postgresTicks } from './procs.js';
 import { printed, writeSection } from './report.js';
 
 /** What the run prints to stdout, kept to be written into docs/benchmarks.md with --write. */
@@ -95,13 +96,18 @@ const { values: opt } = parseArgs({
     tmpfs: { type: 'string', default: '/dev/shm' },
     // A/B in one run: every variant also runs from another plantstore checkout (its bin/plantstore
     // and dist/), named "… (base)", on a copy of the same store (an older checkout's copy has the
-    // schema versions it does not know taken off: baseSchema).
+    // schema versions it does not know taken off: baseSchema); PostgreSQL's on the same database.
     base: { type: 'string' },
     // After the rounds, each variant again at this share of its measured req/s, sent at a fixed
     // rate (bench/fixed-rate.mjs): the latency of each class counted from when its request was due,
     // so a stall shows on every request it held up; then the ceiling at the same rate, and the
     // variant's p99 and p99.9 as ratios to the ceiling's (worst class). 0 leaves it out.
     'fixed-rate': { type: 'string', default: '0.5' },
+    // After the rounds, every variant at this same offered rate (req/s; bench/fixed-rate.mjs), each
+    // round in turn: the server's CPU per request when each does the same work at the same load,
+    // where a saturated run also charges a slower variant for the batching it loses (fewer
+    // requests an event-loop turn, fewer creates a commit). 0 leaves it out.
+    'same-rate': { type: 'string', default: '0' },
     // Writes the results between docs/benchmarks.md's `mixed` markers (npm run bench passes it).
     write: { type: 'boolean', default: false },
   },
@@ -413,6 +419,8 @@ for (const v of wanted) {
   if (v === 'postgres') {
     const url = await postgresCopy();
     if (url) servers.push(await serve('postgres', url, {}, first, '0,1'));
+    // The --base checkout on the same database (its schema the same, or older and so migrated).
+    if (url && opt.base) servers.push(await serve('postgres', url, {}, false, '0,1', resolve(opt.base)));
   }
   if (v === 'endpoints') {
     receiver = spawn('taskset', ['-c', '1', process.execPath, '-e', receiverCode], {
@@ -559,6 +567,8 @@ function fixedRate(url: string, mix: string, rate: number): FixedRun {
   return JSON.parse(out.trim().split('\n').pop()!) as FixedRun;
 }
 const fixedRows: string[] = [];
+// Each variant's CPU per request at --same-rate.
+const sameRateRows: string[] = [];
 // Each variant's p99 and p99.9 at a fixed rate as ratios to the ceiling's at the same rate.
 const ratioRows: string[] = [];
 
@@ -605,21 +615,15 @@ function threadTicks(pid: number): Map<string, number> {
 const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
 
 /** CPU ticks of every PostgreSQL server process on the machine (its backends included). */
-function postgresTicks(): number {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const t = statTicks(`/proc/${pid}/stat`);
-    if (t?.name === 'postgres') ticks += t.ticks;
-  }
-  return ticks;
-}
 
 /**
  * Per thread name, the share of one core the server's threads used while `fn` ran, and that of
  * PostgreSQL's processes (which share the machine's cores with the server and wrk).
  */
-function withCpu(pid: number | undefined, fn: () => Run): Run {
+function withCpu<R extends object>(
+  pid: number | undefined,
+  fn: () => R,
+): R & Pick<Run, 'cpu' | 'waited' | 'others'> {
   if (pid === undefined) return fn();
   const before = threadTicks(pid);
   const pgBefore = postgresTicks();
@@ -763,6 +767,27 @@ for (const mix of opt.mix!) {
       `| ${mix} | ${s.name} | ${rate.toFixed(0)} | **${r99.toFixed(2)}** ${r99 <= 3 ? '(≤ 3: met)' : '(> 3)'} | **${r999.toFixed(2)}** ${r999 <= 5 ? '(≤ 5: met)' : '(> 5)'} |`,
     );
   }
+  const sameRate = Number(opt['same-rate']);
+  if (sameRate > 0) {
+    const cpuAt = new Map<Server, number[]>(servers.map((s) => [s, []]));
+    for (let round = 0; round < Number(opt.rounds); round++) {
+      const order = [...servers];
+      for (let k = 0; k < round % order.length; k++) order.push(order.shift()!);
+      for (const s of order) {
+        const r = measured(s.child, () => withCpu(s.child.pid, () => fixedRate(s.url, mix, sameRate)));
+        if (r.rate < 0.95 * sameRate)
+          throw new Error(`${s.name} reached ${r.rate.toFixed(0)} of ${sameRate} req/s`);
+        cpuAt.get(s)!.push(usPerRequest({ ...r, rps: r.rate } as unknown as Run));
+      }
+    }
+    const firstUs = median(cpuAt.get(servers[0]!)!);
+    for (const s of servers) {
+      const us = cpuAt.get(s)!;
+      sameRateRows.push(
+        `| ${mix} | ${s.name} | ${sameRate} | **${median(us).toFixed(1)}** (${us.map((x) => x.toFixed(1)).join(', ')}) | ${s === servers[0] ? '' : `${(100 * (median(us) / firstUs - 1)).toFixed(1)} %`} |`,
+      );
+    }
+  }
   // Each variant against the first (the endpoints' cost, the disk's, sharing's), round by round.
   const first = ours.get(servers[0]!)!;
   for (const s of servers.slice(1)) {
@@ -787,6 +812,14 @@ if (fixedRows.length) {
   say('| workload | server | offered req/s | p99 ÷ ceiling p99 | p99.9 ÷ ceiling p99.9 |');
   say('|---|---|---|---|---|');
   for (const row of ratioRows) say(row);
+}
+if (sameRateRows.length) {
+  say(
+    `\nEvery variant at the same offered rate (--same-rate, bench/fixed-rate.mjs on core 1, ${opt.rounds} rounds × ${opt.duration} s): the server's CPU per request (every thread; median, then each round), and against the first:\n`,
+  );
+  say('| workload | server | offered req/s | CPU µs/request | against the first |');
+  say('|---|---|---|---|---|');
+  for (const row of sameRateRows) say(row);
 }
 if (against.length) {
   say('\nEach variant ÷ the first, req/s in the same round (median, then each round):\n');

@@ -37,6 +37,21 @@ export function cpuTicks(pid: number): number {
   }
 }
 
+/** The CPU ticks of every PostgreSQL process on the machine (its backends, WAL writer, …). */
+export function postgresTicks(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'postgres') ticks += statTicks(stat);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks;
+}
+
 /** The process's CPU ticks by thread name (V8's and libuv's helper threads each under theirs). */
 export function threadTicks(pid: number): Map<string, number> {
   const out = new Map<string, number>();

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cpuTicks, TICK_US } from './procs.js';
+import { cpuTicks, postgresTicks, TICK_US } from './procs.js';
 
 export const WRK = spawnSync('wrk', ['-v']).error === undefined;
 export const LOADGEN = WRK ? 'wrk' : 'fetch';
@@ -25,6 +25,7 @@ export interface Target {
 /** `paths` cycled through for `seconds`: req/s, p50 and p99 latency and the server's CPU µs per request. */
 export async function drive(target: Target, name: string, paths: string[]) {
   const ticks = cpuTicks(target.pid);
+  const pgTicks = postgresTicks();
   const start = performance.now();
   let requests: number;
   let p50: number;
@@ -84,6 +85,7 @@ export async function drive(target: Target, name: string, paths: string[]) {
   }
   const seconds = (performance.now() - start) / 1000;
   const cpu = (cpuTicks(target.pid) - ticks) * TICK_US;
+  const pgCpu = (postgresTicks() - pgTicks) * TICK_US;
   return {
     name,
     requests,
@@ -91,5 +93,7 @@ export async function drive(target: Target, name: string, paths: string[]) {
     p50ms: Number(p50.toFixed(2)),
     p99ms: Number(p99.toFixed(2)),
     cpuMicrosPerRequest: Math.round(cpu / requests),
+    // PostgreSQL's processes meanwhile (0 on SQLite, or nothing else of PostgreSQL's running).
+    postgresCpuMicrosPerRequest: Math.round(pgCpu / requests),
   };
 }
