@@ -28,6 +28,19 @@ const ids = (
 const tag = (
   await c.query(`SELECT tag FROM plants WHERE garden = $1 AND tag IS NOT NULL LIMIT 1`, [gardens[0]])
 ).rows[0]?.tag;
+const at = new Date().toISOString();
+// A create (written and rolled back: BEGIN and ROLLBACK are in every mode's round trips alike).
+const create = (n: number) => [
+  Array(n).fill('bench'),
+  Array(n).fill(gardens[0]),
+  Array(n).fill('A plant'),
+  Array(n).fill(null),
+  Array(n).fill(at),
+  Array(n).fill(false),
+  Array(n).fill('plant'),
+  Array(n).fill('bench'),
+  Array(n).fill('req'),
+];
 const cases: [keyof typeof Q, unknown[]][] = [
   ['listGardens', [gardens.slice(0, 1), 0, 51]],
   ['listGardens', [gardens, 0, 51]],
@@ -35,6 +48,10 @@ const cases: [keyof typeof Q, unknown[]][] = [
   ['plantsFor', [ids.slice(0, 1), ['bench']]],
   ['plantsFor', [ids, ids.map(() => 'bench')]],
   ['scopeMarks', [['bench'], [null]]],
+  ['scopeMarks', [['bench'], [tag]]],
+  ['gardenMarks', [gardens.slice(0, 1), null]],
+  ['createPlants', create(1)],
+  ['createPlants', create(8)],
 ];
 let k = 0;
 for (const [name, values] of cases) {
@@ -42,9 +59,15 @@ for (const [name, values] of cases) {
   for (const mode of ['auto', 'force_generic_plan', 'force_custom_plan']) {
     await c.query(`SET plan_cache_mode = ${mode}`);
     const sname = `s${k++}`;
-    for (let i = 0; i < 20; i++) await c.query({ name: sname, text: Q[name], values });
+    const run = async () => {
+      if (name !== 'createPlants') return c.query({ name: sname, text: Q[name], values });
+      await c.query('BEGIN');
+      await c.query({ name: sname, text: Q[name], values });
+      return c.query('ROLLBACK');
+    };
+    for (let i = 0; i < 20; i++) await run();
     const t0 = performance.now();
-    for (let i = 0; i < 300; i++) await c.query({ name: sname, text: Q[name], values });
+    for (let i = 0; i < 300; i++) await run();
     const ms = (performance.now() - t0) / 300;
     const pc = (
       await c.query(`SELECT generic_plans g, custom_plans c FROM pg_prepared_statements WHERE name = $1`, [

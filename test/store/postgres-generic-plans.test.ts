@@ -5,7 +5,7 @@ import { PLANT_QUERIES } from '../../src/store/postgres/plant-queries.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
 
-// The hot list and read statements on PostgreSQL's main pool are prepared once a connection, and
+// The hot list, read and create statements on PostgreSQL's main pool are prepared once a connection, and
 // must keep their generic plan: planned afresh every call (a custom plan, which their values made
 // look cheaper) they cost PostgreSQL twice the CPU and more. And the generic plan must be a good
 // one whatever the values: a small garden, a big one, a rare tag — it reads about the page.
@@ -81,6 +81,25 @@ describe('postgres hot statements keep their generic plans', { skip }, () => {
             17,
           ],
           ['scopeMarks', [['u'], [null]], 2],
+          // A tag's largest id in each garden: one step down plants_garden_tag_page each.
+          ['scopeMarks', [['u'], ['rare']], 2],
+          ['gardenMarks', [['gdn_big'], 'rare'], 1],
+          // Two creates, one in each garden (each call adds two plants; it reads none).
+          [
+            'createPlants',
+            [
+              ['u', 'u'],
+              ['gdn_big', 'gdn_small'],
+              ['A', 'B'],
+              [null, 'rare'],
+              [new Date().toISOString(), null],
+              [false, false],
+              ['a', 'b'],
+              ['u', 'u'],
+              ['r1', 'r2'],
+            ],
+            0,
+          ],
         ];
         const c = new pg.Client({ connectionString: url });
         await c.connect();
@@ -99,11 +118,14 @@ describe('postgres hot statements keep their generic plans', { skip }, () => {
             );
             // The plan it keeps, run: EXPLAIN EXECUTE runs the cached (generic) plan.
             // (EXECUTE takes its values as SQL: a utility statement has no parameters of its own.)
+            // An array as an untyped '{…}' literal, which takes the parameter's type (timestamptz[], …).
+            const element = (v: unknown) =>
+              v === null ? 'NULL' : `"${String(v).replace(/["\\]/g, '\\$&')}"`;
             const literal = (v: unknown): string =>
               v === null
                 ? 'NULL'
                 : Array.isArray(v)
-                  ? `ARRAY[${v.map(literal).join(', ')}]`
+                  ? c.escapeLiteral(`{${v.map(element).join(',')}}`)
                   : typeof v === 'number'
                     ? String(v)
                     : c.escapeLiteral(String(v));

@@ -20,7 +20,7 @@ const WRITES = (role: string) => `${role} IN (${WRITERS})`;
 
 // A parameter read through a scalar subquery (an InitPlan). With the values in sight (an array's
 // length, a garden's or a tag's statistics) PostgreSQL's custom plan for a prepared statement
-// looked cheaper than its generic plan, so it planned the hot list and read statements afresh on
+// looked cheaper than its generic plan, so it planned the hot list, read and create statements afresh on
 // every call, though the generic plans (the same index walks) ran as fast or faster: on 1,000,000
 // plants a one-garden page 0.28 against 0.60 ms a call, a tagged page 0.28 against 1.26, one plant
 // read 0.20 against 0.43 (`npx tsx bench/pg-plans.ts`). Read this way, neither plan knows the value,
@@ -159,8 +159,8 @@ export const PLANT_QUERIES = {
   // not in p.
   createPlants: `WITH u AS (
       SELECT u.n, u.owner, u.garden, u.name, u.tag, u.at, u.admin, u.words, u.actor, u.request_id, a.found, a.role
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[], $7::text[],
-          $8::text[], $9::text[])
+      FROM unnest(${P(1, 'text[]')}, ${P(2, 'text[]')}, ${P(3, 'text[]')}, ${P(4, 'text[]')},
+          ${P(5, 'timestamptz[]')}, ${P(6, 'boolean[]')}, ${P(7, 'text[]')}, ${P(8, 'text[]')}, ${P(9, 'text[]')})
         WITH ORDINALITY AS u(owner, garden, name, tag, at, admin, words, actor, request_id, n)
       CROSS JOIN LATERAL (${ACCESS('u.garden', 'u.owner')}) a),
     i AS (SELECT nextval('plants_id_seq') AS id, owner, garden, name, tag, at, words, actor, request_id, n FROM u
@@ -263,13 +263,13 @@ export const PLANT_QUERIES = {
   // for a tag $2[i], the largest id with it in the garden (one step down plants_garden_tag_page),
   // tagged with the ordinal n. Read in one statement, so one snapshot.
   scopeMarks: `SELECT q.n, m.garden_id AS garden, m.role, ${MARK_COLS('m.garden_id', 'q.tag')}
-    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(usr, tag, n)
+    FROM unnest(${P(1, 'text[]')}, ${P(2, 'text[]')}) WITH ORDINALITY AS q(usr, tag, n)
     JOIN garden_members m ON m.user_id = q.usr
     LEFT JOIN list_marks k ON k.garden = m.garden_id
     ORDER BY q.n, m.garden_id`,
   // The same marks for the gardens $1 and the tag $2.
-  gardenMarks: `SELECT g.id AS garden, ${MARK_COLS('g.id', '$2::text')}
-    FROM unnest($1::text[]) AS g(id) LEFT JOIN list_marks k ON k.garden = g.id ORDER BY g.id`,
+  gardenMarks: `SELECT g.id AS garden, ${MARK_COLS('g.id', P(2, 'text'))}
+    FROM unnest(${G1}) AS g(id) LEFT JOIN list_marks k ON k.garden = g.id ORDER BY g.id`,
   // Pages $1[i] … $5[i] (tag, afterId, limit, and the slice lo…hi of $6 holding its gardens; a null
   // tag: any, a null lo: every plant).
   listPages: `WITH q AS (SELECT * FROM unnest(${P(1, 'text[]')}, ${P(2, 'bigint[]')}, ${P(3, 'bigint[]')}, ${P(4, 'int[]')}, ${P(5, 'int[]')})
