@@ -148,39 +148,72 @@ export const types = {
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
 };
 
-/** An event of feedLog's JSON: [xid, seq, type, owner, garden, plant_id]. */
-type FeedEventTuple = [string, number, EventType, string, string, number | null];
-/** A plant of feedLog's JSON: [id, garden, name, tag, version]. */
-type FeedPlantTuple = [number, string, string, string | null, number];
+/** feedLog's events, column by column (FEED_EVENTS_JSON); each column null when there are none. */
+interface FeedEventColumns {
+  x: string[] | null;
+  s: number[] | null;
+  t: EventType[] | null;
+  o: string[] | null;
+  g: string[] | null;
+  i: (number | null)[] | null;
+}
+/** feedLog's plants, column by column. */
+interface FeedPlantColumns {
+  i: number[] | null;
+  g: string[] | null;
+  n: string[] | null;
+  t: (string | null)[] | null;
+  v: number[] | null;
+}
 /** feedLog's answer, one JSON document: the snapshot's xmin, its events (e), the committed events (c), the plants (p). */
 interface FeedLogJson {
   xmin: string;
-  e: FeedEventTuple[];
-  c: FeedEventTuple[];
-  p: FeedPlantTuple[];
+  e: FeedEventColumns;
+  c: FeedEventColumns;
+  p: FeedPlantColumns;
 }
 
-const feedEvent = ([xid, seq, type, owner, garden, plant]: FeedEventTuple): FeedEvent => ({
-  position: position(xid, seq),
-  type,
-  owner,
-  garden,
-  plant,
-});
+/** Whether xid.seq `a` comes after `b` (xids as decimal text without leading zeros). */
+const after = (ax: string, as: number, bx: string, bs: number) =>
+  ax.length !== bx.length ? ax.length > bx.length : ax !== bx ? ax > bx : as > bs;
 
-/** What feedLog read (its JSON), after `after`. */
-function feedLogRead(read: FeedLogJson, limit: number, after: string): FeedLogRead {
-  const events = read.e.map(feedEvent);
+/** The events of feedLog's columns, in log order (the statement's order; sorted if it was not). */
+function feedEvents(cols: FeedEventColumns): FeedEvent[] {
+  const { x, s, t, o, g, i } = cols;
+  if (x === null) return [];
+  const out: FeedEvent[] = new Array(x.length);
+  let ordered = true;
+  for (let k = 0; k < x.length; k++) {
+    if (k > 0 && after(x[k - 1]!, s![k - 1]!, x[k]!, s![k]!)) ordered = false;
+    out[k] = {
+      position: position(x[k]!, s![k]!),
+      type: t![k]!,
+      owner: o![k]!,
+      garden: g![k]!,
+      plant: i![k]!,
+    };
+  }
+  if (!ordered) {
+    const order = out.map((_, k) => k).sort((a, b) => (after(x[a]!, s![a]!, x[b]!, s![b]!) ? 1 : -1));
+    return order.map((k) => out[k]!);
+  }
+  return out;
+}
+
+/** What feedLog read (its JSON), after `since`. */
+function feedLogRead(read: FeedLogJson, limit: number, since: string): FeedLogRead {
+  const events = feedEvents(read.e);
   // The committed events are read only when the events fell short of the limit.
-  const committed = events.length < limit ? read.c.map(feedEvent) : null;
-  const plants = read.p.map(
-    ([id, garden, name, tag, version]): PagePlant => ({ id, garden, name, tag, version }),
-  );
+  const committed = events.length < limit ? feedEvents(read.c) : null;
+  const { i, g, n, t, v } = read.p;
+  const plants: PagePlant[] = [];
+  for (let k = 0; k < (i?.length ?? 0); k++)
+    plants.push({ id: i![k]!, garden: g![k]!, name: n![k]!, tag: t![k]!, version: v![k]! });
   if (events.length === limit) return { events, position: events.at(-1)!.position, committed, plants };
   // As readEvents: everything before the snapshot's xmin has been looked at.
   const head = BigInt(read.xmin);
-  const [xid] = parsePosition(after);
-  return { events, position: head > BigInt(xid) ? position(String(head), 0) : after, committed, plants };
+  const [xid] = parsePosition(since);
+  return { events, position: head > BigInt(xid) ? position(String(head), 0) : since, committed, plants };
 }
 
 /** With several hosts: how long one connection attempt may take before the next host is tried. */
