@@ -96,7 +96,8 @@ const { values: opt } = parseArgs({
     tmpfs: { type: 'string', default: '/dev/shm' },
     // A/B in one run: every variant also runs from another plantstore checkout (its bin/plantstore
     // and dist/), named "… (base)", on a copy of the same store (an older checkout's copy has the
-    // schema versions it does not know taken off: baseSchema); PostgreSQL's on the same database.
+    // schema versions it does not know taken off: baseSchema); PostgreSQL's on the same database
+    // (so a base that lacks one of this tree's migrations does not start).
     base: { type: 'string' },
     // After the rounds, each variant again at this share of its measured req/s, sent at a fixed
     // rate (bench/fixed-rate.mjs): the latency of each class counted from when its request was due,
@@ -419,7 +420,8 @@ for (const v of wanted) {
   if (v === 'postgres') {
     const url = await postgresCopy();
     if (url) servers.push(await serve('postgres', url, {}, first, '0,1'));
-    // The --base checkout on the same database (its schema the same, or older and so migrated).
+    // The --base checkout on the same database, migrated by this tree first: the base must know
+    // every migration this tree has (a server refuses a schema newer than it knows).
     if (url && opt.base) servers.push(await serve('postgres', url, {}, false, '0,1', resolve(opt.base)));
   }
   if (v === 'endpoints') {
@@ -614,8 +616,6 @@ function threadTicks(pid: number): Map<string, number> {
 }
 const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
 
-/** CPU ticks of every PostgreSQL server process on the machine (its backends included). */
-
 /**
  * Per thread name, the share of one core the server's threads used while `fn` ran, and that of
  * PostgreSQL's processes (which share the machine's cores with the server and wrk).
@@ -774,9 +774,18 @@ for (const mix of opt.mix!) {
       const order = [...servers];
       for (let k = 0; k < round % order.length; k++) order.push(order.shift()!);
       for (const s of order) {
+        // The CPU window also holds the generator's start and its warm-up second, which the rate
+        // does not count: every variant's figure a little high alike.
         const r = measured(s.child, () => withCpu(s.child.pid, () => fixedRate(s.url, mix, sameRate)));
+        const bad = Object.keys(r.statuses).filter((k) => k !== '200' && k !== '201');
+        if (bad.length || r.errors)
+          throw new Error(
+            `${s.name} at ${sameRate} req/s: ${JSON.stringify(r.statuses)}, ${r.errors} errors`,
+          );
         if (r.rate < 0.95 * sameRate)
-          throw new Error(`${s.name} reached ${r.rate.toFixed(0)} of ${sameRate} req/s`);
+          throw new Error(
+            `${s.name} reached ${r.rate.toFixed(0)} of ${sameRate} req/s: choose a lower --same-rate`,
+          );
         cpuAt.get(s)!.push(usPerRequest({ ...r, rps: r.rate } as unknown as Run));
       }
     }

@@ -37,7 +37,10 @@ export function cpuTicks(pid: number): number {
   }
 }
 
-/** The CPU ticks of every PostgreSQL process on the machine (its backends, WAL writer, …). */
+/**
+ * The CPU ticks of every PostgreSQL process on the machine (its backends, WAL writer, …): whatever
+ * else uses PostgreSQL meanwhile is counted too, so measure with nothing else using it.
+ */
 export function postgresTicks(): number {
   let ticks = 0;
   for (const pid of readdirSync('/proc')) {

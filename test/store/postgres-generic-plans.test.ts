@@ -17,13 +17,14 @@ interface PlanNode {
   'Relation Name'?: string;
   'Actual Rows': number;
   'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
-/** Rows the plan's scans of plants produced, in all. */
+/** Rows the plan's scans of plants read, in all: those they produced and those their filters dropped. */
 function scanned(node: PlanNode): number {
   const own =
     /Scan/.test(node['Node Type']) && node['Relation Name'] === 'plants'
-      ? node['Actual Rows'] * node['Actual Loops']
+      ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
       : 0;
   return own + (node.Plans ?? []).reduce((n, p) => n + scanned(p), 0);
 }
