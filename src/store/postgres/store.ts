@@ -216,6 +216,23 @@ function feedLogRead(read: FeedLogJson, limit: number, since: string): FeedLogRe
   return { events, position: head > BigInt(xid) ? position(String(head), 0) : since, committed, plants };
 }
 
+/**
+ * -1, 0 or 1 as two decimal digit strings compare as numbers (leading zeros allowed): a delta
+ * compares each of its events' positions, and two BigInts a position cost more than the read.
+ */
+export function compareDigits(a: string, b: string): number {
+  let i = 0;
+  let j = 0;
+  while (i < a.length - 1 && a.charCodeAt(i) === 48) i++;
+  while (j < b.length - 1 && b.charCodeAt(j) === 48) j++;
+  if (a.length - i !== b.length - j) return a.length - i < b.length - j ? -1 : 1;
+  for (; i < a.length; i++, j++) {
+    const d = a.charCodeAt(i) - b.charCodeAt(j);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  return 0;
+}
+
 /** With several hosts: how long one connection attempt may take before the next host is tried. */
 const HOST_CONNECT_MS = 1_000;
 /** With several hosts: how long a request waits for a host that suits before its 503. */
@@ -943,10 +960,7 @@ export class PgStore implements Store {
   comparePositions(a: string, b: string): number {
     const [ax, as] = parsePosition(a);
     const [bx, bs] = parsePosition(b);
-    const x = BigInt(ax) - BigInt(bx);
-    if (x !== 0n) return x < 0n ? -1 : 1;
-    const q = BigInt(as) - BigInt(bs);
-    return q === 0n ? 0 : q < 0n ? -1 : 1;
+    return compareDigits(ax, bx) || compareDigits(as, bs);
   }
 
   async purgedUpTo(): Promise<string> {
