@@ -149,7 +149,7 @@ export const types = {
 };
 
 /** feedLog's events, column by column (FEED_EVENTS_JSON); each column null when there are none. */
-interface FeedEventColumns {
+export interface FeedEventColumns {
   x: string[] | null;
   s: number[] | null;
   t: EventType[] | null;
@@ -178,7 +178,7 @@ const after = (ax: string, as: number, bx: string, bs: number) =>
   ax.length !== bx.length ? ax.length > bx.length : ax !== bx ? ax > bx : as > bs;
 
 /** The events of feedLog's columns, in log order (the statement's order; sorted if it was not). */
-function feedEvents(cols: FeedEventColumns): FeedEvent[] {
+export function feedEvents(cols: FeedEventColumns): FeedEvent[] {
   const { x, s, t, o, g, i } = cols;
   if (x === null) return [];
   const out: FeedEvent[] = new Array(x.length);
