@@ -209,14 +209,26 @@ const FEED_JSON = `'e', ${FEED_EVENTS_JSON('e')}, 'c', ${FEED_EVENTS_JSON('c')},
 const ANY_AFTER = (xid: string, seq: string) =>
   `EXISTS (SELECT 1 FROM (SELECT xid, seq FROM events ORDER BY xid DESC, seq DESC LIMIT 1) last
     WHERE (last.xid, last.seq) > (${xid}, ${seq}))`;
+// The log's reads of a feed answer, as CTEs after h (the snapshot's xmin): e, the events after
+// `after` before the xmin (`limit` at most); c, when e is short of the limit, those after
+// `tailAfter` (`tailLimit` at most); p, the plants the two name. `source(bound, limit)` reads the
+// scope's events in log order after `bound`. FEED_LOG and FEED_DELTA differ only in the source and
+// the parameters.
+const FEED_READS = (
+  source: (bound: string, limit: string) => string,
+  [xid, seq]: [string, string],
+  limit: string,
+  [tailXid, tailSeq]: [string, string],
+  tailLimit: string,
+) => `e AS (SELECT * FROM (${source(`(${xid}, ${seq}) AND xid < (SELECT xmin FROM h)`, limit)}) e
+    WHERE ${xid} < (SELECT xmin FROM h)),
+  c AS (SELECT * FROM (${source(`(${tailXid}, ${tailSeq})`, tailLimit)}) c WHERE (SELECT count(*) FROM e) < ${limit}
+    AND ${ANY_AFTER(tailXid, tailSeq)}),
+  p AS (SELECT id, garden, name, tag, version FROM plants
+    WHERE id IN (SELECT plant_id FROM e UNION SELECT plant_id FROM c))`;
 const FEED_LOG = (source: (bound: string, limit: string) => string) => `WITH h AS (
     SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
-  e AS (SELECT * FROM (${source('($1::xid8, $2::bigint) AND xid < (SELECT xmin FROM h)', '$3')}) e
-    WHERE $1::xid8 < (SELECT xmin FROM h)),
-  c AS (SELECT * FROM (${source('($5::xid8, $6::bigint)', '$7')}) c WHERE (SELECT count(*) FROM e) < $3
-    AND ${ANY_AFTER('$5::xid8', '$6::bigint')}),
-  p AS (SELECT id, garden, name, tag, version FROM plants
-    WHERE id IN (SELECT plant_id FROM e UNION SELECT plant_id FROM c))
+  ${FEED_READS(source, ['$1::xid8', '$2::bigint'], '$3', ['$5::xid8', '$6::bigint'], '$7')}
   SELECT json_build_object('xmin', (SELECT xmin::text FROM h), ${FEED_JSON}) AS read`;
 
 // A delta's whole read (ChangePort.feedStart with `log`), one statement, one snapshot: feedStart's
@@ -239,12 +251,7 @@ const FEED_DELTA = `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS
       AND (xid, seq) > ($2::xid8, $3::bigint)) AS moved),
   s AS (SELECT CASE WHEN $6::text IS NULL THEN ARRAY(SELECT DISTINCT x FROM unnest(m.gardens || m.moved) AS x)
     ELSE ARRAY[$6::text] END AS scope FROM m),
-  e AS (SELECT * FROM (${FEED_DELTA_SOURCE('($2::xid8, $3::bigint) AND xid < (SELECT xmin FROM h)', '$4')}) e
-    WHERE $2::xid8 < (SELECT xmin FROM h)),
-  c AS (SELECT * FROM (${FEED_DELTA_SOURCE('((SELECT xmin FROM h), 0::bigint)', '$5')}) c WHERE (SELECT count(*) FROM e) < $4
-    AND ${ANY_AFTER('(SELECT xmin FROM h)', '0::bigint')}),
-  p AS (SELECT id, garden, name, tag, version FROM plants
-    WHERE id IN (SELECT plant_id FROM e UNION SELECT plant_id FROM c))
+  ${FEED_READS(FEED_DELTA_SOURCE, ['$2::xid8', '$3::bigint'], '$4', ['(SELECT xmin FROM h)', '0::bigint'], '$5')}
   SELECT json_build_object('xmin', h.xmin::text, 'purgedXid', hz.xid::text, 'purgedSeq', hz.seq,
     'gardens', m.gardens, 'moved', m.moved, ${FEED_JSON}) AS read
   FROM h CROSS JOIN m LEFT JOIN events_horizon hz ON true`;

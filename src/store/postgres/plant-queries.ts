@@ -248,7 +248,7 @@ export const PLANT_QUERIES = {
     LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = $2 WHERE p.id = $1`,
   // The batched form: plant $1[i] with the role of user $2[i], tagged with the ordinal n.
   plantsFor: `SELECT u.n, p.id, p.owner, p.garden, p.name, p.tag, p.version, m.role
-    FROM unnest((SELECT $1::bigint[]), (SELECT $2::text[])) WITH ORDINALITY AS u(id, usr, n) JOIN plants p ON p.id = u.id
+    FROM unnest(${P(1, 'bigint[]')}, ${P(2, 'text[]')}) WITH ORDINALITY AS u(id, usr, n) JOIN plants p ON p.id = u.id
     LEFT JOIN garden_members m ON m.garden_id = p.garden AND m.user_id = u.usr`,
   listAll: `SELECT ${PAGE_COLS} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
   listAllTag: `SELECT ${PAGE_COLS} FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3`,

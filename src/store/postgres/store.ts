@@ -173,9 +173,8 @@ interface FeedLogJson {
   p: FeedPlantColumns;
 }
 
-/** Whether xid.seq `a` comes after `b` (xids as decimal text without leading zeros). */
-const after = (ax: string, as: number, bx: string, bs: number) =>
-  ax.length !== bx.length ? ax.length > bx.length : ax !== bx ? ax > bx : as > bs;
+/** How xid.seq `a` and `b` compare in the log (below 0: a first). */
+const byPosition = (ax: string, as: number, bx: string, bs: number) => compareDigits(ax, bx) || as - bs;
 
 /** The events of feedLog's columns, in log order (the statement's order; sorted if it was not). */
 export function feedEvents(cols: FeedEventColumns): FeedEvent[] {
@@ -184,7 +183,7 @@ export function feedEvents(cols: FeedEventColumns): FeedEvent[] {
   const out: FeedEvent[] = new Array(x.length);
   let ordered = true;
   for (let k = 0; k < x.length; k++) {
-    if (k > 0 && after(x[k - 1]!, s![k - 1]!, x[k]!, s![k]!)) ordered = false;
+    if (k > 0 && byPosition(x[k - 1]!, s![k - 1]!, x[k]!, s![k]!) > 0) ordered = false;
     out[k] = {
       position: position(x[k]!, s![k]!),
       type: t![k]!,
@@ -194,7 +193,7 @@ export function feedEvents(cols: FeedEventColumns): FeedEvent[] {
     };
   }
   if (!ordered) {
-    const order = out.map((_, k) => k).sort((a, b) => (after(x[a]!, s![a]!, x[b]!, s![b]!) ? 1 : -1));
+    const order = out.map((_, k) => k).sort((a, b) => byPosition(x[a]!, s![a]!, x[b]!, s![b]!));
     return order.map((k) => out[k]!);
   }
   return out;
@@ -211,9 +210,13 @@ function feedLogRead(read: FeedLogJson, limit: number, since: string): FeedLogRe
     plants.push({ id: i![k]!, garden: g![k]!, name: n![k]!, tag: t![k]!, version: v![k]! });
   if (events.length === limit) return { events, position: events.at(-1)!.position, committed, plants };
   // As readEvents: everything before the snapshot's xmin has been looked at.
-  const head = BigInt(read.xmin);
   const [xid] = parsePosition(since);
-  return { events, position: head > BigInt(xid) ? position(String(head), 0) : since, committed, plants };
+  return {
+    events,
+    position: compareDigits(read.xmin, xid) > 0 ? position(read.xmin, 0) : since,
+    committed,
+    plants,
+  };
 }
 
 /**
