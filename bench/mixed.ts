@@ -551,8 +551,11 @@ interface FixedRun {
   lagMaxMs: number;
 }
 
-/** The mix sent at `rate` requests/s for --duration seconds (bench/fixed-rate.mjs on core 1). */
-function fixedRate(url: string, mix: string, rate: number): FixedRun {
+/**
+ * The mix sent at `rate` requests/s for --duration seconds (bench/fixed-rate.mjs on core 1) to the
+ * server `name` at `url`; a run with errors or an answer other than 200 or 201 stops the bench.
+ */
+function fixedRate(name: string, url: string, mix: string, rate: number): FixedRun {
   const spec = {
     url,
     pool: poolFile,
@@ -566,7 +569,11 @@ function fixedRate(url: string, mix: string, rate: number): FixedRun {
     ['-c', '1', process.execPath, join(ROOT, 'bench/fixed-rate.mjs'), JSON.stringify(spec)],
     { encoding: 'utf8', maxBuffer: 1 << 26 },
   );
-  return JSON.parse(out.trim().split('\n').pop()!) as FixedRun;
+  const r = JSON.parse(out.trim().split('\n').pop()!) as FixedRun;
+  const bad = Object.keys(r.statuses).filter((k) => k !== '200' && k !== '201');
+  if (bad.length || r.errors)
+    throw new Error(`${name} at ${rate.toFixed(0)} req/s: ${JSON.stringify(r.statuses)}, ${r.errors} errors`);
+  return r;
 }
 const fixedRows: string[] = [];
 // Each variant's CPU per request at --same-rate.
@@ -738,10 +745,7 @@ for (const mix of opt.mix!) {
   const rateOf = (s: Server) => share * median(ours.get(s)!.map((r) => r.rps));
   const theCeiling: Server = { name: 'node:http ceiling', url: ceiling, child: ceil };
   const atRate = (s: Server, rate: number): FixedRun => {
-    const r = measured(s.child, () => fixedRate(s.url, mix, rate));
-    const bad = Object.keys(r.statuses).filter((k) => k !== '200' && k !== '201');
-    if (bad.length || r.errors)
-      throw new Error(`${s.name} at a fixed rate: ${JSON.stringify(r.statuses)}, ${r.errors} errors`);
+    const r = measured(s.child, () => fixedRate(s.name, s.url, mix, rate));
     const per = Object.keys(r.classes)
       .sort()
       .map((c) => {
@@ -776,12 +780,9 @@ for (const mix of opt.mix!) {
       for (const s of order) {
         // The CPU window also holds the generator's start and its warm-up second, which the rate
         // does not count: every variant's figure a little high alike.
-        const r = measured(s.child, () => withCpu(s.child.pid, () => fixedRate(s.url, mix, sameRate)));
-        const bad = Object.keys(r.statuses).filter((k) => k !== '200' && k !== '201');
-        if (bad.length || r.errors)
-          throw new Error(
-            `${s.name} at ${sameRate} req/s: ${JSON.stringify(r.statuses)}, ${r.errors} errors`,
-          );
+        const r = measured(s.child, () =>
+          withCpu(s.child.pid, () => fixedRate(s.name, s.url, mix, sameRate)),
+        );
         if (r.rate < 0.95 * sameRate)
           throw new Error(
             `${s.name} reached ${r.rate.toFixed(0)} of ${sameRate} req/s: choose a lower --same-rate`,
