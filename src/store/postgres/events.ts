@@ -209,6 +209,8 @@ const FEED_JSON = `'e', ${FEED_EVENTS_JSON('e')}, 'c', ${FEED_EVENTS_JSON('c')},
 const ANY_AFTER = (xid: string, seq: string) =>
   `EXISTS (SELECT 1 FROM (SELECT xid, seq FROM events ORDER BY xid DESC, seq DESC LIMIT 1) last
     WHERE (last.xid, last.seq) > (${xid}, ${seq}))`;
+// Whether the log is quiet since $2.$3 for a delta read in h's snapshot (FEED_QUIET below).
+const QUIET_SINCE = `(($2::xid8, $3::bigint) <= (h.xmin, 0::bigint) AND NOT ${ANY_AFTER('$2::xid8', '$3::bigint')})`;
 // The log's reads of a feed answer, as CTEs after h (the snapshot's xmin): e, the events after
 // `after` before the xmin (`limit` at most); c, when e is short of the limit, those after
 // `tailAfter` (`tailLimit` at most); p, the plants the two name. `source(bound, limit)` reads the
@@ -253,11 +255,25 @@ const FEED_DELTA = `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS
     ELSE ARRAY[$6::text] END AS scope FROM m),
   ${FEED_READS(FEED_DELTA_SOURCE, ['$2::xid8', '$3::bigint'], '$4', ['(SELECT xmin FROM h)', '0::bigint'], '$5')}
   SELECT json_build_object('xmin', h.xmin::text, 'purgedXid', hz.xid::text, 'purgedSeq', hz.seq,
-    'gardens', m.gardens, 'moved', m.moved, ${FEED_JSON}) AS read
+    'gardens', m.gardens, 'moved', m.moved, ${FEED_JSON}, 'quiet', ${QUIET_SINCE}) AS read
   FROM h CROSS JOIN m LEFT JOIN events_horizon hz ON true`;
+
+// An empty delta's whole read when the log is quiet since $2.$3 (FEED_QUIET's `quiet`): no event
+// of the log, whatever its garden, after $2.$3, and $2.$3 not past the snapshot's head. Then
+// FEED_DELTA, in the same snapshot, finds nothing either: no joins or leaves (they are events),
+// no e (events after $2.$3), no c (events after the head, which is not before $2.$3), no p. What it
+// would answer besides (head, horizon, memberships) is all FEED_QUIET reads: one index probe for
+// the log's last event and the caller's memberships, where FEED_DELTA's plan, with its every read
+// skipped, still sets up some 60 nodes (about 45 µs of PostgreSQL's time a call: docs/sync.md).
+// When not quiet, the delta is read by FEED_DELTA (the store guesses which to ask first).
+const FEED_QUIET = `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+  SELECT h.xmin::text AS xmin, hz.xid::text AS purged_xid, hz.seq AS purged_seq, ${QUIET_SINCE} AS quiet,
+    ARRAY(SELECT garden_id FROM garden_members WHERE user_id = $1 ORDER BY garden_id) AS gardens
+  FROM h LEFT JOIN events_horizon hz ON true`;
 
 export const EVENT_QUERIES = {
   feedDelta: FEED_DELTA,
+  feedQuiet: FEED_QUIET,
   feedLogOf: FEED_LOG(
     (bound, limit) => `SELECT ev.* FROM unnest($4::text[]) AS g(id) CROSS JOIN LATERAL (
       SELECT ${FEED_EVENT_COLS} FROM events WHERE garden = g.id AND (xid, seq) > ${bound}
