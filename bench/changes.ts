@@ -20,7 +20,8 @@
  * 2) then serves the same store from each tree's bin/plantstore in turn, alternating, n rounds (a
  * first sync, the empty delta and the delta of 100 each), and prints those figures by tree: an A/B
  * of two builds (each tree built) on one fill and one machine state. KEEP_DB=1 leaves PostgreSQL's
- * database in place (its URL on stderr) to read its plans. Not run by the tests; on a
+ * database in place (its URL on stderr) to read its plans. SERVE_NODE_FLAGS="--trace-gc" (any node
+ * flags) runs each server with them. Not run by the tests; on a
  * small shared machine run it more than once.
  */
 import { spawnSync } from 'node:child_process';
@@ -172,7 +173,15 @@ const url = `http://127.0.0.1:${port}`;
 const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 // The server alone gets the profiler's flags.
 if (process.env.PROFILE) process.env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${process.env.PROFILE}`;
-const serve = (tree: string) => spawnServer(benchServe(tree, port, database), PIN);
+// SERVE_NODE_FLAGS: node flags for the servers (`--trace-gc`: its lines go to stdout, before the JSON).
+const nodeFlags = process.env.SERVE_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+const serve = (tree: string) =>
+  spawnServer(
+    nodeFlags.length === 0
+      ? benchServe(tree, port, database)
+      : [process.execPath, ...nodeFlags, ...benchServe(tree, port, database)],
+    PIN,
+  );
 const server = serve('.');
 delete process.env.NODE_OPTIONS;
 // This process (the first sync's client, and the cursors') on core 1.

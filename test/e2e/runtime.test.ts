@@ -83,17 +83,29 @@ describe('bin/plantstore serve on this Node', () => {
     }
   });
 
-  it('by default the server keeps V8’s memory reducer, caps the young generation and uses two malloc arenas', async () => {
+  it('by default the server keeps V8’s memory reducer, caps the young generation, turns allocation-site pretenuring off and uses two malloc arenas', async () => {
     const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`]);
     try {
       const args = cmdline(s.child.pid!);
       assert.ok(!args.includes('--no-memory-reducer'));
       // Without execve (Node 22.14) it runs with V8's defaults.
       assert.equal(args.includes('--max-semi-space-size=16'), execve);
+      assert.equal(args.includes('--no-allocation-site-pretenuring'), execve);
       const environ = readFileSync(`/proc/${s.child.pid}/environ`, 'utf8').split('\0');
       assert.equal(environ.includes('MALLOC_ARENA_MAX=2'), execve);
       // V8's memory saver mode only when asked for (it costs throughput).
       assert.ok(!args.includes('--memory-saver-mode'));
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+  });
+
+  it('PLANTSTORE_PRETENURING=on leaves V8’s allocation-site pretenuring on', {
+    skip: !execve && 'no execve',
+  }, async () => {
+    const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`], { PLANTSTORE_PRETENURING: 'on' });
+    try {
+      assert.ok(!cmdline(s.child.pid!).some((a) => a.includes('allocation-site-pretenuring')));
     } finally {
       assert.equal(await s.stop(), 0);
     }
