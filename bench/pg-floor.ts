@@ -3,7 +3,7 @@
  * answering from PostgreSQL pays before its own work, measured as bench/changes.ts measures the
  * change feed (server on core 0, wrk on core 1, PostgreSQL's backends wherever the kernel puts
  * them, 20 connections for S seconds). Each variant is a server of a few lines, not plantstore:
- *   - `http`: node:http answering a fixed 40-byte JSON body, no database;
+ *   - `http`: node:http answering a fixed 43-byte JSON body, no database;
  *   - `http+pg`: node:http, one prepared `SELECT 1` through a pg.Pool of 3 connections (the change
  *     feed's pool size at the default DATABASE_POOL_SIZE) a request, then the same body;
  *   - `fastify+pg`: the same through Fastify (plantstore's framework, no plugins or hooks).

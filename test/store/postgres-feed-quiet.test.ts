@@ -92,6 +92,21 @@ describe('postgres change feed: the quiet probe', { skip }, () => {
       const [xid] = after.head.split('.');
       await b.feedStart('quiet', `${BigInt(xid!) + 1000n}.0`, LOG);
       assert.deepEqual(b.feedReads, { quiet: 3, delta: 5 });
+
+      // A position inside the log (the create's own, its seq not 0) with a garden named, once the
+      // log is found quiet again: feedQuiet alone, and its answer is the one feedDelta gives (a,
+      // which has not read a delta yet, asks feedDelta).
+      await b.feedStart('quiet', await a.headPosition(), LOG);
+      assert.deepEqual(b.feedReads, { quiet: 3, delta: 6 });
+      const moss = after.log!.events[0]!.position;
+      assert.ok(!moss.endsWith('.0'), moss);
+      const home = { ...LOG, garden: full.gardens![0]! };
+      const quietOne = await b.feedStart('quiet', moss, home);
+      assert.deepEqual(b.feedReads, { quiet: 4, delta: 6 });
+      const fullOne = await a.feedStart('quiet', moss, home);
+      assert.deepEqual(a.feedReads, { quiet: 0, delta: 1 });
+      assert.deepEqual(shape(quietOne), shape(fullOne));
+      assert.equal(quietOne.log?.events.length, 0);
     } finally {
       await app.close();
       await close();

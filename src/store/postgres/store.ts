@@ -340,7 +340,8 @@ export class PgStore implements Store {
   /**
    * Whether the last delta found the log quiet since its position (nothing after it) and no event
    * has been written or notified here since: the next delta then asks feedQuiet first, which
-   * answers an empty delta for about half of PostgreSQL's time, and feedDelta only when it is not
+   * answers an empty delta in about half the statement time (pgbench: 60 against 108 µs a call; a
+   * third of PostgreSQL's CPU a request under load), and feedDelta only when it is not
    * quiet after all. Only a guess of which to ask first: every answer is what the statement it
    * ran read (another instance's write that nobody here heard of costs one feedQuiet more).
    */
