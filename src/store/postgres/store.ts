@@ -173,6 +173,10 @@ interface FeedLogJson {
   p: FeedPlantColumns;
 }
 
+/** The position the log is purged up to, from events_horizon's row (none: nothing purged). */
+const horizon = (xid: string | null, seq: number | null) =>
+  xid === null ? position('0', 0) : position(xid, seq!);
+
 /** How xid.seq `a` and `b` compare in the log (below 0: a first). */
 const byPosition = (ax: string, as: number, bx: string, bs: number) => compareDigits(ax, bx) || as - bs;
 
@@ -980,7 +984,7 @@ export class PgStore implements Store {
 
   async purgedUpTo(): Promise<string> {
     const row = (await this.q<{ xid: string; seq: number }>('purgedUpTo', [])).rows[0];
-    return row ? position(row.xid, row.seq) : position('0', 0);
+    return horizon(row?.xid ?? null, row?.seq ?? null);
   }
 
   async feedStart(user: string | null, since: string | null, log?: FeedStartLog): Promise<FeedStart> {
@@ -997,7 +1001,7 @@ export class PgStore implements Store {
     ).rows[0]!;
     return {
       head: position(row.head, 0),
-      purgedUpTo: row.purged_xid === null ? position('0', 0) : position(row.purged_xid, row.purged_seq!),
+      purgedUpTo: horizon(row.purged_xid, row.purged_seq),
       gardens: row.gardens,
       moved: row.moved ?? [],
     };
@@ -1023,7 +1027,7 @@ export class PgStore implements Store {
         const none = { x: null, s: null, t: null, o: null, g: null, i: null };
         return {
           head: position(q.xmin, 0),
-          purgedUpTo: q.purged_xid === null ? position('0', 0) : position(q.purged_xid, q.purged_seq!),
+          purgedUpTo: horizon(q.purged_xid, q.purged_seq),
           gardens: q.gardens,
           moved: [],
           log: feedLogRead(
@@ -1048,7 +1052,7 @@ export class PgStore implements Store {
     this.feedQuiet = read.quiet;
     return {
       head: position(read.xmin, 0),
-      purgedUpTo: read.purgedXid === null ? position('0', 0) : position(read.purgedXid, read.purgedSeq!),
+      purgedUpTo: horizon(read.purgedXid, read.purgedSeq),
       gardens: read.gardens,
       moved: read.moved,
       log: feedLogRead(read, log.limit, since),
