@@ -7,7 +7,8 @@ import { ENGINES, withPgDatabase } from '../helpers/engines.js';
 
 // A page with versions across several gardens (a first sync's, an export's) on PostgreSQL: the
 // merged statement answers what the plain query answers, for 1 to 40 gardens, with and without a
-// tag, and reads about the page, not `limit` rows of every garden.
+// tag, and reads about the page, not `limit` rows of every garden; in its generic plan too, where
+// a garden padded with null reads nothing.
 
 const skip = ENGINES.find((e) => e.name === 'postgres')?.skip ?? 'no postgres engine';
 
@@ -15,11 +16,14 @@ interface PlanNode {
   'Node Type': string;
   'Actual Rows': number;
   'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
-/** Rows the plan's scans of plants produced, in all. */
+/** Rows the plan's scans of plants read, in all: those they produced and those their filters dropped. */
 function scanned(node: PlanNode): number {
-  const own = /Scan/.test(node['Node Type']) ? node['Actual Rows'] * node['Actual Loops'] : 0;
+  const own = /Scan/.test(node['Node Type'])
+    ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
+    : 0;
   return own + (node.Plans ?? []).reduce((n, p) => n + scanned(p), 0);
 }
 
@@ -37,7 +41,9 @@ describe('postgres pages with versions across gardens', { skip }, () => {
           SELECT i, 'u', 'gdn_t' || floor(sqrt((i * 7919) % 22140) / 3.7)::int % 40,
             'Plant ' || i, CASE WHEN i % 3 = 0 THEN 'a' WHEN i % 5 = 0 THEN 'b' END, i * 3 + 1
           FROM generate_series(1, 60000) i`);
-        await db.query('ANALYZE plants');
+        // As autovacuum leaves a table: its visibility map set, so a walk of an index that holds
+        // every column it reads need not visit the table.
+        await db.query('VACUUM ANALYZE plants');
         const all = Array.from({ length: 40 }, (_, k) => `gdn_t${k}`);
         const sizes = (await db.query('SELECT garden, count(*)::int AS n FROM plants GROUP BY garden')).rows;
         assert.equal(sizes.length, 40, 'every garden holds plants');
@@ -74,20 +80,79 @@ describe('postgres pages with versions across gardens', { skip }, () => {
         }
         assert.equal(compared, 180);
 
-        // 20 gardens, a page of 1,000: the merged plan reads about 1,000 rows, not 20 × 1,001.
+        // 20 gardens, a page of 1,000: the merged plan reads about 1,000 ids along the gardens'
+        // index, then those 1,000 plants by id; not 20 × 1,001 rows, nor the primary key filtered.
         const gardens = all.slice(10, 30);
         const [name, values] = versionedGardensPage(gardens, null, 10_000, 1001);
         assert.equal(name, 'listMergedV32');
         const plan = (await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${PLANT_QUERIES[name]}`, values))
           .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
         const read = scanned(plan);
-        assert.ok(read <= 1001 + 32, `the merged page read ${read} rows`);
+        assert.ok(read <= 2 * 1001 + 32, `the merged page read ${read} rows`);
+        const [tagged, tv] = versionedGardensPage(gardens, 'a', 10_000, 1001);
+        const tagPlan = (await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${PLANT_QUERIES[tagged]}`, tv))
+          .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+        assert.ok(
+          scanned(tagPlan) <= 2 * 1001 + 32,
+          `the merged page of a tag read ${scanned(tagPlan)} rows`,
+        );
         const [lateral, lv] = ['listGardensV' as const, [gardens, 10_000, 1001]];
         const before = (await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${PLANT_QUERIES[lateral]}`, lv))
           .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
         assert.ok(
           scanned(before) > 5 * read,
           `the lateral form read ${scanned(before)} rows, the merged ${read}`,
+        );
+      } finally {
+        await db.end();
+        await store.close();
+      }
+    });
+  });
+
+  // The plan PostgreSQL keeps for a prepared statement after five custom ones knows neither the
+  // gardens nor the bound. With few gardens, each a large share of the store, and the table not yet
+  // vacuumed, it walks the primary key in id order and filters each branch by its garden; a branch
+  // padded with null then walked the whole table after the bound for nothing (a first sync of
+  // 100,000 plants in 20 gardens: 220 ms a page in place of 7). Its one-time filter skips it.
+  it('read nothing for a padded garden in the generic plan', { timeout: 60_000 }, async () => {
+    await withPgDatabase(async (url) => {
+      const store = new PgStore({ url, poolSize: 1 });
+      const db = new pg.Client({ connectionString: url });
+      try {
+        await store.migrate();
+        await db.connect();
+        await db.query(`INSERT INTO plants (id, owner, garden, name, tag, version)
+          SELECT i, 'u', 'gdn_q' || i % 4, 'Plant ' || i, NULL, 1 FROM generate_series(1, 60000) i`);
+        await db.query('ANALYZE plants');
+        const [name, values] = versionedGardensPage(['gdn_q0', 'gdn_q1', 'gdn_q2'], null, 10_000, 1001);
+        assert.equal(name, 'listMergedV4');
+        await db.query('SET plan_cache_mode = force_generic_plan');
+        await db.query(`PREPARE merged AS ${PLANT_QUERIES[name]}`);
+        const literal = (v: unknown) =>
+          Array.isArray(v) ? `'{${v.map((g) => g ?? 'NULL').join(',')}}'::text[]` : String(v);
+        const plan = (
+          await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE merged(${values.map(literal).join(', ')})`)
+        ).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+        const merge = (function find(n: PlanNode): PlanNode | undefined {
+          return n['Node Type'] === 'Merge Append' ? n : (n.Plans ?? []).map(find).find(Boolean);
+        })(plan);
+        assert.ok(merge?.Plans?.length === 4, 'a branch a garden');
+        const read = merge.Plans.map(scanned);
+        assert.equal(read[3], 0, `the padded branch read ${read[3]} rows`);
+        assert.ok(read.reduce((a, b) => a + b) <= 5 * 1001, `the page read ${read.join(' + ')} rows`);
+        const got = await store.listPlants({
+          gardens: ['gdn_q0', 'gdn_q1', 'gdn_q2'],
+          tag: null,
+          afterId: 10_000,
+          limit: 1000,
+          withVersion: true,
+        });
+        assert.deepEqual(
+          got.map((p) => Number(p.id)),
+          Array.from({ length: 1334 }, (_, k) => 10_001 + k)
+            .filter((i) => i % 4 !== 3)
+            .slice(0, 1000),
         );
       } finally {
         await db.end();
