@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { ENGINES, withPgDatabase } from '../helpers/engines.js';
 import { BIN, exitOf, restarts, serve } from './process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plantstore-runtime-'));
@@ -90,7 +91,7 @@ describe('bin/plantstore serve on this Node', () => {
     });
   }
 
-  it('by default the server keeps V8’s memory reducer and its pretenuring, caps the young generation and uses two malloc arenas', async () => {
+  it('by default the server keeps V8’s memory reducer and, on SQLite, its pretenuring, caps the young generation and uses two malloc arenas', async () => {
     const s = await serve(['--database', `sqlite:${join(dir, 'flag.db')}`]);
     try {
       const args = cmdline(s.child.pid!);
@@ -105,6 +106,33 @@ describe('bin/plantstore serve on this Node', () => {
     } finally {
       assert.equal(await s.stop(), 0);
     }
+  });
+
+  // On PostgreSQL V8's pretenuring is off unless asked for (bin/plantstore says why); the store is
+  // named by --database, --database= or DATABASE_URL.
+  const pgSkip = ENGINES.find((e) => e.name === 'postgres')?.skip;
+  it('on PostgreSQL serve turns V8’s pretenuring off; PLANTSTORE_PRETENURING=on keeps it', {
+    skip: (!execve && 'no execve') || pgSkip || false,
+  }, async () => {
+    await withPgDatabase(async (url) => {
+      for (const [args, env, off] of [
+        [['--database', url], {}, true],
+        [[], { DATABASE_URL: url }, true],
+        [[`--database=${url}`], { PLANTSTORE_PRETENURING: 'on' }, false],
+        [['--database', `sqlite:${join(dir, 'flag.db')}`], { DATABASE_URL: url }, false],
+      ] as const) {
+        const s = await serve([...args], env);
+        try {
+          assert.equal(
+            cmdline(s.child.pid!).includes('--no-allocation-site-pretenuring'),
+            off,
+            args.join(' '),
+          );
+        } finally {
+          assert.equal(await s.stop(), 0);
+        }
+      }
+    });
   });
 
   it('PLANTSTORE_MEMORY_SAVER=on turns V8’s memory saver mode on (Node 24 and newer)', {
