@@ -55,7 +55,8 @@ const acrossGardens = (cols: string, gardens: string, tag: string | null, after:
 // planner cannot make it a hash join over the whole table). The merge pulls ids from a branch only
 // as the page needs them, so a page reads about `limit` + n index entries and `limit` plants;
 // acrossGardens reads up to `limit` from each garden and sorts them all (20 gardens, a page of
-// 1,000: 20,020 rows read and heap-fetched for 1,001 kept, 15.7 against 0.9 ms on 1,000,000 plants).
+// 1,000: 20,020 rows read and heap-fetched for 1,001 kept: 15.7 ms on 1,000,000 plants, against
+// 0.9 for the merge when its branches read whole rows and 2.3-3.1 since they read ids; docs/sync.md).
 // A branch reads ids alone, which the index holds: asked for the version too, the planner weighed
 // the index's walk, a visit to the table for every row in no order, against the primary key's in
 // the table's own order filtering by garden, and with few gardens in the store, each a large share
