@@ -70,13 +70,13 @@ export const MERGED_SIZES = [2, 4, 8, 16, 32] as const;
 type MergedSize = (typeof MERGED_SIZES)[number];
 const mergedGardens = (n: number, tag: boolean) => {
   const [after, lim] = tag ? ['$3::bigint', '$4::bigint'] : ['$2::bigint', '$3::bigint'];
-  const branches = Array.from(
-    { length: n },
-    (_, i) => `(SELECT id FROM plants WHERE ($1::text[])[${i + 1}] IS NOT NULL
-      AND garden = ($1::text[])[${i + 1}]${tag ? ' AND tag = $2::text' : ''}
+  const branches = Array.from({ length: n }, (_, i) => {
+    const g = `($1::text[])[${i + 1}]`;
+    return `(SELECT id FROM plants WHERE ${g} IS NOT NULL
+      AND garden = ${g}${tag ? ' AND tag = $2::text' : ''}
       AND id > ${after}
-      ORDER BY id LIMIT ${lim})`,
-  );
+      ORDER BY id LIMIT ${lim})`;
+  });
   return `SELECT u.id, p.garden, p.name, p.tag, p.version FROM (SELECT * FROM (${branches.join(' UNION ALL ')}) u
     ORDER BY id LIMIT ${lim}) u CROSS JOIN LATERAL (SELECT garden, name, tag, version FROM plants
       WHERE plants.id = u.id LIMIT 1) p ORDER BY u.id`;
