@@ -91,8 +91,13 @@ const postgres: Engine = {
   database: createPgDatabase,
 };
 
-/** Two instances on one store of the engine (two PostgreSQL pools on one database; two SQLite stores, each with its writer, on one file). */
-export async function twoInstances(engine: string): Promise<{ stores: Store[]; close(): Promise<void> }> {
+/**
+ * Two instances on one store of the engine (two PostgreSQL pools on one database; two SQLite
+ * stores, each with its writer, on one file); `url` is the database's (PostgreSQL) or file's.
+ */
+export async function twoInstances(
+  engine: string,
+): Promise<{ stores: Store[]; url: string; close(): Promise<void> }> {
   if (engine === 'postgres') {
     const db = await createPgDatabase();
     const a = new PgStore({ url: db.url, poolSize: 4 });
@@ -100,6 +105,7 @@ export async function twoInstances(engine: string): Promise<{ stores: Store[]; c
     const b = new PgStore({ url: db.url, poolSize: 4 });
     return {
       stores: [a, b],
+      url: db.url,
       async close() {
         await a.close();
         await b.close();
@@ -115,6 +121,7 @@ export async function twoInstances(engine: string): Promise<{ stores: Store[]; c
   await b.migrate();
   return {
     stores: [a, b],
+    url: path,
     async close() {
       await a.close();
       await b.close();

@@ -258,20 +258,25 @@ const FEED_DELTA = `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS
     'gardens', m.gardens, 'moved', m.moved, ${FEED_JSON}, 'quiet', ${QUIET_SINCE}) AS read
   FROM h CROSS JOIN m LEFT JOIN events_horizon hz ON true`;
 
-// An empty delta's whole read when the log is quiet since $2.$3 (FEED_QUIET's `quiet`): no event
-// of the log, whatever its garden, after $2.$3, and $2.$3 not past the snapshot's head. Then
+// An empty delta's whole read when the log is quiet since its position: no event of the log,
+// whatever its garden, after the position, and the position not past the snapshot's head. Then
 // FEED_DELTA, in the same snapshot, finds nothing either: no joins or leaves (they are events),
-// no e (events after $2.$3), no c (events after the head, which is not before $2.$3), no p. What it
-// would answer besides (head, horizon, memberships) is all FEED_QUIET reads: one index probe for
-// the log's last event and the caller's memberships, where FEED_DELTA's plan, with its every read
-// skipped, still sets up some 60 nodes (about 45 µs of PostgreSQL's time a call: docs/sync.md).
-// When not quiet, the delta is read by FEED_DELTA (the store guesses which to ask first). The
-// memberships come as JSON: node-postgres' parser of a text[] walked it a character at a time, 9 %
+// no e (events after the position), no c (events after the head, which is not before the
+// position), no p. What it would answer besides (head, horizon, memberships) is all FEED_QUIET
+// reads, with the log's last event (QUIET_SINCE's test, made by the store with it): one index
+// probe for that event and one for each user's memberships, where FEED_DELTA's plan, with its
+// every read skipped, still sets up some 60 nodes (about 45 µs of PostgreSQL's time a call:
+// docs/sync.md). The users ($1, distinct) are those of the deltas that asked at the same time:
+// one statement answers them all (PgStore.quietProbes). The memberships come as one JSON
+// object, user → gardens: node-postgres' parser of a text[] walked it a character at a time, 9 %
 // of the service's CPU on an empty delta in 20 gardens; JSON.parse is native.
 const FEED_QUIET = `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
-  SELECT h.xmin::text AS xmin, hz.xid::text AS purged_xid, hz.seq AS purged_seq, ${QUIET_SINCE} AS quiet,
-    to_json(ARRAY(SELECT garden_id FROM garden_members WHERE user_id = $1 ORDER BY garden_id)) AS gardens
-  FROM h LEFT JOIN events_horizon hz ON true`;
+  SELECT h.xmin::text AS xmin, hz.xid::text AS purged_xid, hz.seq AS purged_seq,
+    last.xid::text AS last_xid, last.seq AS last_seq,
+    (SELECT json_object_agg(u.id, ARRAY(SELECT garden_id FROM garden_members WHERE user_id = u.id
+      ORDER BY garden_id)) FROM unnest($1::text[]) AS u(id)) AS gardens
+  FROM h LEFT JOIN events_horizon hz ON true
+    LEFT JOIN (SELECT xid, seq FROM events ORDER BY xid DESC, seq DESC LIMIT 1) last ON true`;
 
 export const EVENT_QUERIES = {
   feedDelta: FEED_DELTA,
