@@ -15,6 +15,9 @@
 // PLANTSTORE_TEST_STALL (default: the per-test bound and 2 minutes more), it prints the files and
 // tests still running, from a progress reporter's log, kills the run and exits non-zero. A run that
 // keeps making progress is never stopped for being slow; a hang is a failure with a name.
+// A test queued to run that never ended (its file's process exited first: node:test then reports
+// the tests it saw pass and exits 0, as --test-force-exit did on Node 24.21) fails the run too,
+// named from the same log.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,7 +36,7 @@ const isLong = (file: string) => file.endsWith('.long.test.ts');
 
 /** A line of scripts/test-progress.mjs's log. */
 interface ProgressLine {
-  event: 'run' | 'end';
+  event: 'queue' | 'run' | 'end';
   file?: string;
   name: string;
   line?: number;
@@ -42,12 +45,14 @@ interface ProgressLine {
 }
 
 /** The tests a progress log shows as begun and not ended, oldest first. */
+/** Which test a progress line is of: its file, line, depth and name. */
+const testKey = (l: ProgressLine) => `${l.file}\0${l.line}\0${l.nesting}\0${l.name}`;
+
 function stillRunning(lines: ProgressLine[]): ProgressLine[] {
   const open = new Map<string, ProgressLine>();
   for (const l of lines) {
-    const key = `${l.file}\0${l.line}\0${l.nesting}\0${l.name}`;
-    if (l.event === 'run') open.set(key, l);
-    else open.delete(key);
+    if (l.event === 'run') open.set(testKey(l), l);
+    else if (l.event === 'end') open.delete(testKey(l));
   }
   return [...open.values()].sort((a, b) => a.at - b.at);
 }
@@ -199,11 +204,26 @@ function fileTimes(lines: ProgressLine[]): [string, number][] {
   return [...span].map(([f, [a, b]]): [string, number] => [f, b - a]).sort((x, y) => y[1] - x[1]);
 }
 
+/** The tests queued to run that never ended (a test of the same key queued twice ends twice). */
+function neverEnded(lines: ProgressLine[]): ProgressLine[] {
+  const open = new Map<string, ProgressLine[]>();
+  for (const l of lines) {
+    if (l.event === 'run') continue;
+    const queued = open.get(testKey(l)) ?? [];
+    if (l.event === 'queue') queued.push(l);
+    else queued.shift();
+    open.set(testKey(l), queued);
+  }
+  return [...open.values()].flat();
+}
+
 const status = await new Promise<number>((done) =>
   run.on('exit', (code, signal) => done(code ?? (signal ? 1 : 0))),
 );
 clearInterval(watchdog);
-const times = fileTimes(readProgress());
+const progress = readProgress();
+const dropped = stalled ? [] : neverEnded(progress);
+const times = fileTimes(progress);
 const slowest = times.slice(0, 8);
 // PLANTSTORE_TEST_TIMES=FILE writes every file's time there, slowest first (docs/testing.md's tiers).
 if (process.env.PLANTSTORE_TEST_TIMES) {
@@ -222,4 +242,13 @@ if (skipped.length) {
 }
 if (stalled)
   console.error(`# FAILED: the run was stopped by the watchdog: no progress for ${seconds(stall)}`);
-process.exit(stalled ? 1 : status);
+if (dropped.length) {
+  console.error(
+    `# FAILED: ${dropped.length} tests were queued and never ended (their file's process exited first?):`,
+  );
+  for (const t of dropped.slice(0, 20)) {
+    const where = t.file ? `${relative(process.cwd(), t.file)}:${t.line ?? '?'}` : '?';
+    console.error(`#   ${'  '.repeat(t.nesting)}${t.name}  (${where})`);
+  }
+}
+process.exit(stalled || dropped.length ? 1 : status);
