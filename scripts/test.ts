@@ -44,10 +44,10 @@ interface ProgressLine {
   at: number;
 }
 
-/** The tests a progress log shows as begun and not ended, oldest first. */
 /** Which test a progress line is of: its file, line, depth and name. */
 const testKey = (l: ProgressLine) => `${l.file}\0${l.line}\0${l.nesting}\0${l.name}`;
 
+/** The tests a progress log shows as begun and not ended, oldest first. */
 function stillRunning(lines: ProgressLine[]): ProgressLine[] {
   const open = new Map<string, ProgressLine>();
   for (const l of lines) {
