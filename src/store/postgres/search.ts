@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { indexedWords } from '../../search-text.js';
-import type { PageQuery } from '../store.js';
+import type { PagePlant, PageQuery } from '../store.js';
+import { MERGED_SIZES } from './plant-queries.js';
 
 // Search on PostgreSQL (contract 2's `q`): each plant's folded words (search-text.ts) in the
 // tsvector column `search`, written by every create and rename in its own statement, under a GIN
@@ -35,6 +36,101 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
       ORDER BY p.id LIMIT $3`,
     values,
   };
+}
+
+/**
+ * The walk: a search page across 1 to 32 gardens as a prepared statement, whose generic plan
+ * PostgreSQL keeps (no parse or plan a call). Each garden's plants after the cursor are walked in
+ * id order along its page index, at most `budget` of them (walkBudget), keeping the matches; the
+ * gardens' walks are merged in id order (Merge Append, each pulled only as far as the page needs),
+ * as the list's merged pages are (plant-queries.ts), a garden padded with null reading nothing. A
+ * walk that reaches its budget before `limit` matches adds a marker row (`cut`) at its last plant:
+ * every match up to there is known, and the rest of the page is read from there by searchPage,
+ * which the planner plans for the terms (a rare term along the GIN index). So a term common in the
+ * caller's gardens costs one walk of about the page, and a rare one the walk's budget more than
+ * searchPage alone.
+ *
+ * The garden is asked as `= ANY (ARRAY[g])` and the walk ordered by (garden, id): asked as
+ * `= g`, the garden is a constant to the planner, the order is id alone, and the generic plan of a
+ * store of few gardens walked the primary key filtering by garden (for a small garden, the whole
+ * table); no index but the garden's gives (garden, id). And because the walk is an index scan,
+ * never a bitmap one, it marks the index entries of deleted plants dead as it meets them, which a
+ * bitmap scan never does: after 40,000 creates and deletes in a caller's 4 gardens of a
+ * 1,000,000-plant store (not vacuumed), searchPage's bitmap plan read every deleted row's heap tuple
+ * on every search (303 searches/s, 5.7 ms of the backends' CPU each); the walk, 855/s and 1.4 ms
+ * from the first search on (docs/benchmarks.md, "How cost grows with size").
+ */
+const walkBranch = (
+  slot: number,
+  tag: boolean,
+  p: { q: string; after: string; budget: string; limit: string },
+) => {
+  const g = `($1::text[])[${slot}]`;
+  return `(SELECT id, garden, name, tag, version, hit, n = ${p.budget} AS cut FROM (
+      SELECT id, garden, name, tag, version, search @@ ${p.q} AS hit, row_number() OVER (ORDER BY garden, id) AS n
+      FROM plants WHERE ${g} IS NOT NULL AND garden = ANY (ARRAY[${g}])${tag ? ' AND tag = $5::text' : ''} AND id > ${p.after}
+      ORDER BY garden, id LIMIT ${p.budget}) w
+    WHERE hit OR n = ${p.budget} ORDER BY id LIMIT ${p.limit})`;
+};
+const walkStatement = (n: number, tag: boolean) => {
+  // $1 the gardens, $2 the terms, $3 the cursor's id, $4 the budget, then the tag (with one), the limit.
+  const p = {
+    q: '$2::tsquery',
+    after: '$3::bigint',
+    budget: '$4::bigint',
+    limit: tag ? '$6::bigint' : '$5::bigint',
+  };
+  const branches = Array.from({ length: n }, (_, i) => walkBranch(i + 1, tag, p));
+  return `SELECT * FROM (${branches.join(' UNION ALL ')}) u ORDER BY id LIMIT ${p.limit}`;
+};
+type WalkSize = (typeof MERGED_SIZES)[number];
+export const SEARCH_QUERIES = Object.fromEntries(
+  MERGED_SIZES.flatMap((n) => [
+    [`searchWalk${n}`, walkStatement(n, false)],
+    [`searchWalkTag${n}`, walkStatement(n, true)],
+  ]),
+) as Record<`searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`, string>;
+
+/** Plants each garden's walk reads at most, for a page of `limit`: ten pages' worth, at least 200. */
+export const walkBudget = (limit: number): number => Math.max(200, 10 * limit);
+/** Pages longer than this (an export's) are read by searchPage alone: their walk would be long. */
+export const WALK_MAX_LIMIT = 200;
+
+/** The walk's statement and values for `q`, or null when searchPage answers alone. */
+export function searchWalk(
+  q: PageQuery & { terms: string[] },
+): [keyof typeof SEARCH_QUERIES, unknown[]] | null {
+  const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
+  if (gardens === null || gardens.length === 0 || q.limit > WALK_MAX_LIMIT) return null;
+  const n = MERGED_SIZES.find((size) => size >= gardens.length);
+  if (n === undefined) return null;
+  const padded = [...gardens, ...Array<null>(n - gardens.length).fill(null)];
+  const head = [padded, tsquery(q.terms), q.afterId, walkBudget(q.limit)];
+  return q.tag === null
+    ? [`searchWalk${n}`, [...head, q.limit]]
+    : [`searchWalkTag${n}`, [...head, q.tag, q.limit]];
+}
+
+export interface WalkRow extends PagePlant {
+  hit: boolean;
+  cut: boolean;
+}
+
+/**
+ * The page the walk's rows make: its matches up to the first marker, and where the rest of the
+ * page is to be read from (the marker's id), or null when the page is whole.
+ */
+export function walkPage(
+  rows: readonly WalkRow[],
+  limit: number,
+): { page: PagePlant[]; from: number | null } {
+  const page: PagePlant[] = [];
+  for (const r of rows) {
+    if (r.hit) page.push({ id: r.id, garden: r.garden, name: r.name, tag: r.tag, version: r.version });
+    if (page.length === limit) return { page, from: null };
+    if (r.cut) return { page, from: r.id };
+  }
+  return { page, from: null };
 }
 
 /** Fills `search` for the plants already stored (migration 12), a slice of ids at a time. */

@@ -91,7 +91,7 @@ import { EventNotices } from './notices.js';
 import { PLANT_QUERIES, versionedGardensPage } from './plant-queries.js';
 import { PgPlantReads } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
-import { searchPage } from './search.js';
+import { SEARCH_QUERIES, searchPage, searchWalk, type WalkRow, walkPage } from './search.js';
 import { PgTrash, TRASH_QUERIES } from './trash.js';
 
 /** A statement's span attributes: the engine and the statement's name (db.query.summary). */
@@ -292,6 +292,7 @@ const toToken = (r: TokenRow): TokenRecord => ({
 
 const Q = {
   ...PLANT_QUERIES,
+  ...SEARCH_QUERIES,
   ...GARDEN_QUERIES,
   ...TRASH_QUERIES,
   // Claims a new key, an expired one, or an abandoned claim of the same request, in one statement.
@@ -621,14 +622,36 @@ export class PgStore implements Store {
     return this.reads.list(q);
   }
 
-  // A page of search's matches (search.ts), planned for its terms on every call.
+  /** How many search pages the walk answered whole, and how many searchPage finished or answered. */
+  readonly searchReads = { walk: 0, planned: 0 };
+
+  // A page of search's matches (search.ts): the walk's prepared statement where it applies, then
+  // the statement planned for the terms from where a walk stopped, or for the whole page. On
+  // `client` (an export's transaction) both read one snapshot; on the pool each its own, the walk's
+  // rows up to its stop and the planned statement's after it, so no plant is shown twice.
   private async searchPlants(
     q: PageQuery & { terms: string[] },
     client: pg.Pool | pg.PoolClient = this.pool,
-  ) {
+  ): Promise<PagePlant[]> {
     if (q.gardens?.length === 0) return [];
+    const walk = searchWalk(q);
+    let page: PagePlant[] = [];
+    let from = q.afterId;
+    if (walk !== null) {
+      const done = walkPage((await this.q<WalkRow>(walk[0], walk[1], client)).rows, q.limit);
+      if (done.from === null) {
+        this.searchReads.walk++;
+        return done.page;
+      }
+      page = done.page;
+      from = done.from;
+    }
+    this.searchReads.planned++;
     try {
-      return (await client.query<PagePlant>(searchPage(q))).rows;
+      const rest = await client.query<PagePlant>(
+        searchPage({ ...q, afterId: from, limit: q.limit - page.length }),
+      );
+      return page.length === 0 ? rest.rows : page.concat(rest.rows);
     } catch (err) {
       throw this.translate(err);
     }

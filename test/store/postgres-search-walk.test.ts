@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import pg from 'pg';
+import { SEARCH_QUERIES, searchWalk } from '../../src/store/postgres/search.js';
+import { PgStore } from '../../src/store/postgres/store.js';
+import { ENGINES, withPgDatabase } from '../helpers/engines.js';
+
+// Search on PostgreSQL across a caller's gardens (search.ts): the walk's prepared statement answers
+// what one statement over every match answers, whether the walk fills the page or stops at its
+// budget and the planned statement finishes it; and the walk's generic plan walks the gardens'
+// index in order, never a bitmap scan, so that the index entries of deleted plants are marked dead
+// by the first search that meets them.
+
+const skip = ENGINES.find((e) => e.name === 'postgres')?.skip ?? 'no postgres engine';
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Plans?: PlanNode[];
+}
+const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+/** A statement's values as SQL literals, for EXPLAIN … EXECUTE name(…), which takes no parameters. */
+const literals = (values: unknown[]): string =>
+  values
+    .map((v) =>
+      Array.isArray(v)
+        ? `'{${v.map((x) => x ?? 'NULL').join(',')}}'::text[]`
+        : typeof v === 'string'
+          ? `'${v.replaceAll("'", "''")}'`
+          : String(v),
+    )
+    .join(', ');
+
+/** A migrated store on a database of its own with 12,000 plants in 6 gardens, and a client beside it. */
+const withPlants = (fn: (store: PgStore, db: pg.Client) => Promise<void>) =>
+  withPgDatabase(async (url) => {
+    const store = new PgStore({ url, poolSize: 2 });
+    const db = new pg.Client({ connectionString: url });
+    try {
+      await store.migrate();
+      await db.connect();
+      // Garden 0 holds half the plants, garden 1 three tenths, gardens 2-5 a twentieth each.
+      // Words: 'monstera' every 7th, 'delphinium' every 11th (both every 77th), 'zebrina' three
+      // plants deep in the store, 'fern' the rest; every third plant tagged 'a'; versions ≠ ids.
+      await db.query(`INSERT INTO plants (id, owner, garden, name, tag, version, search)
+          SELECT i, 'u', garden, name, CASE WHEN i % 3 = 0 THEN 'a' END, i * 5 + 2,
+            array_to_tsvector(string_to_array(lower(name), ' '))
+          FROM generate_series(1, 12000) i,
+            LATERAL (SELECT 'gdn_s' || CASE WHEN i % 10 < 5 THEN 0 WHEN i % 10 < 8 THEN 1 ELSE 2 + i % 4 END AS garden,
+              CASE WHEN i IN (9000, 11990, 11995) THEN 'Zebrina ' || i
+                   WHEN i % 77 = 0 THEN 'Monstera Delphinium ' || i
+                   WHEN i % 7 = 0 THEN 'Monstera ' || i
+                   WHEN i % 11 = 0 THEN 'Delphinium ' || i
+                   ELSE 'Fern ' || i END AS name) x`);
+      await db.query('VACUUM ANALYZE plants');
+      await fn(store, db);
+    } finally {
+      await db.end();
+      await store.close();
+    }
+  });
+
+const g = (...k: number[]) => k.map((i) => `gdn_s${i}`);
+
+describe('postgres search across gardens: the walk', { skip }, () => {
+  it('answers as one statement over every match does, walked whole or finished by the planned statement', {
+    timeout: 90_000,
+  }, async () => {
+    await withPlants(async (store, db) => {
+      const want = async (
+        gardens: string[],
+        terms: string[],
+        tag: string | null,
+        afterId: number,
+        limit: number,
+      ) =>
+        (
+          await db.query(
+            `SELECT id::int, garden, name, tag, version::int FROM plants
+               WHERE garden = ANY($1) AND search @@ $2::tsquery AND ($3::text IS NULL OR tag = $3) AND id > $4
+               ORDER BY id LIMIT $5`,
+            [gardens, terms.map((t) => `'${t}':*`).join(' & '), tag, afterId, limit],
+          )
+        ).rows;
+      const scopes = [
+        g(0),
+        g(0, 1),
+        g(2, 3, 4, 5),
+        g(0, 1, 2, 3, 4, 5),
+        [...g(0, 1, 2), ...g(...Array.from({ length: 37 }, (_, i) => i + 6))],
+      ];
+      let compared = 0;
+      for (const gardens of scopes)
+        for (const terms of [['mon'], ['mon', 'del'], ['zeb'], ['cactus'], ['fer']])
+          for (const tag of [null, 'a'])
+            for (const [afterId, limit] of [
+              [0, 1],
+              [0, 20],
+              [5_000, 20],
+              [8_999, 3],
+              [11_000, 200],
+              [0, 201],
+            ] as const) {
+              const got = await store.listPlants({ gardens, terms, tag, afterId, limit, withVersion: true });
+              assert.deepEqual(
+                got.map((p) => ({ ...p, id: Number(p.id), version: Number(p.version) })),
+                await want(gardens, terms, tag, afterId, limit),
+                `${gardens.length} gardens, ${terms.join(' ')}, tag ${tag}, after ${afterId}, limit ${limit}`,
+              );
+              compared++;
+            }
+      assert.equal(compared, 5 * 5 * 2 * 6);
+
+      // A term common in the gardens: the walk alone. A rare one in a garden larger than the
+      // budget: the walk stops at it and the planned statement finishes the page.
+      const q = { tag: null, afterId: 0, limit: 20, withVersion: true };
+      const before = { ...store.searchReads };
+      assert.equal((await store.listPlants({ ...q, gardens: g(0, 1), terms: ['mon'] })).length, 20);
+      assert.deepEqual(store.searchReads, { walk: before.walk + 1, planned: before.planned });
+      const rare = await store.listPlants({ ...q, gardens: g(0, 1), terms: ['zeb'] });
+      assert.deepEqual(
+        rare.map((p) => Number(p.id)),
+        [9000, 11990, 11995],
+      );
+      assert.deepEqual(store.searchReads, { walk: before.walk + 1, planned: before.planned + 1 });
+    });
+  });
+
+  it("walks the gardens' index in order in its generic plan, so a deleted plant is read once", {
+    timeout: 60_000,
+  }, async () => {
+    await withPlants(async (_store, db) => {
+      const walk = searchWalk({ gardens: g(0, 1, 2), terms: ['mon'], tag: null, afterId: 0, limit: 20 });
+      assert.ok(walk !== null);
+      const [name, values] = walk;
+      assert.equal(name, 'searchWalk4');
+      await db.query('SET plan_cache_mode = force_generic_plan');
+      await db.query(`PREPARE walk AS ${SEARCH_QUERIES[name]}`);
+      const explain = async () =>
+        (await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE walk(${literals(values)})`)).rows[0][
+          'QUERY PLAN'
+        ][0].Plan as PlanNode;
+      const plan = await explain();
+      const types = nodes(plan).map((n) => n['Node Type']);
+      assert.ok(!types.some((t) => t.startsWith('Bitmap')), `no bitmap scan: ${types.join(', ')}`);
+      assert.deepEqual(
+        nodes(plan)
+          .filter((n) => n['Node Type'] === 'Index Scan')
+          .map((n) => n['Index Name']),
+        ['plants_garden_page', 'plants_garden_page', 'plants_garden_page', 'plants_garden_page'],
+      );
+      const tagged = searchWalk({ gardens: g(0, 1), terms: ['mon'], tag: 'a', afterId: 0, limit: 20 });
+      assert.equal(tagged?.[0], 'searchWalkTag2');
+      await db.query(`PREPARE tagged AS ${SEARCH_QUERIES.searchWalkTag2}`);
+      const tagPlan = (await db.query(`EXPLAIN (FORMAT JSON) EXECUTE tagged(${literals(tagged![1])})`))
+        .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+      assert.ok(
+        !nodes(tagPlan).some((n) => n['Node Type'].startsWith('Bitmap')),
+        'no bitmap scan with a tag',
+      );
+      assert.deepEqual(
+        nodes(tagPlan)
+          .filter((n) => n['Node Type'] === 'Index Scan')
+          .map((n) => n['Index Name']),
+        ['plants_garden_tag_page', 'plants_garden_tag_page'],
+      );
+
+      // Delete the first 4,000 plants of garden 0 (no vacuum): the first walk reads their rows in
+      // the table and marks their index entries dead; the next one skips them.
+      await db.query(`DELETE FROM plants WHERE garden = 'gdn_s0' AND id <= 8000`);
+      const blocks = (p: PlanNode) => (p['Shared Hit Blocks'] ?? 0) + (p['Shared Read Blocks'] ?? 0);
+      const first = blocks(await explain());
+      const second = blocks(await explain());
+      assert.ok(second * 1.5 < first, `the second walk read ${second} blocks, the first ${first}`);
+    });
+  });
+});
