@@ -4,6 +4,7 @@ import pg from 'pg';
 import { SEARCH_QUERIES, searchWalk } from '../../src/store/postgres/search.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
+import { until } from '../helpers/wait.js';
 
 // Search on PostgreSQL across a caller's gardens (search.ts): the walk's prepared statement answers
 // what one statement over every match answers, whether the walk fills the page or stops at its
@@ -167,13 +168,21 @@ describe('postgres search across gardens: the walk', { skip }, () => {
         ['plants_garden_tag_page', 'plants_garden_tag_page'],
       );
 
-      // Delete the first 4,000 plants of garden 0 (no vacuum): the first walk reads their rows in
-      // the table and marks their index entries dead; the next one skips them.
+      // Delete the first 4,000 plants of garden 0 (no vacuum): a walk reads their rows in the
+      // table and marks their index entries dead, once no transaction of the database can still
+      // see them; the walks after it skip them. (A bitmap scan would read them on every walk.)
       await db.query(`DELETE FROM plants WHERE garden = 'gdn_s0' AND id <= 8000`);
       const blocks = (p: PlanNode) => (p['Shared Hit Blocks'] ?? 0) + (p['Shared Read Blocks'] ?? 0);
       const first = blocks(await explain());
-      const second = blocks(await explain());
-      assert.ok(second * 1.5 < first, `the second walk read ${second} blocks, the first ${first}`);
+      const later = await until(
+        'a walk that skips the deleted plants',
+        async () => {
+          const b = blocks(await explain());
+          return b * 1.5 < first && b;
+        },
+        30_000,
+      );
+      assert.ok(later * 1.5 < first, `a later walk read ${later} blocks, the first ${first}`);
     });
   });
 });

@@ -91,8 +91,13 @@ export const SEARCH_QUERIES = Object.fromEntries(
   ]),
 ) as Record<`searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`, string>;
 
-/** Plants each garden's walk reads at most, for a page of `limit`: ten pages' worth, at least 200. */
-export const walkBudget = (limit: number): number => Math.max(200, 10 * limit);
+/**
+ * Plants each garden's walk reads at most, for a page of `limit` across `gardens` gardens: ten
+ * pages' worth between them, at least 50 a garden. So a term no plant of the gardens has costs
+ * the walk about ten pages of plants (50 a garden past 20 gardens) before the planned statement.
+ */
+export const walkBudget = (limit: number, gardens: number): number =>
+  Math.max(50, Math.ceil((10 * limit) / gardens));
 /** Pages longer than this (an export's) are read by searchPage alone: their walk would be long. */
 export const WALK_MAX_LIMIT = 200;
 
@@ -105,7 +110,7 @@ export function searchWalk(
   const n = MERGED_SIZES.find((size) => size >= gardens.length);
   if (n === undefined) return null;
   const padded = [...gardens, ...Array<null>(n - gardens.length).fill(null)];
-  const head = [padded, tsquery(q.terms), q.afterId, walkBudget(q.limit)];
+  const head = [padded, tsquery(q.terms), q.afterId, walkBudget(q.limit, gardens.length)];
   return q.tag === null
     ? [`searchWalk${n}`, [...head, q.limit]]
     : [`searchWalkTag${n}`, [...head, q.tag, q.limit]];
