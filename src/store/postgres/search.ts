@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import { indexedWords } from '../../search-text.js';
 import type { PagePlant, PageQuery } from '../store.js';
-import { MERGED_SIZES } from './plant-queries.js';
 
 // Search on PostgreSQL (contract 2's `q`): each plant's folded words (search-text.ts) in the
 // tsvector column `search`, written by every create and rename in its own statement, under a GIN
@@ -39,26 +38,31 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
 }
 
 /**
- * The walk: a search page across 1 to 32 gardens as a prepared statement, whose generic plan
+ * The walk: a search page across 1 to 8 gardens as a prepared statement, whose generic plan
  * PostgreSQL keeps (no parse or plan a call). Each garden's plants after the cursor are walked in
- * id order along its page index, at most `budget` of them (walkBudget), keeping the matches; the
- * gardens' walks are merged in id order (Merge Append, each pulled only as far as the page needs),
- * as the list's merged pages are (plant-queries.ts), a garden padded with null reading nothing. A
- * walk that reaches its budget before `limit` matches adds a marker row (`cut`) at its last plant:
- * every match up to there is known, and the rest of the page is read from there by searchPage,
- * which the planner plans for the terms (a rare term along the GIN index). So a term common in the
- * caller's gardens costs one walk of about the page, and a rare one the walk's budget more than
+ * id order along its page index, at most `budget` of them (walkBudget), keeping the matches, and
+ * the gardens' matches merged in id order, a garden padded with null reading nothing. A walk that
+ * reaches its budget before `limit` matches adds a marker row (`cut`) at its last plant: every
+ * match up to there is known, and the rest of the page is read from there by searchPage, which the
+ * planner plans for the terms (a rare term along the GIN index). So a term common in the caller's
+ * gardens costs one walk of at most the budget in each garden, and a rare one that more than
  * searchPage alone.
  *
  * The garden is asked as `= ANY (ARRAY[g])` and the walk ordered by (garden, id): asked as
  * `= g`, the garden is a constant to the planner, the order is id alone, and the generic plan of a
  * store of few gardens walked the primary key filtering by garden (for a small garden, the whole
- * table); no index but the garden's gives (garden, id). And because the walk is an index scan,
- * never a bitmap one, it marks the index entries of deleted plants dead as it meets them, which a
- * bitmap scan never does: after 40,000 creates and deletes in a caller's 4 gardens of a
- * 1,000,000-plant store (not vacuumed), searchPage's bitmap plan read every deleted row's heap tuple
- * on every search (303 searches/s, 5.7 ms of the backends' CPU each); the walk, 855/s and 1.4 ms
- * from the first search on (docs/benchmarks.md, "How cost grows with size").
+ * table); no index but the garden's gives (garden, id). The price: the planner no longer knows a
+ * garden's walk is in id order, so it sorts each garden's matches and the merge reads every walk
+ * to its budget (about 200 plants in all for a page of 20). That is why the walk stops at 8
+ * gardens: on 1,000,000 plants a caller in 20 gardens cost PostgreSQL 1.2–1.8 ms a search walked
+ * this way, against 0.8–1.5 ms planned (`= g`, merged lazily, 0.64–0.86 ms, but not safe).
+ *
+ * Because the walk is an index scan, never a bitmap one, it marks the index entries of deleted
+ * plants dead as it meets them, which a bitmap scan never does: after 40,000 creates and deletes
+ * in a caller's 4 gardens of a 1,000,000-plant store (not vacuumed), searchPage's bitmap plan read
+ * every deleted row's heap tuple on every search (303 searches/s, 5.7 ms of the backends' CPU
+ * each); the walk, 855/s and 1.4 ms from the first search on (docs/benchmarks.md, "How cost grows
+ * with size").
  */
 const walkBranch = (
   slot: number,
@@ -83,9 +87,11 @@ const walkStatement = (n: number, tag: boolean) => {
   const branches = Array.from({ length: n }, (_, i) => walkBranch(i + 1, tag, p));
   return `SELECT * FROM (${branches.join(' UNION ALL ')}) u ORDER BY id LIMIT ${p.limit}`;
 };
-type WalkSize = (typeof MERGED_SIZES)[number];
+/** How many gardens each walk statement takes (padded with null), as the list's merged pages. */
+const WALK_SIZES = [2, 4, 8] as const;
+type WalkSize = (typeof WALK_SIZES)[number];
 export const SEARCH_QUERIES = Object.fromEntries(
-  MERGED_SIZES.flatMap((n) => [
+  WALK_SIZES.flatMap((n) => [
     [`searchWalk${n}`, walkStatement(n, false)],
     [`searchWalkTag${n}`, walkStatement(n, true)],
   ]),
@@ -94,7 +100,7 @@ export const SEARCH_QUERIES = Object.fromEntries(
 /**
  * Plants each garden's walk reads at most, for a page of `limit` across `gardens` gardens: ten
  * pages' worth between them, at least 50 a garden. So a term no plant of the gardens has costs
- * the walk about ten pages of plants (50 a garden past 20 gardens) before the planned statement.
+ * the walk about ten pages of plants (400 at most for a page of 20) before the planned statement.
  */
 export const walkBudget = (limit: number, gardens: number): number =>
   Math.max(50, Math.ceil((10 * limit) / gardens));
@@ -107,7 +113,7 @@ export function searchWalk(
 ): [keyof typeof SEARCH_QUERIES, unknown[]] | null {
   const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
   if (gardens === null || gardens.length === 0 || q.limit > WALK_MAX_LIMIT) return null;
-  const n = MERGED_SIZES.find((size) => size >= gardens.length);
+  const n = WALK_SIZES.find((size) => size >= gardens.length);
   if (n === undefined) return null;
   const padded = [...gardens, ...Array<null>(n - gardens.length).fill(null)];
   const head = [padded, tsquery(q.terms), q.afterId, walkBudget(q.limit, gardens.length)];
