@@ -201,7 +201,10 @@ describe('the web console in Chromium: trash, undo, history and activity', {
     const table = page.getByRole('table', { name: 'Deleted plants, newest deletion first' });
     const aloe = table.getByRole('row').filter({ hasText: 'Aloe' });
     await aloe.waitFor();
-    assert.equal(await aloe.getByRole('cell', { name: 'Greenhouse', exact: true }).count(), 1, 'its garden');
+    // The garden's cell shows its id until the gardens' list has come, then its name.
+    const gardenCell = aloe.getByRole('cell', { name: 'Greenhouse', exact: true });
+    await gardenCell.waitFor();
+    assert.equal(await gardenCell.count(), 1, 'its garden');
     assert.equal(await aloe.getByRole('cell', { name: u.user, exact: true }).count(), 1, 'who deleted it');
     assert.deepEqual(
       await table
