@@ -4,6 +4,7 @@ import pg from 'pg';
 import { PLANT_QUERIES, versionedGardensPage } from '../../src/store/postgres/plant-queries.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
+import { type PlanNode, planNodes, sqlLiterals } from '../helpers/pg-plans.js';
 
 // A page with versions across several gardens (a first sync's, an export's) on PostgreSQL: the
 // merged statement answers what the plain query answers, for 1 to 40 gardens, with and without a
@@ -12,18 +13,8 @@ import { ENGINES, withPgDatabase } from '../helpers/engines.js';
 
 const skip = ENGINES.find((e) => e.name === 'postgres')?.skip ?? 'no postgres engine';
 
-interface PlanNode {
-  'Node Type': string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
 /** The plan's scans of plants, wherever they stand in it. */
-const scans = (node: PlanNode): PlanNode[] => [
-  ...(/Scan/.test(node['Node Type']) ? [node] : []),
-  ...(node.Plans ?? []).flatMap(scans),
-];
+const scans = (node: PlanNode): PlanNode[] => planNodes(node).filter((n) => /Scan/.test(n['Node Type']));
 /** Rows the plan's scans of plants read, in all: those they produced and those their filters dropped. */
 const scanned = (node: PlanNode): number =>
   scans(node).reduce(
@@ -130,9 +121,7 @@ describe('postgres pages with versions across gardens', { skip }, () => {
       assert.equal(name, 'listMergedV4');
       await db.query('SET plan_cache_mode = force_generic_plan');
       await db.query(`PREPARE merged AS ${PLANT_QUERIES[name]}`);
-      const literal = (v: unknown) =>
-        Array.isArray(v) ? `'{${v.map((g) => g ?? 'NULL').join(',')}}'::text[]` : String(v);
-      const plan = await explain(db, `EXECUTE merged(${values.map(literal).join(', ')})`);
+      const plan = await explain(db, `EXECUTE merged(${sqlLiterals(values)})`);
       const merge = (function find(n: PlanNode): PlanNode | undefined {
         return n['Node Type'] === 'Merge Append' ? n : (n.Plans ?? []).map(find).find(Boolean);
       })(plan);

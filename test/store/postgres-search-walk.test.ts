@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { SEARCH_QUERIES, searchWalk } from '../../src/store/postgres/search.js';
+import { SEARCH_QUERIES, searchWalk, tsquery } from '../../src/store/postgres/search.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
+import { type PlanNode, planNodes, sqlLiterals } from '../helpers/pg-plans.js';
 import { until } from '../helpers/wait.js';
 
 // Search on PostgreSQL across a caller's gardens (search.ts): the walk's prepared statement answers
@@ -13,26 +14,6 @@ import { until } from '../helpers/wait.js';
 // by the first search that meets them.
 
 const skip = ENGINES.find((e) => e.name === 'postgres')?.skip ?? 'no postgres engine';
-
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-}
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
-/** A statement's values as SQL literals, for EXPLAIN … EXECUTE name(…), which takes no parameters. */
-const literals = (values: unknown[]): string =>
-  values
-    .map((v) =>
-      Array.isArray(v)
-        ? `'{${v.map((x) => x ?? 'NULL').join(',')}}'::text[]`
-        : typeof v === 'string'
-          ? `'${v.replaceAll("'", "''")}'`
-          : String(v),
-    )
-    .join(', ');
 
 /** A migrated store on a database of its own with 12,000 plants in 6 gardens, and a client beside it. */
 const withPlants = (fn: (store: PgStore, db: pg.Client) => Promise<void>) =>
@@ -82,7 +63,7 @@ describe('postgres search across gardens: the walk', { skip }, () => {
             `SELECT id::int, garden, name, tag, version::int FROM plants
                WHERE garden = ANY($1) AND search @@ $2::tsquery AND ($3::text IS NULL OR tag = $3) AND id > $4
                ORDER BY id LIMIT $5`,
-            [gardens, terms.map((t) => `'${t}':*`).join(' & '), tag, afterId, limit],
+            [gardens, tsquery(terms), tag, afterId, limit],
           )
         ).rows;
       const scopes = [
@@ -152,14 +133,13 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       await db.query('SET plan_cache_mode = force_generic_plan');
       await db.query(`PREPARE walk AS ${SEARCH_QUERIES[name]}`);
       const explain = async () =>
-        (await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE walk(${literals(values)})`)).rows[0][
-          'QUERY PLAN'
-        ][0].Plan as PlanNode;
+        (await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE walk(${sqlLiterals(values)})`))
+          .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
       const plan = await explain();
-      const types = nodes(plan).map((n) => n['Node Type']);
+      const types = planNodes(plan).map((n) => n['Node Type']);
       assert.ok(!types.some((t) => t.startsWith('Bitmap')), `no bitmap scan: ${types.join(', ')}`);
       assert.deepEqual(
-        nodes(plan)
+        planNodes(plan)
           .filter((n) => n['Node Type'] === 'Index Scan')
           .map((n) => n['Index Name']),
         ['plants_garden_page', 'plants_garden_page', 'plants_garden_page', 'plants_garden_page'],
@@ -167,14 +147,14 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       const tagged = searchWalk({ gardens: g(0, 1), terms: ['mon'], tag: 'a', afterId: 0, limit: 20 });
       assert.equal(tagged?.[0], 'searchWalkTag2');
       await db.query(`PREPARE tagged AS ${SEARCH_QUERIES.searchWalkTag2}`);
-      const tagPlan = (await db.query(`EXPLAIN (FORMAT JSON) EXECUTE tagged(${literals(tagged![1])})`))
+      const tagPlan = (await db.query(`EXPLAIN (FORMAT JSON) EXECUTE tagged(${sqlLiterals(tagged![1])})`))
         .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
       assert.ok(
-        !nodes(tagPlan).some((n) => n['Node Type'].startsWith('Bitmap')),
+        !planNodes(tagPlan).some((n) => n['Node Type'].startsWith('Bitmap')),
         'no bitmap scan with a tag',
       );
       assert.deepEqual(
-        nodes(tagPlan)
+        planNodes(tagPlan)
           .filter((n) => n['Node Type'] === 'Index Scan')
           .map((n) => n['Index Name']),
         ['plants_garden_tag_page', 'plants_garden_tag_page'],
