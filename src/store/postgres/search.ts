@@ -102,10 +102,10 @@ export const SEARCH_QUERIES = Object.fromEntries(
  * pages' worth between them, at least 50 a garden. So a term no plant of the gardens has costs
  * the walk about ten pages of plants (400 at most for a page of 20) before the planned statement.
  */
-export const walkBudget = (limit: number, gardens: number): number =>
+const walkBudget = (limit: number, gardens: number): number =>
   Math.max(50, Math.ceil((10 * limit) / gardens));
 /** Pages longer than this (an export's) are read by searchPage alone: their walk would be long. */
-export const WALK_MAX_LIMIT = 200;
+const WALK_MAX_LIMIT = 200;
 
 /** The walk's statement and values for `q`, or null when searchPage answers alone. */
 export function searchWalk(
