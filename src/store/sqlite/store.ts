@@ -57,6 +57,7 @@ import { GardenIdLists } from './garden-ids.js';
 import { type GardenRow, toGarden } from './gardens.js';
 import { LocalMarks } from './local-marks.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { planStatementsOnce } from './plan-once.js';
 import { inReadTransaction, SqlitePlantReads } from './plant-reads.js';
 import { SearchMerger } from './search-merge.js';
 import { SqliteTrashReads } from './trash.js';
@@ -446,6 +447,7 @@ export class SqliteStore implements Store {
     let db: Database.Database;
     try {
       db = new Database(this.path, { readonly: true, fileMustExist: true });
+      planStatementsOnce(db);
       db.pragma('busy_timeout = 5000');
     } catch (err) {
       throw this.translate(err);

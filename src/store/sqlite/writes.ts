@@ -21,6 +21,7 @@ import {
 } from '../store.js';
 import { SqliteEvents } from './events.js';
 import { SqliteGardenWrites } from './gardens.js';
+import { planStatementsOnce } from './plan-once.js';
 import { SqlitePlantWrites, type WrittenBatch } from './plant-writes.js';
 import { createPrivate } from './private-file.js';
 import {
@@ -41,6 +42,8 @@ export function openConnection(path: string, durability: 'full' | 'normal'): Dat
     createPrivate(path);
   }
   const db = new Database(path);
+  // Every statement of this connection is planned once, not again on every call.
+  planStatementsOnce(db);
   try {
     // First, so that the pragmas after it wait for a lock (another connection migrating) too.
     db.pragma('busy_timeout = 5000');

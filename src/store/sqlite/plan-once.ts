@@ -1,0 +1,79 @@
+/**
+ * Statements planned once. SQLite (3.54, the one better-sqlite3 13 builds) plans some statements
+ * with the values bound to their parameters, and marks such a statement to be prepared again
+ * whenever a new value is bound to one of those parameters: a `LIMIT ?`, and a `?` the planner
+ * compared with a partial index's condition (`garden = ?` on `plants`, whose tag indexes are
+ * partial, is one). better-sqlite3 binds every value on every run, so those statements were
+ * parsed and planned again on every call: 17 of the 31 µs of one garden's page statement, and
+ * half of what an FTS5 search statement cost (docs/benchmarks.md, "Statements planned once").
+ *
+ * A parameter under a unary plus (`+?`, `+@name`) is an expression the planner does not look
+ * into, and evaluates to the same value with the same affinity rules (an operand without affinity,
+ * as a bare parameter is): the statement is planned once, as if its values were unknown, which is
+ * how every statement here was written to be planned (its indexes named by its shape, never by a
+ * value). A partial index whose condition names a value (`WHERE state = 'pending'`) is still used
+ * where the statement writes that value as a literal, as every statement here does.
+ */
+
+import type Database from 'better-sqlite3';
+
+/** Makes every statement `db` prepares from now on planned once (planOnce). */
+export function planStatementsOnce(db: Database.Database): void {
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((sql: string) => prepare(planOnce(sql))) as typeof db.prepare;
+}
+
+/** `sql` with every parameter (`?`, `?NNN`, `@name`, `:name`, `$name`) behind a unary plus. */
+export function planOnce(sql: string): string {
+  let out = '';
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    // Quoted strings and identifiers ('' and "" escape their quote), and comments, unchanged.
+    if (c === "'" || c === '"' || c === '`') {
+      let j = i + 1;
+      for (;;) {
+        const k = sql.indexOf(c, j);
+        if (k < 0) {
+          j = sql.length;
+          break;
+        }
+        if (sql[k + 1] === c) j = k + 2;
+        else {
+          j = k + 1;
+          break;
+        }
+      }
+      out += sql.slice(i, j);
+      i = j;
+    } else if (c === '-' && sql[i + 1] === '-') {
+      const k = sql.indexOf('\n', i);
+      const j = k < 0 ? sql.length : k;
+      out += sql.slice(i, j);
+      i = j;
+    } else if (c === '/' && sql[i + 1] === '*') {
+      const k = sql.indexOf('*/', i + 2);
+      const j = k < 0 ? sql.length : k + 2;
+      out += sql.slice(i, j);
+      i = j;
+    } else if (isParameterStart(sql, i)) {
+      let j = i + 1;
+      while (j < sql.length && /[\w]/u.test(sql[j]!)) j++;
+      out += `+${sql.slice(i, j)}`;
+      i = j;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** Whether a parameter begins at `i`: `?`, or `@`, `:` or `$` before a name. */
+function isParameterStart(sql: string, i: number): boolean {
+  const c = sql[i];
+  if (c === '?') return true;
+  if (c !== '@' && c !== ':' && c !== '$') return false;
+  const next = sql[i + 1];
+  return next !== undefined && /[A-Za-z_]/u.test(next);
+}
