@@ -32,7 +32,7 @@ describe('planOnce', () => {
       'UPDATE t SET a = +@a, b = +:b WHERE c = +$c AND d IN (SELECT value FROM json_each(+@d))',
     );
     // Strings, quoted names and comments keep their question marks and colons.
-    const untouched = `SELECT '?', 'it''s @a ?', "col?" FROM t -- why ?\n/* :b ? */ WHERE x = 'a:b'`;
+    const untouched = `SELECT '?', 'it''s @a ?', "col?", [c?], \`d?\` FROM t -- why ?\n/* :b ? */ WHERE x = 'a:b'`;
     assert.equal(planOnce(untouched), untouched);
     assert.equal(planOnce(`${untouched} AND y = ?`), `${untouched} AND y = +?`);
     // No parameter: the same text; an arithmetic plus stays beside the one added.

@@ -4,8 +4,8 @@
  * whenever a new value is bound to one of those parameters: a `LIMIT ?`, and a `?` the planner
  * compared with a partial index's condition (`garden = ?` on `plants`, whose tag indexes are
  * partial, is one). better-sqlite3 binds every value on every run, so those statements were
- * parsed and planned again on every call: 17 of the 31 µs of one garden's page statement, and
- * half of what an FTS5 search statement cost (docs/benchmarks.md, "Statements planned once").
+ * parsed and planned again on every call: about 23 of the 35 µs of one garden's page statement
+ * (docs/benchmarks.md, "Where one request's CPU goes").
  *
  * A parameter under a unary plus (`+?`, `+@name`) is an expression the planner does not look
  * into, and evaluates to the same value with the same affinity rules (an operand without affinity,
@@ -29,7 +29,7 @@ export function planOnce(sql: string): string {
   let i = 0;
   while (i < sql.length) {
     const c = sql[i]!;
-    // Quoted strings and identifiers ('' and "" escape their quote), and comments, unchanged.
+    // Quoted strings and names ('' and "" escape their quote), and comments, unchanged.
     if (c === "'" || c === '"' || c === '`') {
       let j = i + 1;
       for (;;) {
@@ -44,6 +44,12 @@ export function planOnce(sql: string): string {
           break;
         }
       }
+      out += sql.slice(i, j);
+      i = j;
+    } else if (c === '[') {
+      // A name quoted the way SQL Server does, which SQLite takes too.
+      const k = sql.indexOf(']', i + 1);
+      const j = k < 0 ? sql.length : k + 1;
       out += sql.slice(i, j);
       i = j;
     } else if (c === '-' && sql[i + 1] === '-') {
