@@ -122,9 +122,7 @@ describe('postgres pages with versions across gardens', { skip }, () => {
       await db.query('SET plan_cache_mode = force_generic_plan');
       await db.query(`PREPARE merged AS ${PLANT_QUERIES[name]}`);
       const plan = await explain(db, `EXECUTE merged(${sqlLiterals(values)})`);
-      const merge = (function find(n: PlanNode): PlanNode | undefined {
-        return n['Node Type'] === 'Merge Append' ? n : (n.Plans ?? []).map(find).find(Boolean);
-      })(plan);
+      const merge = planNodes(plan).find((n) => n['Node Type'] === 'Merge Append');
       assert.ok(merge?.Plans?.length === 4, 'a branch a garden');
       const read = merge.Plans.map(scanned);
       assert.equal(read[3], 0, `the padded branch read ${read[3]} rows`);
