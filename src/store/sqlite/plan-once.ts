@@ -64,7 +64,7 @@ export function planOnce(sql: string): string {
       i = j;
     } else if (isParameterStart(sql, i)) {
       let j = i + 1;
-      while (j < sql.length && /[\w]/u.test(sql[j]!)) j++;
+      while (j < sql.length && /\w/.test(sql[j]!)) j++;
       out += `+${sql.slice(i, j)}`;
       i = j;
     } else {
