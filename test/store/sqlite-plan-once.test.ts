@@ -2,12 +2,12 @@
 // the store prepares is behind a unary plus, so SQLite does not prepare it again each time a value
 // is bound; and each such statement is planned as the same statement with bare parameters is.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { planOnce } from '../../src/store/sqlite/plan-once.js';
+import { EXTENSION_FILE, planOnce, planStatementsOnce } from '../../src/store/sqlite/plan-once.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 
 /** The parameters of `sql` outside strings and comments, and whether each is behind a plus. */
@@ -169,6 +169,78 @@ describe('the SQLite store', { timeout: 60_000 }, () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+// The extension (src/store/sqlite/stable-plans.c) turns on SQLite's planner stability guarantee,
+// which FTS5's own statements need (plan-once.ts says why). `npm run build` makes it with the
+// machine's C compiler; a machine without one runs without it, and this test says so, but not in
+// CI, where the build fails first without a compiler.
+const built = existsSync(EXTENSION_FILE);
+describe('the SQLite store’s extension', {
+  timeout: 60_000,
+  skip:
+    built || process.env.CI === 'true'
+      ? false
+      : `not built (${EXTENSION_FILE}): no C compiler at npm run build`,
+}, () => {
+  it('is loaded by every connection the store opens: the reader and writer (openConnection, which the writer thread calls too) and the export’s', async () => {
+    assert.ok(built, `${EXTENSION_FILE} was built`);
+    const dir = mkdtempSync(join(tmpdir(), 'plantstore-stable-plans-'));
+    const connections = new Set<Database.Database>();
+    const prepare = Database.prototype.prepare;
+    Database.prototype.prepare = function (this: Database.Database, sql: string) {
+      connections.add(this);
+      return prepare.call(this, sql);
+    } as typeof prepare;
+    const store = new SqliteStore({ path: join(dir, 'plants.db'), durability: 'normal', writer: 'inline' });
+    try {
+      await store.migrate();
+      const home = await store.homeGarden('ann', { id: 'gdn_home', name: 'Home', at: new Date() });
+      assert.ok(
+        'ok' in
+          (await store.createPlant({ id: null, owner: 'ann', garden: home.id, name: 'Monstera', tag: null })),
+      );
+      const found = await store.listPlants({
+        gardens: [home.id],
+        tag: null,
+        afterId: 0,
+        limit: 20,
+        terms: ['mon'],
+      });
+      assert.equal(found.length, 1);
+      const serving = connections.size;
+      assert.ok(serving >= 1);
+      const stable = (db: Database.Database) => prepare.call(db, 'SELECT plantstore_qpsg()').pluck().get();
+      let exported = 0;
+      for await (const page of store.exportPlants({ gardens: null, tag: null })) {
+        exported += page.length;
+        // While the export reads: its own connection is open beside the store's.
+        const open = [...connections].filter((db) => db.open);
+        assert.ok(open.length > serving, `connections open during the export: ${open.length}`);
+        for (const db of open) assert.equal(stable(db), 1, db.name);
+      }
+      assert.equal(exported, 1);
+    } finally {
+      Database.prototype.prepare = prepare;
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('turns the guarantee on for its own connection only, and SQL cannot load it', () => {
+    const plain = new Database(':memory:');
+    const stable = new Database(':memory:');
+    try {
+      assert.equal(planStatementsOnce(stable), true);
+      assert.equal(stable.prepare('SELECT plantstore_qpsg()').pluck().get(), 1);
+      assert.throws(() => plain.prepare('SELECT plantstore_qpsg()'), /no such function/);
+      // better-sqlite3 leaves SQL's load_extension() off: only the store's code loads extensions.
+      assert.throws(() => plain.prepare('SELECT load_extension(?)').get(EXTENSION_FILE), /not authorized/);
+    } finally {
+      plain.close();
+      stable.close();
     }
   });
 });

@@ -13,14 +13,48 @@
  * how every statement here was written to be planned (its indexes named by its shape, never by a
  * value). A partial index whose condition names a value (`WHERE state = 'pending'`) is still used
  * where the statement writes that value as a literal, as every statement here does.
+ *
+ * FTS5 prepares statements of its own, which no SQL of ours reaches; the one it looks a term up in
+ * each segment with is prepared again whenever the segment number bound is 0 or 1 or was, so on
+ * every search while the index has a segment 1. The extension in stable-plans.c turns on SQLite's
+ * planner stability guarantee (SQLITE_DBCONFIG_ENABLE_QPSG) for the connection, which ends that:
+ * better-sqlite3 has no API for the setting, and an extension it loads is handed the connection.
  */
 
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 
-/** Makes every statement `db` prepares from now on planned once (planOnce). */
-export function planStatementsOnce(db: Database.Database): void {
+/**
+ * The SQLite extension that turns on the planner's stability guarantee (stable-plans.c, built by
+ * `npm run build` into dist/ beside this module's compiled form; the same file when this module
+ * runs from src/).
+ */
+export const EXTENSION_FILE = join(
+  import.meta.dirname,
+  '../../..',
+  'dist/store/sqlite',
+  // SQLite finds the extension's entry point (sqlite3_plantstore_init) from the file's name.
+  `plantstore.${process.platform === 'darwin' ? 'dylib' : 'so'}`,
+);
+const EXTENSION = existsSync(EXTENSION_FILE) ? EXTENSION_FILE : null;
+
+/**
+ * Makes every statement `db` prepares from now on planned once (planOnce), and the statements
+ * SQLite's own extensions prepare (FTS5's) too, with the extension when it was built; answers
+ * whether it was (without it the service works the same, searches a little dearer).
+ */
+export function planStatementsOnce(db: Database.Database): boolean {
   const prepare = db.prepare.bind(db);
   db.prepare = ((sql: string) => prepare(planOnce(sql))) as typeof db.prepare;
+  if (EXTENSION === null) return false;
+  try {
+    db.loadExtension(EXTENSION);
+    return true;
+  } catch {
+    // Built for another machine (a dist/ copied across platforms): the store runs without it.
+    return false;
+  }
 }
 
 /** `sql` with every parameter (`?`, `?NNN`, `@name`, `:name`, `$name`) behind a unary plus. */
