@@ -392,6 +392,12 @@ export class EventStreams {
   // The stream reads the log on its own, after its position and of the gardens it may see now,
   // until it has reached the feed; then it joins it, with no gap and no event twice (the feed
   // hands it only what comes after where it stands).
+  //
+  // Its memberships are read again after the events, as the feed reads them (feed.ts): the
+  // events' snapshot is later than the first read of them, so a garden joined in between (on
+  // this instance or another: a home garden made by the reader's first create elsewhere) may
+  // have events in it that the read left out; then the same stretch is read again with the
+  // gardens as they are now. And an event of a garden the reader has left by then is not shown.
   private read(s: Stream): void {
     if (s.reading || s.closed || s.live) return;
     if (s.res.writableNeedDrain) {
@@ -399,15 +405,30 @@ export class EventStreams {
       return;
     }
     s.reading = true;
+    let asked: string[] | null = null;
     s.visible()
       .then((gardens) => {
+        asked = gardens;
         s.feedUser = gardens === null ? null : s.user;
         return this.store.readEvents({ after: s.position, gardens, limit: BATCH });
       })
-      .then(({ events, position }) => {
+      .then(async (read) => ({ read, now: asked === null ? null : await s.visible() }))
+      .then(({ read: { events, position }, now }) => {
         s.reading = false;
         if (s.closed) return;
+        const visible = now === null ? null : new Set(now);
+        if (now !== null && asked !== null) {
+          const before = new Set<string>(asked);
+          if (now.some((g) => !before.has(g))) {
+            this.read(s);
+            return;
+          }
+        }
         for (const e of events) {
+          if (visible !== null && !visible.has(e.garden)) {
+            s.position = e.position;
+            continue;
+          }
           const flowing = this.send(s, sseMessage(e));
           s.position = e.position;
           if (s.closed) return;

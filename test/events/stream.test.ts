@@ -338,6 +338,70 @@ for (const engine of ENGINES) {
       await Promise.all([guest.served, keeper.served]);
     });
 
+    // A stream's first read of the log asks the reader's gardens, then reads their events in a
+    // later snapshot. A garden joined in between (another instance made the reader's home garden at
+    // its first create there, and the plant in it) has its event in that snapshot: the stream must
+    // show it, not pass over it. One left in between, with an event after the leaving, must not be.
+    /** A stream of `user` whose first ask of its gardens answers them as they were before `change`. */
+    const racing = (streams: EventStreams, user: string, head: string, change: () => Promise<void>) => {
+      let first = true;
+      const reader = new Reader();
+      const served = streams.serve(reader as unknown as ServerResponse, {
+        user,
+        visible: async () => {
+          const gardens = (await store.memberships(user)).map((m) => m.garden);
+          if (first) {
+            first = false;
+            await change();
+          }
+          return gardens;
+        },
+        authorized: async () => true,
+        position: head,
+        slot: streams.reserve(user)!,
+      });
+      const plants = () =>
+        [...reader.text.matchAll(/^data: (.+)$/gm)].map((m) => String(JSON.parse(m[1]!).data.id));
+      return { served, plants };
+    };
+    const made = async (g: string, name: string) => {
+      const r = await create(g, name);
+      assert.ok('ok' in r);
+      return String(r.ok.id);
+    };
+
+    it('a garden joined while a stream first reads the log: the event it was joined for is shown', async () => {
+      const streams = new EventStreams(store, { pollMs: 50 });
+      let joined = '';
+      const s = racing(streams, 'joiner', await store.headPosition(), async () => {
+        await store.createGarden({ id: 'gdn_joined', name: 'joined', owner: 'joiner', at: new Date() });
+        joined = await made('gdn_joined', 'in the garden joined');
+      });
+      await until('the stream to show the plant of the garden joined', () => s.plants().includes(joined));
+      streams.closeAll();
+      await s.served;
+    });
+
+    it('a garden left while a stream first reads the log: an event after the leaving is not shown', async () => {
+      await garden('gdn_left', 'keeper2');
+      await garden('gdn_own', 'leaver');
+      assert.ok('ok' in (await store.putMember('gdn_left', 'keeper2', 'leaver', 'viewer', new Date())));
+      const streams = new EventStreams(store, { pollMs: 50 });
+      let after = '';
+      const s = racing(streams, 'leaver', await store.headPosition(), async () => {
+        assert.ok('ok' in (await store.removeMember('gdn_left', 'keeper2', 'leaver')));
+        after = await made('gdn_left', 'after leaving');
+      });
+      // A later event of the reader's own: once it is shown, everything before it was read.
+      await until('the stream to have read its first stretch', () => after !== '');
+      const marker = await made('gdn_own', 'marker');
+      streams.nudge();
+      await until('the stream to show the marker', () => s.plants().includes(marker));
+      assert.deepEqual(s.plants(), [marker], 'only the marker: not the plant made after leaving');
+      streams.closeAll();
+      await s.served;
+    });
+
     it('built-in tokens are asked about in statements of their own: a revoked one ends its streams, a valid one counts as used', async () => {
       await garden('gdn_tokens', 'token-user');
       const used = new Set<string>();
