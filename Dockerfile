@@ -1,13 +1,14 @@
 # The image users run (CONTRACT.md 14.2; docs/container.md says how to build and run it).
 #   podman build --format docker -t plantstore .    (docker build -t plantstore .)
-# BASE names another Node 24 image (a mirror's copy, a pinned digest); it needs /bin/sh and npm.
+# BASE names another Node 24 image (a mirror's copy, a pinned digest); it needs /bin/sh, npm and
+# apt-get (Debian bookworm or later: the extension stage installs gcc from it).
 ARG BASE=node:24-bookworm-slim
 
 # Every dependency, as the lockfile says. Install scripts are skipped: better-sqlite3 ships
-# prebuilt binaries for every platform and has none, so nothing is compiled, here or anywhere, and
-# no stage has a compiler; the one the build would otherwise run is the `node` devDependency's
-# download of the project's Node 24 for `npm test`, and here the image's own Node runs everything,
-# so that package's dangling bin link goes too.
+# prebuilt binaries for every platform and has none; the one the build would otherwise run is the
+# `node` devDependency's download of the project's Node 24 for `npm test`, and here the image's
+# own Node runs everything, so that package's dangling bin link goes too. The one file compiled is
+# the store's SQLite extension, in a stage of its own below; no compiler reaches the image.
 FROM ${BASE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -21,10 +22,22 @@ RUN --mount=type=secret,id=npmrc,target=/root/.npmrc \
     && npm ci --ignore-scripts --no-audit --no-fund --loglevel=warn \
     && rm -f node_modules/.bin/node
 
-# dist/: the compiled service, the client and the console.
+# dist/: the compiled service, the client and the console. This stage has no C compiler, so the
+# build leaves the SQLite extension out (it says so); the next stage makes it.
 FROM deps AS build
 COPY . .
 RUN npm run build
+
+# The SQLite extension the store's connections load (src/store/sqlite/stable-plans.c: searches on
+# SQLite a third cheaper, docs/search.md), compiled with Debian's gcc against the sqlite3ext.h of
+# the SQLite better-sqlite3 ships, as `npm run build` does where there is a compiler.
+FROM ${BASE} AS extension
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=deps /app/node_modules/better-sqlite3/deps/sqlite3/sqlite3.h /app/node_modules/better-sqlite3/deps/sqlite3/sqlite3ext.h /ext/
+COPY src/store/sqlite/stable-plans.c /ext/
+RUN cc -O2 -fPIC -shared -I /ext /ext/stable-plans.c -o /ext/plantstore.so
 
 # Production dependencies only (no network: npm removes the rest, leaving empty scope folders).
 # better-sqlite3's C sources and the other platforms' binaries go too. Rebuilt only when the lockfile changes.
@@ -50,6 +63,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=production /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=extension /ext/plantstore.so ./dist/store/sqlite/plantstore.so
 COPY package.json ./
 COPY bin ./bin
 # uid 1000 is the official Node images' `node` user; numeric, so a base without that passwd entry

@@ -183,6 +183,20 @@ describe('the container image (CONTRACT.md 14.2)', { skip, timeout: 25 * 60_000 
         'ls -d /root/.npmrc /run/secrets/* 2>/dev/null; true',
     ]);
     assert.equal(present.stdout.trim(), '');
+    // The SQLite extension, compiled in a stage of its own, is there and loads (docs/search.md).
+    const stable = await engine(e, [
+      'run',
+      '--rm',
+      '--pull=never',
+      '--network=host',
+      '--entrypoint',
+      'node',
+      image,
+      '--input-type=module',
+      '-e',
+      "const { default: D } = await import('better-sqlite3'); const { planStatementsOnce } = await import('/app/dist/store/sqlite/plan-once.js'); const db = new D(':memory:'); console.log(planStatementsOnce(db), db.prepare('SELECT plantstore_qpsg()').pluck().get());",
+    ]);
+    assert.equal(stable.stdout.trim(), 'true 1', stable.stderr);
   });
 
   test('runs read-only as non-root; a plant survives SIGTERM and a restart on the same volume', async (t) => {
