@@ -22,8 +22,8 @@ RUN --mount=type=secret,id=npmrc,target=/root/.npmrc \
     && npm ci --ignore-scripts --no-audit --no-fund --loglevel=warn \
     && rm -f node_modules/.bin/node
 
-# dist/: the compiled service, the client and the console. This stage has no C compiler, so the
-# build leaves the SQLite extension out (it says so); the next stage makes it.
+# dist/: the compiled service, the client and the console. The default BASE has no C compiler, so
+# the build leaves the SQLite extension out here (it says so); the next stage makes it.
 FROM deps AS build
 COPY . .
 RUN npm run build

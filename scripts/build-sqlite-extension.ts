@@ -31,12 +31,17 @@ const headers = join(
   'deps/sqlite3',
 );
 if (!existsSync(join(headers, 'sqlite3ext.h'))) skip(`no sqlite3ext.h in ${headers}`);
-const cc = process.env.CC || 'cc';
+// `$CC` may carry words of its own (`ccache cc`, `gcc -m64`): the first is the program.
+const [cc = 'cc', ...ccArgs] = (process.env.CC ?? '').split(/\s+/).filter(Boolean);
 mkdirSync(dirname(EXTENSION_FILE), { recursive: true });
 const shared = process.platform === 'darwin' ? ['-dynamiclib', '-undefined', 'dynamic_lookup'] : ['-shared'];
-const run = spawnSync(cc, ['-O2', '-fPIC', ...shared, '-I', headers, SOURCE, '-o', EXTENSION_FILE], {
-  encoding: 'utf8',
-});
+const run = spawnSync(
+  cc,
+  [...ccArgs, '-O2', '-fPIC', ...shared, '-I', headers, SOURCE, '-o', EXTENSION_FILE],
+  {
+    encoding: 'utf8',
+  },
+);
 if (run.error) skip(`${cc}: ${run.error.message}`);
 if (run.status !== 0) skip(`${cc} failed:\n${run.stderr}`);
 console.log(`build-sqlite-extension: ${EXTENSION_FILE.slice(ROOT.length + 1)}`);

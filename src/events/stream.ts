@@ -24,7 +24,7 @@ export interface StreamOptions {
 export interface StreamRequest {
   /** The user the stream is for: the feed hands it the events of the gardens this user is in. */
   user: string;
-  /** The gardens whose events the reader may see, asked afresh at each read of its own (null: every one). */
+  /** The gardens whose events the reader may see, asked afresh before and after each read of its own (null: every one). */
   visible: () => Promise<string[] | null>;
   /** Whether the credential that opened the stream still works; false ends the stream. */
   authorized: () => Promise<boolean>;

@@ -393,7 +393,7 @@ for (const engine of ENGINES) {
         after = await made('gdn_left', 'after leaving');
       });
       // A later event of the reader's own: once it is shown, everything before it was read.
-      await until('the stream to have read its first stretch', () => after !== '');
+      await until('the leaving and the plant after it to be committed', () => after !== '');
       const marker = await made('gdn_own', 'marker');
       streams.nudge();
       await until('the stream to show the marker', () => s.plants().includes(marker));

@@ -51,11 +51,19 @@ export function planStatementsOnce(db: Database.Database): boolean {
   try {
     db.loadExtension(EXTENSION);
     return true;
-  } catch {
+  } catch (err) {
     // Built for another machine (a dist/ copied across platforms): the store runs without it.
+    if (!warned) {
+      warned = true;
+      process.emitWarning(
+        `the SQLite extension ${EXTENSION} did not load (${(err as Error).message}); the store runs without it, its searches dearer`,
+        'PlantstoreWarning',
+      );
+    }
     return false;
   }
 }
+let warned = false;
 
 /** `sql` with every parameter (`?`, `?NNN`, `@name`, `:name`, `$name`) behind a unary plus. */
 export function planOnce(sql: string): string {

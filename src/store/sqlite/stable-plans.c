@@ -35,10 +35,14 @@ __declspec(dllexport)
 #endif
 int sqlite3_plantstore_init(sqlite3 *db, char **err, const sqlite3_api_routines *api) {
   int on = 0;
+  int rc;
   SQLITE_EXTENSION_INIT2(api);
+  /* The function first, then the setting: a connection with the setting on can always read it. */
+  rc = sqlite3_create_function(db, "plantstore_qpsg", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0, qpsg, 0, 0);
+  if (rc != SQLITE_OK) return rc;
   if (sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_QPSG, 1, &on) != SQLITE_OK || on != 1) {
     *err = sqlite3_mprintf("could not turn on SQLITE_DBCONFIG_ENABLE_QPSG");
     return SQLITE_ERROR;
   }
-  return sqlite3_create_function(db, "plantstore_qpsg", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0, qpsg, 0, 0);
+  return SQLITE_OK;
 }
