@@ -567,7 +567,7 @@ async function sweepCreated(server: Server, token: string): Promise<void> {
   const headers = { authorization: `Bearer ${token}` };
   for (let pass = 0; ; pass++) {
     if (pass === 10) throw new Error('the creates left are still listed after 10 passes of deletes');
-    const res = await fetch(`${server.url}/plants?tag=bench&limit=200`, { headers });
+    const res = await fetch(`${server.url}/plants?tag=bench&limit=200&include=id`, { headers });
     if (res.status !== 200) throw new Error(`listing the creates left: ${res.status}`);
     const left = (await res.json()) as { id: number }[];
     if (left.length === 0) return;
