@@ -148,14 +148,24 @@ describe('bin/plantstore serve on this Node', () => {
     }
   });
 
-  it('on one core (its CPU affinity) serve runs V8’s GC on one thread; PLANTSTORE_GC_THREADS decides', {
+  it('on one core (its CPU affinity) serve keeps V8’s GC pauses on the main thread; PLANTSTORE_GC_THREADS decides', {
     skip: !execve && 'no execve',
   }, async () => {
+    const BACKGROUND = ['--no-parallel-scavenge', '--no-parallel-compaction', '--no-parallel-pointer-update'];
+    // Which of the three ways the server's command line asks V8 for.
+    const gcOf = (pid: number): string => {
+      const line = cmdline(pid);
+      const single = line.includes('--single-threaded-gc');
+      const background = BACKGROUND.filter((f) => line.includes(f)).length;
+      assert.ok(background === 0 || background === BACKGROUND.length, line.join(' '));
+      assert.ok(!(single && background > 0), line.join(' '));
+      return single ? 'single' : background > 0 ? 'background' : 'parallel';
+    };
     // The machine's own parallelism: with more than one core, V8 keeps its GC helper threads.
     const many = availableParallelism() > 1;
     const plain = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`]);
     try {
-      assert.equal(cmdline(plain.child.pid!).includes('--single-threaded-gc'), !many);
+      assert.equal(gcOf(plain.child.pid!), many ? 'parallel' : 'background');
     } finally {
       assert.equal(await plain.stop(), 0);
     }
@@ -163,23 +173,36 @@ describe('bin/plantstore serve on this Node', () => {
     const pinned = join(dir, 'pinned.sh');
     writeFileSync(pinned, `#!/bin/sh\nexec taskset -c 0 ${BIN} "$@"\n`, { mode: 0o755 });
     for (const [env, want] of [
-      [{}, true],
-      [{ PLANTSTORE_GC_THREADS: 'parallel' }, false],
+      [{}, 'background'],
+      [{ PLANTSTORE_GC_THREADS: 'parallel' }, 'parallel'],
+      [{ PLANTSTORE_GC_THREADS: 'single' }, 'single'],
     ] as const) {
       const s = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], env, pinned);
       try {
-        assert.equal(cmdline(s.child.pid!).includes('--single-threaded-gc'), want, JSON.stringify(env));
+        assert.equal(gcOf(s.child.pid!), want, JSON.stringify(env));
       } finally {
         assert.equal(await s.stop(), 0);
       }
     }
-    const asked = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], {
-      PLANTSTORE_GC_THREADS: 'single',
-    });
+    // A GC flag of the user's own on node's command line wins over the choice.
+    const own = join(dir, 'own-gc.sh');
+    const script = `#!/bin/sh\nexec taskset -c 0 ${process.execPath} --single-threaded-gc ${BIN} "$@"\n`;
+    writeFileSync(own, script, { mode: 0o755 });
+    const mine = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], {}, own);
     try {
-      assert.ok(cmdline(asked.child.pid!).includes('--single-threaded-gc'));
+      assert.equal(gcOf(mine.child.pid!), 'single');
     } finally {
-      assert.equal(await asked.stop(), 0);
+      assert.equal(await mine.stop(), 0);
+    }
+    for (const want of ['single', 'background'] as const) {
+      const asked = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], {
+        PLANTSTORE_GC_THREADS: want,
+      });
+      try {
+        assert.equal(gcOf(asked.child.pid!), want);
+      } finally {
+        assert.equal(await asked.stop(), 0);
+      }
     }
   });
 
