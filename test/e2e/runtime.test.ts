@@ -148,9 +148,7 @@ describe('bin/plantstore serve on this Node', () => {
     }
   });
 
-  it('on one core (its CPU affinity) serve keeps V8’s GC pauses on the main thread; PLANTSTORE_GC_THREADS decides', {
-    skip: !execve && 'no execve',
-  }, async () => {
+  describe('V8’s GC threads: on one core (its CPU affinity) scavenges and compaction stay on the main thread', () => {
     const BACKGROUND = ['--no-parallel-scavenge', '--no-parallel-compaction', '--no-parallel-pointer-update'];
     // Which of the three ways the server's command line asks V8 for.
     const gcOf = (pid: number): string => {
@@ -161,49 +159,83 @@ describe('bin/plantstore serve on this Node', () => {
       assert.ok(!(single && background > 0), line.join(' '));
       return single ? 'single' : background > 0 ? 'background' : 'parallel';
     };
-    // The machine's own parallelism: with more than one core, V8 keeps its GC helper threads.
-    const many = availableParallelism() > 1;
-    const plain = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`]);
-    try {
-      assert.equal(gcOf(plain.child.pid!), many ? 'parallel' : 'background');
-    } finally {
-      assert.equal(await plain.stop(), 0);
-    }
-    // Pinned to one core (as `taskset -c 0` or a cpuset of one leaves it).
-    const pinned = join(dir, 'pinned.sh');
-    writeFileSync(pinned, `#!/bin/sh\nexec taskset -c 0 ${BIN} "$@"\n`, { mode: 0o755 });
-    for (const [env, want] of [
-      [{}, 'background'],
-      [{ PLANTSTORE_GC_THREADS: 'parallel' }, 'parallel'],
-      [{ PLANTSTORE_GC_THREADS: 'single' }, 'single'],
-    ] as const) {
-      const s = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], env, pinned);
+    const gcDb = () => ['--database', `sqlite:${join(dir, 'gc.db')}`];
+    // Pinned to one core (as `taskset -c 0` or a cpuset of one leaves it); `node` is given flags of its own.
+    const pinnedScript = (name: string, nodeFlags = ''): string => {
+      const file = join(dir, name);
+      const node = nodeFlags ? `'${process.execPath}' ${nodeFlags} ` : '';
+      writeFileSync(file, `#!/bin/sh\nexec taskset -c 0 ${node}'${BIN}' "$@"\n`, { mode: 0o755 });
+      return file;
+    };
+
+    it('unpinned, by the machine’s own parallelism; pinned, background unless PLANTSTORE_GC_THREADS says', {
+      skip: !execve && 'no execve',
+    }, async () => {
+      // With more than one core, V8 keeps its GC helper threads.
+      const many = availableParallelism() > 1;
+      const plain = await serve(gcDb());
       try {
-        assert.equal(gcOf(s.child.pid!), want, JSON.stringify(env));
+        assert.equal(gcOf(plain.child.pid!), many ? 'parallel' : 'background');
+      } finally {
+        assert.equal(await plain.stop(), 0);
+      }
+      const pinned = pinnedScript('pinned.sh');
+      for (const [env, want] of [
+        [{}, 'background'],
+        [{ PLANTSTORE_GC_THREADS: 'parallel' }, 'parallel'],
+        [{ PLANTSTORE_GC_THREADS: 'single' }, 'single'],
+      ] as const) {
+        const s = await serve(gcDb(), env, pinned);
+        try {
+          assert.equal(gcOf(s.child.pid!), want, JSON.stringify(env));
+        } finally {
+          assert.equal(await s.stop(), 0);
+        }
+      }
+    });
+
+    it('PLANTSTORE_GC_THREADS asks on any machine; a value it does not know is said once and the CPUs decide', {
+      skip: !execve && 'no execve',
+    }, async () => {
+      for (const want of ['single', 'background'] as const) {
+        const asked = await serve(gcDb(), { PLANTSTORE_GC_THREADS: want });
+        try {
+          assert.equal(gcOf(asked.child.pid!), want);
+        } finally {
+          assert.equal(await asked.stop(), 0);
+        }
+      }
+      const s = await serve(gcDb(), { PLANTSTORE_GC_THREADS: 'one' }, pinnedScript('unknown.sh'));
+      try {
+        assert.equal(gcOf(s.child.pid!), 'background');
       } finally {
         assert.equal(await s.stop(), 0);
       }
-    }
-    // A GC flag of the user's own on node's command line wins over the choice.
-    const own = join(dir, 'own-gc.sh');
-    const script = `#!/bin/sh\nexec taskset -c 0 ${process.execPath} --single-threaded-gc ${BIN} "$@"\n`;
-    writeFileSync(own, script, { mode: 0o755 });
-    const mine = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], {}, own);
-    try {
-      assert.equal(gcOf(mine.child.pid!), 'single');
-    } finally {
-      assert.equal(await mine.stop(), 0);
-    }
-    for (const want of ['single', 'background'] as const) {
-      const asked = await serve(['--database', `sqlite:${join(dir, 'gc.db')}`], {
-        PLANTSTORE_GC_THREADS: want,
-      });
-      try {
-        assert.equal(gcOf(asked.child.pid!), want);
-      } finally {
-        assert.equal(await asked.stop(), 0);
+      const said = s
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('PLANTSTORE_GC_THREADS=one'));
+      assert.equal(said.length, 1, s.stderr());
+    });
+
+    it('a GC flag of the user’s own on node’s command line wins over the choice (- or _ in its name)', {
+      skip: !execve && 'no execve',
+    }, async () => {
+      for (const [flag, want] of [
+        ['--single-threaded-gc', 'single'],
+        ['--single_threaded_gc', 'parallel'],
+      ] as const) {
+        const s = await serve(gcDb(), {}, pinnedScript('own-gc.sh', flag));
+        try {
+          const line = cmdline(s.child.pid!);
+          assert.ok(line.includes(flag), line.join(' '));
+          // Spelt with underscores, the flag is still the user's: nothing of the launcher's is added.
+          assert.equal(gcOf(s.child.pid!), want, flag);
+        } finally {
+          assert.equal(await s.stop(), 0);
+        }
       }
-    }
+    });
   });
 
   it('a --max-semi-space-size of the user’s own in NODE_OPTIONS wins', async () => {
