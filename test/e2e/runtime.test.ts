@@ -99,6 +99,7 @@ describe('bin/plantstore serve on this Node', () => {
       // Without execve (Node 22.14) it runs with V8's defaults.
       assert.equal(args.includes('--max-semi-space-size=16'), execve);
       assert.ok(!args.some((a) => a.includes('allocation-site-pretenuring')));
+      assert.ok(!args.some((a) => a.includes('heap-growing-percent')));
       const environ = readFileSync(`/proc/${s.child.pid}/environ`, 'utf8').split('\0');
       assert.equal(environ.includes('MALLOC_ARENA_MAX=2'), execve);
       // V8's memory saver mode only when asked for (it costs throughput).
@@ -108,18 +109,36 @@ describe('bin/plantstore serve on this Node', () => {
     }
   });
 
-  // On PostgreSQL V8's pretenuring is off unless asked for (bin/plantstore says why); the store is
-  // named by --database, --database= or DATABASE_URL.
+  // The launcher's warning about `text` came once on the server's stderr.
+  const saidOnce = (s: { stderr(): string }, text: string) =>
+    assert.equal(
+      s
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes(text)).length,
+      1,
+      s.stderr(),
+    );
+
+  // The heap growth the server's command line asks V8 for (null: none, V8's own).
+  const growthOf = (pid: number): string | null => {
+    const flags = cmdline(pid).filter((a) => a.startsWith('--heap-growing-percent'));
+    assert.ok(flags.length <= 1, flags.join(' '));
+    return flags[0]?.split('=')[1] ?? null;
+  };
+
+  // On PostgreSQL V8's pretenuring is off and its heap growth held at 50 % unless asked otherwise
+  // (bin/plantstore says why); the store is named by --database, --database= or DATABASE_URL.
   const pgSkip = ENGINES.find((e) => e.name === 'postgres')?.skip;
-  it('on PostgreSQL serve turns V8’s pretenuring off; PLANTSTORE_PRETENURING=on keeps it', {
+  it('on PostgreSQL serve turns V8’s pretenuring off and holds its heap growth at 50 %; PLANTSTORE_PRETENURING=on and PLANTSTORE_HEAP_GROWTH=v8 keep V8’s', {
     skip: (!execve && 'no execve') || pgSkip || false,
   }, async () => {
     await withPgDatabase(async (url) => {
-      for (const [args, env, off] of [
-        [['--database', url], {}, true],
-        [[], { DATABASE_URL: url }, true],
-        [[`--database=${url}`], { PLANTSTORE_PRETENURING: 'on' }, false],
-        [['--database', `sqlite:${join(dir, 'flag.db')}`], { DATABASE_URL: url }, false],
+      for (const [args, env, off, growth] of [
+        [['--database', url], {}, true, '50'],
+        [[], { DATABASE_URL: url }, true, '50'],
+        [[`--database=${url}`], { PLANTSTORE_PRETENURING: 'on', PLANTSTORE_HEAP_GROWTH: 'v8' }, false, null],
+        [['--database', `sqlite:${join(dir, 'flag.db')}`], { DATABASE_URL: url }, false, null],
       ] as const) {
         const s = await serve([...args], env);
         try {
@@ -128,11 +147,42 @@ describe('bin/plantstore serve on this Node', () => {
             off,
             args.join(' '),
           );
+          assert.equal(growthOf(s.child.pid!), growth, args.join(' '));
         } finally {
           assert.equal(await s.stop(), 0);
         }
       }
     });
+  });
+
+  it('PLANTSTORE_HEAP_GROWTH sets V8’s heap growth on either engine; a value it does not know is said once; the user’s own flag wins', {
+    skip: !execve && 'no execve',
+  }, async () => {
+    const db = ['--database', `sqlite:${join(dir, 'flag.db')}`];
+    const asked = await serve(db, { PLANTSTORE_HEAP_GROWTH: '80' });
+    try {
+      assert.equal(growthOf(asked.child.pid!), '80');
+    } finally {
+      assert.equal(await asked.stop(), 0);
+    }
+    // Not a whole percent: said once, and the store decides (SQLite: V8's own).
+    const unknown = await serve(db, { PLANTSTORE_HEAP_GROWTH: '1.5' });
+    try {
+      assert.equal(growthOf(unknown.child.pid!), null);
+    } finally {
+      assert.equal(await unknown.stop(), 0);
+    }
+    saidOnce(unknown, 'PLANTSTORE_HEAP_GROWTH=1.5');
+    const script = join(dir, 'own-growth.sh');
+    writeFileSync(script, `#!/bin/sh\nexec '${process.execPath}' --heap-growing-percent=30 '${BIN}' "$@"\n`, {
+      mode: 0o755,
+    });
+    const own = await serve(db, { PLANTSTORE_HEAP_GROWTH: '80' }, script);
+    try {
+      assert.equal(growthOf(own.child.pid!), '30');
+    } finally {
+      assert.equal(await own.stop(), 0);
+    }
   });
 
   it('PLANTSTORE_MEMORY_SAVER=on turns V8’s memory saver mode on (Node 24 and newer)', {
@@ -211,11 +261,7 @@ describe('bin/plantstore serve on this Node', () => {
       } finally {
         assert.equal(await s.stop(), 0);
       }
-      const said = s
-        .stderr()
-        .split('\n')
-        .filter((l) => l.includes('PLANTSTORE_GC_THREADS=one'));
-      assert.equal(said.length, 1, s.stderr());
+      saidOnce(s, 'PLANTSTORE_GC_THREADS=one');
     });
 
     it('a GC flag of the user’s own on node’s command line wins over the choice (- or _ in its name)', {
