@@ -127,20 +127,20 @@ describe('bin/plantstore serve on this Node', () => {
     return flags[0]?.split('=')[1] ?? null;
   };
 
-  // On PostgreSQL V8's pretenuring is off and its heap growth held at 50 % unless asked otherwise
+  // On PostgreSQL V8's pretenuring is off and its heap growth held at 100 % unless asked otherwise
   // (bin/plantstore says why); the store is named by --database, --database= or DATABASE_URL.
   const pgSkip = ENGINES.find((e) => e.name === 'postgres')?.skip;
-  it('on PostgreSQL serve turns V8’s pretenuring off and holds its heap growth at 50 %; PLANTSTORE_PRETENURING=on and PLANTSTORE_HEAP_GROWTH=v8 keep V8’s', {
+  it('on PostgreSQL serve turns V8’s pretenuring off and holds its heap growth at 100 %; PLANTSTORE_PRETENURING=on and PLANTSTORE_HEAP_GROWTH=v8 keep V8’s', {
     skip: (!execve && 'no execve') || pgSkip || false,
   }, async () => {
     await withPgDatabase(async (url) => {
       for (const [args, env, off, growth] of [
-        [['--database', url], {}, true, '50'],
-        [[], { DATABASE_URL: url }, true, '50'],
+        [['--database', url], {}, true, '100'],
+        [[], { DATABASE_URL: url }, true, '100'],
         // Not a whole percent: the store decides.
-        [['--database', url], { PLANTSTORE_HEAP_GROWTH: 'lots' }, true, '50'],
+        [['--database', url], { PLANTSTORE_HEAP_GROWTH: 'lots' }, true, '100'],
         // V8's memory saver mode holds the growth lower itself (Node 24 and newer).
-        [['--database', url], { PLANTSTORE_MEMORY_SAVER: 'on' }, true, node24 ? null : '50'],
+        [['--database', url], { PLANTSTORE_MEMORY_SAVER: 'on' }, true, node24 ? null : '100'],
         [[`--database=${url}`], { PLANTSTORE_PRETENURING: 'on', PLANTSTORE_HEAP_GROWTH: 'v8' }, false, null],
         [['--database', `sqlite:${join(dir, 'flag.db')}`], { DATABASE_URL: url }, false, null],
       ] as const) {
