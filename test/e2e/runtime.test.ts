@@ -120,6 +120,17 @@ describe('bin/plantstore serve on this Node', () => {
       s.stderr(),
     );
 
+  // A launcher script that runs bin/plantstore, pinned to one core (as `taskset -c 0` or a cpuset of
+  // one leaves it) when `pinned`, under a `node` given flags of its own when `nodeFlags`.
+  const launcher = (name: string, nodeFlags = '', pinned = false): string => {
+    const file = join(dir, name);
+    const node = nodeFlags ? `'${process.execPath}' ${nodeFlags} ` : '';
+    writeFileSync(file, `#!/bin/sh\nexec ${pinned ? 'taskset -c 0 ' : ''}${node}'${BIN}' "$@"\n`, {
+      mode: 0o755,
+    });
+    return file;
+  };
+
   // The heap growth the server's command line asks V8 for (null: none, V8's own).
   const growthOf = (pid: number): string | null => {
     const flags = cmdline(pid).filter((a) => a.startsWith('--heap-growing-percent'));
@@ -177,11 +188,11 @@ describe('bin/plantstore serve on this Node', () => {
       assert.equal(await unknown.stop(), 0);
     }
     saidOnce(unknown, 'PLANTSTORE_HEAP_GROWTH="1.5"');
-    const script = join(dir, 'own-growth.sh');
-    writeFileSync(script, `#!/bin/sh\nexec '${process.execPath}' --heap-growing-percent=30 '${BIN}' "$@"\n`, {
-      mode: 0o755,
-    });
-    const own = await serve(db, { PLANTSTORE_HEAP_GROWTH: '80' }, script);
+    const own = await serve(
+      db,
+      { PLANTSTORE_HEAP_GROWTH: '80' },
+      launcher('own-growth.sh', '--heap-growing-percent=30'),
+    );
     try {
       assert.equal(growthOf(own.child.pid!), '30');
     } finally {
@@ -214,13 +225,7 @@ describe('bin/plantstore serve on this Node', () => {
       return single ? 'single' : background > 0 ? 'background' : 'parallel';
     };
     const gcDb = () => ['--database', `sqlite:${join(dir, 'gc.db')}`];
-    // Pinned to one core (as `taskset -c 0` or a cpuset of one leaves it); `node` is given flags of its own.
-    const pinnedScript = (name: string, nodeFlags = ''): string => {
-      const file = join(dir, name);
-      const node = nodeFlags ? `'${process.execPath}' ${nodeFlags} ` : '';
-      writeFileSync(file, `#!/bin/sh\nexec taskset -c 0 ${node}'${BIN}' "$@"\n`, { mode: 0o755 });
-      return file;
-    };
+    const pinnedScript = (name: string, nodeFlags = ''): string => launcher(name, nodeFlags, true);
 
     it('unpinned, by the machine’s own parallelism; pinned, background unless PLANTSTORE_GC_THREADS says', {
       skip: !execve && 'no execve',
