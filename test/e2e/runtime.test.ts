@@ -167,6 +167,22 @@ describe('bin/plantstore serve on this Node', () => {
           assert.equal(await s.stop(), 0);
         }
       }
+      // The memory saver asked for on node's own command line, or turned off there against
+      // PLANTSTORE_MEMORY_SAVER=on (Node 24 and newer).
+      if (node24) {
+        for (const [flag, env, growth] of [
+          ['--memory-saver-mode', {}, null],
+          ['--no-memory-saver-mode', { PLANTSTORE_MEMORY_SAVER: 'on' }, '100'],
+        ] as const) {
+          const s = await serve(['--database', url], env, launcher('own-saver.sh', flag));
+          try {
+            assert.equal(cmdline(s.child.pid!).includes('--memory-saver-mode'), growth === null, flag);
+            assert.equal(growthOf(s.child.pid!), growth, flag);
+          } finally {
+            assert.equal(await s.stop(), 0);
+          }
+        }
+      }
     });
   });
 
