@@ -381,7 +381,7 @@ async function prepareOps(
   server: Server,
   layout: Layout,
   dir: string,
-): Promise<{ ops: OpSpec[]; seen: number[] }> {
+): Promise<{ ops: OpSpec[]; seen: number[]; answered: number[] }> {
   const t4 = layout.tokens[CALLER4]!;
   const t20 = layout.tokens[CALLER20]!;
   const ids4 = await visibleIds(server, t4);
@@ -437,16 +437,19 @@ async function prepareOps(
       }),
     },
   ];
-  // Every path answers before it is measured.
+  // Every path answers before it is measured. How many plants each search's page answers is kept:
+  // a page of one plant and a page of 20 are not the same work.
+  const answered: number[] = [];
   for (const o of ops.slice(0, 7)) {
     const s = o.spec(1) as { path: string; token: string; idsFile?: string };
     const first = s.idsFile === undefined ? '' : String(JSON.parse(readFileSync(s.idsFile, 'utf8'))[0]);
     const p = s.path.replace('{id}', first);
     const res = await fetch(`${server.url}${p}`, { headers: { authorization: `Bearer ${s.token}` } });
     if (res.status !== 200) throw new Error(`${o.op}: ${p} answered ${res.status}`);
-    await res.arrayBuffer();
+    const page = (await res.json()) as unknown[];
+    if (o.op.startsWith('search')) answered.push(page.length);
   }
-  return { ops, seen: [ids4.length, ids20.length] };
+  return { ops, seen: [ids4.length, ids20.length], answered };
 }
 
 /**
@@ -606,6 +609,8 @@ interface SizeResult {
   built: Built;
   diskMb: number;
   seen: number[];
+  /** The plants each search's page answers (one term, two terms). */
+  answered: number[];
   ops: OpResult[];
   exp: Awaited<ReturnType<typeof exportAll>>;
   rssOpsMb: number;
@@ -717,13 +722,15 @@ async function runEngine(engine: 'sqlite' | 'postgres', dir: string): Promise<Si
   const loadStart = loadavg()[0]!;
   const targets: { label: string; server: Server; ops: OpSpec[] }[] = [];
   const seen: number[][] = [];
+  const answered: number[][] = [];
   for (const p of prepared) {
     const server = await startServer(p.database, p.pgDb, PIN, ['--list-cache', '0']);
     const sub = join(dir, `${engine}-${p.plants}`);
     mkdirSync(sub, { recursive: true });
-    const { ops, seen: s } = await prepareOps(server, p.layout, sub);
+    const { ops, seen: s, answered: a } = await prepareOps(server, p.layout, sub);
     targets.push({ label: n0(p.plants), server, ops });
     seen.push(s);
+    answered.push(a);
   }
   process.stderr.write(`${engine}: measuring ${targets.map((t) => t.label).join(', ')} side by side\n`);
   const results = await measureAll(targets);
@@ -744,6 +751,7 @@ async function runEngine(engine: 'sqlite' | 'postgres', dir: string): Promise<Si
       built: p.built,
       diskMb: p.diskMb,
       seen: seen[k]!,
+      answered: answered[k]!,
       ops: results[k]!,
       exp,
       rssOpsMb,
@@ -775,6 +783,7 @@ function table(results: SizeResult[]): string {
   );
   row('on disk', (r) => `${n0(r.diskMb)} MB`);
   row('plants the callers see (4 gardens / 20)', (r) => `${n0(r.seen[0]!)} / ${n0(r.seen[1]!)}`);
+  row('plants a search page answers (one term / two)', (r) => r.answered.join(' / '));
   const ops = results[0]!.ops.map((o) => o.op);
   const pg = results[0]!.ops[0]!.r.pgCpuUs !== null;
   for (const op of ops) {
