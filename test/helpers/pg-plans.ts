@@ -27,3 +27,23 @@ export const sqlLiterals = (values: readonly unknown[]): string =>
           : String(v),
     )
     .join(', ');
+
+/**
+ * A statement's values as untyped SQL literals for `EXECUTE name(…)`, comma-separated: an array as
+ * an untyped '{…}' literal, which takes the parameter's type (timestamptz[], tsquery[], …).
+ */
+export const untypedLiterals = (
+  c: { escapeLiteral(s: string): string },
+  values: readonly unknown[],
+): string => {
+  const element = (v: unknown) => (v === null ? 'NULL' : `"${String(v).replace(/["\\]/g, '\\$&')}"`);
+  const literal = (v: unknown): string =>
+    v === null
+      ? 'NULL'
+      : Array.isArray(v)
+        ? c.escapeLiteral(`{${v.map(element).join(',')}}`)
+        : typeof v === 'number'
+          ? String(v)
+          : c.escapeLiteral(String(v));
+  return values.map(literal).join(', ');
+};

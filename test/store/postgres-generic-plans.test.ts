@@ -4,6 +4,7 @@ import pg from 'pg';
 import { PLANT_QUERIES } from '../../src/store/postgres/plant-queries.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
+import { untypedLiterals } from '../helpers/pg-plans.js';
 
 // The hot list, read and create statements on PostgreSQL's main pool are prepared once a connection, and
 // must keep their generic plan: planned afresh every call (a custom plan, which their values made
@@ -119,20 +120,9 @@ describe('postgres hot statements keep their generic plans', { skip }, () => {
             );
             // The plan it keeps, run: EXPLAIN EXECUTE runs the cached (generic) plan.
             // (EXECUTE takes its values as SQL: a utility statement has no parameters of its own.)
-            // An array as an untyped '{…}' literal, which takes the parameter's type (timestamptz[], …).
-            const element = (v: unknown) =>
-              v === null ? 'NULL' : `"${String(v).replace(/["\\]/g, '\\$&')}"`;
-            const literal = (v: unknown): string =>
-              v === null
-                ? 'NULL'
-                : Array.isArray(v)
-                  ? c.escapeLiteral(`{${v.map(element).join(',')}}`)
-                  : typeof v === 'number'
-                    ? String(v)
-                    : c.escapeLiteral(String(v));
             const plan = (
               await c.query(
-                `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${statement}(${values.map(literal).join(', ')})`,
+                `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${statement}(${untypedLiterals(c, values)})`,
               )
             ).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
             const read = scanned(plan);

@@ -1,15 +1,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { SEARCH_QUERIES, searchWalk, tsquery } from '../../src/store/postgres/search.js';
+import {
+  SEARCH_QUERIES,
+  searchWalk,
+  tsquery,
+  walkArgs,
+  walksValues,
+} from '../../src/store/postgres/search.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
-import { type PlanNode, planNodes, sqlLiterals } from '../helpers/pg-plans.js';
+import { type PlanNode, planNodes, sqlLiterals, untypedLiterals } from '../helpers/pg-plans.js';
 import { until } from '../helpers/wait.js';
 
 // Search on PostgreSQL across a caller's gardens (search.ts): the walk's prepared statement answers
 // what one statement over every match answers, whether the walk fills the page or stops at its
-// budget and the planned statement finishes it; and the walk's generic plan walks the gardens'
+// budget and the planned statement finishes it, alone or with the other searches of its turn in one
+// statement (searchWalks); and the walk's generic plan, alone or batched, walks the gardens'
 // index in order, never a bitmap scan, so that the index entries of deleted plants are marked dead
 // by the first search that meets them.
 
@@ -72,41 +79,56 @@ describe('postgres search across gardens: the walk', { skip }, () => {
         g(2, 3, 4, 5),
         g(0, 1, 2, 3, 4, 5),
         [...g(0, 1, 2), ...g(...Array.from({ length: 37 }, (_, i) => i + 6))],
+        // A garden named twice is walked once.
+        g(0, 0, 1),
       ];
-      let compared = 0;
-      for (const gardens of scopes)
-        for (const terms of [['mon'], ['mon', 'del'], ['zeb'], ['cactus'], ['fer']])
-          for (const tag of [null, 'a'])
-            for (const [afterId, limit] of [
-              [0, 1],
-              [0, 20],
-              [5_000, 20],
-              [8_999, 3],
-              [11_000, 200],
-              [0, 201],
-            ] as const) {
-              const got = await store.listPlants({ gardens, terms, tag, afterId, limit, withVersion: true });
-              assert.deepEqual(
-                got.map((p) => ({ ...p, id: Number(p.id), version: Number(p.version) })),
-                await want(gardens, terms, tag, afterId, limit),
-                `${gardens.length} gardens, ${terms.join(' ')}, tag ${tag}, after ${afterId}, limit ${limit}`,
-              );
-              compared++;
-            }
-      assert.equal(compared, 5 * 5 * 2 * 6);
+      const cases = scopes.flatMap((gardens) =>
+        [['mon'], ['mon', 'del'], ['zeb'], ['cactus'], ['fer']].flatMap((terms) =>
+          [null, 'a'].flatMap((tag) =>
+            (
+              [
+                [0, 1],
+                [0, 20],
+                [5_000, 20],
+                [8_999, 3],
+                [11_000, 200],
+                [0, 201],
+              ] as const
+            ).map(([afterId, limit]) => ({ gardens, terms, tag, afterId, limit, withVersion: true })),
+          ),
+        ),
+      );
+      assert.equal(cases.length, 6 * 5 * 2 * 6);
+      const check = async (q: (typeof cases)[number], got: Awaited<ReturnType<typeof store.listPlants>>) =>
+        assert.deepEqual(
+          got.map((p) => ({ ...p, id: Number(p.id), version: Number(p.version) })),
+          await want(q.gardens, q.terms, q.tag, q.afterId, q.limit),
+          `${q.gardens.length} gardens, ${q.terms.join(' ')}, tag ${q.tag}, after ${q.afterId}, limit ${q.limit}`,
+        );
+      // One at a time: each walk a statement of its own.
+      for (const q of cases) await check(q, await store.listPlants(q));
+      assert.equal(store.searchReads.batched, 0);
+      // All at once: the walks without a tag that arrive in one turn share one statement
+      // (searchWalks), and each search answers as it did alone.
+      const together = await Promise.all(cases.map((q) => store.listPlants(q)));
+      for (const [i, q] of cases.entries()) await check(q, together[i]!);
+      // Batched: every search without a tag, in 8 gardens or fewer, with a page of 200 or fewer.
+      const walked = cases.filter((q) => q.tag === null && new Set(q.gardens).size <= 8 && q.limit <= 200);
+      assert.equal(walked.length, 5 * 5 * 5);
+      assert.equal(store.searchReads.batched, walked.length);
 
       // A term common in the gardens: the walk alone. A rare one in a garden larger than the
       // budget: the walk stops at it and the planned statement finishes the page.
       const q = { tag: null, afterId: 0, limit: 20, withVersion: true };
       const before = { ...store.searchReads };
       assert.equal((await store.listPlants({ ...q, gardens: g(0, 1), terms: ['mon'] })).length, 20);
-      assert.deepEqual(store.searchReads, { walk: before.walk + 1, planned: before.planned });
+      assert.deepEqual(store.searchReads, { ...before, walk: before.walk + 1 });
       const rare = await store.listPlants({ ...q, gardens: g(0, 1), terms: ['zeb'] });
       assert.deepEqual(
         rare.map((p) => Number(p.id)),
         [9000, 11990, 11995],
       );
-      assert.deepEqual(store.searchReads, { walk: before.walk + 1, planned: before.planned + 1 });
+      assert.deepEqual(store.searchReads, { ...before, walk: before.walk + 1, planned: before.planned + 1 });
     });
   });
 
@@ -159,6 +181,41 @@ describe('postgres search across gardens: the walk', { skip }, () => {
           .map((n) => n['Index Name']),
         ['plants_garden_tag_page', 'plants_garden_tag_page'],
       );
+
+      // The walks of a turn in one statement keep a generic plan (no planning a call), and it is
+      // the same walk of each garden's index in order for each search (three here: 3, 1 and 8
+      // gardens). plan_cache_mode is back to its default: PostgreSQL itself chooses the generic plan.
+      await db.query('RESET plan_cache_mode');
+      const walks = [g(0, 1, 2), g(3), g(0, 1, 2, 3, 4, 5, 6, 7)].map(
+        (gardens) => walkArgs({ gardens, terms: ['mon'], tag: null, afterId: 0, limit: 20 })!,
+      );
+      for (let i = 0; i < 7; i++)
+        await db.query({ name: 'walks', text: SEARCH_QUERIES.searchWalks, values: walksValues(walks) });
+      const kept = (
+        await db.query(
+          "SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE name = 'walks'",
+        )
+      ).rows[0];
+      assert.ok(kept.g >= 2, `searchWalks: ${JSON.stringify(kept)} (generic, custom)`);
+      const walksPlan = (
+        await db.query(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE walks(${untypedLiterals(db, walksValues(walks))})`,
+        )
+      ).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+      const walkNodes = planNodes(walksPlan);
+      assert.ok(
+        !walkNodes.some((n) => n['Node Type'].startsWith('Bitmap')),
+        `no bitmap scan: ${walkNodes.map((n) => n['Node Type']).join(', ')}`,
+      );
+      const scans = walkNodes.filter((n) => n['Node Type'] === 'Index Scan');
+      assert.ok(scans.length > 0 && scans.every((n) => n['Index Name'] === 'plants_garden_page'));
+      // Each garden of each search walked once: 3 + 1 + 8 loops over the eight branches' scans.
+      assert.equal(
+        scans.reduce((sum, n) => sum + n['Actual Loops'], 0),
+        12,
+      );
+
+      await db.query('SET plan_cache_mode = force_generic_plan');
 
       // Delete the first 4,000 plants of garden 0 (no vacuum): a walk reads their rows in the
       // table and marks their index entries dead, once no transaction of the database can still

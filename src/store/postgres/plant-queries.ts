@@ -25,7 +25,7 @@ const WRITES = (role: string) => `${role} IN (${WRITERS})`;
 // plants a one-garden page 0.28 against 0.60 ms a call, a tagged page 0.28 against 1.26, one plant
 // read 0.20 against 0.43 (`npx tsx bench/pg-plans.ts`). Read this way, neither plan knows the value,
 // both cost the same, and PostgreSQL keeps the generic plan after its first five custom ones.
-const P = (n: number, type: string) => `(SELECT $${n}::${type})`;
+export const P = (n: number, type: string) => `(SELECT $${n}::${type})`;
 const G1 = P(1, 'text[]');
 
 // One garden's page (garden `g`, with `tag` unless null, ids after `after`, `lim` of them), an

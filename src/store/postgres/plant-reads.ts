@@ -59,12 +59,35 @@ function marksOf(rows: MarkRow[]): ListMarks {
 
 // Arguments the batch's typed arrays would refuse (so failing every read of the batch) or that
 // PostgreSQL refuses in text (NUL) go on their own, failing alone as before.
-const batchable = (q: PageQuery): boolean =>
+export const batchable = (q: PageQuery): boolean =>
   Number.isSafeInteger(q.afterId) &&
   Number.isSafeInteger(q.limit) &&
   q.limit >= 0 &&
   !q.gardens?.some((g) => g.includes('\0')) &&
   !q.tag?.includes('\0');
+
+/**
+ * The rows of a batched statement, each tagged with its call's ordinal n (1-based), as one list per
+ * call of `calls`, each in id order (`as` makes a call's row of a statement's). Each call's rows come
+ * out of its own ordered scan; SQL promises that order only under a top-level ORDER BY, which would
+ * sort the whole result, so the (unlikely) other case is put right here.
+ */
+export function perCall<R extends { n: number; id: number }, T extends { id: number }>(
+  rows: readonly R[],
+  calls: number,
+  as: (r: R) => T,
+): T[][] {
+  const per = Array.from({ length: calls }, (): T[] => []);
+  let ordered = true;
+  for (const r of rows) {
+    const mine = per[r.n - 1]!;
+    const last = mine[mine.length - 1];
+    if (last !== undefined && last.id > r.id) ordered = false;
+    mine.push(as(r));
+  }
+  if (!ordered) for (const mine of per) mine.sort((a, b) => a.id - b.id);
+  return per;
+}
 
 /** How many statements of one kind of read (or of creates) are under way at once, at most. */
 export const IN_FLIGHT = 2;
@@ -192,17 +215,6 @@ export class PgPlantReads {
       hi,
       gardens,
     ]);
-    const pages = qs.map((): PagePlant[] => []);
-    let ordered = true;
-    for (const r of rows) {
-      const page = pages[r.n - 1]!;
-      const last = page[page.length - 1];
-      if (last !== undefined && last.id > r.id) ordered = false;
-      page.push({ id: r.id, garden: r.garden, name: r.name, tag: r.tag });
-    }
-    // Each page comes out of its own ordered scan; SQL promises that order only under a top-level
-    // ORDER BY, which would sort the whole result, so the (unlikely) other case is put right here.
-    if (!ordered) for (const page of pages) page.sort((a, b) => a.id - b.id);
-    return pages;
+    return perCall(rows, qs.length, (r) => ({ id: r.id, garden: r.garden, name: r.name, tag: r.tag }));
   }
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { indexedWords } from '../../search-text.js';
 import type { PagePlant, PageQuery } from '../store.js';
+import { P } from './plant-queries.js';
 
 // Search on PostgreSQL (contract 2's `q`): each plant's folded words (search-text.ts) in the
 // tsvector column `search`, written by every create and rename in its own statement, under a GIN
@@ -64,18 +65,17 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
  * each); the walk, 855/s and 1.4 ms from the first search on (docs/benchmarks.md, "How cost grows
  * with size").
  */
+// One garden's walk: the garden `g` (an expression; null: none), and the terms, cursor, budget,
+// limit and tag (none: any) as the expressions of `p`.
 const walkBranch = (
-  slot: number,
-  tag: boolean,
-  p: { q: string; after: string; budget: string; limit: string },
-) => {
-  const g = `($1::text[])[${slot}]`;
-  return `(SELECT id, garden, name, tag, version, hit, n = ${p.budget} AS cut FROM (
+  g: string,
+  p: { q: string; after: string; budget: string; limit: string; tag?: string },
+) =>
+  `(SELECT id, garden, name, tag, version, hit, n = ${p.budget} AS cut FROM (
       SELECT id, garden, name, tag, version, search @@ ${p.q} AS hit, row_number() OVER (ORDER BY garden, id) AS n
-      FROM plants WHERE ${g} IS NOT NULL AND garden = ANY (ARRAY[${g}])${tag ? ' AND tag = $5::text' : ''} AND id > ${p.after}
+      FROM plants WHERE ${g} IS NOT NULL AND garden = ANY (ARRAY[${g}])${p.tag ? ` AND tag = ${p.tag}` : ''} AND id > ${p.after}
       ORDER BY garden, id LIMIT ${p.budget}) w
     WHERE hit OR n = ${p.budget} ORDER BY id LIMIT ${p.limit})`;
-};
 const walkStatement = (n: number, tag: boolean) => {
   // $1 the gardens, $2 the terms, $3 the cursor's id, $4 the budget, then the tag (with one), the limit.
   const p = {
@@ -83,19 +83,52 @@ const walkStatement = (n: number, tag: boolean) => {
     after: '$3::bigint',
     budget: '$4::bigint',
     limit: tag ? '$6::bigint' : '$5::bigint',
+    ...(tag ? { tag: '$5::text' } : {}),
   };
-  const branches = Array.from({ length: n }, (_, i) => walkBranch(i + 1, tag, p));
+  const branches = Array.from({ length: n }, (_, i) => walkBranch(`($1::text[])[${i + 1}]`, p));
   return `SELECT * FROM (${branches.join(' UNION ALL ')}) u ORDER BY id LIMIT ${p.limit}`;
 };
 /** How many gardens each walk statement takes (padded with null), as the list's merged pages. */
 const WALK_SIZES = [2, 4, 8] as const;
 type WalkSize = (typeof WALK_SIZES)[number];
-export const SEARCH_QUERIES = Object.fromEntries(
-  WALK_SIZES.flatMap((n) => [
-    [`searchWalk${n}`, walkStatement(n, false)],
-    [`searchWalkTag${n}`, walkStatement(n, true)],
-  ]),
-) as Record<`searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`, string>;
+const WALK_MAX_GARDENS = WALK_SIZES[WALK_SIZES.length - 1]!;
+/** The single walks' statements (searchWalks is the batched one). */
+type WalkName = `searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`;
+
+/**
+ * The walks of several searches without a tag in one statement (the searches that arrive in one
+ * turn of the event loop, as the list's pages are batched: plant-reads.ts): each search a row of
+ * `q`, its gardens in the columns g1 … g8 (null past its own), and each row of the answer tagged
+ * with its search's ordinal n. Each search's walk is walkStatement's, its values read from its row
+ * of `q` instead of from parameters. Each array is read through a subquery, `(SELECT $1::text[])`,
+ * as listPages' are (plant-queries.ts): a bare parameter's length is known to a plan made for the
+ * call's values and not to the generic one, so PostgreSQL judged every generic plan dearer and
+ * planned each call afresh. A walk with a tag goes alone: the tag is an index condition of its
+ * garden's walk only when every row has one, which `tag IS NULL OR` would undo, and a statement
+ * of their own for tagged walks was not made (no benchmark searches with a tag).
+ */
+const walksStatement = (): string => {
+  const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => i + 1);
+  const p = { q: 'q.terms', after: 'q.after_id', budget: 'q.budget', limit: 'q.lim' };
+  const branch = (slot: number) => walkBranch(`q.g${slot}`, p);
+  const cols = slots.map((i) => `g${i}`).join(', ');
+  const arrays = slots.map((i) => P(i, 'text[]')).join(', ');
+  const k = WALK_MAX_GARDENS;
+  return `WITH q AS (SELECT * FROM unnest(${arrays}, ${P(k + 1, 'tsquery[]')}, ${P(k + 2, 'bigint[]')},
+      ${P(k + 3, 'bigint[]')}, ${P(k + 4, 'bigint[]')}) WITH ORDINALITY AS q(${cols}, terms, after_id, budget, lim, n))
+    SELECT q.n, u.* FROM q CROSS JOIN LATERAL (SELECT * FROM (${slots.map(branch).join(' UNION ALL ')}) u
+      ORDER BY id LIMIT ${p.limit}) u`;
+};
+
+export const SEARCH_QUERIES = {
+  ...(Object.fromEntries(
+    WALK_SIZES.flatMap((n) => [
+      [`searchWalk${n}`, walkStatement(n, false)],
+      [`searchWalkTag${n}`, walkStatement(n, true)],
+    ]),
+  ) as Record<WalkName, string>),
+  searchWalks: walksStatement(),
+};
 
 /**
  * Plants each garden's walk reads at most, for a page of `limit` across `gardens` gardens: ten
@@ -107,19 +140,57 @@ const walkBudget = (limit: number, gardens: number): number =>
 /** Pages longer than this (an export's) are read by searchPage alone: their walk would be long. */
 const WALK_MAX_LIMIT = 200;
 
-/** The walk's statement and values for `q`, or null when searchPage answers alone. */
-export function searchWalk(
-  q: PageQuery & { terms: string[] },
-): [keyof typeof SEARCH_QUERIES, unknown[]] | null {
+/** The walk's statement and values for `q` alone, or null when searchPage answers alone. */
+export function searchWalk(q: PageQuery & { terms: string[] }): [WalkName, unknown[]] | null {
+  const w = walkArgs(q);
+  return w === null ? null : walkCall(w);
+}
+
+/** The statement and values of one walk alone. */
+export function walkCall(w: WalkArgs): [WalkName, unknown[]] {
+  const n = WALK_SIZES.find((size) => size >= w.gardens.length)!;
+  const padded = [...w.gardens, ...Array<null>(n - w.gardens.length).fill(null)];
+  const head = [padded, w.tsquery, w.afterId, w.budget];
+  return w.tag === null
+    ? [`searchWalk${n}`, [...head, w.limit]]
+    : [`searchWalkTag${n}`, [...head, w.tag, w.limit]];
+}
+
+/** A search the walk answers (searchWalk), as one row of searchWalks. */
+export interface WalkArgs {
+  gardens: string[];
+  tsquery: string;
+  afterId: number;
+  budget: number;
+  tag: string | null;
+  limit: number;
+}
+
+/** The walk's arguments for `q`, or null when searchPage answers alone (as searchWalk). */
+export function walkArgs(q: PageQuery & { terms: string[] }): WalkArgs | null {
   const gardens = q.gardens === null ? null : [...new Set(q.gardens)];
-  if (gardens === null || gardens.length === 0 || q.limit > WALK_MAX_LIMIT) return null;
-  const n = WALK_SIZES.find((size) => size >= gardens.length);
-  if (n === undefined) return null;
-  const padded = [...gardens, ...Array<null>(n - gardens.length).fill(null)];
-  const head = [padded, tsquery(q.terms), q.afterId, walkBudget(q.limit, gardens.length)];
-  return q.tag === null
-    ? [`searchWalk${n}`, [...head, q.limit]]
-    : [`searchWalkTag${n}`, [...head, q.tag, q.limit]];
+  if (gardens === null || gardens.length === 0 || gardens.length > WALK_MAX_GARDENS) return null;
+  if (q.limit > WALK_MAX_LIMIT) return null;
+  return {
+    gardens,
+    tsquery: tsquery(q.terms),
+    afterId: q.afterId,
+    budget: walkBudget(q.limit, gardens.length),
+    tag: q.tag,
+    limit: q.limit,
+  };
+}
+
+/** searchWalks' values for these walks, none with a tag. */
+export function walksValues(walks: readonly WalkArgs[]): unknown[] {
+  const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => walks.map((w) => w.gardens[i] ?? null));
+  return [
+    ...slots,
+    walks.map((w) => w.tsquery),
+    walks.map((w) => w.afterId),
+    walks.map((w) => w.budget),
+    walks.map((w) => w.limit),
+  ];
 }
 
 export interface WalkRow extends PagePlant {

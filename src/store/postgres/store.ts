@@ -89,9 +89,18 @@ import {
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { EventNotices } from './notices.js';
 import { PLANT_QUERIES, versionedGardensPage } from './plant-queries.js';
-import { PgPlantReads } from './plant-reads.js';
+import { batchable, IN_FLIGHT, PgPlantReads, perCall } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
-import { SEARCH_QUERIES, searchPage, searchWalk, type WalkRow, walkPage } from './search.js';
+import {
+  SEARCH_QUERIES,
+  searchPage,
+  type WalkArgs,
+  type WalkRow,
+  walkArgs,
+  walkCall,
+  walkPage,
+  walksValues,
+} from './search.js';
 import { PgTrash, TRASH_QUERIES } from './trash.js';
 
 /** A statement's span attributes: the engine and the statement's name (db.query.summary). */
@@ -622,8 +631,22 @@ export class PgStore implements Store {
     return this.reads.list(q);
   }
 
-  /** How many search pages the walk answered whole, and how many searchPage finished or answered. */
-  readonly searchReads = { walk: 0, planned: 0 };
+  /**
+   * How many search pages the walk answered whole, how many searchPage finished or answered, and
+   * how many walks went in a statement with others (searchWalks).
+   */
+  readonly searchReads = { walk: 0, planned: 0, batched: 0 };
+
+  // The walks of the searches that arrive in one turn, in one statement (as the list's pages:
+  // plant-reads.ts), two statements under way at most.
+  private readonly walks = new CallBatch((ws: WalkArgs[]) => this.walkBatch(ws), IN_FLIGHT);
+
+  private async walkBatch(ws: WalkArgs[]): Promise<WalkRow[][]> {
+    if (ws.length === 1) return [(await this.q<WalkRow>(...walkCall(ws[0]!))).rows];
+    this.searchReads.batched += ws.length;
+    const { rows } = await this.q<WalkRow & { n: number }>('searchWalks', walksValues(ws));
+    return perCall(rows, ws.length, (r): WalkRow => r);
+  }
 
   // A page of search's matches (search.ts): the walk's prepared statement where it applies, then
   // the statement planned for the terms from where a walk stopped, or for the whole page. On
@@ -634,11 +657,18 @@ export class PgStore implements Store {
     client: pg.Pool | pg.PoolClient = this.pool,
   ): Promise<PagePlant[]> {
     if (q.gardens?.length === 0) return [];
-    const walk = searchWalk(q);
+    const walk = walkArgs(q);
     let page: PagePlant[] = [];
     let from = q.afterId;
     if (walk !== null) {
-      const done = walkPage((await this.q<WalkRow>(walk[0], walk[1], client)).rows, q.limit);
+      // On the pool, with the other searches of the turn; alone in a transaction (an export's), with
+      // a tag (search.ts, searchWalks), or with values the batch's arrays or PostgreSQL's text would
+      // refuse, so that those fail alone.
+      const alone = client !== this.pool || walk.tag !== null || !batchable(q);
+      const rows = alone
+        ? (await this.q<WalkRow>(...walkCall(walk), client)).rows
+        : await this.walks.push(walk);
+      const done = walkPage(rows, q.limit);
       if (done.from === null) {
         this.searchReads.walk++;
         return done.page;
