@@ -16,18 +16,6 @@ export interface PlanNode {
 /** The node and every node under it, in plan order. */
 export const planNodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
 
-/** A statement's values as SQL literals (text arrays with nulls, text, numbers), comma-separated. */
-export const sqlLiterals = (values: readonly unknown[]): string =>
-  values
-    .map((v) =>
-      Array.isArray(v)
-        ? `'{${v.map((x) => x ?? 'NULL').join(',')}}'::text[]`
-        : typeof v === 'string'
-          ? `'${v.replaceAll("'", "''")}'`
-          : String(v),
-    )
-    .join(', ');
-
 /**
  * A statement's values as untyped SQL literals for `EXECUTE name(…)`, comma-separated: an array as
  * an untyped '{…}' literal, which takes the parameter's type (timestamptz[], tsquery[], …).

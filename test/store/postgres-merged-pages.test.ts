@@ -4,7 +4,7 @@ import pg from 'pg';
 import { PLANT_QUERIES, versionedGardensPage } from '../../src/store/postgres/plant-queries.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
-import { type PlanNode, planNodes, sqlLiterals } from '../helpers/pg-plans.js';
+import { type PlanNode, planNodes, untypedLiterals } from '../helpers/pg-plans.js';
 
 // A page with versions across several gardens (a first sync's, an export's) on PostgreSQL: the
 // merged statement answers what the plain query answers, for 1 to 40 gardens, with and without a
@@ -121,7 +121,7 @@ describe('postgres pages with versions across gardens', { skip }, () => {
       assert.equal(name, 'listMergedV4');
       await db.query('SET plan_cache_mode = force_generic_plan');
       await db.query(`PREPARE merged AS ${PLANT_QUERIES[name]}`);
-      const plan = await explain(db, `EXECUTE merged(${sqlLiterals(values)})`);
+      const plan = await explain(db, `EXECUTE merged(${untypedLiterals(db, values)})`);
       const merge = planNodes(plan).find((n) => n['Node Type'] === 'Merge Append');
       assert.ok(merge?.Plans?.length === 4, 'a branch a garden');
       const read = merge.Plans.map(scanned);

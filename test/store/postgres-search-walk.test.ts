@@ -10,7 +10,7 @@ import {
 } from '../../src/store/postgres/search.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
-import { type PlanNode, planNodes, sqlLiterals, untypedLiterals } from '../helpers/pg-plans.js';
+import { type PlanNode, planNodes, untypedLiterals } from '../helpers/pg-plans.js';
 import { until } from '../helpers/wait.js';
 
 // Search on PostgreSQL across a caller's gardens (search.ts): the walk's prepared statement answers
@@ -155,8 +155,11 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       await db.query('SET plan_cache_mode = force_generic_plan');
       await db.query(`PREPARE walk AS ${SEARCH_QUERIES[name]}`);
       const explain = async () =>
-        (await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE walk(${sqlLiterals(values)})`))
-          .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+        (
+          await db.query(
+            `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE walk(${untypedLiterals(db, values)})`,
+          )
+        ).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
       const plan = await explain();
       const types = planNodes(plan).map((n) => n['Node Type']);
       assert.ok(!types.some((t) => t.startsWith('Bitmap')), `no bitmap scan: ${types.join(', ')}`);
@@ -169,8 +172,9 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       const tagged = searchWalk({ gardens: g(0, 1), terms: ['mon'], tag: 'a', afterId: 0, limit: 20 });
       assert.equal(tagged?.[0], 'searchWalkTag2');
       await db.query(`PREPARE tagged AS ${SEARCH_QUERIES.searchWalkTag2}`);
-      const tagPlan = (await db.query(`EXPLAIN (FORMAT JSON) EXECUTE tagged(${sqlLiterals(tagged![1])})`))
-        .rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+      const tagPlan = (
+        await db.query(`EXPLAIN (FORMAT JSON) EXECUTE tagged(${untypedLiterals(db, tagged![1])})`)
+      ).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
       assert.ok(
         !planNodes(tagPlan).some((n) => n['Node Type'].startsWith('Bitmap')),
         'no bitmap scan with a tag',
