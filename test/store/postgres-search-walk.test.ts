@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import {
-  SEARCH_QUERIES,
-  searchWalk,
-  tsquery,
-  walkArgs,
-  walksValues,
-} from '../../src/store/postgres/search.js';
+import { SEARCH_QUERIES, searchWalk, tsquery, walkArgs, walksCall } from '../../src/store/postgres/search.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
 import { type PlanNode, planNodes, untypedLiterals } from '../helpers/pg-plans.js';
@@ -16,7 +10,8 @@ import { until } from '../helpers/wait.js';
 // Search on PostgreSQL across a caller's gardens (search.ts): the walk's prepared statement answers
 // what one statement over every match answers, whether the walk fills the page or stops at its
 // budget and the planned statement finishes it, alone or with the other searches of its turn in one
-// statement (searchWalks); and the walk's generic plan, alone or batched, walks the gardens'
+// statement (searchWalks, or searchWalksTag for those with a tag); and the walk's generic plan,
+// alone or batched, walks the gardens'
 // index in order, never a bitmap scan, so that the index entries of deleted plants are marked dead
 // by the first search that meets them.
 
@@ -108,13 +103,13 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       // One at a time: each walk a statement of its own.
       for (const q of cases) await check(q, await store.listPlants(q));
       assert.equal(store.searchReads.batched, 0);
-      // All at once: the walks without a tag that arrive in one turn share one statement
-      // (searchWalks), and each search answers as it did alone.
+      // All at once: the walks that arrive in one turn share one statement, those without a tag
+      // searchWalks and those with one searchWalksTag, and each search answers as it did alone.
       const together = await Promise.all(cases.map((q) => store.listPlants(q)));
       for (const [i, q] of cases.entries()) await check(q, together[i]!);
-      // Batched: every search without a tag, in 8 gardens or fewer, with a page of 200 or fewer.
-      const walked = cases.filter((q) => q.tag === null && new Set(q.gardens).size <= 8 && q.limit <= 200);
-      assert.equal(walked.length, 5 * 5 * 5);
+      // Batched: every search in 8 gardens or fewer with a page of 200 or fewer, tagged or not.
+      const walked = cases.filter((q) => new Set(q.gardens).size <= 8 && q.limit <= 200);
+      assert.equal(walked.length, 5 * 5 * 2 * 5);
       assert.equal(store.searchReads.batched, walked.length);
 
       // A term common in the gardens: the walk alone. A rare one in a garden larger than the
@@ -189,34 +184,55 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       // The walks of a turn in one statement keep a generic plan (no planning a call), and it is
       // the same walk of each garden's index in order for each search (three here: 3, 1 and 8
       // gardens). plan_cache_mode is back to its default: PostgreSQL itself chooses the generic plan.
+      // The same for the tagged walks' statement, walking the gardens' index by tag.
       await db.query('RESET plan_cache_mode');
-      const walks = [g(0, 1, 2), g(3), g(0, 1, 2, 3, 4, 5, 6, 7)].map(
-        (gardens) => walkArgs({ gardens, terms: ['mon'], tag: null, afterId: 0, limit: 20 })!,
-      );
-      for (let i = 0; i < 7; i++)
-        await db.query({ name: 'walks', text: SEARCH_QUERIES.searchWalks, values: walksValues(walks) });
-      const kept = (
-        await db.query(
-          "SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE name = 'walks'",
-        )
-      ).rows[0];
-      assert.ok(kept.g >= 2, `searchWalks: ${JSON.stringify(kept)} (generic, custom)`);
-      const walksPlan = (
-        await db.query(
-          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE walks(${untypedLiterals(db, walksValues(walks))})`,
-        )
-      ).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
-      const walkNodes = planNodes(walksPlan);
-      assert.ok(
-        !walkNodes.some((n) => n['Node Type'].startsWith('Bitmap')),
-        `no bitmap scan: ${walkNodes.map((n) => n['Node Type']).join(', ')}`,
-      );
-      const scans = walkNodes.filter((n) => n['Node Type'] === 'Index Scan');
-      assert.ok(scans.length > 0 && scans.every((n) => n['Index Name'] === 'plants_garden_page'));
-      // Each garden of each search walked once: 3 + 1 + 8 loops over the eight branches' scans.
-      assert.equal(
-        scans.reduce((sum, n) => sum + n['Actual Loops'], 0),
-        12,
+      for (const [tag, index] of [
+        [null, 'plants_garden_page'],
+        ['a', 'plants_garden_tag_page'],
+      ] as const) {
+        const walks = [g(0, 1, 2), g(3), g(0, 1, 2, 3, 4, 5, 6, 7)].map(
+          (gardens) => walkArgs({ gardens, terms: ['mon'], tag, afterId: 0, limit: 20 })!,
+        );
+        const [statement, values] = walksCall(walks);
+        assert.equal(statement, tag === null ? 'searchWalks' : 'searchWalksTag');
+        for (let i = 0; i < 7; i++)
+          await db.query({ name: statement, text: SEARCH_QUERIES[statement], values });
+        const kept = (
+          await db.query(
+            'SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE name = $1',
+            [statement],
+          )
+        ).rows[0];
+        assert.ok(kept.g >= 2, `${statement}: ${JSON.stringify(kept)} (generic, custom)`);
+        const walksPlan = (
+          await db.query(
+            `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE "${statement}"(${untypedLiterals(db, values)})`,
+          )
+        ).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+        const walkNodes = planNodes(walksPlan);
+        assert.ok(
+          !walkNodes.some((n) => n['Node Type'].startsWith('Bitmap')),
+          `${statement}: no bitmap scan: ${walkNodes.map((n) => n['Node Type']).join(', ')}`,
+        );
+        const scans = walkNodes.filter((n) => n['Node Type'] === 'Index Scan');
+        assert.ok(
+          scans.length > 0 && scans.every((n) => n['Index Name'] === index),
+          `${statement}: ${scans.map((n) => n['Index Name']).join(', ')}`,
+        );
+        // Each garden of each search walked once: 3 + 1 + 8 loops over the eight branches' scans.
+        assert.equal(
+          scans.reduce((sum, n) => sum + n['Actual Loops'], 0),
+          12,
+        );
+      }
+      // The two kinds never share a statement.
+      assert.throws(
+        () =>
+          walksCall([
+            walkArgs({ gardens: g(0), terms: ['mon'], tag: null, afterId: 0, limit: 20 })!,
+            walkArgs({ gardens: g(0), terms: ['mon'], tag: 'a', afterId: 0, limit: 20 })!,
+          ]),
+        /mixed/,
       );
 
       await db.query('SET plan_cache_mode = force_generic_plan');

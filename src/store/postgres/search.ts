@@ -103,19 +103,26 @@ type WalkName = `searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`;
  * of `q` instead of from parameters. Each array is read through a subquery, `(SELECT $1::text[])`,
  * as listPages' are (plant-queries.ts): a bare parameter's length is known to a plan made for the
  * call's values and not to the generic one, so PostgreSQL judged every generic plan dearer and
- * planned each call afresh. A walk with a tag goes alone: the tag is an index condition of its
- * garden's walk only when every row has one, which `tag IS NULL OR` would undo, and a statement
- * of their own for tagged walks was not made (no benchmark searches with a tag).
+ * planned each call afresh. Searches with a tag have a statement of their own (`tagged`: every
+ * row a tag, in one more column): the tag is an index condition of a garden's walk only when
+ * every row has one, which a shared statement's `tag IS NULL OR` would undo.
  */
-const walksStatement = (): string => {
+const walksStatement = (tagged: boolean): string => {
   const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => i + 1);
-  const p = { q: 'q.terms', after: 'q.after_id', budget: 'q.budget', limit: 'q.lim' };
+  const p = {
+    q: 'q.terms',
+    after: 'q.after_id',
+    budget: 'q.budget',
+    limit: 'q.lim',
+    ...(tagged ? { tag: 'q.tag' } : {}),
+  };
   const branch = (slot: number) => walkBranch(`q.g${slot}`, p);
   const cols = slots.map((i) => `g${i}`).join(', ');
   const arrays = slots.map((i) => P(i, 'text[]')).join(', ');
   const k = WALK_MAX_GARDENS;
+  const tag = tagged ? [`, ${P(k + 5, 'text[]')}`, ', tag'] : ['', ''];
   return `WITH q AS (SELECT * FROM unnest(${arrays}, ${P(k + 1, 'tsquery[]')}, ${P(k + 2, 'bigint[]')},
-      ${P(k + 3, 'bigint[]')}, ${P(k + 4, 'bigint[]')}) WITH ORDINALITY AS q(${cols}, terms, after_id, budget, lim, n))
+      ${P(k + 3, 'bigint[]')}, ${P(k + 4, 'bigint[]')}${tag[0]}) WITH ORDINALITY AS q(${cols}, terms, after_id, budget, lim${tag[1]}, n))
     SELECT q.n, u.* FROM q CROSS JOIN LATERAL (SELECT * FROM (${slots.map(branch).join(' UNION ALL ')}) u
       ORDER BY id LIMIT ${p.limit}) u`;
 };
@@ -127,7 +134,8 @@ export const SEARCH_QUERIES = {
       [`searchWalkTag${n}`, walkStatement(n, true)],
     ]),
   ) as Record<WalkName, string>),
-  searchWalks: walksStatement(),
+  searchWalks: walksStatement(false),
+  searchWalksTag: walksStatement(true),
 };
 
 /**
@@ -181,16 +189,23 @@ export function walkArgs(q: PageQuery & { terms: string[] }): WalkArgs | null {
   };
 }
 
-/** searchWalks' values for these walks, none with a tag. */
-export function walksValues(walks: readonly WalkArgs[]): unknown[] {
+/**
+ * The batched statement and its values for these walks: searchWalks when none has a tag,
+ * searchWalksTag when every one has one (the caller never mixes them).
+ */
+export function walksCall(walks: readonly WalkArgs[]): ['searchWalks' | 'searchWalksTag', unknown[]] {
   const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => walks.map((w) => w.gardens[i] ?? null));
-  return [
+  const values = [
     ...slots,
     walks.map((w) => w.tsquery),
     walks.map((w) => w.afterId),
     walks.map((w) => w.budget),
     walks.map((w) => w.limit),
   ];
+  const tagged = walks[0]?.tag != null;
+  if (walks.some((w) => (w.tag !== null) !== tagged))
+    throw new Error('walksCall: tagged and untagged walks mixed');
+  return tagged ? ['searchWalksTag', [...values, walks.map((w) => w.tag)]] : ['searchWalks', values];
 }
 
 export interface WalkRow extends PagePlant {

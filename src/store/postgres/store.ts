@@ -99,7 +99,7 @@ import {
   walkArgs,
   walkCall,
   walkPage,
-  walksValues,
+  walksCall,
 } from './search.js';
 import { PgTrash, TRASH_QUERIES } from './trash.js';
 
@@ -638,13 +638,14 @@ export class PgStore implements Store {
   readonly searchReads = { walk: 0, planned: 0, batched: 0 };
 
   // The walks of the searches that arrive in one turn, in one statement (as the list's pages:
-  // plant-reads.ts), two statements under way at most.
+  // plant-reads.ts), two statements under way at most; those with a tag in one of their own.
   private readonly walks = new CallBatch((ws: WalkArgs[]) => this.walkBatch(ws), IN_FLIGHT);
+  private readonly taggedWalks = new CallBatch((ws: WalkArgs[]) => this.walkBatch(ws), IN_FLIGHT);
 
   private async walkBatch(ws: WalkArgs[]): Promise<WalkRow[][]> {
     if (ws.length === 1) return [(await this.q<WalkRow>(...walkCall(ws[0]!))).rows];
     this.searchReads.batched += ws.length;
-    const { rows } = await this.q<WalkRow & { n: number }>('searchWalks', walksValues(ws));
+    const { rows } = await this.q<WalkRow & { n: number }>(...walksCall(ws));
     return perCall(rows, ws.length, (r): WalkRow => r);
   }
 
@@ -661,13 +662,13 @@ export class PgStore implements Store {
     let page: PagePlant[] = [];
     let from = q.afterId;
     if (walk !== null) {
-      // On the pool, with the other searches of the turn; alone in a transaction (an export's), with
-      // a tag (search.ts, searchWalks), or with values the batch's arrays or PostgreSQL's text would
-      // refuse, so that those fail alone.
-      const alone = client !== this.pool || walk.tag !== null || !batchable(q);
+      // On the pool, with the other searches of the turn (those with a tag with the others with one:
+      // search.ts, searchWalks); alone in a transaction (an export's), or with values the batch's
+      // arrays or PostgreSQL's text would refuse, so that those fail alone.
+      const alone = client !== this.pool || !batchable(q);
       const rows = alone
         ? (await this.q<WalkRow>(...walkCall(walk), client)).rows
-        : await this.walks.push(walk);
+        : await (walk.tag === null ? this.walks : this.taggedWalks).push(walk);
       const done = walkPage(rows, q.limit);
       if (done.from === null) {
         this.searchReads.walk++;
