@@ -8,8 +8,9 @@
 //   node bench/fixed-rate.mjs '{"url":…,"pool":FILE,"mix":"list:35,…","rate":3000,"seconds":10,"connections":50}'
 //   The first second (spec.warmup, in seconds) is sent at the same rate but not counted: this
 //   process's JIT and its connections' handshakes would otherwise count as the server's.
-//   → prints one JSON line: per class n, p50, p99, p99.9 and max in ms; the rate reached; how late
-//     this process itself sent (its own lag, which would count against the server if it grew).
+//   → prints one JSON line: per class n, p50, p99, p99.9 and max in ms, and the same over every
+//     request (`all`); the rate reached; how late this process itself sent (its own lag, which
+//     would count against the server if it grew).
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
@@ -155,16 +156,21 @@ setTimeout(pump, 50);
 await all;
 const elapsed = (performance.now() - start - warm * interval) / 1000;
 const at = (xs, p) => xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
-const classes = {};
-for (const [cls, xs] of latencies) {
+const summary = (xs) => {
   xs.sort((a, b) => a - b);
-  classes[cls] = {
-    n: xs.length,
-    p50: at(xs, 50),
-    p99: at(xs, 99),
-    p999: at(xs, 99.9),
-    max: xs[xs.length - 1],
-  };
-}
+  return { n: xs.length, p50: at(xs, 50), p99: at(xs, 99), p999: at(xs, 99.9), max: xs[xs.length - 1] };
+};
+const classes = {};
+for (const [cls, xs] of latencies) classes[cls] = summary(xs);
+const everyRequest = summary([...latencies.values()].flat());
 for (const c of idle) c.socket.destroy();
-console.log(JSON.stringify({ rate: (count - warm) / elapsed, classes, statuses, errors, lagMaxMs: lagMax }));
+console.log(
+  JSON.stringify({
+    rate: (count - warm) / elapsed,
+    classes,
+    all: everyRequest,
+    statuses,
+    errors,
+    lagMaxMs: lagMax,
+  }),
+);
