@@ -3,9 +3,11 @@
  * table as the store makes it (search.ts) filled with 100,000 plants' words and merged into one
  * segment, then 20,000 commits of 2 plants each, each commit timed; the p50, p99, the longest and
  * how many took over 10 and 30 ms. Given a number, FTS5's `automerge` is set to it first (default
- * 4; 0 turns automatic merges off until a level holds `crisismerge` segments).
+ * 4; 0 turns automatic merges off until a level holds `crisismerge` segments). With --merge-each N
+ * every commit also runs the store's merge step (search-merge.ts, MERGE_STEP_SQL) with N pages,
+ * FTS5's `usermerge` set to --usermerge first (default 2, the store's own).
  *
- *   taskset -c 0 npx tsx bench/search-commit-times.ts [AUTOMERGE] [--dir /dev/shm]
+ *   taskset -c 0 npx tsx bench/search-commit-times.ts [AUTOMERGE] [--merge-each N] [--usermerge U] [--dir /dev/shm]
  *
  * The file is made under --dir (default /dev/shm, so that no fsync is timed) and removed after.
  */
@@ -15,13 +17,14 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { indexedWords } from '../src/search-text.js';
 import { SEARCH_TABLE } from '../src/store/sqlite/search.js';
+import { MERGE_STEP_SQL } from '../src/store/sqlite/search-merge.js';
 import { makePlant, prng } from './plant-names.js';
 
 const { values: opt, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     dir: { type: 'string', default: '/dev/shm' },
-    // Each commit also runs FTS5's 'merge' with this many pages (usermerge 2), as a writer could.
+    // Each commit also runs FTS5's 'merge' with this many pages (0: none), usermerge set first.
     'merge-each': { type: 'string', default: '0' },
     usermerge: { type: 'string', default: '2' },
   },
@@ -49,13 +52,13 @@ try {
   })();
   db.exec("INSERT INTO plant_search (plant_search) VALUES ('optimize')");
   const mergeEach = Number(opt['merge-each']);
-  if (mergeEach > 0)
+  const merge = mergeEach > 0 ? db.prepare<[number]>(MERGE_STEP_SQL) : null;
+  if (merge)
     db.exec(`INSERT INTO plant_search (plant_search, rank) VALUES ('usermerge', ${Number(opt.usermerge)})`);
-  const merge = db.prepare(`INSERT INTO plant_search (plant_search, rank) VALUES ('merge', ${mergeEach})`);
   const commit = db.transaction(() => {
     add();
     add();
-    if (mergeEach > 0) merge.run();
+    merge?.run(mergeEach);
   });
   const t0 = performance.now();
   const times: number[] = [];
