@@ -68,6 +68,35 @@ describe('the web console in Chromium: plants', {
     await context.close();
   });
 
+  it('nothing moves when the list ends loading: "New plant" is where it was while "Loading…" showed', async () => {
+    // A press and its release must land on the same button for a click: a button that moved
+    // between them (the list arriving) would take none, and its form would not open.
+    const u = await srv.user('still');
+    await srv.plant(u.token, { name: 'Still fern' });
+    const { context, page, watch } = await open(browser);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const isList = (url: URL) => url.pathname === '/plants';
+    await page.route(isList, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await signIn(page, srv.url, u.token);
+    const button = page.getByRole('button', { name: 'New plant' });
+    await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor();
+    const loading = await button.boundingBox();
+    release();
+    await page.getByRole('cell', { name: 'Still fern', exact: true }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor({ state: 'detached' });
+    await page.unroute(isList);
+    assert.ok(loading);
+    assert.deepEqual(await button.boundingBox(), loading);
+    assertClean(watch, [srv.url]);
+    await context.close();
+  });
+
   it('the plants view pages through the Link header, every plant on one page and none twice', async () => {
     const u = await srv.user('pages');
     const { context, page, watch } = await open(browser);
