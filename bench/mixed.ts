@@ -24,6 +24,9 @@
  *              ten users, delivering to a receiver on core 1
  *   traced     SQLite with traces on (contract 14.1), every request sampled, exported over OTLP
  *              http/protobuf to a receiver on core 1
+ *   automerge  SQLite (on the disk) with its search index merged by FTS5's automerge inside the
+ *              commits (PLANTSTORE_SEARCH_MERGE=automerge), not in the writer's paced steps
+ *   tmpfs-automerge  the same on the tmpfs
  *   saver      SQLite with V8's --memory-saver-mode (PLANTSTORE_MEMORY_SAVER=on), to weigh its cost
  *   inline     SQLite with its writes committed on the event loop (PLANTSTORE_SQLITE_WRITER=inline)
  *   postgres   PostgreSQL, one instance (--pg URL; skipped, and said so, when unreachable), its
@@ -219,10 +222,22 @@ function diskProbe(dir: string, label: string, seconds: number): void {
 }
 const wanted = opt.variants!.split(',').map((v) => v.trim());
 const unknown = wanted.filter(
-  (v) => !['sqlite', 'tmpfs', 'saver', 'sharing', 'endpoints', 'inline', 'traced', 'postgres'].includes(v),
+  (v) =>
+    ![
+      'sqlite',
+      'tmpfs',
+      'automerge',
+      'tmpfs-automerge',
+      'saver',
+      'sharing',
+      'endpoints',
+      'inline',
+      'traced',
+      'postgres',
+    ].includes(v),
 );
 if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
-const memoryDir = wanted.includes('tmpfs') ? tmpfsDir() : null;
+const memoryDir = wanted.includes('tmpfs') || wanted.includes('tmpfs-automerge') ? tmpfsDir() : null;
 if (Number(opt['disk-probe']) > 0) {
   diskProbe(tmp, `disk (${tmp})`, Number(opt['disk-probe']));
   if (memoryDir) diskProbe(memoryDir, `tmpfs (${memoryDir})`, Math.min(3, Number(opt['disk-probe'])));
@@ -366,11 +381,17 @@ const servers: Server[] = [];
 let receiver: ChildProcess | undefined;
 let receiverOut = '';
 for (const v of wanted) {
-  const file = join(v === 'tmpfs' ? memoryDir! : tmp, `${v}.db`);
+  const file = join(v === 'tmpfs' || v === 'tmpfs-automerge' ? memoryDir! : tmp, `${v}.db`);
   if (v !== 'postgres') copyFileSync(dbPath, file);
   const first = servers.length === 0;
   if (v === 'sqlite') servers.push(await serve('sqlite', `sqlite:${file}`, {}, first));
   if (v === 'tmpfs') servers.push(await serve('sqlite on tmpfs', `sqlite:${file}`, {}, first));
+  // The search index merged by FTS5's automerge inside the commits, not by the writer's paced steps.
+  const automerge = { PLANTSTORE_SEARCH_MERGE: 'automerge' };
+  if (v === 'automerge')
+    servers.push(await serve('sqlite, FTS5 automerge', `sqlite:${file}`, automerge, first));
+  if (v === 'tmpfs-automerge')
+    servers.push(await serve('sqlite on tmpfs, FTS5 automerge', `sqlite:${file}`, automerge, first));
   if (v === 'saver') {
     servers.push(
       await serve('sqlite, memory saver on', `sqlite:${file}`, { PLANTSTORE_MEMORY_SAVER: 'on' }, first),

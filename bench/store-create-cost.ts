@@ -11,6 +11,8 @@
  *   npx tsx bench/store-create-cost.ts /tmp/before && npx tsx bench/store-create-cost.ts .
  *
  * NO_TRASH=1 deletes for good instead (what the trash row itself costs a delete).
+ * SEARCH_MERGE=automerge leaves the search index's merges to FTS5's automerge, inside the commits
+ * (search-merge.ts), to weigh the writer's paced merge steps against it.
  * The machine is small and shared: run each side more than once, alternating.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,7 +24,9 @@ const root = resolve(process.argv[2] ?? '.');
 const N = Number(process.argv[3] ?? 40_000);
 const { SqliteStore } = await import(join(root, 'src/store/sqlite/store.ts'));
 const dir = mkdtempSync(join(tmpdir(), 'plantstore-create-cost-'));
-const store = new SqliteStore({ path: join(dir, 'plants.db'), durability: 'full' });
+// SEARCH_MERGE=automerge: FTS5's automerge in the commits instead of the writer's paced merge steps.
+const searchMerge = process.env.SEARCH_MERGE === 'automerge' ? 'automerge' : 'paced';
+const store = new SqliteStore({ path: join(dir, 'plants.db'), durability: 'full', searchMerge });
 await store.migrate();
 const garden = (await store.homeGarden('u', { id: 'gdn_create_cost', name: 'Home', at: new Date() })).id;
 const WORDS = ['Monstera', 'deliciosa', 'Ficus', 'Café', 'rose', 'fern', 'aloe', 'pilea'];

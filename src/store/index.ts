@@ -26,6 +26,8 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
       durability: opts.durability,
       // For comparing the two in benchmarks; the writer thread is the default.
       writer: process.env.PLANTSTORE_SQLITE_WRITER === 'inline' ? 'inline' : 'thread',
+      // Likewise, FTS5's own automerge against the writer's paced merge steps (the default).
+      searchMerge: process.env.PLANTSTORE_SEARCH_MERGE === 'automerge' ? 'automerge' : 'paced',
     });
   }
   if (/^postgres(ql)?:\/\//.test(opts.url))

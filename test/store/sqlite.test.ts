@@ -11,6 +11,8 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import {
   MERGE_FRACTION,
   mergeWanted,
+  PACED_SEGMENTS,
+  pacedWanted,
   searchLevels,
   smallMergeLevel,
 } from '../../src/store/sqlite/search-merge.js';
@@ -303,16 +305,16 @@ describe('SQLite store specifics', () => {
     const want = { alp: await found('alp'), bet: await found('bet'), gam: await found('gam') };
     assert.deepEqual(want.alp, alpha);
     assert.deepEqual(want.gam, renamed);
-    // FTS5's structure record (row 10 of its data table) lists every segment: it shrinks as they merge.
+    // FTS5's structure record (row 10 of its data table) lists every segment. The writer's paced
+    // steps leave a few (fewer than 4 on each level); the quiet spell merges them into one.
     const look = new Database(path, { readonly: true });
-    const structure = () =>
-      look.prepare('SELECT length(block) FROM plant_search_data WHERE id = 10').pluck().get() as number;
-    const before = structure();
-    const merged = await until('the search index merged', () => {
-      const n = structure();
-      return n < before / 2 && n;
-    });
-    assert.ok(merged < before, `${merged} < ${before}`);
+    const segments = () =>
+      searchLevels(
+        look.prepare('SELECT block FROM plant_search_data WHERE id = 10').pluck().get() as Buffer,
+      ).flatMap((l) => l.pages).length;
+    const before = segments();
+    assert.ok(before > 1, `${before} segments before the quiet spell`);
+    await until('the search index merged into one segment', () => segments() === 1);
     assert.deepEqual(
       { alp: await found('alp'), bet: await found('bet'), gam: await found('gam') },
       want,
@@ -324,7 +326,15 @@ describe('SQLite store specifics', () => {
 
   it('leaves the largest search segment alone until the others hold 1/8 of its pages, merging only the small ones', async () => {
     const path = join(dir, 'merge-bound.db');
-    const store = new SqliteStore({ path, durability: 'normal', searchMergeQuietMs: 50 });
+    // The quiet merger's own choices: FTS5's automerge in the commits (20 commits of one plant
+    // never reach its mark of 64 pages), not the writer's paced steps, which merge any level once
+    // it holds 4 segments, the largest's too (as automerge does).
+    const store = new SqliteStore({
+      path,
+      durability: 'normal',
+      searchMergeQuietMs: 50,
+      searchMerge: 'automerge',
+    });
     await store.migrate();
     await seedGardens(store);
     const create = async (n: number, b: number) => {
@@ -378,6 +388,86 @@ describe('SQLite store specifics', () => {
     assert.equal(found.length, 520);
     look.close();
     await store.close();
+  });
+
+  it("merges the search index in paced steps while writes go on: FTS5's automerge off, every level under 4 segments, the same answers", async () => {
+    const path = join(dir, 'paced.db');
+    // The quiet merger kept out of it: only the writer's paced steps merge.
+    const store = new SqliteStore({ path, durability: 'full', searchMergeQuietMs: 3_600_000 });
+    await store.migrate();
+    await seedGardens(store);
+    const look = new Database(path, { readonly: true });
+    const levels = () =>
+      searchLevels(look.prepare('SELECT block FROM plant_search_data WHERE id = 10').pluck().get() as Buffer);
+    const automerge = (): unknown =>
+      look.prepare("SELECT v FROM plant_search_config WHERE k = 'automerge'").pluck().get();
+    // 300 commits of 3 plants: 300 segments as written, FTS5 merging none of them in a commit.
+    const names = ['iota', 'kappa', 'lambda', 'mu', 'nu'];
+    const want = new Map<string, number[]>(names.map((n) => [n, []]));
+    let most = 0;
+    for (let b = 0; b < 300; b++) {
+      const r = await store.createPlants(
+        Array.from({ length: 3 }, (_, i) => ({
+          id: null,
+          owner: 'o',
+          garden: 'gdn_o',
+          admin: true,
+          name: `${names[(b + i) % 5]} batch${b}`,
+          tag: null,
+        })),
+      );
+      assert.ok('ok' in r);
+      for (const p of r.ok) want.get(p.name.split(' ')[0]!)!.push(p.id);
+      most = Math.max(most, ...levels().map((l) => l.pages.length));
+    }
+    assert.equal(automerge(), 0, "FTS5's automerge is off in the store");
+    // FTS5's crisis merge (16 segments on a level, merged inside a commit) never came near.
+    assert.ok(most < 16, `at most ${most} segments on a level while writing`);
+    const settled = await until('the paced steps done', () => {
+      const l = levels();
+      return !pacedWanted(l) && l;
+    });
+    assert.ok(
+      settled.every((l) => l.merging === 0 && l.pages.length < PACED_SEGMENTS),
+      JSON.stringify(settled),
+    );
+    const segments = settled.reduce((n, l) => n + l.pages.length, 0);
+    assert.ok(segments < 300 / 10, `${segments} segments left of 300`);
+    for (const [name, ids] of want) {
+      const found = await store.listPlants({
+        gardens: ['gdn_o'],
+        tag: null,
+        afterId: 0,
+        limit: 1000,
+        terms: [name],
+      });
+      assert.deepEqual(
+        found.map((p) => p.id),
+        ids,
+        name,
+      );
+    }
+    await store.close();
+
+    // A writer that leaves merging to FTS5 (the 'automerge' setting, or an inline writer) turns its automerge back on.
+    for (const opts of [{ searchMerge: 'automerge' as const }, { writer: 'inline' as const }]) {
+      const paced = new SqliteStore({ path, durability: 'full', searchMergeQuietMs: 3_600_000 });
+      await paced.createPlant({ id: null, owner: 'o', garden: 'gdn_o', admin: true, name: 'xi', tag: null });
+      await until('automerge off again', () => automerge() === 0);
+      await paced.close();
+      const other = new SqliteStore({ path, durability: 'full', searchMergeQuietMs: 3_600_000, ...opts });
+      await other.createPlant({
+        id: null,
+        owner: 'o',
+        garden: 'gdn_o',
+        admin: true,
+        name: 'omicron',
+        tag: null,
+      });
+      await until(`automerge on again (${JSON.stringify(opts)})`, () => automerge() === 4);
+      await other.close();
+    }
+    look.close();
   });
 
   it('reads the structure record and picks merges as FTS5 would', () => {

@@ -16,10 +16,47 @@
 // 660–730 ms (on 10,000,000 plants after 50 creates: 18 ms against 6,436 ms); a search for `mon`
 // in 3 gardens costs 74–80 µs after 50 and 108–113 µs after 1,000 (62–78 µs in one segment):
 // `npx tsx bench/search-merge-cost.ts . 1000`, docs/benchmarks.md.
-// Merges run only while plant writes are quiet, in steps of at most MERGE_STEP_PAGES pages (about
+// These merges run only while plant writes are quiet, in steps of at most MERGE_STEP_PAGES pages (about
 // 10 ms each on that store), each its own write through the writer: a write arriving meanwhile
 // waits for one step at most, and ends the run until the next quiet spell, which resumes a full
 // merge under way.
+
+//
+// While writes go on, the writer thread merges in paced steps instead of FTS5's automerge
+// (writer-thread.ts). Automerge works inside the COMMIT that crosses its mark: every 64 leaf pages
+// written, 64 pages for each level of the index at once, so one create in 64 commits of 2 plants
+// waited 22-24 ms for it on a 100,000-plant index (against p99 0.38-0.47 ms:
+// bench/search-commit-times.ts). With automerge off (a setting FTS5 keeps in the store), the writer
+// merges PACED_STEP_PAGES pages after a commit has been answered, and again whenever it has nothing
+// queued, while a level holds PACED_SEGMENTS segments or a merge is under way: the merges automerge
+// makes (a level of 4 segments into one of the next, the largest's level too), in steps that a
+// write arriving meanwhile waits for at most one of. A writer that is never idle still makes one
+// step after each commit, and FTS5's crisismerge (16 segments on one level, merged in the commit)
+// stays as the backstop. A step's commit does not wait for the disk (writes.ts, pacedMerge).
+
+/** Pages one paced step writes at most (FTS5's 'merge' with a positive N, usermerge PACED_SEGMENTS). */
+export const PACED_STEP_PAGES = 8;
+
+/** Segments on one level that start a paced merge of that level (FTS5's own automerge default). */
+export const PACED_SEGMENTS = 4;
+
+/**
+ * Sets FTS5's `automerge` (stored in the index's config table: for every connection, and kept).
+ * FTS5 takes only an INTEGER there, and a JavaScript number is bound as a REAL.
+ */
+export const AUTOMERGE_SQL =
+  "INSERT INTO plant_search (plant_search, rank) VALUES ('automerge', CAST(? AS INTEGER))";
+
+/** FTS5's `automerge` as the store holds it (no row: FTS5's default, 4). */
+export const AUTOMERGE_READ_SQL = "SELECT v FROM plant_search_config WHERE k = 'automerge'";
+
+/** FTS5's default `automerge`: merge a level once it holds 4 segments, inside the commit. */
+export const FTS5_AUTOMERGE = 4;
+
+/** Whether a paced step is due: a merge is under way on some level, or a level holds PACED_SEGMENTS segments. */
+export function pacedWanted(levels: SearchLevel[]): boolean {
+  return levels.some(({ merging, pages }) => merging > 0 || pages.length >= PACED_SEGMENTS);
+}
 
 /** Pages one step writes at most (FTS5's 'merge' with -N: every segment, N pages at a time). */
 export const MERGE_STEP_PAGES = 200;
@@ -30,8 +67,14 @@ export const MERGE_STEP_SQL = "INSERT INTO plant_search (plant_search, rank) VAL
 /** FTS5's structure record: the index's segments, level by level (row 10 of its data table). */
 export const STRUCTURE_SQL = 'SELECT block FROM plant_search_data WHERE id = 10';
 
-/** Sets FTS5's `usermerge`: a positive 'merge' merges a level once it holds this many segments. */
-export const USERMERGE_SQL = "INSERT INTO plant_search (plant_search, rank) VALUES ('usermerge', 2)";
+/**
+ * Sets FTS5's `usermerge`: a positive 'merge' merges a level once it holds this many segments
+ * (2 for the quiet merges, PACED_SEGMENTS for the paced steps: a step whose level's merge ends
+ * within its pages goes on with the next level holding that many, and with 2 the paced steps
+ * merged nearly every pair, twice the levels automerge leaves and more CPU a create).
+ */
+export const USERMERGE_SQL =
+  "INSERT INTO plant_search (plant_search, rank) VALUES ('usermerge', CAST(? AS INTEGER))";
 
 /** A merge starts once the segments besides the largest hold 1/MERGE_FRACTION of its pages. */
 export const MERGE_FRACTION = 8;

@@ -83,6 +83,13 @@ export interface SqliteOptions {
    * (search-merge.ts; default 2,000). Not for ':memory:', whose writes hold the event loop.
    */
   searchMergeQuietMs?: number;
+  /**
+   * How the search index is merged while writes go on (search-merge.ts): 'paced' (the default), by
+   * the writer thread in small steps between commits, FTS5's automerge off; 'automerge', by FTS5
+   * inside the commits that cross its mark (kept for comparing the two in benchmarks). An inline
+   * writer always leaves it to FTS5.
+   */
+  searchMerge?: 'paced' | 'automerge';
 }
 
 interface TokenRow {
@@ -163,7 +170,7 @@ export class SqliteStore implements Store {
     this.writer =
       opts.path === ':memory:' || opts.writer === 'inline'
         ? new InlineWriter(this.db, me, translate)
-        : new ThreadWriter(opts.path, opts.durability, me, translate);
+        : new ThreadWriter(opts.path, opts.durability, me, translate, opts.searchMerge !== 'automerge');
     if (opts.path !== ':memory:')
       this.merger = new SearchMerger(() => this.writer.write('mergeSearch'), opts.searchMergeQuietMs ?? 2000);
   }

@@ -4,6 +4,7 @@
  * slow fsync makes batches larger rather than writes slower one by one.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { FTS5_AUTOMERGE } from './search-merge.js';
 import { type BatchResult, openConnection, SqliteWrites, sendError, type WriteOp } from './writes.js';
 
 interface Sent {
@@ -12,10 +13,12 @@ interface Sent {
 }
 
 const port = parentPort!;
-const { path, durability, writer } = workerData as {
+const { path, durability, writer, paced } = workerData as {
   path: string;
   durability: 'full' | 'normal';
   writer: string;
+  /** Merge the search index in paced steps, FTS5's automerge off (search-merge.ts); else FTS5's way. */
+  paced: boolean;
 };
 const db = openConnection(path, durability);
 // Statement journals and RETURNING's rows in memory. With SQLite's default (temp files, which start
@@ -25,11 +28,40 @@ const db = openConnection(path, durability);
 // and docs/benchmarks.md). This connection only writes a transaction's few rows at a time: nothing
 // it does sorts or spills more than a batch's pages.
 db.pragma('temp_store = MEMORY');
-const writes = new SqliteWrites(db, writer);
+const writes = new SqliteWrites(db, writer, durability);
 port.postMessage('ready');
 let queue: Sent[] = [];
 let scheduled = false;
 let closing = false;
+/** The store's FTS5 `automerge` has been set for this writer's way of merging (after the first commit: the index exists). */
+let automergeSet = false;
+let pacing = false;
+
+/**
+ * A paced merge step (search-merge.ts). Scheduled after each commit's answers are sent: the batches
+ * that came meanwhile wait for this one step. Further steps follow only while nothing is queued.
+ */
+function pace(): void {
+  pacing = false;
+  if (closing) return;
+  let more = false;
+  try {
+    if (!automergeSet) {
+      writes.searchAutomerge(paced ? 0 : FTS5_AUTOMERGE);
+      automergeSet = true;
+    }
+    more = paced && writes.pacedMerge();
+  } catch {
+    // A busy lock or a store not yet migrated: the next commit tries again.
+  }
+  if (more && queue.length === 0) schedulePace();
+}
+
+function schedulePace(): void {
+  if (pacing) return;
+  pacing = true;
+  setImmediate(pace);
+}
 
 function drain(): void {
   scheduled = false;
@@ -57,6 +89,7 @@ function drain(): void {
       }
       at += b.ops.length;
     }
+    if (result !== undefined && (paced || !automergeSet)) schedulePace();
   }
   if (closing) {
     db.close();

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
 import { type Pending, TurnBatch } from '../turn-batch.js';
+import { FTS5_AUTOMERGE } from './search-merge.js';
 import {
   type BatchResult,
   openConnection,
@@ -87,7 +88,24 @@ export class InlineWriter extends BatchingWriter {
       return;
     }
     this.settle(items, result);
+    this.leaveMergesToFts5();
   }
+
+  /**
+   * This writer does not pace merges (search-merge.ts: that would hold the event loop): FTS5's
+   * automerge makes them, set back on once if a thread writer had turned it off.
+   */
+  private leaveMergesToFts5(): void {
+    if (this.automergeSet) return;
+    try {
+      this.writes.searchAutomerge(FTS5_AUTOMERGE);
+      this.automergeSet = true;
+    } catch {
+      // A busy lock: the next commit tries again.
+    }
+  }
+
+  private automergeSet = false;
 
   async close(): Promise<void> {
     this.batch.drainNow();
@@ -117,6 +135,8 @@ export class ThreadWriter extends BatchingWriter {
     private readonly durability: 'full' | 'normal',
     private readonly writer: string,
     translate: Translate,
+    /** Merges the search index in paced steps (search-merge.ts); false: FTS5's automerge, in commits. */
+    private readonly paced = true,
   ) {
     super(translate);
     // Started now, not at the first write: loading it takes a few hundred ms, which the store's
@@ -125,7 +145,12 @@ export class ThreadWriter extends BatchingWriter {
   }
 
   private start(): Worker {
-    const workerData = { path: this.path, durability: this.durability, writer: this.writer };
+    const workerData = {
+      path: this.path,
+      durability: this.durability,
+      writer: this.writer,
+      paced: this.paced,
+    };
     // Compiled, the thread's module sits beside this one. Run from source (tsx: tests, `npm run
     // dev`), so does its source, which the thread loads through tsx too: hooks registered on this
     // thread do not reach it, and Node 22 does not read TypeScript by itself.

@@ -25,9 +25,15 @@ import { planStatementsOnce } from './plan-once.js';
 import { SqlitePlantWrites, type WrittenBatch } from './plant-writes.js';
 import { createPrivate } from './private-file.js';
 import {
+  AUTOMERGE_READ_SQL,
+  AUTOMERGE_SQL,
+  FTS5_AUTOMERGE,
   MERGE_STEP_PAGES,
   MERGE_STEP_SQL,
   mergeWanted,
+  PACED_SEGMENTS,
+  PACED_STEP_PAGES,
+  pacedWanted,
   STRUCTURE_SQL,
   searchLevels,
   smallMergeLevel,
@@ -103,6 +109,8 @@ export class SqliteWrites {
     private readonly db: Database.Database,
     /** Who writes, in the write clock (LocalMarks tells its own writer's commits from others'). */
     private readonly writer: string,
+    /** The connection's `synchronous` between statements ('full': FULL); a paced merge step lowers it. */
+    private readonly durability: 'full' | 'normal' = 'normal',
   ) {}
 
   // Prepared on first use: the tables exist only once migrate() has run.
@@ -170,7 +178,11 @@ export class SqliteWrites {
       tokenExists: db.prepare<[string], number>('SELECT 1 FROM tokens WHERE id = ?').pluck(),
       mergeSearch: db.prepare<[number]>(MERGE_STEP_SQL),
       searchStructure: db.prepare<[], Buffer>(STRUCTURE_SQL).pluck(),
-      usermerge: db.prepare(USERMERGE_SQL),
+      usermerge: db.prepare<[number]>(USERMERGE_SQL),
+      automerge: db.prepare<[number]>(AUTOMERGE_SQL),
+      automergeRead: db.prepare<[], number | string>(AUTOMERGE_READ_SQL).pluck(),
+      syncNormal: db.prepare('PRAGMA synchronous = NORMAL'),
+      syncFull: db.prepare('PRAGMA synchronous = FULL'),
       totalChanges: db.prepare<[], number>('SELECT total_changes()').pluck(),
       touchToken: db.prepare<[number, string, number]>(
         'UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
@@ -388,37 +400,73 @@ export class SqliteWrites {
     return refused(this.s.tokenExists.get(id) === undefined ? 'missing' : 'revoked');
   }
 
+  /** The search index's segments, level by level (search-merge.ts). */
+  private searchLevels() {
+    const structure = this.s.searchStructure.get();
+    return structure === undefined ? [] : searchLevels(structure);
+  }
+
+  /** Runs FTS5's 'merge' with `pages`; whether it merged anything. */
+  private merged(pages: number): boolean {
+    // The statement counts as one change of its own; a step with nothing to merge writes nothing else.
+    const before = this.s.totalChanges.get()!;
+    this.s.mergeSearch.run(pages);
+    return this.s.totalChanges.get()! - before > 1;
+  }
+
+  /** Sets FTS5's `usermerge` (search-merge.ts): a positive 'merge' takes a level of `segments` or more. */
+  private usermerge(segments: number): void {
+    if (this.usermergeNow === segments) return;
+    this.s.usermerge.run(segments);
+    this.usermergeNow = segments;
+  }
+
   /** One step of merging the search index (search-merge.ts); whether it merged anything. */
   mergeSearch(): boolean {
-    const levels = () => {
-      const structure = this.s.searchStructure.get();
-      return structure === undefined ? [] : searchLevels(structure);
-    };
-    // The statement counts as one change of its own; a step with nothing to merge writes nothing else.
-    const merged = (pages: number) => {
-      const before = this.s.totalChanges.get()!;
-      this.s.mergeSearch.run(pages);
-      return this.s.totalChanges.get()! - before > 1;
-    };
-    const now = levels();
-    if (mergeWanted(now)) return merged(-MERGE_STEP_PAGES);
+    const now = this.searchLevels();
+    if (mergeWanted(now)) return this.merged(-MERGE_STEP_PAGES);
     // Small merges a page at a time, each looked at first so that none reaches the largest segment.
     if (smallMergeLevel(now) < 0) return false;
-    if (!this.usermergeSet) {
-      this.s.usermerge.run();
-      this.usermergeSet = true;
-    }
+    this.usermerge(2);
     let pages = 0;
     let level = smallMergeLevel(now);
-    while (level >= 0 && pages < MERGE_STEP_PAGES && merged(1)) {
+    while (level >= 0 && pages < MERGE_STEP_PAGES && this.merged(1)) {
       pages++;
-      level = smallMergeLevel(levels());
+      level = smallMergeLevel(this.searchLevels());
     }
     return pages > 0;
   }
 
-  /** Whether this writer has set FTS5's `usermerge` (search-merge.ts) on the store. */
-  private usermergeSet = false;
+  /** FTS5's `usermerge` as this writer last set it on the store (search-merge.ts). */
+  private usermergeNow: number | undefined;
+
+  /**
+   * Sets FTS5's `automerge` to `value` unless the store holds it already: 0 for a writer that
+   * paces its merges (pacedMerge), FTS5's default for one that leaves them to FTS5.
+   */
+  searchAutomerge(value: number): void {
+    const held = this.s.automergeRead.get();
+    if ((held === undefined ? FTS5_AUTOMERGE : Number(held)) !== value) this.s.automerge.run(value);
+  }
+
+  /**
+   * A paced step of merging the search index (search-merge.ts), its own transaction; whether
+   * another is due. Its commit does not wait for the disk: a merge step lost to a power cut leaves
+   * the index as it was before the step, and the next durable commit syncs it with its own.
+   */
+  pacedMerge(): boolean {
+    if (!pacedWanted(this.searchLevels())) return false;
+    this.usermerge(PACED_SEGMENTS);
+    const full = this.durability === 'full';
+    if (full) this.s.syncNormal.run();
+    let merged: boolean;
+    try {
+      merged = this.merged(PACED_STEP_PAGES);
+    } finally {
+      if (full) this.s.syncFull.run();
+    }
+    return merged && pacedWanted(this.searchLevels());
+  }
 
   touchTokens(ids: string[], minute: number): number {
     let n = 0;
