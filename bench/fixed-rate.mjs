@@ -10,7 +10,9 @@
 //   process's JIT and its connections' handshakes would otherwise count as the server's.
 //   → prints one JSON line: per class n, p50, p99, p99.9 and max in ms, and the same over every
 //     request (`all`); the rate reached; how late this process itself sent (its own lag, which
-//     would count against the server if it grew).
+//     would count against the server if it grew); when the slowest answer fell due (`slowest`,
+//     ms after the counted part began) and how many took over 25 ms, due between `first` and
+//     `last` (a stall's place in the run).
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
@@ -80,6 +82,11 @@ const warm = Math.round(spec.rate * (spec.warmup ?? 1));
 const count = warm + Math.round(spec.rate * spec.seconds);
 const interval = 1000 / spec.rate;
 const start = performance.now() + 50;
+const countedFrom = start + warm * interval;
+// Answers slower than this are counted with the span of their due times (`slow`).
+const SLOW_MS = 25;
+const slow = { overMs: SLOW_MS, n: 0, first: Infinity, last: -Infinity };
+let slowest = { ms: 0, dueAt: 0 };
 
 // Requests due while every connection waits for an answer wait here, their due time kept.
 const queue = [];
@@ -107,7 +114,16 @@ function connection() {
     statuses[status] = (statuses[status] ?? 0) + 1;
     if (job.counted) {
       if (!latencies.has(job.req.cls)) latencies.set(job.req.cls, []);
-      latencies.get(job.req.cls).push(performance.now() - job.due);
+      const took = performance.now() - job.due;
+      latencies.get(job.req.cls).push(took);
+      // When in the run the slow answers fell due: a stall's place (ms after the counted part began).
+      const at = job.due - countedFrom;
+      if (took > slowest.ms) slowest = { ms: took, dueAt: at };
+      if (took > SLOW_MS) {
+        slow.n++;
+        slow.first = Math.min(slow.first, at);
+        slow.last = Math.max(slow.last, at);
+      }
     }
     finish();
     ready(c);
@@ -172,5 +188,7 @@ console.log(
     statuses,
     errors,
     lagMaxMs: lagMax,
+    slowest,
+    slow,
   }),
 );

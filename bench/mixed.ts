@@ -580,6 +580,10 @@ interface FixedRun {
   statuses: Record<string, number>;
   errors: number;
   lagMaxMs: number;
+  /** The slowest answer and when it fell due (ms after the counted part began). */
+  slowest: { ms: number; dueAt: number };
+  /** Answers over `overMs`: how many, and the span of their due times. */
+  slow: { overMs: number; n: number; first: number | null; last: number | null };
 }
 
 /**
@@ -787,6 +791,12 @@ for (const mix of opt.mix!) {
     ].join(', ');
     fixedRows.push(
       `| ${mix} | ${s.name} | ${rate.toFixed(0)} (${(100 * share).toFixed(0)} %) | ${r.rate.toFixed(0)} | ${per} | ${r.lagMaxMs.toFixed(1)} ms |`,
+    );
+    // Where in the run a stall was (JSON gives the empty span as null).
+    const span =
+      r.slow.n > 0 ? `, due ${r.slow.first?.toFixed(0)}–${r.slow.last?.toFixed(0)} ms into the run` : '';
+    console.error(
+      `${mix} ${s.name} at ${rate.toFixed(0)} req/s: the slowest answer ${r.slowest.ms.toFixed(1)} ms, due ${r.slowest.dueAt.toFixed(0)} ms into the run; ${r.slow.n} over ${r.slow.overMs} ms${span}`,
     );
     return r;
   };
