@@ -6,6 +6,7 @@ import {
   axeViolations,
   type ConsoleServer,
   consoleServer,
+  holdAnswers,
   launch,
   nav,
   open,
@@ -189,22 +190,13 @@ describe('the web console has no axe-core violation at WCAG 2.2 AA, light and da
       await check('Live');
 
       // A view while its first read is on its way: "Loading…", the region busy.
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      const isList = (url: URL) => url.pathname === '/webhooks';
-      await page.route(isList, async (route) => {
-        await held;
-        await route.continue();
-      });
+      const release = await holdAnswers(page, '/webhooks');
       await nav(page, 'Webhooks');
       await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor();
       assert.equal(await page.getByRole('region', { name: 'Webhooks' }).getAttribute('aria-busy'), 'true');
       await check('a view loading');
-      release();
+      await release();
       await page.getByText(receiver.url).first().waitFor();
-      await page.unroute(isList);
       assert.equal(await page.getByRole('region', { name: 'Webhooks' }).getAttribute('aria-busy'), null);
       await check('Webhooks');
       await page.getByRole('button', { name: 'New endpoint' }).click();

@@ -6,6 +6,7 @@ import {
   type ConsoleServer,
   confirm,
   consoleServer,
+  holdAnswers,
   launch,
   open,
   plantForm,
@@ -74,23 +75,14 @@ describe('the web console in Chromium: plants', {
     const u = await srv.user('still');
     await srv.plant(u.token, { name: 'Still fern' });
     const { context, page, watch } = await open(browser);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const isList = (url: URL) => url.pathname === '/plants';
-    await page.route(isList, async (route) => {
-      await held;
-      await route.continue();
-    });
+    const release = await holdAnswers(page, '/plants');
     await signIn(page, srv.url, u.token);
     const button = page.getByRole('button', { name: 'New plant' });
     await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor();
     const loading = await button.boundingBox();
-    release();
+    await release();
     await page.getByRole('cell', { name: 'Still fern', exact: true }).waitFor();
     await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor({ state: 'detached' });
-    await page.unroute(isList);
     assert.ok(loading);
     assert.deepEqual(await button.boundingBox(), loading);
     assertClean(watch, [srv.url]);

@@ -331,3 +331,27 @@ export async function axeViolations(page: Page, what: string): Promise<string[]>
         .join('\n'),
   );
 }
+
+/**
+ * Holds the page's requests to `pathname` (a view's first read, to see the view while it loads)
+ * until the returned `release` is called, which lets them through and stops holding.
+ */
+export async function holdAnswers(page: Page, pathname: string): Promise<() => Promise<void>> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const matches = (url: URL) => url.pathname === pathname;
+  // Each held request's handler, so that release lets every one through before it stops holding.
+  const handled: Promise<void>[] = [];
+  await page.route(matches, (route) => {
+    const through = held.then(() => route.continue());
+    handled.push(through);
+    return through;
+  });
+  return async () => {
+    release();
+    await Promise.all(handled);
+    await page.unroute(matches);
+  };
+}
