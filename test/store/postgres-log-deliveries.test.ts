@@ -158,7 +158,8 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       const query = pool.query;
       let n = 0;
       pool.query = function (this: unknown, ...args: unknown[]) {
-        n++;
+        // Whether an endpoint is enabled is read at most once a second, not once a lot (its own test below).
+        if ((args[0] as { name?: string }).name !== 'anyEnabled') n++;
         return query.apply(this, args);
       };
       try {
@@ -178,6 +179,78 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       }
     } finally {
       await store.close();
+    }
+  });
+
+  it('with no endpoint enabled a claim sends no claim statement; one enabled here or by another instance is claimed', async () => {
+    const db = await createPgDatabase();
+    const a = new PgStore({ url: db.url, poolSize: 2 });
+    const b = new PgStore({ url: db.url, poolSize: 2 });
+    try {
+      await a.migrate();
+      // The statements each store sends, by name (a claim is planned for its values: its text).
+      const sent = (store: PgStore) => {
+        const names: string[] = [];
+        const pool = (store as unknown as { pool: { query: (...x: unknown[]) => unknown } }).pool;
+        const query = pool.query;
+        pool.query = function (this: unknown, ...x: unknown[]) {
+          const q = x[0] as { name?: string; text: string };
+          names.push(q.name ?? (q.text.includes('due AS (') ? 'claim' : q.text.slice(0, 20)));
+          return query.apply(this, x);
+        };
+        return names;
+      };
+      const byA = sent(a);
+      const byB = sent(b);
+      const o = user();
+      const g = await home(a, o);
+      await plant(a, o, g, { name: 'before any endpoint', at: new Date() });
+      const claims = new Claimer(a, 'a');
+      byA.length = 0;
+      assert.deepEqual(await claims.round(), []);
+      assert.deepEqual(await claims.round(), []);
+      assert.deepEqual(byA, ['anyEnabled'], 'one check, then nothing until it is a second old');
+
+      // A disabled endpoint is not enabled; enabled here, the next claim takes its events at once.
+      const e = await endpoint(a, o, { status: 'disabled', events: ['plant.created'] });
+      byA.length = 0;
+      assert.deepEqual(await claims.round(), []);
+      assert.deepEqual(byA, ['anyEnabled'], 'its write dropped the answer; still none enabled');
+      assert.ok('ok' in (await a.updateEndpoint(e.id, { status: 'enabled', disabledReason: null })));
+      const p = await plant(a, o, g, { name: 'after', at: new Date() });
+      byA.length = 0;
+      const got = await until('the event after', async () => {
+        const jobs = await claims.round();
+        return jobs.length > 0 && jobs;
+      });
+      assert.deepEqual(
+        got.map((j) => plantOf(j.event.data).id),
+        [p.id],
+      );
+      assert.equal(byA[0], 'anyEnabled');
+      assert.ok(byA.includes('claim'));
+
+      // Another instance that last saw none enabled claims the endpoint's events once its answer is
+      // a second old (none is lost meanwhile: they wait in the log after the endpoint's position).
+      const other = new Claimer(b, 'b');
+      await a.updateEndpoint(e.id, { status: 'disabled', disabledReason: 'test' });
+      byB.length = 0;
+      assert.deepEqual(await other.round(), []);
+      assert.deepEqual(byB, ['anyEnabled']);
+      assert.ok('ok' in (await a.updateEndpoint(e.id, { status: 'enabled', disabledReason: null })));
+      const q = await plant(a, o, g, { name: 'seen by the other instance', at: new Date() });
+      const later = await until('the other instance claims it', async () => {
+        const jobs = await other.round();
+        return jobs.length > 0 && jobs;
+      });
+      assert.deepEqual(
+        later.map((j) => plantOf(j.event.data).id),
+        [q.id],
+      );
+    } finally {
+      await a.close();
+      await b.close();
+      await db.drop();
     }
   });
 

@@ -348,6 +348,8 @@ export const EVENT_QUERIES = {
       lease_owner = CASE WHEN status = 'disabled' AND $5 = 'enabled' THEN NULL ELSE lease_owner END,
       lease_until = CASE WHEN status = 'disabled' AND $5 = 'enabled' THEN NULL ELSE lease_until END
     WHERE id = $1 RETURNING *`,
+  // Whether any endpoint is enabled: a claim without one has nothing to take (claimDeliveries).
+  anyEnabled: `SELECT 1 FROM webhook_endpoints WHERE status = 'enabled' LIMIT 1`,
   deleteEndpoint: `WITH a AS (DELETE FROM delivery_attempts WHERE endpoint_id = $1),
       d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
     DELETE FROM webhook_endpoints WHERE id = $1`,

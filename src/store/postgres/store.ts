@@ -346,6 +346,9 @@ type QueryName = keyof typeof Q;
 const beforeSeq = (p: string | null): string =>
   p === null ? '9223372036854775807' : p.slice(p.lastIndexOf('.') + 1) || '0';
 
+/** How long an answer of anyEnabled stands (PgStore.anyEndpointEnabled). */
+const ENDPOINTS_CHECK_MS = 1000;
+
 export class PgStore implements Store {
   readonly engine = 'postgres';
   private readonly pool: pg.Pool;
@@ -383,6 +386,11 @@ export class PgStore implements Store {
   readonly feedReads = { quiet: 0, delta: 0 };
   /** How many feedQuiet statements ran (tests read it: how the quiet probes were batched). */
   quietStatements = 0;
+
+  /** Whether an endpoint was enabled when last read, and until when that answer stands (anyEndpointEnabled). */
+  private endpointsSeen: { any: boolean; until: number } | null = null;
+  /** How many endpoint writes this process has made (anyEndpointEnabled: a read that overlapped one is not kept). */
+  private endpointWrites = 0;
 
   // Tells this process's own NOTIFYs from other processes'.
   private readonly instance = randomBytes(8).toString('hex');
@@ -861,33 +869,35 @@ export class PgStore implements Store {
     return this.told(this.gardens.removeMember(...a), a[3]);
   }
 
-  async insertEndpoint(e: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>> {
-    return this.tx(async (c) => {
-      await this.q('lockOwner', [e.owner], c);
-      const inserted = await this.q(
-        'insertEndpoint',
-        [
-          e.id,
-          e.owner,
-          e.admin,
-          e.url,
-          maskOf(e.events),
-          e.description,
-          e.secret,
-          e.previousSecret,
-          e.previousSecretUntil,
-          e.status,
-          e.disabledReason,
-          e.createdAt,
-          e.lastSuccessAt,
-          e.adminTokenId,
-          e.adminUntil,
-          MAX_ENDPOINTS_PER_USER,
-        ],
-        c,
-      );
-      return (inserted.rowCount ?? 0) > 0 ? { ok: true } : refused('too_many_endpoints');
-    });
+  insertEndpoint(e: EndpointRecord): Promise<Change<true, 'too_many_endpoints'>> {
+    return this.endpointWrite(() =>
+      this.tx(async (c) => {
+        await this.q('lockOwner', [e.owner], c);
+        const inserted = await this.q(
+          'insertEndpoint',
+          [
+            e.id,
+            e.owner,
+            e.admin,
+            e.url,
+            maskOf(e.events),
+            e.description,
+            e.secret,
+            e.previousSecret,
+            e.previousSecretUntil,
+            e.status,
+            e.disabledReason,
+            e.createdAt,
+            e.lastSuccessAt,
+            e.adminTokenId,
+            e.adminUntil,
+            MAX_ENDPOINTS_PER_USER,
+          ],
+          c,
+        );
+        return (inserted.rowCount ?? 0) > 0 ? { ok: true } : refused('too_many_endpoints');
+      }),
+    );
   }
 
   async listEndpoints(owner: string | null): Promise<EndpointRecord[]> {
@@ -908,25 +918,65 @@ export class PgStore implements Store {
     if (!current) return refused('missing');
     const n = { ...current, ...patch };
     const row = (
-      await this.q<EndpointRow>('updateEndpoint', [
-        id,
-        n.secret,
-        n.previousSecret,
-        n.previousSecretUntil,
-        n.status,
-        n.disabledReason,
-        n.failingSince,
-        'failingSince' in patch,
-      ])
+      await this.endpointWrite(() =>
+        this.q<EndpointRow>('updateEndpoint', [
+          id,
+          n.secret,
+          n.previousSecret,
+          n.previousSecretUntil,
+          n.status,
+          n.disabledReason,
+          n.failingSince,
+          'failingSince' in patch,
+        ]),
+      )
     ).rows[0];
     return row ? { ok: toEndpoint(row) } : refused('missing');
   }
 
   async deleteEndpoint(id: string): Promise<Change<true, 'missing'>> {
-    return ((await this.q('deleteEndpoint', [id])).rowCount ?? 0) > 0 ? { ok: true } : refused('missing');
+    return ((await this.endpointWrite(() => this.q('deleteEndpoint', [id]))).rowCount ?? 0) > 0
+      ? { ok: true }
+      : refused('missing');
+  }
+
+  /**
+   * Whether an endpoint is enabled, as last read (anyEnabled) within ENDPOINTS_CHECK_MS: one small
+   * statement a second at most instead of one before every claim. This process's own endpoint
+   * writes drop the answer at once; another instance's new endpoint waits at most that long for
+   * its first claim, and loses nothing meanwhile (it is delivered from its position in the log).
+   */
+  private async anyEndpointEnabled(): Promise<boolean> {
+    const now = Date.now();
+    if (this.endpointsSeen !== null && now < this.endpointsSeen.until) return this.endpointsSeen.any;
+    const asOf = this.endpointWrites;
+    const any = ((await this.q('anyEnabled', [])).rowCount ?? 0) > 0;
+    // An endpoint written by this process while the read was out: its answer may be stale.
+    if (asOf === this.endpointWrites) this.endpointsSeen = { any, until: now + ENDPOINTS_CHECK_MS };
+    return any;
+  }
+
+  /**
+   * An endpoint write by this process: whether any is enabled is read again before the next claim.
+   * Counted at its start and its end, so that no read made while it was out is kept.
+   */
+  private async endpointWrite<T>(write: () => Promise<T>): Promise<T> {
+    this.endpointWrites++;
+    this.endpointsSeen = null;
+    try {
+      return await write();
+    } finally {
+      this.endpointWrites++;
+      this.endpointsSeen = null;
+    }
   }
 
   async claimDeliveries(q: ClaimQuery): Promise<Claim> {
+    // No endpoint enabled: nothing the claim could take (it takes enabled endpoints' work only), as
+    // on SQLite. The dispatcher claims every 10 ms while events are written, and the claim, planned
+    // for its values each time, kept a backend busy 40 % of the time with no endpoint at all
+    // (pg_stat_activity sampled under 2,300 creates/s), beside the creates on the same two cores.
+    if (!(await this.anyEndpointEnabled())) return { jobs: [], windows: {} };
     const until = new Date(q.now.getTime() + q.leaseMs);
     const rows =
       // Planned for each claim: the generic plan of a prepared claim, made while the log was small,
