@@ -22,6 +22,24 @@ async function eventsOf(store: Store, garden: string): Promise<EventRecord[]> {
   return (await store.readEvents({ after: start, gardens: [garden], limit: 1000 })).events;
 }
 
+// The names of the statements a PostgreSQL store sends until stop() (none for SQLite).
+function statementsOf(store: Store): { names: string[]; stop(): void } {
+  const names: string[] = [];
+  const pool = (store as unknown as { pool?: { query: (...a: unknown[]) => unknown } }).pool;
+  if (store.engine !== 'postgres' || !pool) return { names, stop: () => {} };
+  const query = pool.query;
+  pool.query = function (this: unknown, ...a: unknown[]) {
+    names.push((a[0] as { name?: string }).name ?? '');
+    return query.apply(this, a);
+  };
+  return {
+    names,
+    stop: () => {
+      pool.query = query;
+    },
+  };
+}
+
 for (const engine of ENGINES) {
   describe(`store trash: ${engine.name}`, { skip: engine.skip, timeout: 60_000 }, () => {
     let store: Store;
@@ -240,6 +258,105 @@ for (const engine of ENGINES) {
         ['member.removed', { garden: g2, user: o, role: 'owner' }],
       );
     });
+
+    // PostgreSQL runs the deletes of a turn as one statement (PgPlantWrites.deleteBatch); each must
+    // still answer, move its plant and write its events as it would alone.
+    for (const into of ['the trash', 'nowhere'] as const) {
+      it(`deletes issued in one turn (into ${into}) each answer as alone: ids twice, refusals, purged entries`, async () => {
+        const { o, e, v, g } = await team(store);
+        const by = (who: string) => (into === 'the trash' ? trashing(who) : null);
+        const at = new Date();
+        const [a, b, c, d, f] = await Promise.all(
+          ['A', 'B', 'C', 'D', 'F'].map((name) => plant(store, o, g, { name })),
+        );
+        // f's id was in the trash before: its delete replaces that entry (with its plant.purged).
+        if (into === 'the trash') {
+          await store.deletePlant(f!.id, o, undefined, null, trashing(o));
+          await plant(store, o, g, { id: f!.id, name: 'F again' });
+        }
+        const sent = statementsOf(store);
+        const results = await Promise.all([
+          store.deletePlant(a!.id, o, { at, actor: o }, null, by(o)),
+          store.deletePlant(a!.id, e, { at, actor: e }, null, by(e)), // the same id again: gone by then
+          store.deletePlant(b!.id, v, { at, actor: v }, null, by(v)), // a viewer may not
+          store.deletePlant(c!.id, e, { at, actor: e }, [c!.version + 1], by(e)), // not its version
+          store.deletePlant(d!.id, e, { at, actor: e }, [c!.version, d!.version], by(e)),
+          store.deletePlant(f!.id, null, { at, actor: null }, null, by('admin')),
+          store.deletePlant(2 ** 50, o, { at, actor: o }, null, by(o)), // no such plant
+          store.deletePlant(c!.id, o, { at, actor: o }, null, by(o)), // c again, by its owner
+        ]);
+        // The refused delete of c reads why after its refusal; by then the owner's delete of c may
+        // have gone through, and then c is missing (as if that one had come first: both answers
+        // are the truth of some order of the two).
+        assert.ok(
+          ['mismatch', 'missing'].includes((results[3] as { refused: string }).refused),
+          JSON.stringify(results[3]),
+        );
+        results[3] = { refused: 'mismatch' };
+        assert.deepEqual(results, [
+          { ok: true },
+          { refused: 'missing' },
+          { refused: 'forbidden' },
+          { refused: 'mismatch' },
+          { ok: true },
+          { ok: true },
+          { refused: 'missing' },
+          { ok: true },
+        ]);
+        sent.stop();
+        if (store.engine === 'postgres') {
+          // One statement for the turn's deletes; the second of an id alone, after it.
+          const one = into === 'the trash' ? 'trashPlant' : 'deletePlant';
+          assert.deepEqual(
+            sent.names.filter((n) => n.startsWith(one)),
+            [`${one}s`, one, one],
+          );
+        }
+        for (const x of [a, c, d, f]) assert.equal(await store.getPlant(x!.id), null);
+        assert.deepEqual(await store.getPlant(b!.id), b);
+        const listed = await store.listPlants({ gardens: [g], tag: null, afterId: 0, limit: 10 });
+        assert.deepEqual(
+          listed.map((x) => x.id),
+          [b!.id],
+        );
+        const trash = await store.listTrash({ gardens: [g], after: null, limit: 10 });
+        assert.deepEqual(
+          trash.map((x) => [x.id, x.name, x.deletedBy]).sort((x, y) => Number(x[0]) - Number(y[0])),
+          into === 'the trash'
+            ? [
+                [a!.id, 'A', o],
+                [c!.id, 'C', o],
+                [d!.id, 'D', e],
+                [f!.id, 'F again', 'admin'],
+              ]
+            : [],
+        );
+        const events = (await eventsOf(store, g)).filter((x) => x.createdAt.getTime() === at.getTime());
+        const deleted = events.filter((x) => x.type === 'plant.deleted');
+        assert.deepEqual(
+          deleted
+            .map((x) => [(x.data as { id: number }).id, x.actor])
+            .sort((x, y) => Number(x[0]) - Number(y[0])),
+          [
+            [a!.id, o],
+            [c!.id, o],
+            [d!.id, e],
+            [f!.id, null],
+          ],
+        );
+        const purged = events.filter((x) => x.type === 'plant.purged');
+        assert.deepEqual(
+          purged.map((x) => x.data),
+          into === 'the trash' ? [{ id: f!.id, garden: g }] : [],
+        );
+        // Each plant's plant.deleted before the plant.purged of the entry it replaced.
+        if (into === 'the trash')
+          assert.ok(
+            events.indexOf(purged[0]!) >
+              events.findIndex((x) => x.type === 'plant.deleted' && (x.data as { id: number }).id === f!.id),
+          );
+      });
+    }
 
     it("the service's purge erases what is due, in batches, oldest first, each with an event of no actor", async () => {
       const o = user();

@@ -159,6 +159,28 @@ const MARK_COLS = (
       CASE WHEN ${tag} IS NOT NULL THEN coalesce((SELECT max(t.id) FROM plants t
         WHERE t.garden = ${garden} AND t.tag = ${tag}), 0) END AS tag_top`;
 
+// The trash entries of the plants p deleted (when deleted, by whom, when purged: `when`), each
+// replacing the entry its id had, after old has locked that.
+const INTO_TRASH = (
+  when: string,
+) => `INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
+      SELECT p.id, p.garden, p.owner, p.name, p.tag, p.version, ${when} FROM p WHERE (SELECT count(*) FROM old) >= 0
+      ON CONFLICT (id) DO UPDATE SET garden = EXCLUDED.garden, owner = EXCLUDED.owner, name = EXCLUDED.name,
+        tag = EXCLUDED.tag, version = EXCLUDED.version, deleted_at = EXCLUDED.deleted_at,
+        deleted_by = EXCLUDED.deleted_by, purge_at = EXCLUDED.purge_at`;
+
+// The deletes of deletePlants and trashPlants, a row each, and the DELETE of those whose actor may
+// write in the plant's garden and whose versions hold (with the columns `more` besides).
+const DELETES_U = `u AS (SELECT * FROM unnest(${P(1, 'bigint[]')}, ${P(2, 'text[]')}, ${P(3, 'text[]')},
+      ${P(4, 'timestamptz[]')}, ${P(5, 'text[]')}, ${P(6, 'text[]')}, ${P(7, 'timestamptz[]')}, ${P(8, 'text[]')},
+      ${P(9, 'timestamptz[]')})
+    WITH ORDINALITY AS u(id, actor, versions, at, cause_actor, cause, deleted_at, deleted_by, purge_at, n))`;
+const DELETES_P = (more: string) => `DELETE FROM plants x USING u WHERE x.id = u.id
+      AND (u.versions IS NULL OR x.version = ANY(string_to_array(u.versions, ',')::bigint[]))
+      AND (u.actor IS NULL OR EXISTS (SELECT 1 FROM garden_members m
+        WHERE m.garden_id = x.garden AND m.user_id = u.actor AND ${WRITES('m.role')}))
+      RETURNING x.id, x.owner, x.garden, x.name, x.tag, u.n, u.at, u.cause_actor, u.cause${more}`;
+
 export const PLANT_QUERIES = {
   // Creates with server-assigned ids ($1[i] … $6[i]: owner, garden, name, tag, the event's time or
   // null for none, made by admin; $7[i] the name's words, $8[i] and $9[i] the event's actor and
@@ -233,6 +255,26 @@ export const PLANT_QUERIES = {
       RETURNING x.id, x.owner, x.garden, x.name, x.tag),
     ${eventFor('plant.deleted', '$4::timestamptz', ['$5', '$6'], DATA, 'WHERE $4::timestamptz IS NOT NULL')}
     SELECT id FROM p`,
+  // The deletes of a turn in one statement (deletePlant's rules, each row its own: $1[i] the id,
+  // $2[i] the actor (null: admin), $3[i] its versions (comma-separated; null: any), $4[i] its
+  // event's time (null: none), $5[i] and $6[i] the event's actor and request id), no id twice;
+  // the answer: the ordinal n of each plant deleted. One commit, and one move of each garden's list
+  // marks, for them all: deletes one at a time queued on their gardens' marks rows, each waiting for
+  // the one before to commit.
+  deletePlants: `WITH ${DELETES_U},
+    p AS (${DELETES_P('')}),
+    ${eventFor('plant.deleted', 'p.at', ['p.cause_actor', 'p.cause'], DATA, 'WHERE p.at IS NOT NULL')}
+    SELECT n FROM p`,
+  // The same with the trash on: $7[i], $8[i], $9[i] when deleted, by whom, when purged; each
+  // entry the trash held with its id replaced and given its plant.purged event, as trashPlant does.
+  trashPlants: `WITH ${DELETES_U},
+    p AS (${DELETES_P(', x.version, u.deleted_at, u.deleted_by, u.purge_at')}),
+    old AS (SELECT t.id, t.owner, t.garden, p.at, p.cause_actor, p.cause FROM trash t JOIN p ON p.id = t.id
+      FOR UPDATE OF t),
+    k AS (${INTO_TRASH('p.deleted_at, p.deleted_by, p.purge_at')}),
+    ${eventFor('plant.deleted', 'p.at', ['p.cause_actor', 'p.cause'], DATA, 'WHERE p.at IS NOT NULL')},
+    ${eventFor('plant.purged', 'old.at', ['old.cause_actor', 'old.cause'], PURGED_DATA('old'), 'WHERE old.at IS NOT NULL AND (SELECT count(*) FROM e) >= 0', { cte: 'f', from: 'old' })}
+    SELECT n FROM p`,
   // The same delete with the trash on (contract 13.2): the plant moves to its garden's trash
   // (deleted at $7 by $8, purged at $9) in the same statement. An entry the trash held with its id
   // (deleted, made again, deleted again) is read locked first (old), replaced, and given its
@@ -243,11 +285,7 @@ export const PLANT_QUERIES = {
         WHERE m.garden_id = x.garden AND m.user_id = $2 AND ${WRITES('m.role')}))
       RETURNING x.id, x.owner, x.garden, x.name, x.tag, x.version),
     old AS (SELECT t.id, t.owner, t.garden FROM trash t WHERE t.id = $1 AND EXISTS (SELECT 1 FROM p) FOR UPDATE),
-    k AS (INSERT INTO trash (id, garden, owner, name, tag, version, deleted_at, deleted_by, purge_at)
-      SELECT p.id, p.garden, p.owner, p.name, p.tag, p.version, $7, $8, $9 FROM p WHERE (SELECT count(*) FROM old) >= 0
-      ON CONFLICT (id) DO UPDATE SET garden = EXCLUDED.garden, owner = EXCLUDED.owner, name = EXCLUDED.name,
-        tag = EXCLUDED.tag, version = EXCLUDED.version, deleted_at = EXCLUDED.deleted_at,
-        deleted_by = EXCLUDED.deleted_by, purge_at = EXCLUDED.purge_at),
+    k AS (${INTO_TRASH('$7, $8, $9')}),
     ${eventFor('plant.deleted', '$4::timestamptz', ['$5', '$6'], DATA, 'WHERE $4::timestamptz IS NOT NULL')},
     ${eventFor('plant.purged', '$4::timestamptz', ['$5', '$6'], PURGED_DATA('old'), 'WHERE $4::timestamptz IS NOT NULL AND (SELECT count(*) FROM e) >= 0', { cte: 'f', from: 'old' })}
     SELECT id FROM p`,

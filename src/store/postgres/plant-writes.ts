@@ -36,6 +36,15 @@ interface ServerIdCreate {
   event: NewEvent | null;
 }
 
+/** A delete as the store was asked for it. */
+interface PlantDelete {
+  id: number;
+  actor: Actor;
+  versions: number[] | null;
+  event: NewEvent | null;
+  trash: Trashing | null;
+}
+
 /** A plant a create wrote (its id and version), or why its garden refused it. */
 type Made = { id: number; version: number } | 'no_garden' | 'forbidden';
 
@@ -79,6 +88,8 @@ export class PgPlantWrites {
   // The creates with server-assigned ids of a turn: one statement checks their gardens and writes
   // their plants and events.
   private readonly creates = new CallBatch((cs: ServerIdCreate[]) => this.createBatch(cs), IN_FLIGHT);
+  // The deletes of a turn: one statement for them all (deleteBatch).
+  private readonly deletes = new CallBatch((ds: PlantDelete[]) => this.deleteBatch(ds), IN_FLIGHT);
 
   /** Creates a plant (see Store.createPlant). */
   async create(plant: NewPlant, idem?: IdempotencyRef, event?: NewEvent): Promise<CreateResult> {
@@ -335,11 +346,14 @@ export class PgPlantWrites {
     // An id the bigint parameter would refuse is no plant.
     if (!Number.isSafeInteger(id)) return refused('missing');
     const versions = ifVersions ?? null;
-    const values = [id, actor, versions, event?.at ?? null, ...causeOf(event)];
-    const r = trash
-      ? await this.db.q('trashPlant', [...values, trash.deletedAt, trash.deletedBy, trash.purgeAt])
-      : await this.db.q('deletePlant', values);
-    if ((r.rowCount ?? 0) > 0) return { ok: true };
+    const deleted = await this.deletes.push({
+      id,
+      actor,
+      versions,
+      event: event ?? null,
+      trash: trash ?? null,
+    });
+    if (deleted) return { ok: true };
     if (actor === null && versions === null) return refused('missing');
     // Not deleted: why, as things stand now (missing before forbidden before mismatch).
     const now = (await this.db.q<{ version: number; role: Role | null }>('plantFor', [id, actor])).rows[0];
@@ -347,5 +361,64 @@ export class PgPlantWrites {
     if (now === undefined || role === null) return refused('missing');
     if (!allows(role, 'write')) return refused('forbidden');
     return refused(versions !== null && !versions.includes(now.version) ? 'mismatch' : 'missing');
+  }
+
+  // One delete in its own statement: whether it deleted the plant.
+  private async deleteOne(d: PlantDelete): Promise<boolean> {
+    const values = [d.id, d.actor, d.versions, d.event?.at ?? null, ...causeOf(d.event ?? undefined)];
+    const r = d.trash
+      ? await this.db.q('trashPlant', [...values, d.trash.deletedAt, d.trash.deletedBy, d.trash.purgeAt])
+      : await this.db.q('deletePlant', values);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /**
+   * A turn's deletes: those of one kind (into the trash or not, as the first is) and each id's
+   * first in one statement (deletePlants, trashPlants); a later delete of an id in the statement
+   * runs on its own once the statement has ended (the plant is gone by then, or still there when
+   * the first was refused), and one of the other kind on its own. A statement PostgreSQL refuses
+   * (a deadlock with another batch) wrote nothing: each of its deletes then runs on its own.
+   */
+  private async deleteBatch(ds: PlantDelete[]): Promise<(boolean | Promise<boolean>)[]> {
+    if (ds.length === 1) return [this.deleteOne(ds[0]!)];
+    const trash = ds[0]!.trash !== null;
+    const ids = new Set<number>();
+    const together = ds.map((d) => {
+      if ((d.trash !== null) !== trash || ids.has(d.id)) return false;
+      ids.add(d.id);
+      return true;
+    });
+    const inIt = ds.filter((_, i) => together[i]);
+    const column = <T>(fn: (d: PlantDelete) => T) => inIt.map(fn);
+    const values = [
+      column((d) => d.id),
+      column((d) => d.actor),
+      column((d) => d.versions?.join(',') ?? null),
+      column((d) => d.event?.at ?? null),
+      column((d) => d.event?.actor ?? null),
+      column((d) => requestCause(d.event?.requestId ?? null, d.event?.traceparent)),
+      column((d) => d.trash?.deletedAt ?? null),
+      column((d) => d.trash?.deletedBy ?? null),
+      column((d) => d.trash?.purgeAt ?? null),
+    ];
+    const ran = this.db.q<{ n: string }>(trash ? 'trashPlants' : 'deletePlants', values).then(
+      (r) => new Set(r.rows.map((row) => Number(row.n))),
+      (err) => {
+        // The statement may have committed before the connection failed: its deletes are not retried.
+        if (err instanceof StoreUnavailableError) throw err;
+        return null;
+      },
+    );
+    // The statement's end, whatever it did, before a delete outside it runs.
+    const settled = ran.then(
+      () => undefined,
+      () => undefined,
+    );
+    let k = 0;
+    return ds.map((d, i) => {
+      if (!together[i]) return settled.then(() => this.deleteOne(d));
+      const n = ++k;
+      return ran.then((deleted) => (deleted === null ? this.deleteOne(d) : deleted.has(n)));
+    });
   }
 }
