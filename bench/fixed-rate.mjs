@@ -12,7 +12,8 @@
 //     request (`all`); the rate reached; how late this process itself sent (its own lag, which
 //     would count against the server if it grew); when the slowest answer fell due (`slowest`,
 //     ms after the counted part began) and how many took over 25 ms, due between `first` and
-//     `last` (a stall's place in the run).
+//     `last` (a stall's place in the run), and when the counted part began by the wall clock
+//     (`countedFromEpochMs`, to set the run beside a server's own log, e.g. its --trace-gc lines).
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
@@ -190,5 +191,6 @@ console.log(
     lagMaxMs: lagMax,
     slowest,
     slow,
+    countedFromEpochMs: performance.timeOrigin + countedFrom,
   }),
 );

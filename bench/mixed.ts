@@ -45,6 +45,11 @@
  * waited for a CPU and how much of core 0 other processes used meanwhile: on a shared machine a
  * stall of that kind is the machine's, not the server's.
  *
+ * --trace-gc FILE writes each variant's `--trace-gc` lines to FILE.<variant>, sums up their pauses
+ * at the end, and after each fixed-rate run with answers over 25 ms lists on stderr the server's
+ * collections within 300 ms of them (set by the wall clock: fixed-rate.mjs says when its counted
+ * part began, and the trace counts from about the server's spawn).
+ *
  * Before the rounds it times `fsync` on the disk the stores live on (--disk-probe seconds of
  * 12 KB overwrites, a commit's size; 0 leaves it out): a durable create waits for one, so a stall
  * of the disk is a stall of every create in flight.
@@ -92,7 +97,7 @@ const { values: opt } = parseArgs({
     pg: { type: 'string', default: BENCH_PG },
     // Writes the first variant's CPU profile (--cpu-prof) into this folder.
     profile: { type: 'string' },
-    // Writes the first variant's --trace-gc lines to this file, and sums up its pauses at the end.
+    // Writes each variant's --trace-gc lines to FILE.<variant>, and sums up their pauses at the end.
     'trace-gc': { type: 'string' },
     'disk-probe': { type: 'string', default: '10' },
     // Where the tmpfs variant keeps its store: a directory on a tmpfs.
@@ -123,6 +128,40 @@ const TAGS = 20;
 const ROOT = resolve(import.meta.dirname, '..');
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-mixed-'));
 const children: ChildProcess[] = [];
+/** Each variant's --trace-gc file (FILE.<variant>, a base tree's with `-base`), by variant. */
+const gcFiles = new Map<string, string>();
+const gcFile = (name: string, root: string) => {
+  const key = `${name.replace(/[^a-z0-9]+/gi, '-')}${root === ROOT ? '' : '-base'}`;
+  const file = `${opt['trace-gc']}.${key}`;
+  gcFiles.set(key, file);
+  return file;
+};
+/** When each server was spawned (ms since the epoch): its --trace-gc times count from about then. */
+const spawnedAt = new Map<ChildProcess, { at: number; file: string }>();
+/**
+ * The server's collections (from its --trace-gc file, every isolate of it: the main thread's and
+ * its workers') within 300 ms of [from, to] (ms into the run counted from `origin`, the wall
+ * clock's ms since the epoch) that paused 1 ms or more or took a marking step of 2 ms or more: each
+ * with its time in the run, its pause and its largest incremental marking step. The trace counts
+ * from the isolate's start, some tens of ms after the spawn: the times are that close.
+ */
+function gcsNear(child: ChildProcess, origin: number, from: number, to: number): string[] {
+  const s = spawnedAt.get(child);
+  if (!s) return [];
+  const out: [number, string][] = [];
+  for (const line of readFileSync(s.file, 'utf8').split('\n')) {
+    const m = /^\[\d+:(0x[0-9a-f]+)\]\s+(\d+) ms: (\S+(?: \(\w+\))?) .*? MB, ([0-9.]+) \//.exec(line);
+    if (!m) continue;
+    const at = s.at + Number(m[2]) - origin;
+    const step = Number(/biggest step ([0-9.]+) ms/.exec(line)?.[1] ?? 0);
+    if (at < from - 300 || at > to + 300 || (Number(m[4]) < 1 && step < 2)) continue;
+    out.push([
+      at,
+      `${m[3]} (isolate ${m[1]}) at ${at.toFixed(0)} ms, pause ${m[4]} ms${step ? `, marking step up to ${step} ms` : ''}`,
+    ]);
+  }
+  return out.sort((x, y) => x[0] - y[0]).map((x) => x[1]);
+}
 const onTmpfs: string[] = [];
 process.on('exit', () => {
   for (const c of children) {
@@ -289,7 +328,7 @@ async function serve(
   root = ROOT,
 ) {
   const profile = first ? opt.profile : undefined;
-  const traceGc = first ? opt['trace-gc'] : undefined;
+  const traceGc = opt['trace-gc'] ? gcFile(name, root) : undefined;
   const port = await freePort();
   const child = spawn(
     'taskset',
@@ -311,6 +350,7 @@ async function serve(
     },
   );
   children.push(child);
+  if (traceGc) spawnedAt.set(child, { at: Date.now(), file: traceGc });
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url, '/readyz');
   return { name: root === ROOT ? name : `${name} (base)`, url, child };
@@ -584,6 +624,8 @@ interface FixedRun {
   slowest: { ms: number; dueAt: number };
   /** Answers over `overMs`: how many, and the span of their due times. */
   slow: { overMs: number; n: number; first: number | null; last: number | null };
+  /** When the counted part began, by the wall clock (ms since the epoch). */
+  countedFromEpochMs: number;
 }
 
 /**
@@ -796,8 +838,15 @@ for (const mix of opt.mix!) {
     const span =
       r.slow.n > 0 ? `, due ${r.slow.first?.toFixed(0)}–${r.slow.last?.toFixed(0)} ms into the run` : '';
     console.error(
-      `${mix} ${s.name} at ${rate.toFixed(0)} req/s: the slowest answer ${r.slowest.ms.toFixed(1)} ms, due ${r.slowest.dueAt.toFixed(0)} ms into the run; ${r.slow.n} over ${r.slow.overMs} ms${span}`,
+      `${mix} ${s.name} at ${rate.toFixed(0)} req/s: the slowest answer ${r.slowest.ms.toFixed(1)} ms, due ${r.slowest.dueAt.toFixed(0)} ms into the run; ${r.slow.n} over ${r.slow.overMs} ms${span} (the run counted from ${r.countedFromEpochMs.toFixed(0)} ms since the epoch; pid ${s.child.pid})`,
     );
+    // With --trace-gc: the server's collections around its slow answers (ms into the run, as above).
+    if (r.slow.n > 0 && spawnedAt.has(s.child)) {
+      const near = gcsNear(s.child, r.countedFromEpochMs, r.slow.first!, r.slow.last! + r.slowest.ms);
+      console.error(
+        `  its collections then (from its --trace-gc, ±50 ms; pauses of 1 ms or more, marking steps of 2 or more): ${near.join('; ') || 'none'}`,
+      );
+    }
     return r;
   };
   for (const s of share > 0 ? servers : []) {
@@ -901,16 +950,16 @@ if (receiver) {
   await new Promise((r) => receiver!.once('exit', r));
   say(`\nwebhook deliveries acknowledged by the receiver: ${receiverOut.trim().split('\n').pop()}`);
 }
-if (opt['trace-gc']) {
+for (const [name, file] of gcFiles) {
   // `… ms: Scavenge 20.1 (25.0) -> 10.2 (26.0) MB, 1.23 / 0.00 ms …`: the pause is the figure after "MB, ".
   const pauses = new Map<string, number[]>();
-  for (const m of readFileSync(opt['trace-gc'], 'utf8').matchAll(/ms: ([A-Za-z-]+).*? MB, ([0-9.]+) \//g)) {
+  for (const m of readFileSync(file, 'utf8').matchAll(/ms: ([A-Za-z-]+).*? MB, ([0-9.]+) \//g)) {
     pauses.set(m[1]!, [...(pauses.get(m[1]!) ?? []), Number(m[2])]);
   }
   for (const [kind, ms] of pauses) {
     const sorted = [...ms].sort((a, b) => a - b);
     say(
-      `GC ${kind}: ${ms.length} pauses, ${ms.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, median ${median(sorted).toFixed(2)} ms, max ${sorted.at(-1)!.toFixed(2)} ms`,
+      `GC ${name} ${kind}: ${ms.length} pauses, ${ms.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, median ${median(sorted).toFixed(2)} ms, max ${sorted.at(-1)!.toFixed(2)} ms (${file})`,
     );
   }
 }
