@@ -237,12 +237,7 @@ describe('bin/plantstore serve on this Node', () => {
   });
 
   describe('V8’s GC threads: on one core (its CPU affinity) scavenges and compaction stay on the main thread', () => {
-    const BACKGROUND = [
-      '--no-parallel-scavenge',
-      '--no-parallel-compaction',
-      '--no-parallel-pointer-update',
-      '--v8-pool-size=1',
-    ];
+    const BACKGROUND = ['--no-parallel-scavenge', '--no-parallel-compaction', '--no-parallel-pointer-update'];
     // Which of the three ways the server's command line asks V8 for.
     const gcOf = (pid: number): string => {
       const line = cmdline(pid);
@@ -319,24 +314,6 @@ describe('bin/plantstore serve on this Node', () => {
         }
       }
     });
-  });
-
-  it('pinned to one core, V8’s thread pool is one thread unless NODE_OPTIONS gives a size of its own', {
-    skip: !execve && 'no execve',
-  }, async () => {
-    const pinned = launcher('pool.sh', '', true);
-    const poolOf = (pid: number) => cmdline(pid).filter((a) => a.startsWith('--v8-pool-size'));
-    for (const [env, want] of [
-      [{}, ['--v8-pool-size=1']],
-      [{ NODE_OPTIONS: '--v8-pool-size=3' }, []],
-    ] as const) {
-      const s = await serve(['--database', `sqlite:${join(dir, 'pool.db')}`], env, pinned);
-      try {
-        assert.deepEqual(poolOf(s.child.pid!), want, JSON.stringify(env));
-      } finally {
-        assert.equal(await s.stop(), 0);
-      }
-    }
   });
 
   it('a --max-semi-space-size of the user’s own in NODE_OPTIONS wins', async () => {
