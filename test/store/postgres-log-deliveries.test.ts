@@ -6,6 +6,7 @@ import type { Claim, DeliveryJob, FinishedAttempt, LogProgress, Store } from '..
 import { createPgDatabase, ENGINES, pgAtVersion } from '../helpers/engines.js';
 import { plantOf } from '../helpers/events.js';
 import { acknowledged, endpoint, home, plant, user } from '../helpers/gardens.js';
+import { statementsOf } from '../helpers/pg-statements.js';
 import { until } from '../helpers/wait.js';
 
 // Webhooks from the log on PostgreSQL: the move of a store with queued deliveries (migration 11),
@@ -189,19 +190,16 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
     try {
       await a.migrate();
       // The statements each store sends, by name (a claim is planned for its values: its text).
-      const sent = (store: PgStore) => {
-        const names: string[] = [];
-        const pool = (store as unknown as { pool: { query: (...x: unknown[]) => unknown } }).pool;
-        const query = pool.query;
-        pool.query = function (this: unknown, ...x: unknown[]) {
-          const q = x[0] as { name?: string; text: string };
-          names.push(q.name ?? (q.text.includes('due AS (') ? 'claim' : q.text.slice(0, 20)));
-          return query.apply(this, x);
-        };
-        return names;
-      };
+      const sent = (store: PgStore) =>
+        statementsOf(store, (text) => (text.includes('due AS (') ? 'claim' : text.slice(0, 20))).names;
       const byA = sent(a);
       const byB = sent(b);
+      // A claimer's rounds until one takes jobs.
+      const jobsOf = (claimer: Claimer, what: string) =>
+        until(what, async () => {
+          const jobs = await claimer.round();
+          return jobs.length > 0 && jobs;
+        });
       const o = user();
       const g = await home(a, o);
       await plant(a, o, g, { name: 'before any endpoint', at: new Date() });
@@ -219,10 +217,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       assert.ok('ok' in (await a.updateEndpoint(e.id, { status: 'enabled', disabledReason: null })));
       const p = await plant(a, o, g, { name: 'after', at: new Date() });
       byA.length = 0;
-      const got = await until('the event after', async () => {
-        const jobs = await claims.round();
-        return jobs.length > 0 && jobs;
-      });
+      const got = await jobsOf(claims, 'the event after');
       assert.deepEqual(
         got.map((j) => plantOf(j.event.data).id),
         [p.id],
@@ -239,10 +234,7 @@ describe('postgres: webhooks from the log', { skip: pgSkip }, () => {
       assert.deepEqual(byB, ['anyEnabled']);
       assert.ok('ok' in (await a.updateEndpoint(e.id, { status: 'enabled', disabledReason: null })));
       const q = await plant(a, o, g, { name: 'seen by the other instance', at: new Date() });
-      const later = await until('the other instance claims it', async () => {
-        const jobs = await other.round();
-        return jobs.length > 0 && jobs;
-      });
+      const later = await jobsOf(other, 'the other instance claims it');
       assert.deepEqual(
         later.map((j) => plantOf(j.event.data).id),
         [q.id],

@@ -4,6 +4,7 @@ import type { EventRecord, Store, Trashing, TrashPageQuery, TrashRecord } from '
 import { ENGINES } from '../helpers/engines.js';
 import { garden, plant, team, user } from '../helpers/gardens.js';
 import { logSettled } from '../helpers/log.js';
+import { statementsOf } from '../helpers/pg-statements.js';
 
 // The trash's store methods (contract 13.2) on every engine: a delete with a trashing moves the
 // plant out of every read and into the trash; pages newest deletion first across gardens, each
@@ -20,24 +21,6 @@ async function eventsOf(store: Store, garden: string): Promise<EventRecord[]> {
   await logSettled(store);
   const start = store.engine === 'postgres' ? '0.0' : '0';
   return (await store.readEvents({ after: start, gardens: [garden], limit: 1000 })).events;
-}
-
-// The names of the statements a PostgreSQL store sends until stop() (none for SQLite).
-function statementsOf(store: Store): { names: string[]; stop(): void } {
-  const names: string[] = [];
-  const pool = (store as unknown as { pool?: { query: (...a: unknown[]) => unknown } }).pool;
-  if (store.engine !== 'postgres' || !pool) return { names, stop: () => {} };
-  const query = pool.query;
-  pool.query = function (this: unknown, ...a: unknown[]) {
-    names.push((a[0] as { name?: string }).name ?? '');
-    return query.apply(this, a);
-  };
-  return {
-    names,
-    stop: () => {
-      pool.query = query;
-    },
-  };
 }
 
 for (const engine of ENGINES) {

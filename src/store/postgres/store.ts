@@ -404,8 +404,7 @@ export class PgStore implements Store {
       // than 30 s without requests (bench/mixed.ts stops it while the other variants run) had
       // every answer over 25 ms of a fixed-rate run in its first 1.5 s, p99 8.1x the ceiling's
       // against 3.4x with the connections kept (one run each; the second had the endpoint check of
-      // claimDeliveries cached too). A connection that breaks still
-      // leaves the pool.
+      // claimDeliveries cached too). A connection that breaks still leaves the pool.
       min: opts.poolSize,
       idleTimeoutMillis: 30_000,
       // A connection that goes silent (a cut network) fails its query instead of hanging it.
