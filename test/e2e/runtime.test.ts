@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -313,6 +313,62 @@ describe('bin/plantstore serve on this Node', () => {
           assert.equal(await s.stop(), 0);
         }
       }
+    });
+  });
+
+  describe('V8’s worker threads: on one core they yield it to the event loop (nice 10)', () => {
+    // Each thread of the process: its name and its nice value (/proc/PID/task/TID/stat, field 19;
+    // the name in parentheses may hold spaces, so the fields are counted after its closing one).
+    const threads = (pid: number) =>
+      readdirSync(`/proc/${pid}/task`).map((tid) => {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        return { name, nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+      });
+    // The nice values of V8's worker threads (Node 24 names them V8Worker; Node 22 names no thread,
+    // so none is found and none is niced) and of every other thread.
+    const niceOf = (pid: number) => {
+      const all = threads(pid);
+      const v8 = all.filter((t) => t.name === 'V8Worker').map((t) => t.nice);
+      if (node24) assert.ok(v8.length > 0, JSON.stringify(all));
+      const others = all.filter((t) => t.name !== 'V8Worker');
+      assert.ok(
+        others.some((t) => t.name === 'MainThread' || t.name === 'node'),
+        JSON.stringify(all),
+      );
+      return { v8: [...new Set(v8)], others: [...new Set(others.map((t) => t.nice))] };
+    };
+    const db = () => ['--database', `sqlite:${join(dir, 'nice.db')}`];
+    const many = availableParallelism() > 1;
+
+    it('pinned: V8’s workers at nice 10 and every other thread at 0; PLANTSTORE_GC_NICE sets it (0: none); unpinned none', async () => {
+      const pinned = launcher('nice-pinned.sh', '', true);
+      for (const [env, script, want] of [
+        [{}, pinned, 10],
+        [{ PLANTSTORE_GC_NICE: '0' }, pinned, 0],
+        [{ PLANTSTORE_GC_NICE: '19' }, pinned, 19],
+        [{}, undefined, many ? 0 : 10],
+        [{ PLANTSTORE_GC_NICE: '5' }, undefined, 5],
+      ] as const) {
+        const s = await serve(db(), env, script);
+        try {
+          const n = niceOf(s.child.pid!);
+          assert.deepEqual(n.v8, node24 ? [want] : [], JSON.stringify(env));
+          assert.deepEqual(n.others, [0], JSON.stringify(env));
+        } finally {
+          assert.equal(await s.stop(), 0);
+        }
+      }
+    });
+
+    it('a PLANTSTORE_GC_NICE that is no nice value 0-19 is said once and the CPUs decide', async () => {
+      const s = await serve(db(), { PLANTSTORE_GC_NICE: '-5' }, launcher('nice-unknown.sh', '', true));
+      try {
+        assert.deepEqual(niceOf(s.child.pid!).v8, node24 ? [10] : []);
+      } finally {
+        assert.equal(await s.stop(), 0);
+      }
+      saidOnce(s, 'PLANTSTORE_GC_NICE="-5"');
     });
   });
 
