@@ -31,6 +31,8 @@
  *   inline     SQLite with its writes committed on the event loop (PLANTSTORE_SQLITE_WRITER=inline)
  *   postgres   PostgreSQL, one instance (--pg URL; skipped, and said so, when unreachable), its
  *              server not pinned: it shares both cores with PostgreSQL's processes (and wrk's)
+ *   postgres-nice  the same with V8's worker threads at nice 10 (PLANTSTORE_GC_NICE=10), which
+ *              `serve` sets by itself only on one core
  *
  * Classes: `list` a first page (limit 10–100, half of them with one of 20 tags), `deep` a later
  * page (a path taken from a real `Link` header, 1–8 pages in), `read` one of the user's plants,
@@ -273,6 +275,7 @@ const unknown = wanted.filter(
       'inline',
       'traced',
       'postgres',
+      'postgres-nice',
     ].includes(v),
 );
 if (unknown.length) throw new Error(`unknown --variants ${unknown.join(', ')}`);
@@ -399,6 +402,7 @@ async function postgresCopy(): Promise<string | null> {
   return url.toString();
 }
 let dropPg = async () => {};
+let pgUrl: string | null | undefined;
 
 const SHARE = Number(opt.share);
 /** Sharing on: each user's home garden shared with the next SHARE − 1 users, as editors (through the Store). */
@@ -480,11 +484,19 @@ for (const v of wanted) {
     servers.push(await serve('sqlite, traced (every request)', `sqlite:${file}`, env, first));
   }
   if (v === 'postgres') {
-    const url = await postgresCopy();
+    if (pgUrl === undefined) pgUrl = await postgresCopy();
+    const url = pgUrl;
     if (url) servers.push(await serve('postgres', url, {}, first, '0,1'));
     // The --base checkout on the same database, migrated by this tree first: the base must know
     // every migration this tree has (a server refuses a schema newer than it knows).
     if (url && opt.base) servers.push(await serve('postgres', url, {}, false, '0,1', resolve(opt.base)));
+  }
+  if (v === 'postgres-nice') {
+    // The same database as the postgres variant's, when both run.
+    if (pgUrl === undefined) pgUrl = await postgresCopy();
+    const url = pgUrl;
+    const nice = { PLANTSTORE_GC_NICE: '10' };
+    if (url) servers.push(await serve('postgres, V8 workers at nice 10', url, nice, first, '0,1'));
   }
   if (v === 'endpoints') {
     receiver = spawn('taskset', ['-c', '1', process.execPath, '-e', receiverCode], {
