@@ -17,23 +17,38 @@ import { until } from '../helpers/wait.js';
 
 const skip = ENGINES.find((e) => e.name === 'postgres')?.skip ?? 'no postgres engine';
 
-/** A migrated store on a database of its own with 12,000 plants in 6 gardens, and a client beside it. */
-const withPlants = (fn: (store: PgStore, db: pg.Client) => Promise<void>) =>
+/** How a store's plants are laid out: how many, the garden of plant `i` (SQL), and the 'Zebrina's. */
+interface Layout {
+  plants: number;
+  garden: string;
+  zebrinas: string;
+}
+// Garden 0 holds half the plants, garden 1 three tenths, gardens 2-5 a twentieth each.
+const SPREAD: Layout = {
+  plants: 12000,
+  garden: `'gdn_s' || CASE WHEN i % 10 < 5 THEN 0 WHEN i % 10 < 8 THEN 1 ELSE 2 + i % 4 END`,
+  zebrinas: '9000, 11990, 11995',
+};
+
+/**
+ * A migrated store on a database of its own with its plants laid out (SPREAD: 12,000 plants in 6
+ * gardens), and a client beside it. Words: 'monstera' every 7th, 'delphinium' every 11th (both
+ * every 77th), 'zebrina' a few plants deep in the store, 'fern' the rest; every third plant tagged
+ * 'a'; versions ≠ ids.
+ */
+const withPlants = (fn: (store: PgStore, db: pg.Client) => Promise<void>, layout = SPREAD) =>
   withPgDatabase(async (url) => {
     const store = new PgStore({ url, poolSize: 2 });
     const db = new pg.Client({ connectionString: url });
     try {
       await store.migrate();
       await db.connect();
-      // Garden 0 holds half the plants, garden 1 three tenths, gardens 2-5 a twentieth each.
-      // Words: 'monstera' every 7th, 'delphinium' every 11th (both every 77th), 'zebrina' three
-      // plants deep in the store, 'fern' the rest; every third plant tagged 'a'; versions ≠ ids.
       await db.query(`INSERT INTO plants (id, owner, garden, name, tag, version, search)
           SELECT i, 'u', garden, name, CASE WHEN i % 3 = 0 THEN 'a' END, i * 5 + 2,
             array_to_tsvector(string_to_array(lower(name), ' '))
-          FROM generate_series(1, 12000) i,
-            LATERAL (SELECT 'gdn_s' || CASE WHEN i % 10 < 5 THEN 0 WHEN i % 10 < 8 THEN 1 ELSE 2 + i % 4 END AS garden,
-              CASE WHEN i IN (9000, 11990, 11995) THEN 'Zebrina ' || i
+          FROM generate_series(1, ${layout.plants}) i,
+            LATERAL (SELECT ${layout.garden} AS garden,
+              CASE WHEN i IN (${layout.zebrinas}) THEN 'Zebrina ' || i
                    WHEN i % 77 = 0 THEN 'Monstera Delphinium ' || i
                    WHEN i % 7 = 0 THEN 'Monstera ' || i
                    WHEN i % 11 = 0 THEN 'Delphinium ' || i
@@ -48,26 +63,25 @@ const withPlants = (fn: (store: PgStore, db: pg.Client) => Promise<void>) =>
 
 const g = (...k: number[]) => k.map((i) => `gdn_s${i}`);
 
+/** What one statement over every match answers: the page a search must give. */
+const matching =
+  (db: pg.Client) =>
+  async (gardens: string[], terms: string[], tag: string | null, afterId: number, limit: number) =>
+    (
+      await db.query(
+        `SELECT id::int, garden, name, tag, version::int FROM plants
+           WHERE garden = ANY($1) AND search @@ $2::tsquery AND ($3::text IS NULL OR tag = $3) AND id > $4
+           ORDER BY id LIMIT $5`,
+        [gardens, tsquery(terms), tag, afterId, limit],
+      )
+    ).rows;
+
 describe('postgres search across gardens: the walk', { skip }, () => {
   it('answers as one statement over every match does, walked whole or finished by the planned statement', {
     timeout: 90_000,
   }, async () => {
     await withPlants(async (store, db) => {
-      const want = async (
-        gardens: string[],
-        terms: string[],
-        tag: string | null,
-        afterId: number,
-        limit: number,
-      ) =>
-        (
-          await db.query(
-            `SELECT id::int, garden, name, tag, version::int FROM plants
-               WHERE garden = ANY($1) AND search @@ $2::tsquery AND ($3::text IS NULL OR tag = $3) AND id > $4
-               ORDER BY id LIMIT $5`,
-            [gardens, tsquery(terms), tag, afterId, limit],
-          )
-        ).rows;
+      const want = matching(db);
       const scopes = [
         g(0),
         g(0, 1),
@@ -253,5 +267,75 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       );
       assert.ok(later * 1.5 < first, `a later walk read ${later} blocks, the first ${first}`);
     });
+  });
+  it("walks on in the gardens whose matches run out first, when the gardens' plants come in runs (one import at a time)", {
+    timeout: 90_000,
+  }, async () => {
+    // Four gardens filled as imports fill them, a run of ids at a time: ids 1-1000 alternate
+    // between c0 and c1, 1001-2000 between c2 and c3, 2001-4000 go round all four.
+    const runs: Layout = {
+      plants: 4000,
+      garden: `'gdn_c' || CASE WHEN i <= 1000 THEN i % 2 WHEN i <= 2000 THEN 2 + i % 2 ELSE i % 4 END`,
+      zebrinas: '1500, 3999',
+    };
+    await withPlants(async (store, db) => {
+      const c = (...k: number[]) => k.map((i) => `gdn_c${i}`);
+      const want = matching(db);
+
+      // The first page of a common term across the four: the first walk stops in c0 and c1 at
+      // their 50th plants with 14 matches below; a second walk goes on from there (c2 and c3 from
+      // where the first answer ended) and the page is whole, with no planned statement.
+      const before = { ...store.searchReads };
+      const q = {
+        gardens: c(0, 1, 2, 3),
+        terms: ['mon'],
+        tag: null,
+        afterId: 0,
+        limit: 20,
+        withVersion: true,
+      };
+      const page = await store.listPlants(q);
+      assert.deepEqual(
+        page.map((p) => ({ ...p, id: Number(p.id), version: Number(p.version) })),
+        await want(q.gardens, q.terms, null, 0, 20),
+      );
+      assert.deepEqual(store.searchReads, { ...before, walk: before.walk + 1, again: before.again + 1 });
+      // A rare term: one walk, then the planned statement (no more rounds for a page it would
+      // take many to fill).
+      const rare = await store.listPlants({ ...q, terms: ['zeb'] });
+      assert.deepEqual(
+        rare.map((p) => Number(p.id)),
+        [1500, 3999],
+      );
+      assert.deepEqual(store.searchReads, {
+        ...before,
+        walk: before.walk + 1,
+        again: before.again + 1,
+        planned: before.planned + 1,
+      });
+
+      // Every answer as the one statement over every match gives it, from cursors all through
+      // the store, one at a time and then all at once (the first walks batched).
+      const cases = [c(0, 1, 2, 3), c(0, 2), c(1), c(3, 0, 1)].flatMap((gardens) =>
+        [['mon'], ['mon', 'del'], ['del'], ['zeb'], ['fer']].flatMap((terms) =>
+          [null, 'a'].flatMap((tag) =>
+            [0, 37, 480, 999, 1000, 1490, 2003, 3500].flatMap((afterId) =>
+              [1, 20, 60].map((limit) => ({ gardens, terms, tag, afterId, limit, withVersion: true })),
+            ),
+          ),
+        ),
+      );
+      const check = async (q: (typeof cases)[number], got: Awaited<ReturnType<typeof store.listPlants>>) =>
+        assert.deepEqual(
+          got.map((p) => ({ ...p, id: Number(p.id), version: Number(p.version) })),
+          await want(q.gardens, q.terms, q.tag, q.afterId, q.limit),
+          `${q.gardens.join(',')}, ${q.terms.join(' ')}, tag ${q.tag}, after ${q.afterId}, limit ${q.limit}`,
+        );
+      const rounds = store.searchReads.again;
+      for (const q of cases) await check(q, await store.listPlants(q));
+      assert.ok(store.searchReads.again > rounds, 'later rounds were walked');
+      const together = await Promise.all(cases.map((q) => store.listPlants(q)));
+      for (const [i, q] of cases.entries()) await check(q, together[i]!);
+    }, runs);
   });
 });

@@ -77,15 +77,17 @@ const walkBranch = (
       ORDER BY garden, id LIMIT ${p.budget}) w
     WHERE hit OR n = ${p.budget} ORDER BY id LIMIT ${p.limit})`;
 const walkStatement = (n: number, tag: boolean) => {
-  // $1 the gardens, $2 the terms, $3 the cursor's id, $4 the budget, then the tag (with one), the limit.
+  // $1 the gardens, $2 the terms, $3 each garden's cursor (the id its walk starts after), $4 the
+  // budget, then the tag (with one), the limit.
   const p = {
     q: '$2::tsquery',
-    after: '$3::bigint',
     budget: '$4::bigint',
     limit: tag ? '$6::bigint' : '$5::bigint',
     ...(tag ? { tag: '$5::text' } : {}),
   };
-  const branches = Array.from({ length: n }, (_, i) => walkBranch(`($1::text[])[${i + 1}]`, p));
+  const branches = Array.from({ length: n }, (_, i) =>
+    walkBranch(`($1::text[])[${i + 1}]`, { ...p, after: `($3::bigint[])[${i + 1}]` }),
+  );
   return `SELECT * FROM (${branches.join(' UNION ALL ')}) u ORDER BY id LIMIT ${p.limit}`;
 };
 /** How many gardens each walk statement takes (padded with null), as the list's merged pages. */
@@ -158,7 +160,8 @@ export function searchWalk(q: PageQuery & { terms: string[] }): [WalkName, unkno
 export function walkCall(w: WalkArgs): [WalkName, unknown[]] {
   const n = WALK_SIZES.find((size) => size >= w.gardens.length)!;
   const padded = [...w.gardens, ...Array<null>(n - w.gardens.length).fill(null)];
-  const head = [padded, w.tsquery, w.afterId, w.budget];
+  const afters = w.gardens.map((_, i) => w.afters?.[i] ?? w.afterId);
+  const head = [padded, w.tsquery, [...afters, ...Array<number>(n - afters.length).fill(0)], w.budget];
   return w.tag === null
     ? [`searchWalk${n}`, [...head, w.limit]]
     : [`searchWalkTag${n}`, [...head, w.tag, w.limit]];
@@ -169,6 +172,8 @@ export interface WalkArgs {
   gardens: string[];
   tsquery: string;
   afterId: number;
+  /** Each garden's own cursor, in the order of `gardens` (a later round of SearchWalk); else afterId for all. */
+  afters?: number[];
   budget: number;
   tag: string | null;
   limit: number;
@@ -202,6 +207,7 @@ export function walksCall(walks: readonly WalkArgs[]): ['searchWalks' | 'searchW
     walks.map((w) => w.budget),
     walks.map((w) => w.limit),
   ];
+  if (walks.some((w) => w.afters !== undefined)) throw new Error('walksCall: a later round walks alone');
   const tagged = walks[0]?.tag != null;
   if (walks.some((w) => (w.tag !== null) !== tagged))
     throw new Error('walksCall: tagged and untagged walks mixed');
@@ -213,21 +219,94 @@ export interface WalkRow extends PagePlant {
   cut: boolean;
 }
 
+/** Walks after the first that a search page may take before the planned statement finishes it. */
+const MORE_ROUNDS = 2;
+
 /**
- * The page the walk's rows make: its matches up to the first marker, and where the rest of the
- * page is to be read from (the marker's id), or null when the page is whole.
+ * A search page read by walks (search.ts: the walk), round by round. Each round's rows say, for
+ * each garden it walked, how far its matches are known: to its marker (`cut`), or, when the round's
+ * answer was cut at `limit` rows, to the last of them, or to the garden's end. The page is whole
+ * once `limit` matches lie at or below every unfinished garden's known end (or no garden is
+ * unfinished). Otherwise a later round walks, each from its own end, only the gardens whose known
+ * end lies below the page's `limit`-th match known so far (all unfinished ones while fewer are
+ * known): so a page whose matches sit in one garden's run of plants (a store filled one user's
+ * import at a time) walks on in that garden instead of giving up at its first marker. Rounds stop
+ * after MORE_ROUNDS more, or when the rounds so far found fewer than a quarter page of matches (a
+ * rare term: the planned statement, along the word index, is the better read); then `rest` says
+ * where the planned statement reads on from. Each garden's walk starts strictly after its known
+ * end, so no plant is counted twice, whatever snapshot each round read.
  */
-export function walkPage(
-  rows: readonly WalkRow[],
-  limit: number,
-): { page: PagePlant[]; from: number | null } {
-  const page: PagePlant[] = [];
-  for (const r of rows) {
-    if (r.hit) page.push({ id: r.id, garden: r.garden, name: r.name, tag: r.tag, version: r.version });
-    if (page.length === limit) return { page, from: null };
-    if (r.cut) return { page, from: r.id };
+export class SearchWalk {
+  private readonly known = new Map<string, { end: number; done: boolean }>();
+  private matches: PagePlant[] = [];
+  private rounds = 0;
+
+  constructor(
+    private readonly first: WalkArgs,
+    private readonly limit: number,
+  ) {
+    for (const g of first.gardens) this.known.set(g, { end: first.afterId, done: false });
   }
-  return { page, from: null };
+
+  /** The first round's walk. */
+  get start(): WalkArgs {
+    return this.first;
+  }
+
+  /** Takes one round's rows, for the gardens that round walked. */
+  take(walked: readonly string[], rows: readonly WalkRow[]): void {
+    this.rounds++;
+    const cutAt = rows.length === this.limit ? rows[rows.length - 1]!.id : null;
+    const cuts = new Map<string, number>();
+    for (const r of rows) {
+      if (r.hit) {
+        this.matches.push({ id: r.id, garden: r.garden, name: r.name, tag: r.tag, version: r.version });
+      }
+      if (r.cut) cuts.set(r.garden, r.id);
+    }
+    for (const g of walked) {
+      const k = this.known.get(g)!;
+      const end = cuts.get(g) ?? cutAt;
+      if (end === null) k.done = true;
+      else k.end = end;
+    }
+    this.matches.sort((a, b) => a.id - b.id);
+  }
+
+  /** How far every garden's matches are known: the least end of an unfinished garden. */
+  private bound(): number {
+    let b = Number.POSITIVE_INFINITY;
+    for (const k of this.known.values()) if (!k.done && k.end < b) b = k.end;
+    return b;
+  }
+
+  /** The page, when the rounds so far make it whole. */
+  page(): PagePlant[] | null {
+    const bound = this.bound();
+    const sure = this.matches.filter((m) => m.id <= bound);
+    if (sure.length >= this.limit || bound === Number.POSITIVE_INFINITY) return sure.slice(0, this.limit);
+    return null;
+  }
+
+  /** The next round's walk, or null when the planned statement is to finish the page. */
+  next(): WalkArgs | null {
+    if (this.rounds > MORE_ROUNDS || this.matches.length < Math.ceil(this.limit / 4)) return null;
+    const last = this.matches.length >= this.limit ? this.matches[this.limit - 1]!.id : null;
+    const gardens = [...this.known].filter(([, k]) => !k.done && (last === null || k.end < last));
+    if (gardens.length === 0) return null;
+    return {
+      ...this.first,
+      gardens: gardens.map(([g]) => g),
+      afters: gardens.map(([, k]) => k.end),
+      budget: walkBudget(this.limit, gardens.length),
+    };
+  }
+
+  /** What the planned statement finishes: the matches known for sure, and the id it reads on from. */
+  rest(): { page: PagePlant[]; from: number } {
+    const bound = this.bound();
+    return { page: this.matches.filter((m) => m.id <= bound), from: bound };
+  }
 }
 
 /** Fills `search` for the plants already stored (migration 12), a slice of ids at a time. */

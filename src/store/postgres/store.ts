@@ -93,12 +93,12 @@ import { batchable, IN_FLIGHT, PgPlantReads, perCall } from './plant-reads.js';
 import { PgPlantWrites } from './plant-writes.js';
 import {
   SEARCH_QUERIES,
+  SearchWalk,
   searchPage,
   type WalkArgs,
   type WalkRow,
   walkArgs,
   walkCall,
-  walkPage,
   walksCall,
 } from './search.js';
 import { PgTrash, TRASH_QUERIES } from './trash.js';
@@ -650,10 +650,11 @@ export class PgStore implements Store {
   }
 
   /**
-   * How many search pages the walk answered whole, how many searchPage finished or answered, and
-   * how many walks went in a statement with others (searchWalks).
+   * How many search pages the walks answered whole, how many searchPage finished or answered, how
+   * many walks went in a statement with others (searchWalks), and how many later rounds of a walk
+   * ran (SearchWalk).
    */
-  readonly searchReads = { walk: 0, planned: 0, batched: 0 };
+  readonly searchReads = { walk: 0, planned: 0, batched: 0, again: 0 };
 
   // The walks of the searches that arrive in one turn, in one statement (as the list's pages:
   // plant-reads.ts), two statements under way at most; those with a tag in one of their own.
@@ -667,33 +668,42 @@ export class PgStore implements Store {
     return perCall(rows, ws.length, (r): WalkRow => r);
   }
 
-  // A page of search's matches (search.ts): the walk's prepared statement where it applies, then
-  // the statement planned for the terms from where a walk stopped, or for the whole page. On
-  // `client` (an export's transaction) both read one snapshot; on the pool each its own, the walk's
-  // rows up to its stop and the planned statement's after it, so no plant is shown twice.
+  // A page of search's matches (search.ts): the walk's prepared statement where it applies, a few
+  // rounds of it where the first leaves the page short (SearchWalk), then the statement planned for
+  // the terms from where the walks stopped, or for the whole page. On `client` (an export's
+  // transaction) every statement reads one snapshot; on the pool each its own, each garden's walk
+  // after where the one before stopped and the planned statement after every walk's stop, so no
+  // plant is shown twice.
   private async searchPlants(
     q: PageQuery & { terms: string[] },
     client: pg.Pool | pg.PoolClient = this.pool,
   ): Promise<PagePlant[]> {
     if (q.gardens?.length === 0) return [];
-    const walk = walkArgs(q);
+    const first = walkArgs(q);
     let page: PagePlant[] = [];
     let from = q.afterId;
-    if (walk !== null) {
+    if (first !== null) {
+      const walk = new SearchWalk(first, q.limit);
       // On the pool, with the other searches of the turn (those with a tag with the others with one:
       // search.ts, searchWalks); alone in a transaction (an export's), or with values the batch's
-      // arrays or PostgreSQL's text would refuse, so that those fail alone.
+      // arrays or PostgreSQL's text would refuse, so that those fail alone. Later rounds alone.
       const alone = client !== this.pool || !batchable(q);
-      const rows = alone
-        ? (await this.q<WalkRow>(...walkCall(walk), client)).rows
-        : await (walk.tag === null ? this.walks : this.taggedWalks).push(walk);
-      const done = walkPage(rows, q.limit);
-      if (done.from === null) {
-        this.searchReads.walk++;
-        return done.page;
+      walk.take(
+        first.gardens,
+        alone
+          ? (await this.q<WalkRow>(...walkCall(first), client)).rows
+          : await (first.tag === null ? this.walks : this.taggedWalks).push(first),
+      );
+      for (let more = walk.next(); walk.page() === null && more !== null; more = walk.next()) {
+        this.searchReads.again++;
+        walk.take(more.gardens, (await this.q<WalkRow>(...walkCall(more), client)).rows);
       }
-      page = done.page;
-      from = done.from;
+      const whole = walk.page();
+      if (whole !== null) {
+        this.searchReads.walk++;
+        return whole;
+      }
+      ({ page, from } = walk.rest());
     }
     this.searchReads.planned++;
     try {
