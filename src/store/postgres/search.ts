@@ -268,7 +268,9 @@ export class SearchWalk {
       const k = this.known.get(g)!;
       const end = cuts.get(g) ?? cutAt;
       if (end === null) k.done = true;
-      else k.end = end;
+      // An answer cut at `limit` rows below where this garden's walk started says nothing new of
+      // it: its known end stays (lowered, a later walk would read its known matches again).
+      else k.end = Math.max(k.end, end);
     }
     this.matches.sort((a, b) => a.id - b.id);
   }
