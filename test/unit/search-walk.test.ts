@@ -17,10 +17,14 @@ const row = (id: number, garden: string, hit: boolean, cut = false): WalkRow => 
 
 describe('SearchWalk', () => {
   it("keeps a garden's known end when a later answer is cut at the limit below where its walk started", () => {
-    const w = new SearchWalk(
-      { gardens: ['a', 'b', 'c'], tsquery: "'mon':*", afterId: 0, budget: 50, tag: null, limit: 4 },
-      4,
-    );
+    const w = new SearchWalk({
+      gardens: ['a', 'b', 'c'],
+      tsquery: "'mon':*",
+      afterId: 0,
+      budget: 50,
+      tag: null,
+      limit: 4,
+    });
     // First walk: a and b stop at their markers (10, 11); c's matches are known to 500, where
     // the answer was cut at its 4 rows.
     w.take(
@@ -47,10 +51,14 @@ describe('SearchWalk', () => {
   });
 
   it('answers the page once the matches at or below every unfinished garden reach the limit', () => {
-    const w = new SearchWalk(
-      { gardens: ['a', 'b'], tsquery: "'mon':*", afterId: 0, budget: 50, tag: null, limit: 2 },
-      2,
-    );
+    const w = new SearchWalk({
+      gardens: ['a', 'b'],
+      tsquery: "'mon':*",
+      afterId: 0,
+      budget: 50,
+      tag: null,
+      limit: 2,
+    });
     w.take(['a', 'b'], [row(1, 'a', true), row(2, 'b', true)]);
     assert.deepEqual(
       w.page()?.map((p) => p.id),

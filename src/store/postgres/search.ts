@@ -199,6 +199,7 @@ export function walkArgs(q: PageQuery & { terms: string[] }): WalkArgs | null {
  * searchWalksTag when every one has one (the caller never mixes them).
  */
 export function walksCall(walks: readonly WalkArgs[]): ['searchWalks' | 'searchWalksTag', unknown[]] {
+  if (walks.some((w) => w.afters !== undefined)) throw new Error('walksCall: a later round walks alone');
   const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => walks.map((w) => w.gardens[i] ?? null));
   const values = [
     ...slots,
@@ -207,7 +208,6 @@ export function walksCall(walks: readonly WalkArgs[]): ['searchWalks' | 'searchW
     walks.map((w) => w.budget),
     walks.map((w) => w.limit),
   ];
-  if (walks.some((w) => w.afters !== undefined)) throw new Error('walksCall: a later round walks alone');
   const tagged = walks[0]?.tag != null;
   if (walks.some((w) => (w.tag !== null) !== tagged))
     throw new Error('walksCall: tagged and untagged walks mixed');
@@ -241,16 +241,12 @@ export class SearchWalk {
   private matches: PagePlant[] = [];
   private rounds = 0;
 
-  constructor(
-    private readonly first: WalkArgs,
-    private readonly limit: number,
-  ) {
+  constructor(private readonly first: WalkArgs) {
     for (const g of first.gardens) this.known.set(g, { end: first.afterId, done: false });
   }
 
-  /** The first round's walk. */
-  get start(): WalkArgs {
-    return this.first;
+  private get limit(): number {
+    return this.first.limit;
   }
 
   /** Takes one round's rows, for the gardens that round walked. */

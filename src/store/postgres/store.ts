@@ -683,7 +683,7 @@ export class PgStore implements Store {
     let page: PagePlant[] = [];
     let from = q.afterId;
     if (first !== null) {
-      const walk = new SearchWalk(first, q.limit);
+      const walk = new SearchWalk(first);
       // On the pool, with the other searches of the turn (those with a tag with the others with one:
       // search.ts, searchWalks); alone in a transaction (an export's), or with values the batch's
       // arrays or PostgreSQL's text would refuse, so that those fail alone. Later rounds alone.
@@ -694,11 +694,14 @@ export class PgStore implements Store {
           ? (await this.q<WalkRow>(...walkCall(first), client)).rows
           : await (first.tag === null ? this.walks : this.taggedWalks).push(first),
       );
-      for (let more = walk.next(); walk.page() === null && more !== null; more = walk.next()) {
+      let whole = walk.page();
+      while (whole === null) {
+        const more = walk.next();
+        if (more === null) break;
         this.searchReads.again++;
         walk.take(more.gardens, (await this.q<WalkRow>(...walkCall(more), client)).rows);
+        whole = walk.page();
       }
-      const whole = walk.page();
       if (whole !== null) {
         this.searchReads.walk++;
         return whole;
