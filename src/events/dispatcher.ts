@@ -14,8 +14,15 @@ const NUDGE_MS = 10;
  * second, not once per answer: on SQLite every write of another process holds up the server's.
  */
 const RECORD_EVERY_MS = 10;
-/** Deliveries claimed ahead of the free slots, as a multiple of the concurrency. */
-const CLAIM_AHEAD = 4;
+/**
+ * Deliveries claimed ahead of the free slots, as a multiple of the concurrency. With 4, a process
+ * held at most 128 (concurrency 32), fewer than ten fast endpoints may hold (16 each: FAST_HOLD
+ * below), so a drain of ten busy endpoints went one claim's worth a claim's round trip: about
+ * 4,000-5,000 deliveries/s on PostgreSQL here, against 5,100-6,200 with 8 (docs/benchmarks.md,
+ * "Where a PostgreSQL drain's time goes"). What it holds waits for the process's slots at most
+ * CLAIM_AHEAD rounds of fast answers (under FAST_MS each): 4 s, half of START_WITHIN_MS.
+ */
+const CLAIM_AHEAD = 8;
 /**
  * A claimed delivery not yet sent after this long is let go unsent: its lease (the timeout plus
  * 10 s) must still cover the attempt. It is claimed again once the lease has run out (one from an
@@ -29,7 +36,7 @@ const START_WITHIN_MS = 8_000;
  * that what waits for its slots starts within START_WITHIN_MS.
  */
 const FAST_HOLD = 4;
-const FAST_MS = 1_000;
+const FAST_MS = 500;
 
 /** One event of an endpoint's log window: claimed, then being recorded (its attempt made). */
 interface WindowEntry {
