@@ -15,12 +15,13 @@ const NUDGE_MS = 10;
  */
 const RECORD_EVERY_MS = 10;
 /**
- * Deliveries claimed ahead of the free slots, as a multiple of the concurrency. With 4, a process
- * held at most 128 (concurrency 32), fewer than ten fast endpoints may hold (16 each: FAST_HOLD
- * below), so a drain of ten busy endpoints went one claim's worth a claim's round trip: about
- * 4,000-5,000 deliveries/s on PostgreSQL here, against 5,100-6,200 with 8 (docs/benchmarks.md,
- * "Where a PostgreSQL drain's time goes"). What it holds waits for the process's slots at most
- * CLAIM_AHEAD rounds of fast answers (under FAST_MS each): 4 s, half of START_WITHIN_MS.
+ * What a process may hold claimed (in flight and waiting for a slot), as a multiple of the
+ * concurrency: 256 with the default 32, of which at most 224 wait. With 4 (128) a drain of ten busy
+ * endpoints, each allowed 16 or more, went at about 4,000-5,000 deliveries/s on PostgreSQL here
+ * and 5,100-6,200 with 8 (docs/benchmarks.md, "Where a PostgreSQL drain's time goes"). The waiting
+ * ones start within START_WITHIN_MS only while the slots turn over fast enough: 7 rounds of the 32
+ * slots in 8 s, about 1.1 s a round (with 4: 3 rounds, 2.7 s). Endpoints that answer slowly can take
+ * every slot meanwhile; what waits past it is let go and its endpoint held off for its lease.
  */
 const CLAIM_AHEAD = 8;
 /**
@@ -30,10 +31,10 @@ const CLAIM_AHEAD = 8;
  */
 const START_WITHIN_MS = 8_000;
 /**
- * An endpoint that answered its last delivery within FAST_MS may have this many times perEndpoint
- * claimed deliveries held by this process (in flight or waiting for one of its slots): a busy
- * endpoint's backlog drains without a claim per few deliveries. A slower one holds perEndpoint, so
- * that what waits for its slots starts within START_WITHIN_MS.
+ * An endpoint that answered its last delivery within FAST_MS stays in the claims while it holds
+ * fewer than FAST_HOLD × perEndpoint (so up to that many less one, plus what one claim gives it): a
+ * busy endpoint's backlog drains without a claim per few deliveries. Any other endpoint is left out
+ * of the claims while it holds any, and one claim gives it at most FAST_HOLD × perEndpoint.
  */
 const FAST_HOLD = 4;
 const FAST_MS = 500;
@@ -200,7 +201,7 @@ export class Dispatcher {
     try {
       for (;;) {
         this.again = false;
-        // Up to `concurrency` more than are in flight: a delivery claimed while its endpoint's slots
+        // Up to CLAIM_AHEAD × concurrency held in all: a delivery claimed while its endpoint's slots
         // are taken waits for one, so a busy endpoint's next deliveries go out as soon as a slot
         // frees, not a claim later.
         const free = CLAIM_AHEAD * this.concurrency - this.inflightTotal - this.waitingTotal;
