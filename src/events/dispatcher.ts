@@ -16,20 +16,25 @@ const NUDGE_MS = 10;
 const RECORD_EVERY_MS = 10;
 /**
  * What a process may hold claimed (in flight and waiting for a slot), as a multiple of the
- * concurrency: 256 with the default 32, of which at most 224 wait. With 4 (128) a drain of ten busy
- * endpoints, each allowed 16 or more, went at about 4,000-5,000 deliveries/s on PostgreSQL here
- * and 5,100-6,200 with 8 (docs/benchmarks.md, "Where a PostgreSQL drain's time goes"). The waiting
- * ones start within START_WITHIN_MS only while the slots turn over fast enough: 7 rounds of the 32
- * slots in 8 s, about 1.1 s a round (with 4: 3 rounds, 2.7 s). Endpoints that answer slowly can take
- * every slot meanwhile; what waits past it is let go and its endpoint held off for its lease.
+ * concurrency, at most: 256 with the default 32, of which at most 224 wait. With 4 (128) a drain
+ * of ten busy endpoints, each allowed 16 or more, went at about 4,000-5,000 deliveries/s on
+ * PostgreSQL here and 5,100-6,200 with 8 (docs/benchmarks.md, "Where a PostgreSQL drain's time
+ * goes"). Below that bound, what waits is held to what the slots are expected to start within
+ * WAIT_TARGET_MS, by how long a slot was taken lately (slotMs): receivers that answer slowly leave
+ * less claimed ahead, so the waiting ones start before their lease no longer covers an attempt.
  */
 const CLAIM_AHEAD = 8;
 /**
- * A claimed delivery not yet sent after this long is let go unsent: its lease (the timeout plus
- * 10 s) must still cover the attempt. It is claimed again once the lease has run out (one from an
- * endpoint's log: its window is let go, and sent again from the endpoint's position).
+ * What a delivery's lease must still cover when it is sent: the receiver's timeout and this much
+ * to record the attempt. A claim leases for the timeout plus 10 s, so a delivery waits for a slot
+ * at most 8 s from its claim, unless its endpoint's log window was leased again since (each record
+ * of the window's progress renews it). What can no longer be covered is let go unsent: it is
+ * claimed again once the lease has run out (one from an endpoint's log: its window is let go, and
+ * sent again from the endpoint's position).
  */
-const START_WITHIN_MS = 8_000;
+const RECORD_MARGIN_MS = 2_000;
+/** How long the deliveries claimed ahead are expected to wait for a slot, at most (see CLAIM_AHEAD). */
+const WAIT_TARGET_MS = 4_000;
 /**
  * An endpoint that answered its last delivery within FAST_MS stays in the claims while it holds
  * fewer than FAST_HOLD × perEndpoint (so up to that many less one, plus what one claim gives it): a
@@ -59,6 +64,13 @@ interface LogWindow {
   writes: number;
   /** Its position moved (or its lease is to end): report it with the next record. */
   dirty: boolean;
+  /**
+   * Until when (this.clock) its lease is known to be this process's: set by the claim that leased
+   * it, renewed by each record of its progress written while the lease still held.
+   */
+  leaseEnd: number;
+  /** The latest end any claim or record of this process may have given its lease. */
+  leaseMax: number;
 }
 
 export interface DispatcherOptions {
@@ -108,8 +120,8 @@ export class Dispatcher {
   private inflightTotal = 0;
   // Deliveries in flight by endpoint owner.
   private readonly ownerInflight = new Map<string, number>();
-  // Claimed deliveries waiting for a slot of their endpoint, and when they were claimed.
-  private readonly waiting = new Map<string, { job: DeliveryJob; at: number }[]>();
+  // Claimed deliveries waiting for a slot of their endpoint, and when their claim's lease ends.
+  private readonly waiting = new Map<string, { job: DeliveryJob; until: number }[]>();
   // The log windows this process holds, by endpoint; the window entry of each log job held.
   private readonly windows = new Map<string, LogWindow>();
   private readonly entries = new Map<DeliveryJob, WindowEntry>();
@@ -117,7 +129,13 @@ export class Dispatcher {
   // sends the window again from their position); how long each endpoint took to answer last.
   private readonly holdOff = new Map<string, number>();
   private readonly answeredIn = new Map<string, number>();
+  // How long a slot was taken lately (send to answer), a moving average; at first, as if each took
+  // WAIT_TARGET_MS (what waits is then held to the concurrency until answers come in).
+  private slotMs = WAIT_TARGET_MS;
   private claiming = false;
+  // Deliveries let go unsent since the last warning (their lease no longer covered an attempt).
+  private lateCount = 0;
+  private lateWarned = 0;
   private waitingTotal = 0;
   private timer: NodeJS.Timeout | undefined;
   private due = 0;
@@ -203,20 +221,26 @@ export class Dispatcher {
         this.again = false;
         // Up to CLAIM_AHEAD × concurrency held in all: a delivery claimed while its endpoint's slots
         // are taken waits for one, so a busy endpoint's next deliveries go out as soon as a slot
-        // frees, not a claim later.
-        const free = CLAIM_AHEAD * this.concurrency - this.inflightTotal - this.waitingTotal;
+        // frees, not a claim later. Of those, no more waiting than the slots start in WAIT_TARGET_MS
+        // at the pace they have been freeing.
+        const ahead = Math.min(
+          (CLAIM_AHEAD - 1) * this.concurrency,
+          Math.floor((this.concurrency * WAIT_TARGET_MS) / Math.max(this.slotMs, 1)),
+        );
+        const free = this.concurrency + ahead - this.inflightTotal - this.waitingTotal;
         if (free <= 0 || this.stopped) break;
         // A claim may take up to FAST_HOLD × perEndpoint of an endpoint: an endpoint not known to
-        // answer fast is left out of it while it holds any, so that what it is given can start
-        // within START_WITHIN_MS.
+        // answer fast is left out of it while it holds any, so that what it is given starts soon
+        // (its window's lease renewed as its deliveries are recorded meanwhile).
         const busy = [...this.inflight.keys(), ...this.waiting.keys()].filter((id) => {
           const held = (this.inflight.get(id) ?? 0) + (this.waiting.get(id)?.length ?? 0);
           const hold = this.hold(id);
           return held >= hold || (hold === this.perEndpoint && held > 0);
         });
         const nowMs = Date.now();
+        const clockNow = this.clock();
         for (const [id, until] of this.holdOff) {
-          if (until <= nowMs) this.holdOff.delete(id);
+          if (until <= clockNow) this.holdOff.delete(id);
           else busy.push(id);
         }
         const skip = new Set(busy);
@@ -226,9 +250,10 @@ export class Dispatcher {
         this.lastClaim = nowMs;
         this.claiming = true;
         let claim: Awaited<ReturnType<Store['claimDeliveries']>>;
+        const leaseUntil = clockNow + this.leaseMs;
         try {
           claim = await this.opts.store.claimDeliveries({
-            now: new Date(this.clock()),
+            now: new Date(clockNow),
             leaseMs: this.leaseMs,
             leaseOwner: this.id,
             limit: free,
@@ -240,8 +265,8 @@ export class Dispatcher {
         } finally {
           this.claiming = false;
         }
-        this.track(claim, windows);
-        for (const job of claim.jobs) this.launch(job);
+        this.track(claim, windows, leaseUntil);
+        for (const job of claim.jobs) this.launch(job, leaseUntil);
         // Claimed all it could: more may be waiting. Otherwise a nudge that came meanwhile is
         // answered NUDGE_MS after this claim (finally, below), not at once: under a stream of
         // answers and commits, claims back to back would hold the store's write lock most of the time.
@@ -272,15 +297,30 @@ export class Dispatcher {
    * longer this process's (its endpoint was disabled, or its lease ran out and was taken): its
    * jobs still go out, and report no progress.
    */
-  private track(claim: Awaited<ReturnType<Store['claimDeliveries']>>, passed: Record<string, string>): void {
+  private track(
+    claim: Awaited<ReturnType<Store['claimDeliveries']>>,
+    passed: Record<string, string>,
+    leaseUntil: number,
+  ): void {
     for (const id of Object.keys(passed)) if (!(id in claim.windows)) this.drop(id);
     for (const [id, reach] of Object.entries(claim.windows)) {
       let w = this.windows.get(id);
       if (!w) {
-        w = { endpointId: id, reach, entries: [], writes: 0, dirty: false };
+        // Not passed to the claim, so leased by it (store/ports/events.ts, claimDeliveries).
+        w = {
+          endpointId: id,
+          reach,
+          entries: [],
+          writes: 0,
+          dirty: false,
+          leaseEnd: leaseUntil,
+          leaseMax: leaseUntil,
+        };
         this.windows.set(id, w);
       }
       w.reach = reach;
+      // A window passed to the claim may have been leased again by it, or answered as it was.
+      w.leaseMax = Math.max(w.leaseMax, leaseUntil);
     }
     for (const job of claim.jobs) {
       if (job.id !== null) continue;
@@ -313,8 +353,21 @@ export class Dispatcher {
     this.entries.delete(job);
     if (this.windows.get(job.endpoint.id) === entry.window) {
       this.drop(job.endpoint.id);
-      this.holdOff.set(job.endpoint.id, Date.now() + this.leaseMs);
+      this.holdOff.set(job.endpoint.id, entry.window.leaseMax);
     }
+  }
+
+  /**
+   * Whether a waiting job's lease still covers an attempt (the timeout and RECORD_MARGIN_MS): its
+   * claim's, or for a job of the log, its window's as renewed since (while the window is still held).
+   */
+  private covered(job: DeliveryJob, until: number): boolean {
+    const entry = this.entries.get(job);
+    const end =
+      entry && this.windows.get(job.endpoint.id) === entry.window
+        ? Math.max(until, entry.window.leaseEnd)
+        : until;
+    return end - this.clock() >= this.opts.timeoutMs + RECORD_MARGIN_MS;
   }
 
   /** Deliveries this process holds (in flight or waiting for a slot), by endpoint owner. */
@@ -326,12 +379,12 @@ export class Dispatcher {
   }
 
   /** Sends the job now if its endpoint and this process have a slot free; otherwise it waits for one. */
-  private launch(job: DeliveryJob, at = Date.now()): void {
+  private launch(job: DeliveryJob, until: number): void {
     const endpointId = job.endpoint.id;
     if ((this.inflight.get(endpointId) ?? 0) >= this.perEndpoint || this.inflightTotal >= this.concurrency) {
       const queue = this.waiting.get(endpointId);
-      if (queue) queue.push({ job, at });
-      else this.waiting.set(endpointId, [{ job, at }]);
+      if (queue) queue.push({ job, until });
+      else this.waiting.set(endpointId, [{ job, until }]);
       this.waitingTotal++;
       return;
     }
@@ -355,15 +408,26 @@ export class Dispatcher {
           bestLoad = load;
         }
       }
-      if (best === undefined) return;
+      if (best === undefined) break;
       const queue = this.waiting.get(best)!;
       const next = queue.shift()!;
       this.waitingTotal--;
       // Its endpoint goes to the back of the line: the owner's other endpoints come first next time.
       this.waiting.delete(best);
       if (queue.length > 0) this.waiting.set(best, queue);
-      if (Date.now() - next.at <= START_WITHIN_MS) this.send(next.job);
-      else this.letGo(next.job);
+      if (this.covered(next.job, next.until)) this.send(next.job);
+      else {
+        this.lateCount++;
+        this.letGo(next.job);
+      }
+    }
+    if (this.lateCount > 0 && this.clock() - this.lateWarned >= 60_000) {
+      this.opts.warn?.(
+        { deliveries: this.lateCount },
+        'webhook deliveries waited for a slot until their lease no longer covered an attempt: let go unsent, sent again once their leases run out',
+      );
+      this.lateCount = 0;
+      this.lateWarned = this.clock();
     }
   }
 
@@ -373,12 +437,14 @@ export class Dispatcher {
     this.inflight.set(endpointId, (this.inflight.get(endpointId) ?? 0) + 1);
     this.ownerInflight.set(owner, (this.ownerInflight.get(owner) ?? 0) + 1);
     this.inflightTotal++;
+    const sentAt = this.clock();
     let released = false;
     // The slot is free once the receiver has answered: the delivery stays leased to this process
     // until its attempt is recorded, so no claim can take it meanwhile.
     const release = () => {
       if (released) return;
       released = true;
+      this.slotMs += (this.clock() - sentAt - this.slotMs) / 8;
       const n = (this.inflight.get(endpointId) ?? 1) - 1;
       if (n <= 0) this.inflight.delete(endpointId);
       else this.inflight.set(endpointId, n);
@@ -506,9 +572,17 @@ export class Dispatcher {
    * the first still outstanding), or its reach when none is outstanding, with its lease ended,
    * unless a claim under way may be adding to it (then the lease is kept, and ended by a later record).
    */
-  private progress(now: number): { progress: LogProgress[]; windows: LogWindow[] } {
+  private progress(now: number): {
+    progress: LogProgress[];
+    windows: LogWindow[];
+    renewed: (number | null)[];
+  } {
     const progress: LogProgress[] = [];
     const windows: LogWindow[] = [];
+    // For each window, the lease end this record gives it, counted as held once written only when
+    // the window's lease still held for RECORD_MARGIN_MS: then no other process can have taken it
+    // before the write.
+    const renewed: (number | null)[] = [];
     for (const w of this.windows.values()) {
       let position: string | undefined;
       while (w.entries[0]?.recording) position = w.entries.shift()!.position;
@@ -520,23 +594,26 @@ export class Dispatcher {
       }
       w.dirty = false;
       const end = w.entries.length === 0 && !this.claiming && !this.ticking;
+      const until = now + this.leaseMs;
       progress.push({
         endpointId: w.endpointId,
         leaseOwner: this.id,
         position: w.entries.length === 0 ? w.reach : (position as string),
-        leaseUntil: end ? null : new Date(now + this.leaseMs),
+        leaseUntil: end ? null : new Date(until),
       });
+      if (!end) w.leaseMax = Math.max(w.leaseMax, until);
+      renewed.push(!end && w.leaseEnd - now >= RECORD_MARGIN_MS ? until : null);
       w.writes++;
       windows.push(w);
     }
-    return { progress, windows };
+    return { progress, windows, renewed };
   }
 
   private writeFinished(): void {
     const lot = this.finished;
     this.finished = [];
     for (const x of lot) if (x.entry) x.entry.recording = true;
-    const { progress, windows } = this.progress(this.clock());
+    const { progress, windows, renewed } = this.progress(this.clock());
     if (lot.length === 0 && progress.length === 0) {
       this.recording = false;
       for (const resolve of this.flushed.splice(0)) resolve();
@@ -554,6 +631,10 @@ export class Dispatcher {
       )
       .then(
         () => {
+          windows.forEach((w, i) => {
+            const until = renewed[i];
+            if (until != null) w.leaseEnd = Math.max(w.leaseEnd, until);
+          });
           for (const w of windows) {
             w.writes--;
             // Ended: nothing outstanding, and its lease was let go with its position.
@@ -574,7 +655,7 @@ export class Dispatcher {
             w.writes--;
             if (this.windows.get(w.endpointId) === w) {
               this.drop(w.endpointId);
-              this.holdOff.set(w.endpointId, Date.now() + this.leaseMs);
+              this.holdOff.set(w.endpointId, w.leaseMax);
             }
           }
           for (const x of lot) x.done(err ?? new Error('could not record'));

@@ -151,3 +151,92 @@ for (const engine of ENGINES) {
       ).jobs.filter((j) => j.endpoint.id === id);
   });
 }
+
+// Receivers that answer slowly: what a dispatcher claims ahead waits for a slot, and must still be
+// covered by its lease when sent. Neither of these lets a delivery go unsent (which the dispatcher
+// reports with a warning), and each event arrives once. Each takes about 10 s: a delivery's lease
+// covers 8 s of waiting from its claim, and the waits here would pass that.
+for (const engine of ENGINES) {
+  describe(`dispatcher, slow receivers (${engine.name})`, { skip: engine.skip }, () => {
+    let store: Store;
+    let server: Server;
+    let base = '';
+    let delayMs = 0;
+    const received = new Map<string, string[]>();
+    before(async () => {
+      store = await engine.open();
+      server = createServer((req, res) => {
+        req.resume().on('end', () => {
+          const list = received.get(req.url!) ?? [];
+          list.push(req.headers['webhook-id'] as string);
+          received.set(req.url!, list);
+          setTimeout(() => res.writeHead(204).end(), delayMs);
+        });
+      });
+      await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    after(async () => {
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+      await store?.close();
+    });
+
+    /** `events` plants created in the home garden of a new user with an endpoint at /{path}. */
+    const slowEndpoint = async (path: string, events: number) => {
+      const o = user();
+      const g = await home(store, o);
+      const e = await endpoint(store, o, { events: ['plant.created'] });
+      await store.insertEndpoint({ ...e, id: `${e.id}-local`, url: `${base}/${path}` });
+      await store.deleteEndpoint(e.id);
+      for (let i = 0; i < events; i++) await plant(store, o, g, { name: `${path}-${i}`, at: new Date() });
+    };
+
+    const run = async (opts: { concurrency: number; perEndpoint: number }, paths: string[], want: number) => {
+      const warnings: string[] = [];
+      const dispatcher = new Dispatcher({
+        store,
+        timeoutMs: 3_000,
+        schedule: [60_000],
+        allowPrivate: true,
+        pollMs: 50,
+        ...opts,
+        warn: (_obj, msg) => warnings.push(msg),
+      });
+      dispatcher.start();
+      const got = () => paths.reduce((n, p) => n + (received.get(`/${p}`)?.length ?? 0), 0);
+      try {
+        await until('every delivery to arrive', () => got() >= want, 60_000);
+      } finally {
+        await dispatcher.stop();
+      }
+      for (const p of paths) {
+        const ids = received.get(`/${p}`) ?? [];
+        assert.equal(new Set(ids).size, ids.length, `no event sent twice to /${p}`);
+      }
+      assert.equal(got(), want);
+      assert.deepEqual(
+        warnings.filter((m) => m.includes('let go')),
+        [],
+        'no delivery waited past what its lease covers',
+      );
+    };
+
+    it("an endpoint given more than its slots: its window's lease is renewed as its deliveries are recorded", async () => {
+      // One slot for the endpoint, and a claim gives it 4 (FAST_HOLD × perEndpoint): the 4th waits
+      // three answers, 8.1 s, past its claim's lease; its window was renewed by the records meanwhile.
+      delayMs = 2_700;
+      await slowEndpoint('renewed', 4);
+      await run({ concurrency: 8, perEndpoint: 1 }, ['renewed'], 4);
+    });
+
+    it('many endpoints behind few slots: what is claimed ahead is held to what the slots start in time', async () => {
+      // One slot in all and 8 endpoints of one delivery each: claimed all at once (8 × the
+      // concurrency), the last would wait 7 answers, 8.4 s, in a window nothing renews.
+      delayMs = 1_200;
+      const paths = Array.from({ length: 8 }, (_, i) => `ahead-${i}`);
+      for (const p of paths) await slowEndpoint(p, 1);
+      await run({ concurrency: 1, perEndpoint: 1 }, paths, 8);
+    });
+  });
+}
