@@ -18,7 +18,7 @@
  *   of the store: store calls per second from /metrics and, on PostgreSQL, transactions per second
  *   from pg_stat_database.
  *
- * Webhooks (on each engine of --engine): a receiver that answers 204 at once (node:http,
+ * Webhooks (on each engine of --engine): a receiver that answers 204 at once (or after --receiver-ms; node:http,
  * keep-alive) on core 1; `serve --no-webhook-delivery` on core 0 on a fresh store; POST /plants
  * by wrk (bench/wrk.mjs; autocannon, bench/load.mjs, when wrk is not installed), 50 connections,
  * --rounds interleaved rounds of --duration s (the servers not measured stopped), with 0 endpoints, with --endpoints
@@ -29,7 +29,7 @@
  *
  *   npx tsx bench/events-scale.ts [--streams 1000,10000] [--engine sqlite|postgres|sqlite,postgres]
  *       [--only streams|webhooks|drain] [--quiet 10] [--idle 20] [--load 20] [--drain 20] [--rate N]
- *       [--rounds 3] [--duration 5] [--endpoints 10] [--backlog 100000] [--drain-limit 120]
+ *       [--rounds 3] [--duration 5] [--endpoints 10] [--backlog 100000] [--receiver-ms 0] [--drain-limit 120]
  *       [--deliver-durability full|normal] [--pg URL] [--bin OTHER/bin/plantstore] [--write]
  *   (npx tsx bench/run.ts --events-scale … runs the same; needs a build: npm run build; wrk for
  *   the webhook part: apt-get install wrk)
@@ -61,6 +61,8 @@ const { values: opt } = parseArgs({
     duration: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '3' },
     endpoints: { type: 'string', default: '10' },
+    // How long the webhook receiver takes to answer each delivery, in ms.
+    'receiver-ms': { type: 'string', default: '0' },
     backlog: { type: 'string', default: '100000' },
     'drain-limit': { type: 'string', default: '120' },
     // The deliver process's --durability (SQLite): full (the default) or normal.
@@ -771,11 +773,20 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
 
 // ---- webhooks -----------------------------------------------------------------------------------
 
+// The receiver answers each delivery after RECEIVER_MS (0: at once); GET / answers how many
+// deliveries it acknowledged, and how many of them were an event it had already been sent.
 const receiverCode = `
-  let n = 0;
+  let n = 0, again = 0;
+  const seen = new Set();
+  const ms = Number(process.env.RECEIVER_MS || 0);
   const s = require('node:http').createServer((req, res) => {
-    if (req.method === 'GET') return res.end(String(n));
-    req.resume().on('end', () => { n++; res.writeHead(204).end(); });
+    if (req.method === 'GET') return res.end(n + ' ' + again);
+    req.resume().on('end', () => {
+      const id = req.url + ' ' + req.headers['webhook-id'];
+      if (seen.has(id)) again++; else seen.add(id);
+      const answer = () => { n++; res.writeHead(204).end(); };
+      if (ms > 0) setTimeout(answer, ms); else answer();
+    });
   });
   s.keepAliveTimeout = 60_000;
   s.listen(0, '127.0.0.1', () => console.log(s.address().port));
@@ -787,14 +798,16 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
   const receiver = spawn(
     PIN ? 'taskset' : process.execPath,
     [...(PIN ? ['-c', LOAD_CORE, process.execPath] : []), '-e', receiverCode],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, RECEIVER_MS: opt['receiver-ms'] } },
   );
   children.add(receiver);
   let out = '';
   receiver.stdout!.on('data', (d) => (out += d));
   while (!out.includes('\n')) await sleep(20);
   const receiverUrl = `http://127.0.0.1:${out.trim()}`;
-  const acknowledged = async () => Number(await (await fetch(receiverUrl)).text());
+  const counts = async () =>
+    (await (await fetch(receiverUrl)).text()).split(' ').map(Number) as [number, number];
+  const acknowledged = async () => (await counts())[0];
   const endpoints = Number(opt.endpoints);
   const env = { ...process.env, WEBHOOK_ALLOW_PRIVATE: 'true' };
 
@@ -940,7 +953,7 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
       );
       await stop(t.server.child);
       const want = (creates - bad) * endpoints;
-      const ack0 = await acknowledged();
+      const [ack0, again0] = await counts();
       let d: ChildProcess | undefined;
       let at0 = 0;
       let got = 0;
@@ -961,6 +974,7 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
       const pgCpu = t.store.db === null ? null : await pgCpuDuring(t.store.db, drain);
       if (pgCpu === null) await drain();
       const seconds = (performance.now() - at0) / 1000;
+      const again = (await counts())[1] - again0;
       if (d) await stop(d);
       const pgPart =
         pgCpu === null || pgCpu.dbMs === null
@@ -970,7 +984,7 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
                 ? ''
                 : `; every postgres process of the machine, other work included: ${pct(pgCpu.allMs / (seconds * 1000))}`
             })`;
-      drainRow = `Backlog: ${want.toLocaleString('en')} deliveries (${(creates - bad).toLocaleString('en')} creates × ${endpoints} endpoints, made with no deliverer running); one \`deliver\` process started alone on core ${SERVER_CORE} (the server stopped), the receiver on core ${LOAD_CORE}: ${got.toLocaleString('en')} acknowledged in ${seconds.toFixed(1)} s${got < want ? ` (stopped at the ${opt['drain-limit']} s limit)` : ''} — **${(got / seconds).toFixed(0)} deliveries/s** (first acknowledged ${((firstAt - at0) / 1000).toFixed(1)} s after the start), deliver CPU ${pct(dcpu)}${pgPart}; load average ${loadavg()[0]!.toFixed(2)}. Target: ≥ 5,000/s.`;
+      drainRow = `Backlog: ${want.toLocaleString('en')} deliveries (${(creates - bad).toLocaleString('en')} creates × ${endpoints} endpoints, made with no deliverer running); one \`deliver\` process started alone on core ${SERVER_CORE} (the server stopped), the receiver on core ${LOAD_CORE}${Number(opt['receiver-ms']) > 0 ? `, answering each after ${opt['receiver-ms']} ms` : ''}: ${got.toLocaleString('en')} acknowledged in ${seconds.toFixed(1)} s${got < want ? ` (stopped at the ${opt['drain-limit']} s limit)` : ''} — **${(got / seconds).toFixed(0)} deliveries/s** (first acknowledged ${((firstAt - at0) / 1000).toFixed(1)} s after the start; ${again.toLocaleString('en')} of them an event sent to its endpoint before), deliver CPU ${pct(dcpu)}${pgPart}; load average ${loadavg()[0]!.toFixed(2)}. Target: ≥ 5,000/s.`;
     } finally {
       await stop(t.server.child);
       await t.store.drop();
