@@ -36,13 +36,13 @@ const RECORD_MARGIN_MS = 2_000;
 /** How long the deliveries claimed ahead are expected to wait for a slot, at most (see CLAIM_AHEAD). */
 const WAIT_TARGET_MS = 4_000;
 /**
- * An endpoint that answered its last delivery within FAST_MS stays in the claims while it holds
- * fewer than FAST_HOLD × perEndpoint (so up to that many less one, plus what one claim gives it): a
- * busy endpoint's backlog drains without a claim per few deliveries. Any other endpoint is left out
- * of the claims while it holds any, and one claim gives it at most FAST_HOLD × perEndpoint.
+ * An endpoint stays in the claims while this process holds fewer than ENDPOINT_HOLD × perEndpoint
+ * of it (so up to that many less one, plus what one claim gives it, at most that many): a busy
+ * endpoint's backlog drains without a claim per few deliveries, and its slots stay busy however
+ * slowly it answers. What waits for its slots is covered by its log window's lease, renewed as the
+ * ones before it are recorded (RECORD_MARGIN_MS).
  */
-const FAST_HOLD = 4;
-const FAST_MS = 500;
+const ENDPOINT_HOLD = 4;
 
 /** One event of an endpoint's log window: claimed, then being recorded (its attempt made). */
 interface WindowEntry {
@@ -126,9 +126,8 @@ export class Dispatcher {
   private readonly windows = new Map<string, LogWindow>();
   private readonly entries = new Map<DeliveryJob, WindowEntry>();
   // Endpoints whose window was let go, until their lease has run out (then whoever claims them
-  // sends the window again from their position); how long each endpoint took to answer last.
+  // sends the window again from their position).
   private readonly holdOff = new Map<string, number>();
-  private readonly answeredIn = new Map<string, number>();
   // How long a slot was taken lately (send to answer), a moving average; at first, as if each took
   // WAIT_TARGET_MS (what waits is then held to the concurrency until answers come in).
   private slotMs = WAIT_TARGET_MS;
@@ -229,14 +228,11 @@ export class Dispatcher {
         );
         const free = this.concurrency + ahead - this.inflightTotal - this.waitingTotal;
         if (free <= 0 || this.stopped) break;
-        // A claim may take up to FAST_HOLD × perEndpoint of an endpoint: an endpoint not known to
-        // answer fast is left out of it while it holds any, so that what it is given starts soon
-        // (its window's lease renewed as its deliveries are recorded meanwhile).
-        const busy = [...this.inflight.keys(), ...this.waiting.keys()].filter((id) => {
-          const held = (this.inflight.get(id) ?? 0) + (this.waiting.get(id)?.length ?? 0);
-          const hold = this.hold(id);
-          return held >= hold || (hold === this.perEndpoint && held > 0);
-        });
+        // Endpoints holding ENDPOINT_HOLD × perEndpoint are left out of the claim.
+        const hold = ENDPOINT_HOLD * this.perEndpoint;
+        const busy = [...this.inflight.keys(), ...this.waiting.keys()].filter(
+          (id) => (this.inflight.get(id) ?? 0) + (this.waiting.get(id)?.length ?? 0) >= hold,
+        );
         const nowMs = Date.now();
         const clockNow = this.clock();
         for (const [id, until] of this.holdOff) {
@@ -257,7 +253,7 @@ export class Dispatcher {
             leaseMs: this.leaseMs,
             leaseOwner: this.id,
             limit: free,
-            perEndpoint: FAST_HOLD * this.perEndpoint,
+            perEndpoint: hold,
             skipEndpoints: [...skip],
             ownerLoad: this.ownerLoad(),
             windows,
@@ -282,13 +278,6 @@ export class Dispatcher {
         );
       }
     }
-  }
-
-  /** How many claimed deliveries of an endpoint this process may hold (in flight and waiting). */
-  private hold(endpointId: string): number {
-    return (this.answeredIn.get(endpointId) ?? FAST_MS) < FAST_MS
-      ? FAST_HOLD * this.perEndpoint
-      : this.perEndpoint;
   }
 
   /**
@@ -503,7 +492,6 @@ export class Dispatcher {
         )
       : await post();
     release();
-    if (result.kind !== 'refused') this.answeredIn.set(endpoint.id, result.durationMs);
     const now = this.clock();
     const attempt = job.attempts + 1;
     const verdict = this.judge(job, result, attempt, now);
