@@ -132,6 +132,11 @@ export class Dispatcher {
   // WAIT_TARGET_MS (what waits is then held to the concurrency until answers come in).
   private slotMs = WAIT_TARGET_MS;
   private claiming = false;
+  // Endpoints whose window's lease is being renewed before what waits of them is sent (renew), and
+  // those of them already asked for in the statement under way.
+  private readonly renewing = new Set<string>();
+  private readonly renewAsked = new Set<string>();
+  private renewRun: Promise<void> | undefined;
   // Deliveries let go unsent since the last warning (their lease no longer covered an attempt).
   private lateCount = 0;
   private lateWarned = 0;
@@ -182,6 +187,7 @@ export class Dispatcher {
     this.timer = undefined;
     // A claim still under way launches what it claimed: wait for it, then for every send.
     await this.tickRun;
+    await this.renewRun;
     // Claimed and not sent: their leases run out, and they are sent again by whoever claims them
     // (the log windows they were in with them).
     for (const queue of this.waiting.values()) for (const { job } of queue) this.letGo(job);
@@ -390,7 +396,7 @@ export class Dispatcher {
       let best: string | undefined;
       let bestLoad = Number.POSITIVE_INFINITY;
       for (const [id, queue] of this.waiting) {
-        if ((this.inflight.get(id) ?? 0) >= this.perEndpoint) continue;
+        if ((this.inflight.get(id) ?? 0) >= this.perEndpoint || this.renewing.has(id)) continue;
         const load = this.ownerInflight.get(queue[0]!.job.endpoint.owner) ?? 0;
         if (load < bestLoad) {
           best = id;
@@ -399,6 +405,13 @@ export class Dispatcher {
       }
       if (best === undefined) break;
       const queue = this.waiting.get(best)!;
+      const head = queue[0]!;
+      if (!this.covered(head.job, head.until) && this.held(head.job)) {
+        // Its window is still this process's: its lease is renewed first (the process was
+        // stopped, say, while the records that renew it would have been written).
+        this.renew(best);
+        continue;
+      }
       const next = queue.shift()!;
       this.waitingTotal--;
       // Its endpoint goes to the back of the line: the owner's other endpoints come first next time.
@@ -418,6 +431,57 @@ export class Dispatcher {
       this.lateCount = 0;
       this.lateWarned = this.clock();
     }
+  }
+
+  /** Whether a job is of a log window this process still holds. */
+  private held(job: DeliveryJob): boolean {
+    const entry = this.entries.get(job);
+    return !this.stopped && entry !== undefined && this.windows.get(job.endpoint.id) === entry.window;
+  }
+
+  /**
+   * Renews the lease of an endpoint's window before its waiting deliveries are sent: the endpoints
+   * asked for meanwhile go in one statement. Each one the store renews (its lease still this
+   * process's) is sent from as before; each one it does not, or all when the statement fails, is
+   * let go (what waits of it is let go as pump comes to it).
+   */
+  private renew(endpointId: string): void {
+    this.renewing.add(endpointId);
+    if (this.renewRun) return;
+    this.renewRun = (async () => {
+      for (;;) {
+        const asked = [...this.renewing].filter((id) => !this.renewAsked.has(id));
+        if (asked.length === 0 || this.stopped) break;
+        for (const id of asked) this.renewAsked.add(id);
+        const until = this.clock() + this.leaseMs;
+        const windows = new Map(asked.map((id) => [id, this.windows.get(id)]));
+        for (const w of windows.values()) if (w) w.leaseMax = Math.max(w.leaseMax, until);
+        let renewed: Set<string>;
+        try {
+          renewed = new Set(
+            await this.opts.store.renewLeases({ owner: this.id, endpoints: asked, until: new Date(until) }),
+          );
+        } catch (err) {
+          this.opts.warn?.({ err }, 'webhook dispatcher could not renew its leases; letting them go');
+          renewed = new Set();
+        }
+        for (const [id, w] of windows) {
+          this.renewing.delete(id);
+          this.renewAsked.delete(id);
+          if (!w || this.windows.get(id) !== w) continue;
+          if (renewed.has(id)) w.leaseEnd = Math.max(w.leaseEnd, until);
+          else {
+            this.drop(id);
+            this.holdOff.set(id, w.leaseMax);
+          }
+        }
+        if (!this.stopped) this.pump();
+      }
+    })().finally(() => {
+      this.renewRun = undefined;
+      this.renewing.clear();
+      this.renewAsked.clear();
+    });
   }
 
   private send(job: DeliveryJob): void {

@@ -46,6 +46,7 @@ const TIMED = [
   'deleteEndpoint',
   'claimDeliveries',
   'finishDeliveries',
+  'renewLeases',
   'listAttempts',
   'recoverDeliveries',
   'eventPosition',

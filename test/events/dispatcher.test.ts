@@ -162,6 +162,8 @@ for (const engine of ENGINES) {
     let server: Server;
     let base = '';
     let delayMs = 0;
+    // While set, answers wait for it as well.
+    let gate: Promise<void> | null = null;
     const received = new Map<string, string[]>();
     before(async () => {
       store = await engine.open();
@@ -170,7 +172,9 @@ for (const engine of ENGINES) {
           const list = received.get(req.url!) ?? [];
           list.push(req.headers['webhook-id'] as string);
           received.set(req.url!, list);
-          setTimeout(() => res.writeHead(204).end(), delayMs);
+          const answer = () => setTimeout(() => res.writeHead(204).end(), delayMs);
+          if (gate) void gate.then(answer);
+          else answer();
         });
       });
       await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
@@ -192,7 +196,12 @@ for (const engine of ENGINES) {
       for (let i = 0; i < events; i++) await plant(store, o, g, { name: `${path}-${i}`, at: new Date() });
     };
 
-    const run = async (opts: { concurrency: number; perEndpoint: number }, paths: string[], want: number) => {
+    const run = async (
+      opts: { concurrency: number; perEndpoint: number; clock?: () => number },
+      paths: string[],
+      want: number,
+      meanwhile?: () => Promise<void>,
+    ) => {
       const warnings: string[] = [];
       const dispatcher = new Dispatcher({
         store,
@@ -206,6 +215,7 @@ for (const engine of ENGINES) {
       dispatcher.start();
       const got = () => paths.reduce((n, p) => n + (received.get(`/${p}`)?.length ?? 0), 0);
       try {
+        await meanwhile?.();
         await until('every delivery to arrive', () => got() >= want, 60_000);
       } finally {
         await dispatcher.stop();
@@ -237,6 +247,38 @@ for (const engine of ENGINES) {
       const paths = Array.from({ length: 8 }, (_, i) => `ahead-${i}`);
       for (const p of paths) await slowEndpoint(p, 1);
       await run({ concurrency: 1, perEndpoint: 1 }, paths, 8);
+    });
+
+    it("a process stopped longer than its waiting deliveries' lease covers renews the lease before sending them", async () => {
+      // The first of 4 is held at the receiver; then the dispatcher's clock jumps 9 s, as if the
+      // process had been stopped: the claim's lease (the 3 s timeout + 10 s) no longer covers an
+      // attempt (3 s + 2 s) for the 3 waiting, so their window's lease is renewed first.
+      delayMs = 0;
+      let offset = 0;
+      let open = () => {};
+      gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      await slowEndpoint('paused', 4);
+      try {
+        await run(
+          { concurrency: 8, perEndpoint: 1, clock: () => Date.now() + offset },
+          ['paused'],
+          4,
+          async () => {
+            await until(
+              'the first delivery at the receiver',
+              () => (received.get('/paused')?.length ?? 0) >= 1,
+              30_000,
+            );
+            offset = 9_000;
+            open();
+          },
+        );
+      } finally {
+        gate = null;
+        open();
+      }
     });
   });
 }

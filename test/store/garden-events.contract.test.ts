@@ -560,6 +560,37 @@ for (const engine of ENGINES) {
       assert.deepEqual(await claim('third', new Date(t0 + 200_000), mine), { jobs: [], windows: {} });
     });
 
+    it("renewLeases extends only the caller's own leases, never shortens one, and answers which it extended", async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const e = await endpoint(store, o);
+      const mine = [e.id];
+      const t0 = Date.now() + 2 * 365 * 86_400_000;
+      for (let i = 0; i < 3; i++) await plant(store, o, g, { name: `r${i}`, at: new Date() });
+      const a = await until('events to claim', async () => {
+        const c = await claim('holder', new Date(t0), mine, { leaseMs: 10_000 });
+        return c.jobs.length === 3 && c;
+      });
+      const renew = (owner: string, ms: number) =>
+        store.renewLeases({ owner, endpoints: [e.id, 'we_nobody'], until: new Date(t0 + ms) });
+      assert.deepEqual(await renew('other', 60_000), [], 'not the caller’s lease');
+      assert.deepEqual(await renew('holder', 60_000), [e.id]);
+      // Past the claim's 10 s, within the renewed 60: nobody else takes it.
+      assert.deepEqual((await claim('other', new Date(t0 + 30_000), mine)).jobs, []);
+      assert.deepEqual(await renew('holder', 40_000), [e.id], 'still its own');
+      assert.deepEqual((await claim('other', new Date(t0 + 50_000), mine)).jobs, [], 'never shortened');
+      const taken = await claim('other', new Date(t0 + 61_000), mine);
+      assert.deepEqual(
+        taken.jobs.map((j) => j.event.id),
+        a.jobs.map((j) => j.event.id),
+      );
+      assert.deepEqual(await renew('holder', 120_000), [], 'taken over: no longer the holder’s');
+      await store.finishDeliveries(
+        [],
+        [{ endpointId: e.id, leaseOwner: 'other', position: taken.windows[e.id]!, leaseUntil: null }],
+      );
+    });
+
     it('a first attempt to retry becomes a queued delivery, retried on schedule; an unfinished one is never passed', async () => {
       const o = user();
       const g = await garden(store, o);

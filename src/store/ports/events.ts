@@ -365,6 +365,12 @@ export interface EventPort {
    * lease, where the lease is still the caller's.
    */
   finishDeliveries(f: FinishedAttempt[], progress?: LogProgress[]): Promise<void>;
+  /**
+   * Extends to `until` (never shortens) the log lease of each endpoint of `endpoints` that is still
+   * `owner`'s, whether or not it has run out: no other claim has taken it. Answers the endpoints
+   * whose lease was extended; the others' leases are no longer the owner's.
+   */
+  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): Promise<string[]>;
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
   /**

@@ -350,6 +350,9 @@ export const EVENT_QUERIES = {
     WHERE id = $1 RETURNING *`,
   // Whether any endpoint is enabled: a claim without one has nothing to take (claimDeliveries).
   anyEnabled: `SELECT 1 FROM webhook_endpoints WHERE status = 'enabled' LIMIT 1`,
+  // The log leases still the caller's, extended (renewLeases).
+  renewLeases: `UPDATE webhook_endpoints SET lease_until = GREATEST(lease_until, $3)
+    WHERE id = ANY($2::text[]) AND lease_owner = $1 RETURNING id`,
   deleteEndpoint: `WITH a AS (DELETE FROM delivery_attempts WHERE endpoint_id = $1),
       d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
     DELETE FROM webhook_endpoints WHERE id = $1`,

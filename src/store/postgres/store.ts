@@ -1047,6 +1047,13 @@ export class PgStore implements Store {
     return { jobs, windows };
   }
 
+  async renewLeases(q: { owner: string; endpoints: string[]; until: Date }): Promise<string[]> {
+    if (q.endpoints.length === 0) return [];
+    return (await this.q<{ id: string }>('renewLeases', [q.owner, q.endpoints, q.until])).rows.map(
+      (r) => r.id,
+    );
+  }
+
   async finishDeliveries(list: FinishedAttempt[], progress: LogProgress[] = []): Promise<void> {
     if (list.length === 0 && progress.length === 0) return;
     const column = <T>(fn: (f: FinishedAttempt) => T) => list.map(fn);

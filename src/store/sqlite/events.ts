@@ -401,6 +401,11 @@ export class SqliteEvents {
            AND NOT EXISTS (SELECT 1 FROM deliveries WHERE endpoint_id = @endpoint AND event_id = @event
              AND state = 'pending')`,
       ),
+      // A log lease still the caller's, extended (renewLeases).
+      renewLease: db.prepare<[{ id: string; owner: string; until: number }]>(
+        `UPDATE webhook_endpoints SET lease_until = max(coalesce(lease_until, 0), @until)
+         WHERE id = @id AND lease_owner = @owner`,
+      ),
       // How far a dispatcher got along an endpoint's log, where the lease is still its own.
       progress: db.prepare<[{ id: string; owner: string; position: number; until: number | null }]>(
         `UPDATE webhook_endpoints SET position = max(position, @position),
@@ -843,6 +848,11 @@ export class SqliteEvents {
         until: p.leaseUntil?.getTime() ?? null,
       });
     }
+  }
+
+  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): string[] {
+    const until = q.until.getTime();
+    return q.endpoints.filter((id) => this.s.renewLease.run({ id, owner: q.owner, until }).changes > 0);
   }
 
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): AttemptRecord[] {

@@ -665,6 +665,11 @@ export class SqliteStore implements Store {
     return this.writer.write('claimDeliveries', q);
   }
 
+  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): Promise<string[]> {
+    if (q.endpoints.length === 0) return Promise.resolve([]);
+    return this.writer.write('renewLeases', q);
+  }
+
   finishDeliveries(f: FinishedAttempt[], progress: LogProgress[] = []): Promise<void> {
     if (f.length === 0 && progress.length === 0) return Promise.resolve();
     return this.writer.write('finishDeliveries', f, progress);

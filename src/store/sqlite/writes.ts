@@ -342,6 +342,10 @@ export class SqliteWrites {
     return this.e.claim(q);
   }
 
+  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): string[] {
+    return this.e.renewLeases(q);
+  }
+
   finishDeliveries(f: FinishedAttempt[], progress?: LogProgress[]): void {
     this.e.finish(f, progress);
   }
