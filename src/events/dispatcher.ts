@@ -16,31 +16,33 @@ const NUDGE_MS = 10;
 const RECORD_EVERY_MS = 10;
 /**
  * What a process may hold claimed (in flight and waiting for a slot), as a multiple of the
- * concurrency, at most: 256 with the default 32, of which at most 224 wait. With 4 (128) a drain
- * of ten busy endpoints, each allowed 16 or more, went at about 4,000-5,000 deliveries/s on
- * PostgreSQL here and 5,100-6,200 with 8 (docs/benchmarks.md, "Where a PostgreSQL drain's time
- * goes"). Below that bound, what waits is held to what the slots are expected to start within
- * WAIT_TARGET_MS, by how long a slot was taken lately (slotMs): receivers that answer slowly leave
- * less claimed ahead, so the waiting ones start before their lease no longer covers an attempt.
+ * concurrency, at most: 256 with the default 32. With 4 (128) a drain of ten busy endpoints went
+ * at about 4,000-5,000 deliveries/s on PostgreSQL on 2026-11-28 and 5,100-6,200 with 8
+ * (docs/benchmarks.md, "Where a PostgreSQL drain's time goes"). Under that bound, what is held is
+ * at most the concurrency plus what the slots are expected to start within WAIT_TARGET_MS at the
+ * pace they have been freeing (slotMs): receivers that answer slowly leave less claimed ahead.
+ * This paces the process as a whole; what waits for one endpoint's own slots is covered by that
+ * endpoint's window's lease, which its records renew (RECORD_MARGIN_MS).
  */
 const CLAIM_AHEAD = 8;
 /**
  * What a delivery's lease must still cover when it is sent: the receiver's timeout and this much
- * to record the attempt. A claim leases for the timeout plus 10 s, so a delivery waits for a slot
- * at most 8 s from its claim, unless its endpoint's log window was leased again since (each record
- * of the window's progress renews it). What can no longer be covered is let go unsent: it is
- * claimed again once the lease has run out (one from an endpoint's log: its window is let go, and
- * sent again from the endpoint's position).
+ * to record the attempt. A claim leases for the timeout plus 10 s, so a delivery can wait 8 s from
+ * its claim; one of an endpoint's log can wait longer when its window's lease was renewed since:
+ * by a record of the window's progress that was written before the lease known until then ended,
+ * or, when what waits is no longer covered, by asking the store (renew). A queued retry whose lease
+ * no longer covers it is let go and claimed again once the lease has run out; a window the store
+ * will not renew (another process has taken it) is let go, and sent again from the endpoint's
+ * position by whoever holds it.
  */
 const RECORD_MARGIN_MS = 2_000;
 /** How long the deliveries claimed ahead are expected to wait for a slot, at most (see CLAIM_AHEAD). */
 const WAIT_TARGET_MS = 4_000;
 /**
  * An endpoint stays in the claims while this process holds fewer than ENDPOINT_HOLD × perEndpoint
- * of it (so up to that many less one, plus what one claim gives it, at most that many): a busy
- * endpoint's backlog drains without a claim per few deliveries, and its slots stay busy however
- * slowly it answers. What waits for its slots is covered by its log window's lease, renewed as the
- * ones before it are recorded (RECORD_MARGIN_MS).
+ * of it, and one claim gives it at most that many (so it may hold up to twice that, less one): a
+ * busy endpoint's backlog drains without a claim per few deliveries, and its slots stay busy
+ * however slowly it answers.
  */
 const ENDPOINT_HOLD = 4;
 
@@ -125,6 +127,8 @@ export class Dispatcher {
   // The log windows this process holds, by endpoint; the window entry of each log job held.
   private readonly windows = new Map<string, LogWindow>();
   private readonly entries = new Map<DeliveryJob, WindowEntry>();
+  // Windows let go (drop) rather than ended by their last record.
+  private readonly dropped = new WeakSet<LogWindow>();
   // Endpoints whose window was let go, until their lease has run out (then whoever claims them
   // sends the window again from their position).
   private readonly holdOff = new Map<string, number>();
@@ -248,7 +252,12 @@ export class Dispatcher {
         const skip = new Set(busy);
         // Every window still held (and not skipped) is read on from where it reaches.
         const windows: Record<string, string> = {};
-        for (const [id, w] of this.windows) if (!skip.has(id)) windows[id] = w.reach;
+        const passedWindows = new Map<string, LogWindow>();
+        for (const [id, w] of this.windows) {
+          if (skip.has(id)) continue;
+          windows[id] = w.reach;
+          passedWindows.set(id, w);
+        }
         this.lastClaim = nowMs;
         this.claiming = true;
         let claim: Awaited<ReturnType<Store['claimDeliveries']>>;
@@ -267,7 +276,7 @@ export class Dispatcher {
         } finally {
           this.claiming = false;
         }
-        this.track(claim, windows, leaseUntil);
+        this.track(claim, passedWindows, leaseUntil);
         for (const job of claim.jobs) this.launch(job, leaseUntil);
         // Claimed all it could: more may be waiting. Otherwise a nudge that came meanwhile is
         // answered NUDGE_MS after this claim (finally, below), not at once: under a stream of
@@ -294,12 +303,20 @@ export class Dispatcher {
    */
   private track(
     claim: Awaited<ReturnType<Store['claimDeliveries']>>,
-    passed: Record<string, string>,
+    passed: Map<string, LogWindow>,
     leaseUntil: number,
   ): void {
-    for (const id of Object.keys(passed)) if (!(id in claim.windows)) this.drop(id);
+    for (const [id, w] of passed) if (!(id in claim.windows) && this.windows.get(id) === w) this.drop(id);
     for (const [id, reach] of Object.entries(claim.windows)) {
       let w = this.windows.get(id);
+      const before = passed.get(id);
+      if (before && w !== before && this.dropped.has(before)) {
+        // Let go while the claim ran (not ended by its record): not taken up again (what the claim gave of it goes out
+        // untracked, its position left as it is), and left until the lease the claim may have
+        // given it has run out.
+        this.holdOffUntil(id, leaseUntil);
+        continue;
+      }
       if (!w) {
         // Not passed to the claim, so leased by it (store/ports/events.ts, claimDeliveries).
         w = {
@@ -328,16 +345,23 @@ export class Dispatcher {
     // A window that reached further with nothing outstanding: its position is reported (and its
     // lease ended) with the next record.
     for (const id of Object.keys(claim.windows)) {
-      const w = this.windows.get(id)!;
-      if (w.entries.length === 0 && w.writes === 0) {
+      const w = this.windows.get(id);
+      if (w && w.entries.length === 0 && w.writes === 0) {
         w.dirty = true;
         this.recordSoon();
       }
     }
   }
 
+  /** Leaves an endpoint out of the claims until `until` (this.clock), or later if already so. */
+  private holdOffUntil(endpointId: string, until: number): void {
+    this.holdOff.set(endpointId, Math.max(this.holdOff.get(endpointId) ?? 0, until));
+  }
+
   /** Forgets an endpoint's window: what it holds reports no progress; its lease runs out. */
   private drop(endpointId: string): void {
+    const w = this.windows.get(endpointId);
+    if (w) this.dropped.add(w);
     this.windows.delete(endpointId);
   }
 
@@ -348,7 +372,7 @@ export class Dispatcher {
     this.entries.delete(job);
     if (this.windows.get(job.endpoint.id) === entry.window) {
       this.drop(job.endpoint.id);
-      this.holdOff.set(job.endpoint.id, entry.window.leaseMax);
+      this.holdOffUntil(job.endpoint.id, entry.window.leaseMax);
     }
   }
 
@@ -419,7 +443,9 @@ export class Dispatcher {
       if (queue.length > 0) this.waiting.set(best, queue);
       if (this.covered(next.job, next.until)) this.send(next.job);
       else {
-        this.lateCount++;
+        // A queued retry's lease just runs out and it is claimed again; one of the log takes its
+        // window's unrecorded deliveries with it (sent again): that is warned about.
+        if (this.entries.has(next.job)) this.lateCount++;
         this.letGo(next.job);
       }
     }
@@ -472,7 +498,7 @@ export class Dispatcher {
           if (renewed.has(id)) w.leaseEnd = Math.max(w.leaseEnd, until);
           else {
             this.drop(id);
-            this.holdOff.set(id, w.leaseMax);
+            this.holdOffUntil(id, w.leaseMax);
           }
         }
         if (!this.stopped) this.pump();
@@ -627,14 +653,14 @@ export class Dispatcher {
   private progress(now: number): {
     progress: LogProgress[];
     windows: LogWindow[];
-    renewed: (number | null)[];
+    renewed: ({ until: number; before: number } | null)[];
   } {
     const progress: LogProgress[] = [];
     const windows: LogWindow[] = [];
-    // For each window, the lease end this record gives it, counted as held once written only when
-    // the window's lease still held for RECORD_MARGIN_MS: then no other process can have taken it
-    // before the write.
-    const renewed: (number | null)[] = [];
+    // For each window, the lease end this record gives it and the end known before it: the new
+    // end counts once the record is written before the old one (the lease still held, so no other
+    // process could have taken it and the record's renewal took).
+    const renewed: ({ until: number; before: number } | null)[] = [];
     for (const w of this.windows.values()) {
       let position: string | undefined;
       while (w.entries[0]?.recording) position = w.entries.shift()!.position;
@@ -654,7 +680,7 @@ export class Dispatcher {
         leaseUntil: end ? null : new Date(until),
       });
       if (!end) w.leaseMax = Math.max(w.leaseMax, until);
-      renewed.push(!end && w.leaseEnd - now >= RECORD_MARGIN_MS ? until : null);
+      renewed.push(end ? null : { until, before: w.leaseEnd });
       w.writes++;
       windows.push(w);
     }
@@ -683,9 +709,10 @@ export class Dispatcher {
       )
       .then(
         () => {
+          const written = this.clock();
           windows.forEach((w, i) => {
-            const until = renewed[i];
-            if (until != null) w.leaseEnd = Math.max(w.leaseEnd, until);
+            const r = renewed[i];
+            if (r && written < r.before) w.leaseEnd = Math.max(w.leaseEnd, r.until);
           });
           for (const w of windows) {
             w.writes--;
@@ -707,7 +734,7 @@ export class Dispatcher {
             w.writes--;
             if (this.windows.get(w.endpointId) === w) {
               this.drop(w.endpointId);
-              this.holdOff.set(w.endpointId, w.leaseMax);
+              this.holdOffUntil(w.endpointId, w.leaseMax);
             }
           }
           for (const x of lot) x.done(err ?? new Error('could not record'));

@@ -470,7 +470,8 @@ export const EVENT_QUERIES = {
     lk AS (SELECT id FROM own UNION ALL SELECT id FROM free),
     upd AS (UPDATE webhook_endpoints w SET
         lease_owner = CASE WHEN e.act = 'lease' THEN $1 END,
-        lease_until = CASE WHEN e.act = 'lease' THEN $2::timestamptz END,
+        lease_until = CASE WHEN e.act = 'lease' AND w.lease_owner = $1 THEN GREATEST(w.lease_until, $2::timestamptz)
+          WHEN e.act = 'lease' THEN $2::timestamptz END,
         position_xid = CASE WHEN e.act = 'move' THEN e.ex ELSE w.position_xid END,
         position_seq = CASE WHEN e.act = 'move' THEN e.es ELSE w.position_seq END,
         window_xid = CASE WHEN e.taken > 0 THEN e.lx WHEN e.act = 'lease' THEN w.window_xid END,

@@ -382,7 +382,8 @@ export class SqliteEvents {
       ),
       // Taken from the log: the endpoint's log is the caller's until @until.
       leaseLog: db.prepare<[{ id: string; owner: string; until: number }]>(
-        'UPDATE webhook_endpoints SET lease_owner = @owner, lease_until = @until WHERE id = @id',
+        `UPDATE webhook_endpoints SET lease_until = CASE WHEN lease_owner = @owner THEN max(coalesce(lease_until, 0), @until)
+           ELSE @until END, lease_owner = @owner WHERE id = @id`,
       ),
       // Nothing there for it: a free endpoint's position moves on to as far as the claim looked.
       passLog: db.prepare<[{ id: string; owner: string; now: number; position: number }]>(
