@@ -473,11 +473,16 @@ export class Dispatcher {
    */
   private renew(endpointId: string): void {
     this.renewing.add(endpointId);
-    if (this.renewRun) return;
-    this.renewRun = (async () => {
+    // Begun on the next microtask, so that renewRun is set before the loop can end and clear it.
+    this.renewRun ??= Promise.resolve().then(() => this.renewAll());
+  }
+
+  /** Renews what renew asked for, statement after statement, until nothing more is asked. */
+  private async renewAll(): Promise<void> {
+    try {
       for (;;) {
         const asked = [...this.renewing].filter((id) => !this.renewAsked.has(id));
-        if (asked.length === 0 || this.stopped) break;
+        if (asked.length === 0 || this.stopped) return;
         for (const id of asked) this.renewAsked.add(id);
         const until = this.clock() + this.leaseMs;
         const windows = new Map(asked.map((id) => [id, this.windows.get(id)]));
@@ -503,11 +508,12 @@ export class Dispatcher {
         }
         if (!this.stopped) this.pump();
       }
-    })().finally(() => {
+    } finally {
+      // Runs as the loop returns, in the same turn: a renew asked for after that starts anew.
       this.renewRun = undefined;
       this.renewing.clear();
       this.renewAsked.clear();
-    });
+    }
   }
 
   private send(job: DeliveryJob): void {
