@@ -234,7 +234,7 @@ for (const engine of ENGINES) {
 
     it("an endpoint given more than its slots: its window's lease is renewed as its deliveries are recorded", async () => {
       // One slot for the endpoint, and a claim gives it 4 (ENDPOINT_HOLD × perEndpoint): the 4th waits
-      // three answers, 8.1 s, past its claim's lease; its window was renewed by the records meanwhile.
+      // three answers, 8.1 s, past the 8 s its claim's lease covers; its window was renewed by the records meanwhile.
       delayMs = 2_700;
       await slowEndpoint('renewed', 4);
       await run({ concurrency: 8, perEndpoint: 1 }, ['renewed'], 4);
