@@ -136,10 +136,9 @@ export class Dispatcher {
   // WAIT_TARGET_MS (what waits is then held to the concurrency until answers come in).
   private slotMs = WAIT_TARGET_MS;
   private claiming = false;
-  // Endpoints whose window's lease is being renewed before what waits of them is sent (renew), and
-  // those of them already asked for in the statement under way.
+  // Endpoints whose window's lease is to be renewed, or is being renewed, before what waits of them
+  // is sent (renew): pump passes them over meanwhile.
   private readonly renewing = new Set<string>();
-  private readonly renewAsked = new Set<string>();
   private renewRun: Promise<void> | undefined;
   // Deliveries let go unsent since the last warning (their lease no longer covered an attempt).
   private lateCount = 0;
@@ -370,10 +369,13 @@ export class Dispatcher {
     const entry = this.entries.get(job);
     if (!entry) return;
     this.entries.delete(job);
-    if (this.windows.get(job.endpoint.id) === entry.window) {
-      this.drop(job.endpoint.id);
-      this.holdOffUntil(job.endpoint.id, entry.window.leaseMax);
-    }
+    if (this.windows.get(job.endpoint.id) === entry.window) this.letGoWindow(entry.window);
+  }
+
+  /** Drops a window this process still holds, its endpoint left until its lease may have run out. */
+  private letGoWindow(w: LogWindow): void {
+    this.drop(w.endpointId);
+    this.holdOffUntil(w.endpointId, w.leaseMax);
   }
 
   /**
@@ -381,12 +383,14 @@ export class Dispatcher {
    * claim's, or for a job of the log, its window's as renewed since (while the window is still held).
    */
   private covered(job: DeliveryJob, until: number): boolean {
-    const entry = this.entries.get(job);
-    const end =
-      entry && this.windows.get(job.endpoint.id) === entry.window
-        ? Math.max(until, entry.window.leaseEnd)
-        : until;
+    const end = Math.max(until, this.heldWindow(job)?.leaseEnd ?? until);
     return end - this.clock() >= this.opts.timeoutMs + RECORD_MARGIN_MS;
+  }
+
+  /** The log window of a job, while this process still holds it. */
+  private heldWindow(job: DeliveryJob): LogWindow | undefined {
+    const w = this.entries.get(job)?.window;
+    return w && this.windows.get(job.endpoint.id) === w ? w : undefined;
   }
 
   /** Deliveries this process holds (in flight or waiting for a slot), by endpoint owner. */
@@ -430,7 +434,8 @@ export class Dispatcher {
       if (best === undefined) break;
       const queue = this.waiting.get(best)!;
       const head = queue[0]!;
-      if (!this.covered(head.job, head.until) && this.held(head.job)) {
+      const covered = this.covered(head.job, head.until);
+      if (!covered && !this.stopped && this.heldWindow(head.job)) {
         // Its window is still this process's: its lease is renewed first (the process was
         // stopped, say, while the records that renew it would have been written).
         this.renew(best);
@@ -441,7 +446,7 @@ export class Dispatcher {
       // Its endpoint goes to the back of the line: the owner's other endpoints come first next time.
       this.waiting.delete(best);
       if (queue.length > 0) this.waiting.set(best, queue);
-      if (this.covered(next.job, next.until)) this.send(next.job);
+      if (covered) this.send(next.job);
       else {
         // A queued retry's lease just runs out and it is claimed again; one of the log takes its
         // window's unrecorded deliveries with it (sent again): that is warned about.
@@ -457,12 +462,6 @@ export class Dispatcher {
       this.lateCount = 0;
       this.lateWarned = this.clock();
     }
-  }
-
-  /** Whether a job is of a log window this process still holds. */
-  private held(job: DeliveryJob): boolean {
-    const entry = this.entries.get(job);
-    return !this.stopped && entry !== undefined && this.windows.get(job.endpoint.id) === entry.window;
   }
 
   /**
@@ -481,9 +480,9 @@ export class Dispatcher {
   private async renewAll(): Promise<void> {
     try {
       for (;;) {
-        const asked = [...this.renewing].filter((id) => !this.renewAsked.has(id));
+        // Each round's are removed from renewing once answered: what is left was asked for since.
+        const asked = [...this.renewing];
         if (asked.length === 0 || this.stopped) return;
-        for (const id of asked) this.renewAsked.add(id);
         const until = this.clock() + this.leaseMs;
         const windows = new Map(asked.map((id) => [id, this.windows.get(id)]));
         for (const w of windows.values()) if (w) w.leaseMax = Math.max(w.leaseMax, until);
@@ -498,13 +497,9 @@ export class Dispatcher {
         }
         for (const [id, w] of windows) {
           this.renewing.delete(id);
-          this.renewAsked.delete(id);
           if (!w || this.windows.get(id) !== w) continue;
           if (renewed.has(id)) w.leaseEnd = Math.max(w.leaseEnd, until);
-          else {
-            this.drop(id);
-            this.holdOffUntil(id, w.leaseMax);
-          }
+          else this.letGoWindow(w);
         }
         if (!this.stopped) this.pump();
       }
@@ -512,7 +507,6 @@ export class Dispatcher {
       // Runs as the loop returns, in the same turn: a renew asked for after that starts anew.
       this.renewRun = undefined;
       this.renewing.clear();
-      this.renewAsked.clear();
     }
   }
 
@@ -738,10 +732,7 @@ export class Dispatcher {
           // leases have run out (at least once).
           for (const w of windows) {
             w.writes--;
-            if (this.windows.get(w.endpointId) === w) {
-              this.drop(w.endpointId);
-              this.holdOffUntil(w.endpointId, w.leaseMax);
-            }
+            if (this.windows.get(w.endpointId) === w) this.letGoWindow(w);
           }
           for (const x of lot) x.done(err ?? new Error('could not record'));
           next();

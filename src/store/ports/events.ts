@@ -248,6 +248,13 @@ export interface DeliveryJob {
 }
 
 /** What a dispatcher asks claimDeliveries for. */
+/** What a dispatcher asks renewLeases for: its log leases of these endpoints, extended to `until`. */
+export interface LeaseRenewal {
+  owner: string;
+  endpoints: string[];
+  until: Date;
+}
+
 export interface ClaimQuery {
   now: Date;
   /** How long what is claimed (queued deliveries, and endpoints' log leases) stays the caller's. */
@@ -370,7 +377,7 @@ export interface EventPort {
    * `owner`'s, whether or not it has run out: no other claim has taken it. Answers the endpoints
    * whose lease was extended; the others' leases are no longer the owner's.
    */
-  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): Promise<string[]>;
+  renewLeases(q: LeaseRenewal): Promise<string[]>;
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
   /**

@@ -36,6 +36,7 @@ import type {
   IdempotencyClaim,
   IdempotencyRef,
   JsonPage,
+  LeaseRenewal,
   ListMarks,
   LogProgress,
   MemberPut,
@@ -1047,7 +1048,7 @@ export class PgStore implements Store {
     return { jobs, windows };
   }
 
-  async renewLeases(q: { owner: string; endpoints: string[]; until: Date }): Promise<string[]> {
+  async renewLeases(q: LeaseRenewal): Promise<string[]> {
     if (q.endpoints.length === 0) return [];
     return (await this.q<{ id: string }>('renewLeases', [q.owner, q.endpoints, q.until])).rows.map(
       (r) => r.id,

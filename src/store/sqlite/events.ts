@@ -18,6 +18,7 @@ import type {
   FeedLogRead,
   FinishedAttempt,
   HistoryQuery,
+  LeaseRenewal,
   LogProgress,
   MemberEventData,
   NewEvent,
@@ -851,7 +852,7 @@ export class SqliteEvents {
     }
   }
 
-  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): string[] {
+  renewLeases(q: LeaseRenewal): string[] {
     const until = q.until.getTime();
     return q.endpoints.filter((id) => this.s.renewLease.run({ id, owner: q.owner, until }).changes > 0);
   }

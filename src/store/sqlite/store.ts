@@ -28,6 +28,7 @@ import type {
   HistoryQuery,
   IdempotencyClaim,
   IdempotencyRef,
+  LeaseRenewal,
   ListMarks,
   LogProgress,
   MemberPut,
@@ -665,7 +666,7 @@ export class SqliteStore implements Store {
     return this.writer.write('claimDeliveries', q);
   }
 
-  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): Promise<string[]> {
+  renewLeases(q: LeaseRenewal): Promise<string[]> {
     if (q.endpoints.length === 0) return Promise.resolve([]);
     return this.writer.write('renewLeases', q);
   }

@@ -13,6 +13,7 @@ import {
   type FinishedAttempt,
   type IdempotencyClaim,
   type IdempotencyRef,
+  type LeaseRenewal,
   type LogProgress,
   refused,
   type TokenRecord,
@@ -342,7 +343,7 @@ export class SqliteWrites {
     return this.e.claim(q);
   }
 
-  renewLeases(q: { owner: string; endpoints: string[]; until: Date }): string[] {
+  renewLeases(q: LeaseRenewal): string[] {
     return this.e.renewLeases(q);
   }
 
