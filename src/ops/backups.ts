@@ -1,13 +1,4 @@
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
+import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type BackupMade, backupOnThread } from '../store/sqlite/backup.js';
 import { inSpan } from '../telemetry/tracing.js';
@@ -143,24 +134,31 @@ export class BackupSchedule {
   }
 
   /**
-   * Takes the directory's lock file (created exclusively, holding this process's id). A lock whose
-   * process is gone (killed mid-backup), or older than a day, is taken over.
+   * Takes the directory's lock file, holding this process's id. It appears with its content, linked
+   * from a file of this process's own (a link fails where the name exists): created empty and then
+   * written, another process could read it in between, find no id, and take it over as stale (two
+   * backups 3 ms apart, seen in CI). A lock whose process is gone (killed mid-backup), or older
+   * than a day, is taken over.
    */
   private lock(): boolean {
     const path = join(this.o.dir, LOCK);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        const fd = openSync(path, 'wx');
-        writeSync(fd, String(process.pid));
-        closeSync(fd);
-        return true;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const mine = `${path}.${process.pid}`;
+    writeFileSync(mine, String(process.pid));
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        try {
+          linkSync(mine, path);
+          return true;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        }
+        if (!this.stale(path)) return false;
+        rmSync(path, { force: true });
       }
-      if (!this.stale(path)) return false;
-      rmSync(path, { force: true });
+      return false;
+    } finally {
+      rmSync(mine, { force: true });
     }
-    return false;
   }
 
   private stale(path: string): boolean {
