@@ -25,11 +25,13 @@
  * endpoints and no deliverer running (delivery off), and with them and a `deliver` process on
  * core 1 (delivery on). Then a backlog of --backlog deliveries (--backlog / --endpoints creates
  * made with no deliverer running), the server stopped, and one `deliver` process started on
- * core 0 alone: how long until the receiver has them all, and the rate.
+ * core 0 alone: how long until the receiver has them all, and the rate. With --slow-endpoints K, only
+ * the first K endpoints answer after --receiver-ms, and the drain says besides when the other
+ * endpoints had all of theirs: what slow receivers cost the fast ones behind the same process.
  *
  *   npx tsx bench/events-scale.ts [--streams 1000,10000] [--engine sqlite|postgres|sqlite,postgres]
  *       [--only streams|webhooks|drain] [--quiet 10] [--idle 20] [--load 20] [--drain 20] [--rate N]
- *       [--rounds 3] [--duration 5] [--endpoints 10] [--backlog 100000] [--receiver-ms 0] [--drain-limit 120]
+ *       [--rounds 3] [--duration 5] [--endpoints 10] [--backlog 100000] [--receiver-ms 0] [--slow-endpoints K] [--drain-limit 120]
  *       [--deliver-durability full|normal] [--pg URL] [--bin OTHER/bin/plantstore] [--write]
  *   (npx tsx bench/run.ts --events-scale … runs the same; needs a build: npm run build; wrk for
  *   the webhook part: apt-get install wrk)
@@ -63,6 +65,8 @@ const { values: opt } = parseArgs({
     endpoints: { type: 'string', default: '10' },
     // How long the webhook receiver takes to answer each delivery, in ms.
     'receiver-ms': { type: 'string', default: '0' },
+    // How many of the endpoints answer after --receiver-ms (the others at once); default: all.
+    'slow-endpoints': { type: 'string' },
     backlog: { type: 'string', default: '100000' },
     'drain-limit': { type: 'string', default: '120' },
     // The deliver process's --durability (SQLite): full (the default) or normal.
@@ -773,19 +777,23 @@ async function streamsScenario(engine: string, n: number, say: (l: string) => vo
 
 // ---- webhooks -----------------------------------------------------------------------------------
 
-// The receiver answers each delivery after RECEIVER_MS (0: at once); GET / answers how many
-// deliveries it acknowledged, and how many of them were an event it had already been sent.
+// The receiver answers each delivery after RECEIVER_MS (0: at once) when its endpoint (the URL's
+// path, /0, /1, …) is below SLOW_ENDPOINTS (unset: every endpoint), else at once; GET / answers
+// how many deliveries it acknowledged, how many of them were an event it had already been sent, and
+// how many it acknowledged at once (the fast endpoints').
 const receiverCode = `
-  let n = 0, again = 0;
+  let n = 0, again = 0, fast = 0;
   const seen = new Set();
   const ms = Number(process.env.RECEIVER_MS || 0);
+  const slowBelow = process.env.SLOW_ENDPOINTS ? Number(process.env.SLOW_ENDPOINTS) : Infinity;
   const s = require('node:http').createServer((req, res) => {
-    if (req.method === 'GET') return res.end(n + ' ' + again);
+    if (req.method === 'GET') return res.end(n + ' ' + again + ' ' + fast);
     req.resume().on('end', () => {
       const id = req.url + ' ' + req.headers['webhook-id'];
       if (seen.has(id)) again++; else seen.add(id);
-      const answer = () => { n++; res.writeHead(204).end(); };
-      if (ms > 0) setTimeout(answer, ms); else answer();
+      const slow = ms > 0 && Number(req.url.slice(1)) < slowBelow;
+      const answer = () => { n++; if (!slow) fast++; res.writeHead(204).end(); };
+      if (slow) setTimeout(answer, ms); else answer();
     });
   });
   s.keepAliveTimeout = 60_000;
@@ -798,7 +806,14 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
   const receiver = spawn(
     PIN ? 'taskset' : process.execPath,
     [...(PIN ? ['-c', LOAD_CORE, process.execPath] : []), '-e', receiverCode],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, RECEIVER_MS: opt['receiver-ms'] } },
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        RECEIVER_MS: opt['receiver-ms'],
+        ...(opt['slow-endpoints'] === undefined ? {} : { SLOW_ENDPOINTS: opt['slow-endpoints'] }),
+      },
+    },
   );
   children.add(receiver);
   let out = '';
@@ -806,7 +821,7 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
   while (!out.includes('\n')) await sleep(20);
   const receiverUrl = `http://127.0.0.1:${out.trim()}`;
   const counts = async () =>
-    (await (await fetch(receiverUrl)).text()).split(' ').map(Number) as [number, number];
+    (await (await fetch(receiverUrl)).text()).split(' ').map(Number) as [number, number, number];
   const acknowledged = async () => (await counts())[0];
   const endpoints = Number(opt.endpoints);
   const env = { ...process.env, WEBHOOK_ALLOW_PRIVATE: 'true' };
@@ -953,7 +968,14 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
       );
       await stop(t.server.child);
       const want = (creates - bad) * endpoints;
-      const [ack0, again0] = await counts();
+      const [ack0, again0, fast0] = await counts();
+      // With --slow-endpoints, the drain ends once the fast endpoints have all of theirs.
+      const slowCount =
+        opt['slow-endpoints'] === undefined || Number(opt['receiver-ms']) <= 0
+          ? null
+          : Math.min(endpoints, Number(opt['slow-endpoints']));
+      const fastWant = slowCount === null ? 0 : (creates - bad) * (endpoints - slowCount);
+      let fastGot = 0;
       let d: ChildProcess | undefined;
       let at0 = 0;
       let got = 0;
@@ -964,9 +986,11 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
         at0 = performance.now();
         while (performance.now() - at0 < Number(opt['drain-limit']) * 1000) {
           await sleep(100);
-          got = (await acknowledged()) - ack0;
+          const [ack, , fast] = await counts();
+          got = ack - ack0;
+          fastGot = fast - fast0;
           if (got > 0 && Number.isNaN(firstAt)) firstAt = performance.now();
-          if (got >= want) break;
+          if (got >= want || (slowCount !== null && fastGot >= fastWant)) break;
         }
         dcpu = cpuMs(d.pid!) / (performance.now() - at0);
       };
@@ -984,7 +1008,11 @@ async function webhooksScenario(engine: string, say: (l: string) => void): Promi
                 ? ''
                 : `; every postgres process of the machine, other work included: ${pct(pgCpu.allMs / (seconds * 1000))}`
             })`;
-      drainRow = `Backlog: ${want.toLocaleString('en')} deliveries (${(creates - bad).toLocaleString('en')} creates × ${endpoints} endpoints, made with no deliverer running); one \`deliver\` process started alone on core ${SERVER_CORE} (the server stopped), the receiver on core ${LOAD_CORE}${Number(opt['receiver-ms']) > 0 ? `, answering each after ${opt['receiver-ms']} ms` : ''}: ${got.toLocaleString('en')} acknowledged in ${seconds.toFixed(1)} s${got < want ? ` (stopped at the ${opt['drain-limit']} s limit)` : ''} — **${(got / seconds).toFixed(0)} deliveries/s** (first acknowledged ${((firstAt - at0) / 1000).toFixed(1)} s after the start; ${again.toLocaleString('en')} of them an event sent to its endpoint before), deliver CPU ${pct(dcpu)}${pgPart}; load average ${loadavg()[0]!.toFixed(2)}. Target: ≥ 5,000/s.`;
+      const mixed =
+        slowCount === null
+          ? ''
+          : ` The ${endpoints - slowCount} endpoints that answer at once had ${fastGot.toLocaleString('en')} of their ${fastWant.toLocaleString('en')} (${(fastGot / seconds).toFixed(0)}/s); the ${slowCount} answering after ${opt['receiver-ms']} ms had ${(got - fastGot).toLocaleString('en')} (${((got - fastGot) / seconds).toFixed(1)}/s).`;
+      drainRow = `Backlog: ${want.toLocaleString('en')} deliveries (${(creates - bad).toLocaleString('en')} creates × ${endpoints} endpoints, made with no deliverer running); one \`deliver\` process started alone on core ${SERVER_CORE} (the server stopped), the receiver on core ${LOAD_CORE}${Number(opt['receiver-ms']) > 0 ? `, answering each after ${opt['receiver-ms']} ms${slowCount === null ? '' : ` (${slowCount} of the endpoints; the others at once)`}` : ''}: ${got.toLocaleString('en')} acknowledged in ${seconds.toFixed(1)} s${got < want ? (slowCount !== null && fastGot >= fastWant ? ' (stopped once the fast endpoints had all of theirs)' : ` (stopped at the ${opt['drain-limit']} s limit)`) : ''} — **${(got / seconds).toFixed(0)} deliveries/s** (first acknowledged ${((firstAt - at0) / 1000).toFixed(1)} s after the start; ${again.toLocaleString('en')} of them an event sent to its endpoint before), deliver CPU ${pct(dcpu)}${pgPart}; load average ${loadavg()[0]!.toFixed(2)}. Target: ≥ 5,000/s.${mixed}`;
     } finally {
       await stop(t.server.child);
       await t.store.drop();

@@ -45,6 +45,16 @@ const WAIT_TARGET_MS = 4_000;
  * however slowly it answers.
  */
 const ENDPOINT_HOLD = 4;
+/**
+ * A delivery whose receiver has not answered within this long gives its slot of the process back:
+ * it stays in flight, counted against its endpoint's own slots (perEndpoint) and against what the
+ * process holds (CLAIM_AHEAD × concurrency), but no longer against the process's concurrency. So
+ * receivers that answer slowly, however many, never take every slot from those that answer at
+ * once: with 9 endpoints answering after 3 s and one at once behind one process (4 slots each,
+ * 32 in all), the fast one had 142 of its 2,000 deliveries in 120 s when the slow ones kept their
+ * slots (docs/benchmarks.md, "Slow receivers").
+ */
+const SLOW_SLOT_MS = 1_000;
 
 /** One event of an endpoint's log window: claimed, then being recorded (its attempt made). */
 interface WindowEntry {
@@ -106,7 +116,8 @@ export interface DispatcherOptions {
  * while one report is being written go together in the next, one write for them all. A delivery
  * stays leased until its attempt is recorded, so a crash before that sends it again (at least
  * once). Concurrency is bounded overall and per endpoint, so one slow or dead receiver delays no
- * other and nothing queues in memory beyond what is in flight. The slots are shared fairly between
+ * other, and a receiver slow to answer gives the process's slot back (SLOW_SLOT_MS), so many of
+ * them delay none either; nothing queues in memory beyond what is held (CLAIM_AHEAD). The slots are shared fairly between
  * users: claims put the owners this process holds the fewest deliveries of first, and a free slot
  * goes to the waiting delivery of the owner with the fewest in flight, so one user's many endpoints
  * or long backlog (on one receiving host or many) cannot hold back another user's deliveries.
@@ -119,7 +130,9 @@ export class Dispatcher {
   private readonly perEndpoint: number;
   private readonly leaseMs: number;
   private readonly inflight = new Map<string, number>();
+  // Deliveries in flight holding a slot of the process, and those that gave theirs back (SLOW_SLOT_MS).
   private inflightTotal = 0;
+  private slowTotal = 0;
   // Deliveries in flight by endpoint owner.
   private readonly ownerInflight = new Map<string, number>();
   // Claimed deliveries waiting for a slot of their endpoint, and when their claim's lease ends.
@@ -235,7 +248,10 @@ export class Dispatcher {
           (CLAIM_AHEAD - 1) * this.concurrency,
           Math.floor((this.concurrency * WAIT_TARGET_MS) / Math.max(this.slotMs, 1)),
         );
-        const free = this.concurrency + ahead - this.inflightTotal - this.waitingTotal;
+        const free = Math.min(
+          this.concurrency + ahead - this.inflightTotal - this.waitingTotal,
+          CLAIM_AHEAD * this.concurrency - this.inflightTotal - this.slowTotal - this.waitingTotal,
+        );
         if (free <= 0 || this.stopped) break;
         // Endpoints holding ENDPOINT_HOLD × perEndpoint are left out of the claim.
         const hold = ENDPOINT_HOLD * this.perEndpoint;
@@ -518,19 +534,35 @@ export class Dispatcher {
     this.inflightTotal++;
     const sentAt = this.clock();
     let released = false;
+    // A receiver slow to answer gives the process's slot back (SLOW_SLOT_MS); the slot's time is
+    // what the pace (slotMs) counts.
+    let slow: NodeJS.Timeout | undefined = setTimeout(() => {
+      slow = undefined;
+      if (released) return;
+      this.inflightTotal--;
+      this.slowTotal++;
+      this.slotMs += (SLOW_SLOT_MS - this.slotMs) / 8;
+      if (!this.stopped) this.pump();
+      this.nudge();
+    }, SLOW_SLOT_MS);
+    slow.unref();
     // The slot is free once the receiver has answered: the delivery stays leased to this process
     // until its attempt is recorded, so no claim can take it meanwhile.
     const release = () => {
       if (released) return;
       released = true;
-      this.slotMs += (this.clock() - sentAt - this.slotMs) / 8;
+      if (slow === undefined) this.slowTotal--;
+      else {
+        clearTimeout(slow);
+        this.inflightTotal--;
+        this.slotMs += (this.clock() - sentAt - this.slotMs) / 8;
+      }
       const n = (this.inflight.get(endpointId) ?? 1) - 1;
       if (n <= 0) this.inflight.delete(endpointId);
       else this.inflight.set(endpointId, n);
       const o = (this.ownerInflight.get(owner) ?? 1) - 1;
       if (o <= 0) this.ownerInflight.delete(owner);
       else this.ownerInflight.set(owner, o);
-      this.inflightTotal--;
       if (!this.stopped) this.pump();
       this.nudge(); // a slot is free
     };

@@ -162,8 +162,9 @@ for (const engine of ENGINES) {
     let server: Server;
     let base = '';
     let delayMs = 0;
-    // While set, answers wait for it as well.
+    // While set, answers to paths beginning with gated wait for it as well.
     let gate: Promise<void> | null = null;
+    let gated = '/';
     const received = new Map<string, string[]>();
     before(async () => {
       store = await engine.open();
@@ -173,7 +174,7 @@ for (const engine of ENGINES) {
           list.push(req.headers['webhook-id'] as string);
           received.set(req.url!, list);
           const answer = () => setTimeout(() => res.writeHead(204).end(), delayMs);
-          if (gate) void gate.then(answer);
+          if (gate && req.url!.startsWith(gated)) void gate.then(answer);
           else answer();
         });
       });
@@ -197,7 +198,7 @@ for (const engine of ENGINES) {
     };
 
     const run = async (
-      opts: { concurrency: number; perEndpoint: number; clock?: () => number },
+      opts: { concurrency: number; perEndpoint: number; clock?: () => number; timeoutMs?: number },
       paths: string[],
       want: number,
       meanwhile?: () => Promise<void>,
@@ -240,13 +241,49 @@ for (const engine of ENGINES) {
       await run({ concurrency: 8, perEndpoint: 1 }, ['renewed'], 4);
     });
 
-    it('many endpoints behind few slots: what is claimed ahead is held to what the slots start in time', async () => {
-      // One slot in all and 8 endpoints of one delivery each: claimed all at once (8 × the
-      // concurrency), the last would wait 7 answers, 8.4 s, in a window nothing renews.
+    it('many endpoints behind few slots: what is claimed ahead is sent while its lease covers it', async () => {
+      // One slot in all and 8 endpoints of one delivery each, claimed at once (8 × the concurrency,
+      // the most a process holds): each slow answer gives the slot back after SLOW_SLOT_MS (1 s), so
+      // the last starts within 7 s, inside the 8 s its claim covers, in a window nothing renews.
       delayMs = 1_200;
       const paths = Array.from({ length: 8 }, (_, i) => `ahead-${i}`);
       for (const p of paths) await slowEndpoint(p, 1);
       await run({ concurrency: 1, perEndpoint: 1 }, paths, 8);
+    });
+
+    it('receivers that do not answer give their slots back: an endpoint that answers at once behind them is not held up', async () => {
+      // Two slots in all, one each endpoint: four endpoints whose receiver answers nothing until the
+      // fast endpoint has had all six of its deliveries. Were the slots theirs until they answered,
+      // the six would wait for the gate, which opens only once they have arrived.
+      delayMs = 0;
+      let open = () => {};
+      gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      gated = '/held';
+      const held = Array.from({ length: 4 }, (_, i) => `held-${i}`);
+      for (const p of held) await slowEndpoint(p, 1);
+      await slowEndpoint('quick', 6);
+      try {
+        // The receivers' timeout, 30 s, is longer than the fast endpoint is waited for: no timeout frees a slot.
+        await run({ concurrency: 2, perEndpoint: 1, timeoutMs: 30_000 }, [...held, 'quick'], 10, async () => {
+          await until(
+            'the held endpoints to take the slots',
+            () => held.filter((p) => received.has(`/${p}`)).length >= 2,
+            30_000,
+          );
+          await until(
+            'the fast endpoint to have all six',
+            () => (received.get('/quick')?.length ?? 0) >= 6,
+            15_000,
+          );
+          open();
+        });
+      } finally {
+        gate = null;
+        gated = '/';
+        open();
+      }
     });
 
     it("a process stopped longer than its waiting deliveries' lease covers renews the lease before sending them", async () => {
