@@ -52,7 +52,9 @@ const ENDPOINT_HOLD = 4;
  * receivers that answer slowly, however many, never take every slot from those that answer at
  * once: with 9 endpoints answering after 3 s and one at once behind one process (4 slots each,
  * 32 in all), the fast one had 142 of its 2,000 deliveries in 120 s when the slow ones kept their
- * slots (docs/benchmarks.md, "Slow receivers").
+ * slots (docs/benchmarks.md, "Slow receivers"). Endpoints with a delivery slow to answer hold at
+ * most (CLAIM_AHEAD - 1) × concurrency between them before they are left out of the claims, so
+ * the rest of what a process holds goes to endpoints that answer.
  */
 const SLOW_SLOT_MS = 1_000;
 
@@ -133,6 +135,8 @@ export class Dispatcher {
   // Deliveries in flight holding a slot of the process, and those that gave theirs back (SLOW_SLOT_MS).
   private inflightTotal = 0;
   private slowTotal = 0;
+  // Of each endpoint's deliveries in flight, those that gave their slot back.
+  private readonly slowBy = new Map<string, number>();
   // Deliveries in flight by endpoint owner.
   private readonly ownerInflight = new Map<string, number>();
   // Claimed deliveries waiting for a slot of their endpoint, and when their claim's lease ends.
@@ -248,8 +252,19 @@ export class Dispatcher {
           (CLAIM_AHEAD - 1) * this.concurrency,
           Math.floor((this.concurrency * WAIT_TARGET_MS) / Math.max(this.slotMs, 1)),
         );
+        // What waits of an endpoint whose every slot is slow to answer waits for those, not for the
+        // process's: the pace leaves it out. Endpoints slow to answer hold at most
+        // (CLAIM_AHEAD - 1) × concurrency between them: past that they are left out of the claims,
+        // so the rest of what a process may hold goes to endpoints that answer.
+        let waitingShared = this.waitingTotal;
+        let slowHeld = 0;
+        for (const [id, n] of this.slowBy) {
+          const waiting = this.waiting.get(id)?.length ?? 0;
+          if (n >= this.perEndpoint) waitingShared -= waiting;
+          slowHeld += (this.inflight.get(id) ?? 0) + waiting;
+        }
         const free = Math.min(
-          this.concurrency + ahead - this.inflightTotal - this.waitingTotal,
+          this.concurrency + ahead - this.inflightTotal - waitingShared,
           CLAIM_AHEAD * this.concurrency - this.inflightTotal - this.slowTotal - this.waitingTotal,
         );
         if (free <= 0 || this.stopped) break;
@@ -264,6 +279,7 @@ export class Dispatcher {
           if (until <= clockNow) this.holdOff.delete(id);
           else busy.push(id);
         }
+        if (slowHeld >= (CLAIM_AHEAD - 1) * this.concurrency) busy.push(...this.slowBy.keys());
         const skip = new Set(busy);
         // Every window still held (and not skipped) is read on from where it reaches.
         const windows: Record<string, string> = {};
@@ -541,6 +557,7 @@ export class Dispatcher {
       if (released) return;
       this.inflightTotal--;
       this.slowTotal++;
+      this.slowBy.set(endpointId, (this.slowBy.get(endpointId) ?? 0) + 1);
       this.slotMs += (SLOW_SLOT_MS - this.slotMs) / 8;
       if (!this.stopped) this.pump();
       this.nudge();
@@ -551,8 +568,12 @@ export class Dispatcher {
     const release = () => {
       if (released) return;
       released = true;
-      if (slow === undefined) this.slowTotal--;
-      else {
+      if (slow === undefined) {
+        this.slowTotal--;
+        const n = (this.slowBy.get(endpointId) ?? 1) - 1;
+        if (n <= 0) this.slowBy.delete(endpointId);
+        else this.slowBy.set(endpointId, n);
+      } else {
         clearTimeout(slow);
         this.inflightTotal--;
         this.slotMs += (this.clock() - sentAt - this.slotMs) / 8;

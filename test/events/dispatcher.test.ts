@@ -242,48 +242,63 @@ for (const engine of ENGINES) {
     });
 
     it('many endpoints behind few slots: what is claimed ahead is sent while its lease covers it', async () => {
-      // One slot in all and 8 endpoints of one delivery each, claimed at once (8 × the concurrency,
-      // the most a process holds): each slow answer gives the slot back after SLOW_SLOT_MS (1 s), so
-      // the last starts within 7 s, inside the 8 s its claim covers, in a window nothing renews.
+      // One slot in all and 8 endpoints of one delivery each, answering in 1.2 s: what is claimed
+      // is held to what the slot starts in time, each answer slower than SLOW_SLOT_MS (1 s) gives
+      // the slot back, and none waits past what its claim's lease covers, in a window nothing renews.
       delayMs = 1_200;
       const paths = Array.from({ length: 8 }, (_, i) => `ahead-${i}`);
       for (const p of paths) await slowEndpoint(p, 1);
       await run({ concurrency: 1, perEndpoint: 1 }, paths, 8);
     });
 
-    it('receivers that do not answer give their slots back: an endpoint that answers at once behind them is not held up', async () => {
-      // Two slots in all, one each endpoint: four endpoints whose receiver answers nothing until the
-      // fast endpoint has had all six of its deliveries. Were the slots theirs until they answered,
-      // the six would wait for the gate, which opens only once they have arrived.
+    /**
+     * Two slots in all, one each endpoint: `count` endpoints of `each` deliveries whose receiver
+     * answers nothing until an endpoint that answers at once, made after them (so claimed after
+     * them), has had all six of its deliveries. The receivers' timeout, 30 s, is longer than the
+     * six are waited for: no timeout frees a slot.
+     */
+    const behindHeld = async (count: number, each: number) => {
       delayMs = 0;
       let open = () => {};
       gate = new Promise<void>((resolve) => {
         open = resolve;
       });
       gated = '/held';
-      const held = Array.from({ length: 4 }, (_, i) => `held-${i}`);
-      for (const p of held) await slowEndpoint(p, 1);
-      await slowEndpoint('quick', 6);
+      const held = Array.from({ length: count }, (_, i) => `held-${each}-${i}`);
+      for (const p of held) await slowEndpoint(p, each);
+      await slowEndpoint(`quick-${each}`, 6);
       try {
-        // The receivers' timeout, 30 s, is longer than the fast endpoint is waited for: no timeout frees a slot.
-        await run({ concurrency: 2, perEndpoint: 1, timeoutMs: 30_000 }, [...held, 'quick'], 10, async () => {
-          await until(
-            'the held endpoints to take the slots',
-            () => held.filter((p) => received.has(`/${p}`)).length >= 2,
-            30_000,
-          );
-          await until(
-            'the fast endpoint to have all six',
-            () => (received.get('/quick')?.length ?? 0) >= 6,
-            15_000,
-          );
-          open();
-        });
+        await run(
+          { concurrency: 2, perEndpoint: 1, timeoutMs: 30_000 },
+          [...held, `quick-${each}`],
+          count * each + 6,
+          async () => {
+            try {
+              await until(
+                'the held endpoints to take the slots',
+                () => held.filter((p) => received.has(`/${p}`)).length >= 2,
+                30_000,
+              );
+              await until(
+                'the fast endpoint to have all six',
+                () => (received.get(`/quick-${each}`)?.length ?? 0) >= 6,
+                15_000,
+              );
+            } finally {
+              open();
+            }
+          },
+        );
       } finally {
         gate = null;
         gated = '/';
         open();
       }
+    };
+
+    it('receivers that do not answer give their slots back: an endpoint that answers at once behind them is not held up', async () => {
+      // Were the slots theirs until they answered, the six would wait for the gate.
+      await behindHeld(4, 1);
     });
 
     it("a process stopped longer than its waiting deliveries' lease covers renews the lease before sending them", async () => {
