@@ -31,9 +31,9 @@ const CLAIM_AHEAD = 8;
  * its claim; one of an endpoint's log can wait longer when its window's lease was renewed since:
  * by a record of the window's progress that was written before the lease known until then ended,
  * or, when what waits is no longer covered, by asking the store (renew). A queued retry whose lease
- * no longer covers it is let go and claimed again once the lease has run out; a window the store
- * will not renew (another process has taken it) is let go, and sent again from the endpoint's
- * position by whoever holds it.
+ * no longer covers it has that lease renewed the same way (renewQueuedLeases); one the store will
+ * not renew is let go, and a window it will not renew (another process has taken it) is let go and
+ * sent again from the endpoint's position by whoever holds it.
  */
 const RECORD_MARGIN_MS = 2_000;
 /** How long the deliveries claimed ahead are expected to wait for a slot, at most (see CLAIM_AHEAD). */
@@ -146,6 +146,8 @@ export class Dispatcher {
   private readonly entries = new Map<DeliveryJob, WindowEntry>();
   // Windows let go (drop) rather than ended by their last record.
   private readonly dropped = new WeakSet<LogWindow>();
+  // Queued deliveries whose lease the store would not renew (another process has taken it).
+  private readonly refused = new WeakSet<DeliveryJob>();
   // Endpoints whose window was let go, until their lease has run out (then whoever claims them
   // sends the window again from their position).
   private readonly holdOff = new Map<string, number>();
@@ -419,6 +421,11 @@ export class Dispatcher {
     return end - this.clock() >= this.opts.timeoutMs + RECORD_MARGIN_MS;
   }
 
+  /** Whether a job is a queued delivery whose lease the store has not refused to renew. */
+  private renewable(job: DeliveryJob): boolean {
+    return job.id !== null && !this.refused.has(job);
+  }
+
   /** The log window of a job, while this process still holds it. */
   private heldWindow(job: DeliveryJob): LogWindow | undefined {
     const w = this.entries.get(job)?.window;
@@ -467,9 +474,10 @@ export class Dispatcher {
       const queue = this.waiting.get(best)!;
       const head = queue[0]!;
       const covered = this.covered(head.job, head.until);
-      if (!covered && !this.stopped && this.heldWindow(head.job)) {
-        // Its window is still this process's: its lease is renewed first (the process was
-        // stopped, say, while the records that renew it would have been written).
+      if (!covered && !this.stopped && (this.heldWindow(head.job) || this.renewable(head.job))) {
+        // Its window, or a queued delivery's own lease, is still this process's: it is renewed
+        // first (the process was stopped, say, while the records that renew a window would have
+        // been written, or a retry waited behind its endpoint's slots).
         this.renew(best);
         continue;
       }
@@ -480,9 +488,9 @@ export class Dispatcher {
       if (queue.length > 0) this.waiting.set(best, queue);
       if (covered) this.send(next.job);
       else {
-        // A queued retry's lease just runs out and it is claimed again; one of the log takes its
-        // window's unrecorded deliveries with it (sent again): that is warned about.
-        if (this.entries.has(next.job)) this.lateCount++;
+        // A queued delivery the store would not renew is another process's now; one of the log
+        // takes its window's unrecorded deliveries with it (sent again). Either is warned about.
+        this.lateCount++;
         this.letGo(next.job);
       }
     }
@@ -497,10 +505,11 @@ export class Dispatcher {
   }
 
   /**
-   * Renews the lease of an endpoint's window before its waiting deliveries are sent: the endpoints
-   * asked for meanwhile go in one statement. Each one the store renews (its lease still this
-   * process's) is sent from as before; each one it does not, or all when the statement fails, is
-   * let go (what waits of it is let go as pump comes to it).
+   * Renews the lease of an endpoint's window, and of its waiting queued deliveries that their lease
+   * no longer covers, before they are sent: the endpoints asked for meanwhile go in one statement,
+   * their queued deliveries in another. Each one the store renews (its lease still this process's)
+   * is sent from as before; each one it does not, or all when a statement fails, is let go (what
+   * waits of it is let go as pump comes to it).
    */
   private renew(endpointId: string): void {
     this.renewing.add(endpointId);
@@ -518,14 +527,40 @@ export class Dispatcher {
         const until = this.clock() + this.leaseMs;
         const windows = new Map(asked.map((id) => [id, this.windows.get(id)]));
         for (const w of windows.values()) if (w) w.leaseMax = Math.max(w.leaseMax, until);
+        const withWindow = asked.filter((id) => windows.get(id) !== undefined);
+        // The queued deliveries waiting of these endpoints that their lease no longer covers.
+        const queued = asked.flatMap((id) =>
+          (this.waiting.get(id) ?? []).filter((w) => this.renewable(w.job) && !this.covered(w.job, w.until)),
+        );
         let renewed: Set<string>;
+        let renewedQueued: Set<string>;
         try {
-          renewed = new Set(
-            await this.opts.store.renewLeases({ owner: this.id, endpoints: asked, until: new Date(until) }),
-          );
+          const [a, b] = await Promise.all([
+            withWindow.length === 0
+              ? []
+              : this.opts.store.renewLeases({
+                  owner: this.id,
+                  endpoints: withWindow,
+                  until: new Date(until),
+                }),
+            queued.length === 0
+              ? []
+              : this.opts.store.renewQueuedLeases({
+                  owner: this.id,
+                  deliveries: queued.map((w) => w.job.id!),
+                  until: new Date(until),
+                }),
+          ]);
+          renewed = new Set(a);
+          renewedQueued = new Set(b);
         } catch (err) {
           this.opts.warn?.({ err }, 'webhook dispatcher could not renew its leases; letting them go');
           renewed = new Set();
+          renewedQueued = new Set();
+        }
+        for (const w of queued) {
+          if (renewedQueued.has(w.job.id!)) w.until = Math.max(w.until, until);
+          else this.refused.add(w.job);
         }
         for (const [id, w] of windows) {
           this.renewing.delete(id);

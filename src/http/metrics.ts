@@ -47,6 +47,7 @@ const TIMED = [
   'claimDeliveries',
   'finishDeliveries',
   'renewLeases',
+  'renewQueuedLeases',
   'listAttempts',
   'recoverDeliveries',
   'eventPosition',

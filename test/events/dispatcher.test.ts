@@ -165,14 +165,19 @@ for (const engine of ENGINES) {
     // While set, answers to paths beginning with gated wait for it as well.
     let gate: Promise<void> | null = null;
     let gated = '/';
+    // Paths whose receiver answers each event's first attempt 500 at once (its retry as any other).
+    const failFirst = new Set<string>();
     const received = new Map<string, string[]>();
     before(async () => {
       store = await engine.open();
       server = createServer((req, res) => {
         req.resume().on('end', () => {
           const list = received.get(req.url!) ?? [];
-          list.push(req.headers['webhook-id'] as string);
+          const id = req.headers['webhook-id'] as string;
+          const first = !list.includes(id);
+          list.push(id);
           received.set(req.url!, list);
+          if (first && failFirst.has(req.url!)) return res.writeHead(500).end();
           const answer = () => setTimeout(() => res.writeHead(204).end(), delayMs);
           if (gate && req.url!.startsWith(gated)) void gate.then(answer);
           else answer();
@@ -198,7 +203,19 @@ for (const engine of ENGINES) {
     };
 
     const run = async (
-      opts: { concurrency: number; perEndpoint: number; clock?: () => number; timeoutMs?: number },
+      {
+        attempts = 1,
+        ...opts
+      }: {
+        concurrency: number;
+        perEndpoint: number;
+        clock?: () => number;
+        timeoutMs?: number;
+        schedule?: number[];
+        store?: Store;
+        /** How many times each event reaches its endpoint (2: a first attempt failed, and its retry). */
+        attempts?: number;
+      },
       paths: string[],
       want: number,
       meanwhile?: () => Promise<void>,
@@ -223,7 +240,13 @@ for (const engine of ENGINES) {
       }
       for (const p of paths) {
         const ids = received.get(`/${p}`) ?? [];
-        assert.equal(new Set(ids).size, ids.length, `no event sent twice to /${p}`);
+        for (const id of new Set(ids)) {
+          assert.equal(
+            ids.filter((x) => x === id).length,
+            attempts,
+            `${id} sent to /${p} ${attempts} time(s)`,
+          );
+        }
       }
       assert.equal(got(), want);
       assert.deepEqual(
@@ -239,6 +262,42 @@ for (const engine of ENGINES) {
       delayMs = 2_700;
       await slowEndpoint('renewed', 4);
       await run({ concurrency: 8, perEndpoint: 1 }, ['renewed'], 4);
+    });
+
+    it("queued retries waiting for their endpoint's slot past their claim's lease: their leases are renewed, not let go and claimed again", async () => {
+      // Each event's first attempt fails at once; its retry (a queued delivery, due 100 ms later) is
+      // answered after 2.9 s. The four retries wait behind the endpoint's one slot and start about
+      // 0, 2.9, 5.8 and 8.7 s after their claims, the last past the 8 s a claim covers (the 5 s
+      // timeout + 10 s, less 5 s + 2 s). Were it let go, it would be claimed again once its lease
+      // had run out: each queued delivery must be claimed once.
+      delayMs = 2_900;
+      failFirst.add('/retried');
+      await slowEndpoint('retried', 4);
+      const claimed = new Map<string, number>();
+      const counting = new Proxy(store, {
+        get(target, key) {
+          if (key !== 'claimDeliveries') {
+            const v = Reflect.get(target, key);
+            return typeof v === 'function' ? v.bind(target) : v;
+          }
+          return async (q: Parameters<Store['claimDeliveries']>[0]) => {
+            const c = await target.claimDeliveries(q);
+            for (const j of c.jobs) if (j.id !== null) claimed.set(j.id, (claimed.get(j.id) ?? 0) + 1);
+            return c;
+          };
+        },
+      });
+      try {
+        await run(
+          { concurrency: 8, perEndpoint: 1, timeoutMs: 5_000, schedule: [100], store: counting, attempts: 2 },
+          ['retried'],
+          8,
+        );
+      } finally {
+        failFirst.clear();
+      }
+      assert.equal(claimed.size, 4, 'four queued deliveries');
+      assert.deepEqual([...claimed.values()], [1, 1, 1, 1], 'each claimed once');
     });
 
     it('many endpoints behind few slots: what is claimed ahead is sent while its lease covers it', async () => {

@@ -591,6 +591,49 @@ for (const engine of ENGINES) {
       );
     });
 
+    it("renewQueuedLeases extends only the caller's own pending queued deliveries, never shortens one, and answers which it extended", async () => {
+      const o = user();
+      const g = await garden(store, o);
+      const e = await endpoint(store, o);
+      const mine = [e.id];
+      const t0 = Date.now() + 4 * 365 * 86_400_000;
+      await plant(store, o, g, { name: 'rq', at: new Date() });
+      const first = await until('the event', async () => {
+        const c = await claim('d1', new Date(t0), mine, { leaseMs: 10_000 });
+        return c.jobs.length === 1 && c;
+      });
+      // Its first attempt fails: a queued delivery, due 1 s later; the log's position moves past it.
+      await store.finishDeliveries(
+        [attemptOf(first.jobs[0]!, 'd1', 'retrying', new Date(t0 + 100), new Date(t0 + 1_000))],
+        [{ endpointId: e.id, leaseOwner: 'd1', position: first.windows[e.id]!, leaseUntil: null }],
+      );
+      const held = await claim('holder', new Date(t0 + 1_000), mine, { leaseMs: 10_000 });
+      assert.deepEqual(
+        held.jobs.map((j) => [j.id === null ? 'log' : 'queued', j.event.id]),
+        [['queued', first.jobs[0]!.event.id]],
+      );
+      const id = held.jobs[0]!.id!;
+      const renew = (owner: string, ms: number, ids = [id, '999999999', 'not-an-id']) =>
+        store.renewQueuedLeases({ owner, deliveries: ids, until: new Date(t0 + ms) });
+      assert.deepEqual(await renew('other', 60_000), [], 'not the caller’s lease');
+      assert.deepEqual(await renew('holder', 60_000), [id]);
+      // Past the claim's 11 s, within the renewed 60: nobody else takes it.
+      assert.deepEqual((await claim('other', new Date(t0 + 30_000), mine)).jobs, []);
+      assert.deepEqual(await renew('holder', 40_000), [id], 'still its own');
+      assert.deepEqual((await claim('other', new Date(t0 + 50_000), mine)).jobs, [], 'never shortened');
+      const taken = await claim('other', new Date(t0 + 61_000), mine);
+      assert.deepEqual(
+        taken.jobs.map((j) => j.id),
+        [id],
+      );
+      assert.deepEqual(await renew('holder', 120_000), [], 'taken over: no longer the holder’s');
+      await store.finishDeliveries([
+        attemptOf(taken.jobs[0]!, 'other', 'succeeded', new Date(t0 + 61_100), null),
+      ]);
+      assert.deepEqual(await renew('other', 200_000), [], 'no longer pending');
+      assert.deepEqual(await renew('other', 200_000, []), []);
+    });
+
     it('a first attempt to retry becomes a queued delivery, retried on schedule; an unfinished one is never passed', async () => {
       const o = user();
       const g = await garden(store, o);

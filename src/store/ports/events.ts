@@ -247,13 +247,21 @@ export interface DeliveryJob {
   traceparent?: string | null;
 }
 
-/** What a dispatcher asks claimDeliveries for. */
 /** What a dispatcher asks renewLeases for: its log leases of these endpoints, extended to `until`. */
 export interface LeaseRenewal {
   owner: string;
   endpoints: string[];
   until: Date;
 }
+
+/** What a dispatcher asks renewQueuedLeases for: its leases of these queued deliveries (DeliveryJob.id), extended to `until`. */
+export interface QueuedLeaseRenewal {
+  owner: string;
+  deliveries: string[];
+  until: Date;
+}
+
+/** What a dispatcher asks claimDeliveries for. */
 
 export interface ClaimQuery {
   now: Date;
@@ -378,6 +386,12 @@ export interface EventPort {
    * whose lease was extended; the others' leases are no longer the owner's.
    */
   renewLeases(q: LeaseRenewal): Promise<string[]>;
+  /**
+   * The same for queued deliveries (retries): extends to `until` (never shortens) the lease of each
+   * of `deliveries` still pending and still `owner`'s, whether or not it has run out. Answers the
+   * deliveries whose lease was extended.
+   */
+  renewQueuedLeases(q: QueuedLeaseRenewal): Promise<string[]>;
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): Promise<AttemptRecord[]>;
   /**

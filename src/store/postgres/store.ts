@@ -48,6 +48,7 @@ import type {
   PagePlant,
   PageQuery,
   PoolStats,
+  QueuedLeaseRenewal,
   RestoreResult,
   Role,
   Store,
@@ -1053,6 +1054,12 @@ export class PgStore implements Store {
     return (await this.q<{ id: string }>('renewLeases', [q.owner, q.endpoints, q.until])).rows.map(
       (r) => r.id,
     );
+  }
+
+  async renewQueuedLeases(q: QueuedLeaseRenewal): Promise<string[]> {
+    const ids = q.deliveries.filter((id) => /^[0-9]{1,18}$/.test(id));
+    if (ids.length === 0) return [];
+    return (await this.q<{ id: string }>('renewQueuedLeases', [q.owner, ids, q.until])).rows.map((r) => r.id);
   }
 
   async finishDeliveries(list: FinishedAttempt[], progress: LogProgress[] = []): Promise<void> {

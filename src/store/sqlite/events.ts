@@ -23,6 +23,7 @@ import type {
   MemberEventData,
   NewEvent,
   PagePlant,
+  QueuedLeaseRenewal,
   Role,
 } from '../store.js';
 import {
@@ -407,6 +408,11 @@ export class SqliteEvents {
       renewLease: db.prepare<[{ id: string; owner: string; until: number }]>(
         `UPDATE webhook_endpoints SET lease_until = max(coalesce(lease_until, 0), @until)
          WHERE id = @id AND lease_owner = @owner`,
+      ),
+      // A queued delivery's lease still the caller's, extended (renewQueuedLeases).
+      renewQueuedLease: db.prepare<[{ id: number; owner: string; until: number }]>(
+        `UPDATE deliveries SET lease_until = max(coalesce(lease_until, 0), @until)
+         WHERE id = @id AND state = 'pending' AND lease_owner = @owner`,
       ),
       // How far a dispatcher got along an endpoint's log, where the lease is still its own.
       progress: db.prepare<[{ id: string; owner: string; position: number; until: number | null }]>(
@@ -855,6 +861,15 @@ export class SqliteEvents {
   renewLeases(q: LeaseRenewal): string[] {
     const until = q.until.getTime();
     return q.endpoints.filter((id) => this.s.renewLease.run({ id, owner: q.owner, until }).changes > 0);
+  }
+
+  renewQueuedLeases(q: QueuedLeaseRenewal): string[] {
+    const until = q.until.getTime();
+    return q.deliveries.filter(
+      (id) =>
+        /^[0-9]{1,15}$/.test(id) &&
+        this.s.renewQueuedLease.run({ id: Number(id), owner: q.owner, until }).changes > 0,
+    );
   }
 
   listAttempts(endpointId: string, q: { limit: number; beforeId: string | null }): AttemptRecord[] {

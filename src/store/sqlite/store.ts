@@ -39,6 +39,7 @@ import type {
   NewPlant,
   PagePlant,
   PageQuery,
+  QueuedLeaseRenewal,
   RestoreResult,
   Role,
   Store,
@@ -669,6 +670,11 @@ export class SqliteStore implements Store {
   renewLeases(q: LeaseRenewal): Promise<string[]> {
     if (q.endpoints.length === 0) return Promise.resolve([]);
     return this.writer.write('renewLeases', q);
+  }
+
+  renewQueuedLeases(q: QueuedLeaseRenewal): Promise<string[]> {
+    if (q.deliveries.length === 0) return Promise.resolve([]);
+    return this.writer.write('renewQueuedLeases', q);
   }
 
   finishDeliveries(f: FinishedAttempt[], progress: LogProgress[] = []): Promise<void> {

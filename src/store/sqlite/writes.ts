@@ -15,6 +15,7 @@ import {
   type IdempotencyRef,
   type LeaseRenewal,
   type LogProgress,
+  type QueuedLeaseRenewal,
   refused,
   type TokenRecord,
   type TokenRefusal,
@@ -345,6 +346,10 @@ export class SqliteWrites {
 
   renewLeases(q: LeaseRenewal): string[] {
     return this.e.renewLeases(q);
+  }
+
+  renewQueuedLeases(q: QueuedLeaseRenewal): string[] {
+    return this.e.renewQueuedLeases(q);
   }
 
   finishDeliveries(f: FinishedAttempt[], progress?: LogProgress[]): void {
