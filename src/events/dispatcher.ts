@@ -421,9 +421,13 @@ export class Dispatcher {
     return end - this.clock() >= this.opts.timeoutMs + RECORD_MARGIN_MS;
   }
 
-  /** Whether a job is a queued delivery whose lease the store has not refused to renew. */
-  private renewable(job: DeliveryJob): boolean {
-    return job.id !== null && !this.refused.has(job);
+  /**
+   * Whether a job is a queued delivery whose lease (until) has not run out and that the store has
+   * not refused to renew. One whose lease has run out may have been claimed again, by another
+   * process or by this one (a job of its own besides this one): it is let go, never renewed.
+   */
+  private renewable(job: DeliveryJob, until: number): boolean {
+    return job.id !== null && until > this.clock() && !this.refused.has(job);
   }
 
   /** The log window of a job, while this process still holds it. */
@@ -474,7 +478,7 @@ export class Dispatcher {
       const queue = this.waiting.get(best)!;
       const head = queue[0]!;
       const covered = this.covered(head.job, head.until);
-      if (!covered && !this.stopped && (this.heldWindow(head.job) || this.renewable(head.job))) {
+      if (!covered && !this.stopped && (this.heldWindow(head.job) || this.renewable(head.job, head.until))) {
         // Its window, or a queued delivery's own lease, is still this process's: it is renewed
         // first (the process was stopped, say, while the records that renew a window would have
         // been written, or a retry waited behind its endpoint's slots).
@@ -524,47 +528,52 @@ export class Dispatcher {
         // Each round's are removed from renewing once answered: what is left was asked for since.
         const asked = [...this.renewing];
         if (asked.length === 0 || this.stopped) return;
-        const until = this.clock() + this.leaseMs;
-        const windows = new Map(asked.map((id) => [id, this.windows.get(id)]));
-        for (const w of windows.values()) if (w) w.leaseMax = Math.max(w.leaseMax, until);
-        const withWindow = asked.filter((id) => windows.get(id) !== undefined);
-        // The queued deliveries waiting of these endpoints that their lease no longer covers.
-        const queued = asked.flatMap((id) =>
-          (this.waiting.get(id) ?? []).filter((w) => this.renewable(w.job) && !this.covered(w.job, w.until)),
-        );
-        let renewed: Set<string>;
-        let renewedQueued: Set<string>;
-        try {
-          const [a, b] = await Promise.all([
-            withWindow.length === 0
-              ? []
-              : this.opts.store.renewLeases({
-                  owner: this.id,
-                  endpoints: withWindow,
-                  until: new Date(until),
-                }),
-            queued.length === 0
-              ? []
-              : this.opts.store.renewQueuedLeases({
-                  owner: this.id,
-                  deliveries: queued.map((w) => w.job.id!),
-                  until: new Date(until),
-                }),
-          ]);
-          renewed = new Set(a);
-          renewedQueued = new Set(b);
-        } catch (err) {
-          this.opts.warn?.({ err }, 'webhook dispatcher could not renew its leases; letting them go');
-          renewed = new Set();
-          renewedQueued = new Set();
+        const now = this.clock();
+        const until = now + this.leaseMs;
+        // Of the endpoints asked for, the windows a waiting delivery needs renewed, and the queued
+        // deliveries waiting whose own lease no longer covers them (and has not run out).
+        const uncovered = (id: string) =>
+          (this.waiting.get(id) ?? []).filter((w) => !this.covered(w.job, w.until));
+        const windows = new Map<string, LogWindow>();
+        for (const id of asked) {
+          const w = this.windows.get(id);
+          if (w && uncovered(id).some((x) => this.heldWindow(x.job) === w)) windows.set(id, w);
         }
+        for (const w of windows.values()) w.leaseMax = Math.max(w.leaseMax, until);
+        const queued = asked.flatMap((id) => uncovered(id).filter((w) => this.renewable(w.job, w.until)));
+        const [a, b] = await Promise.allSettled([
+          windows.size === 0
+            ? []
+            : this.opts.store.renewLeases({
+                owner: this.id,
+                endpoints: [...windows.keys()],
+                until: new Date(until),
+              }),
+          queued.length === 0
+            ? []
+            : this.opts.store.renewQueuedLeases({
+                owner: this.id,
+                deliveries: queued.map((w) => w.job.id!),
+                now: new Date(now),
+                until: new Date(until),
+              }),
+        ]);
+        for (const r of [a, b]) {
+          if (r.status === 'rejected')
+            this.opts.warn?.(
+              { err: r.reason },
+              'webhook dispatcher could not renew its leases; letting them go',
+            );
+        }
+        const renewed = new Set(a.status === 'fulfilled' ? a.value : []);
+        const renewedQueued = new Set(b.status === 'fulfilled' ? b.value : []);
         for (const w of queued) {
           if (renewedQueued.has(w.job.id!)) w.until = Math.max(w.until, until);
           else this.refused.add(w.job);
         }
+        for (const id of asked) this.renewing.delete(id);
         for (const [id, w] of windows) {
-          this.renewing.delete(id);
-          if (!w || this.windows.get(id) !== w) continue;
+          if (this.windows.get(id) !== w) continue;
           if (renewed.has(id)) w.leaseEnd = Math.max(w.leaseEnd, until);
           else this.letGoWindow(w);
         }

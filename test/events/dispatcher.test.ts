@@ -266,11 +266,11 @@ for (const engine of ENGINES) {
 
     it("queued retries waiting for their endpoint's slot past their claim's lease: their leases are renewed, not let go and claimed again", async () => {
       // Each event's first attempt fails at once; its retry (a queued delivery, due 100 ms later) is
-      // answered after 2.9 s. The four retries wait behind the endpoint's one slot and start about
-      // 0, 2.9, 5.8 and 8.7 s after their claims, the last past the 8 s a claim covers (the 5 s
-      // timeout + 10 s, less 5 s + 2 s). Were it let go, it would be claimed again once its lease
-      // had run out: each queued delivery must be claimed once.
-      delayMs = 2_900;
+      // answered after 3.5 s. The four retries wait behind the endpoint's one slot and start about
+      // 0, 3.5, 7 and 10.5 s after the first's claim, the last 2.5 s past the 8 s a claim covers
+      // (the 5 s timeout + 10 s, less 5 s + 2 s), however the four were spread over claims. Were it
+      // let go, it would be claimed again once its lease had run out: each must be claimed once.
+      delayMs = 3_500;
       failFirst.add('/retried');
       await slowEndpoint('retried', 4);
       const claimed = new Map<string, number>();

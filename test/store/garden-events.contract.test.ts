@@ -613,25 +613,32 @@ for (const engine of ENGINES) {
         [['queued', first.jobs[0]!.event.id]],
       );
       const id = held.jobs[0]!.id!;
-      const renew = (owner: string, ms: number, ids = [id, '999999999', 'not-an-id']) =>
-        store.renewQueuedLeases({ owner, deliveries: ids, until: new Date(t0 + ms) });
-      assert.deepEqual(await renew('other', 60_000), [], 'not the caller’s lease');
-      assert.deepEqual(await renew('holder', 60_000), [id]);
+      const renew = (owner: string, nowMs: number, ms: number, ids = [id, '999999999', 'not-an-id']) =>
+        store.renewQueuedLeases({
+          owner,
+          deliveries: ids,
+          now: new Date(t0 + nowMs),
+          until: new Date(t0 + ms),
+        });
+      assert.deepEqual(await renew('other', 2_000, 60_000), [], 'not the caller’s lease');
+      assert.deepEqual(await renew('holder', 2_000, 60_000), [id]);
       // Past the claim's 11 s, within the renewed 60: nobody else takes it.
       assert.deepEqual((await claim('other', new Date(t0 + 30_000), mine)).jobs, []);
-      assert.deepEqual(await renew('holder', 40_000), [id], 'still its own');
+      assert.deepEqual(await renew('holder', 35_000, 40_000), [id], 'still its own');
       assert.deepEqual((await claim('other', new Date(t0 + 50_000), mine)).jobs, [], 'never shortened');
+      assert.deepEqual(await renew('holder', 60_000, 120_000), [], 'run out: anyone may claim it again');
       const taken = await claim('other', new Date(t0 + 61_000), mine);
       assert.deepEqual(
         taken.jobs.map((j) => j.id),
         [id],
       );
-      assert.deepEqual(await renew('holder', 120_000), [], 'taken over: no longer the holder’s');
+      assert.deepEqual(await renew('holder', 62_000, 120_000), [], 'taken over: no longer the holder’s');
+      assert.deepEqual(await renew('other', 62_000, 130_000), [id]);
       await store.finishDeliveries([
         attemptOf(taken.jobs[0]!, 'other', 'succeeded', new Date(t0 + 61_100), null),
       ]);
-      assert.deepEqual(await renew('other', 200_000), [], 'no longer pending');
-      assert.deepEqual(await renew('other', 200_000, []), []);
+      assert.deepEqual(await renew('other', 62_000, 200_000), [], 'no longer pending');
+      assert.deepEqual(await renew('other', 62_000, 200_000, []), []);
     });
 
     it('a first attempt to retry becomes a queued delivery, retried on schedule; an unfinished one is never passed', async () => {

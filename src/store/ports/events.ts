@@ -254,15 +254,18 @@ export interface LeaseRenewal {
   until: Date;
 }
 
-/** What a dispatcher asks renewQueuedLeases for: its leases of these queued deliveries (DeliveryJob.id), extended to `until`. */
+/**
+ * What a dispatcher asks renewQueuedLeases for: its leases of these queued deliveries
+ * (DeliveryJob.id) that have not run out at `now`, extended to `until`.
+ */
 export interface QueuedLeaseRenewal {
   owner: string;
   deliveries: string[];
+  now: Date;
   until: Date;
 }
 
 /** What a dispatcher asks claimDeliveries for. */
-
 export interface ClaimQuery {
   now: Date;
   /** How long what is claimed (queued deliveries, and endpoints' log leases) stays the caller's. */
@@ -387,9 +390,11 @@ export interface EventPort {
    */
   renewLeases(q: LeaseRenewal): Promise<string[]>;
   /**
-   * The same for queued deliveries (retries): extends to `until` (never shortens) the lease of each
-   * of `deliveries` still pending and still `owner`'s, whether or not it has run out. Answers the
-   * deliveries whose lease was extended.
+   * The same for queued deliveries (retries), but only leases that have not run out at `now`: a
+   * queued delivery whose lease has run out may be claimed again by anyone, its owner too (as a
+   * job of its own). Extends to `until` (never shortens) the lease of each of `deliveries` still
+   * pending, still `owner`'s and running after `now`. Answers the deliveries whose lease was
+   * extended.
    */
   renewQueuedLeases(q: QueuedLeaseRenewal): Promise<string[]>;
   /** An endpoint's attempts, newest first, older than `beforeId` when given. */

@@ -355,7 +355,8 @@ export const EVENT_QUERIES = {
     WHERE id = ANY($2::text[]) AND lease_owner = $1 RETURNING id`,
   // The queued deliveries' leases still the caller's, extended (renewQueuedLeases).
   renewQueuedLeases: `UPDATE deliveries SET lease_until = GREATEST(lease_until, $3)
-    WHERE id = ANY($2::bigint[]) AND state = 'pending' AND lease_owner = $1 RETURNING id::text AS id`,
+    WHERE id = ANY($2::bigint[]) AND state = 'pending' AND lease_owner = $1 AND lease_until > $4
+    RETURNING id::text AS id`,
   deleteEndpoint: `WITH a AS (DELETE FROM delivery_attempts WHERE endpoint_id = $1),
       d AS (DELETE FROM deliveries WHERE endpoint_id = $1)
     DELETE FROM webhook_endpoints WHERE id = $1`,

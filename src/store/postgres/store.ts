@@ -1059,7 +1059,9 @@ export class PgStore implements Store {
   async renewQueuedLeases(q: QueuedLeaseRenewal): Promise<string[]> {
     const ids = q.deliveries.filter((id) => /^[0-9]{1,18}$/.test(id));
     if (ids.length === 0) return [];
-    return (await this.q<{ id: string }>('renewQueuedLeases', [q.owner, ids, q.until])).rows.map((r) => r.id);
+    return (await this.q<{ id: string }>('renewQueuedLeases', [q.owner, ids, q.until, q.now])).rows.map(
+      (r) => r.id,
+    );
   }
 
   async finishDeliveries(list: FinishedAttempt[], progress: LogProgress[] = []): Promise<void> {

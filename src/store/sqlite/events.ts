@@ -410,9 +410,9 @@ export class SqliteEvents {
          WHERE id = @id AND lease_owner = @owner`,
       ),
       // A queued delivery's lease still the caller's, extended (renewQueuedLeases).
-      renewQueuedLease: db.prepare<[{ id: number; owner: string; until: number }]>(
-        `UPDATE deliveries SET lease_until = max(coalesce(lease_until, 0), @until)
-         WHERE id = @id AND state = 'pending' AND lease_owner = @owner`,
+      renewQueuedLease: db.prepare<[{ id: number; owner: string; now: number; until: number }]>(
+        `UPDATE deliveries SET lease_until = max(lease_until, @until)
+         WHERE id = @id AND state = 'pending' AND lease_owner = @owner AND lease_until > @now`,
       ),
       // How far a dispatcher got along an endpoint's log, where the lease is still its own.
       progress: db.prepare<[{ id: string; owner: string; position: number; until: number | null }]>(
@@ -864,11 +864,12 @@ export class SqliteEvents {
   }
 
   renewQueuedLeases(q: QueuedLeaseRenewal): string[] {
+    const now = q.now.getTime();
     const until = q.until.getTime();
     return q.deliveries.filter(
       (id) =>
         /^[0-9]{1,15}$/.test(id) &&
-        this.s.renewQueuedLease.run({ id: Number(id), owner: q.owner, until }).changes > 0,
+        this.s.renewQueuedLease.run({ id: Number(id), owner: q.owner, now, until }).changes > 0,
     );
   }
 
