@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { countDown } from '../counts.js';
 import type { AttemptOutcome, DeliveryJob, FinishedAttempt, LogProgress, Store } from '../store/store.js';
 import { tracing } from '../telemetry/tracing.js';
 import { eventPayload } from './event.js';
@@ -119,8 +120,8 @@ export interface DispatcherOptions {
  * stays leased until its attempt is recorded, so a crash before that sends it again (at least
  * once). Concurrency is bounded overall and per endpoint, so one slow or dead receiver delays no
  * other, and a receiver slow to answer gives the process's slot back (SLOW_SLOT_MS), so many of
- * them delay none either; nothing queues in memory beyond what is held (CLAIM_AHEAD). The slots are shared fairly between
- * users: claims put the owners this process holds the fewest deliveries of first, and a free slot
+ * them delay none either; nothing queues in memory beyond what is held (CLAIM_AHEAD). The slots
+ * are shared fairly between users: claims put the owners this process holds the fewest deliveries of first, and a free slot
  * goes to the waiting delivery of the owner with the fewest in flight, so one user's many endpoints
  * or long backlog (on one receiving host or many) cannot hold back another user's deliveries.
  */
@@ -532,15 +533,16 @@ export class Dispatcher {
         const until = now + this.leaseMs;
         // Of the endpoints asked for, the windows a waiting delivery needs renewed, and the queued
         // deliveries waiting whose own lease no longer covers them (and has not run out).
-        const uncovered = (id: string) =>
-          (this.waiting.get(id) ?? []).filter((w) => !this.covered(w.job, w.until));
+        const uncovered = new Map(
+          asked.map((id) => [id, (this.waiting.get(id) ?? []).filter((w) => !this.covered(w.job, w.until))]),
+        );
         const windows = new Map<string, LogWindow>();
-        for (const id of asked) {
+        for (const [id, list] of uncovered) {
           const w = this.windows.get(id);
-          if (w && uncovered(id).some((x) => this.heldWindow(x.job) === w)) windows.set(id, w);
+          if (w && list.some((x) => this.heldWindow(x.job) === w)) windows.set(id, w);
         }
         for (const w of windows.values()) w.leaseMax = Math.max(w.leaseMax, until);
-        const queued = asked.flatMap((id) => uncovered(id).filter((w) => this.renewable(w.job, w.until)));
+        const queued = [...uncovered.values()].flat().filter((w) => this.renewable(w.job, w.until));
         const [a, b] = await Promise.allSettled([
           windows.size === 0
             ? []
@@ -614,20 +616,14 @@ export class Dispatcher {
       released = true;
       if (slow === undefined) {
         this.slowTotal--;
-        const n = (this.slowBy.get(endpointId) ?? 1) - 1;
-        if (n <= 0) this.slowBy.delete(endpointId);
-        else this.slowBy.set(endpointId, n);
+        countDown(this.slowBy, endpointId);
       } else {
         clearTimeout(slow);
         this.inflightTotal--;
         this.slotMs += (this.clock() - sentAt - this.slotMs) / 8;
       }
-      const n = (this.inflight.get(endpointId) ?? 1) - 1;
-      if (n <= 0) this.inflight.delete(endpointId);
-      else this.inflight.set(endpointId, n);
-      const o = (this.ownerInflight.get(owner) ?? 1) - 1;
-      if (o <= 0) this.ownerInflight.delete(owner);
-      else this.ownerInflight.set(owner, o);
+      countDown(this.inflight, endpointId);
+      countDown(this.ownerInflight, owner);
       if (!this.stopped) this.pump();
       this.nudge(); // a slot is free
     };

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { countDown } from '../counts.js';
 import type { EventRecord, Store } from '../store/store.js';
 import { EventFeed, type FeedMember, sseMessage } from './feed.js';
 
@@ -146,9 +147,7 @@ export class EventStreams {
       release: () => {
         if (released) return;
         released = true;
-        const left = (this.perUser.get(user) ?? 1) - 1;
-        if (left <= 0) this.perUser.delete(user);
-        else this.perUser.set(user, left);
+        countDown(this.perUser, user);
       },
     };
   }

@@ -3,6 +3,8 @@
  * everyone (0: no limit). An export holds its place from the snapshot's first read until its
  * answer has been sent or abandoned, so slow readers cannot pile up past the limits.
  */
+import { countDown } from '../counts.js';
+
 export class ExportSlots {
   private readonly byUser = new Map<string, number>();
   private running = 0;
@@ -25,9 +27,7 @@ export class ExportSlots {
         if (released) return;
         released = true;
         this.running--;
-        const left = (this.byUser.get(user) ?? 1) - 1;
-        if (left <= 0) this.byUser.delete(user);
-        else this.byUser.set(user, left);
+        countDown(this.byUser, user);
       },
     };
   }
