@@ -1,7 +1,8 @@
-import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type BackupMade, backupOnThread } from '../store/sqlite/backup.js';
 import { inSpan } from '../telemetry/tracing.js';
+import { releaseLock, takeLock } from './file-lock.js';
 
 // Scheduled backups of a SQLite store by `serve` (contract section 12: --backup-dir, --backup-every,
 // --backup-keep). Every process serving the file runs a schedule; one of them takes each backup:
@@ -74,7 +75,7 @@ export class BackupSchedule {
       return this.failed(err);
     }
     try {
-      if (!this.lock()) return { skipped: 'locked' };
+      if (!takeLock(join(this.o.dir, LOCK))) return { skipped: 'locked' };
     } catch (err) {
       return this.failed(err);
     }
@@ -97,7 +98,7 @@ export class BackupSchedule {
     } catch (err) {
       return this.failed(err);
     } finally {
-      rmSync(join(this.o.dir, LOCK), { force: true });
+      releaseLock(join(this.o.dir, LOCK));
     }
   }
 
@@ -131,46 +132,5 @@ export class BackupSchedule {
     const old = all.slice(0, Math.max(0, all.length - this.o.keep));
     for (const f of old) rmSync(join(this.o.dir, f), { force: true });
     return old;
-  }
-
-  /**
-   * Takes the directory's lock file, holding this process's id. It appears with its content, linked
-   * from a file of this process's own (a link fails where the name exists): created empty and then
-   * written, another process could read it in between, find no id, and take it over as stale (two
-   * backups 3 ms apart, seen in CI). A lock whose process is gone (killed mid-backup), or older
-   * than a day, is taken over.
-   */
-  private lock(): boolean {
-    const path = join(this.o.dir, LOCK);
-    const mine = `${path}.${process.pid}`;
-    writeFileSync(mine, String(process.pid));
-    try {
-      for (let attempt = 0; attempt < 2; attempt++) {
-        try {
-          linkSync(mine, path);
-          return true;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        }
-        if (!this.stale(path)) return false;
-        rmSync(path, { force: true });
-      }
-      return false;
-    } finally {
-      rmSync(mine, { force: true });
-    }
-  }
-
-  private stale(path: string): boolean {
-    try {
-      if (statSync(path).mtimeMs < Date.now() - 86_400_000) return true;
-      const pid = Number(readFileSync(path, 'utf8'));
-      if (!Number.isInteger(pid) || pid <= 0) return true;
-      process.kill(pid, 0);
-      return false;
-    } catch (err) {
-      // ESRCH: no such process. (EPERM: it exists, under another user.)
-      return (err as NodeJS.ErrnoException).code !== 'EPERM';
-    }
   }
 }
