@@ -2,8 +2,8 @@
  * Search pages on PostgreSQL over a store filled the way imports fill one: each user's plants one
  * run of ids, going round its 4 gardens, so that each garden's plants come in runs (one per user
  * who writes there) rather than spread over the store. The walk (src/store/postgres/search.ts)
- * stops a garden at its budget; where one garden's run of matches ends the first walk short,
- * later walks go on from each garden's stop before the planned statement is asked.
+ * reads the gardens' plants in id order across them up to its budget; where the page is short
+ * there, later walks go on from its stop before the planned statement is asked.
  *
  *   npx tsx bench/search-runs.ts [--users 1000] [--per-user 1000] [--callers 200]
  *        [--terms mon,mon del,zzz] [--rounds 2] [--base DIR] [--pg URL]

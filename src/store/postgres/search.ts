@@ -40,56 +40,69 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
 
 /**
  * The walk: a search page across 1 to 8 gardens as a prepared statement, whose generic plan
- * PostgreSQL keeps (no parse or plan a call). Each garden's plants after the cursor are walked in
- * id order along its page index, at most `budget` of them (walkBudget), keeping the matches, and
- * the gardens' matches merged in id order, a garden padded with null reading nothing. A walk that
- * reaches its budget before `limit` matches adds a marker row (`cut`) at its last plant: every
- * match up to there is known, and the rest of the page is read from there by searchPage, which the
- * planner plans for the terms (a rare term along the GIN index). So a term common in the caller's
- * gardens costs one walk of at most the budget in each garden, and a rare one that more than
- * searchPage alone.
+ * PostgreSQL keeps (no parse or plan a call). The gardens' plants after the cursor are read in id
+ * order, merged across the gardens as a first sync's pages are (plant-queries.ts, mergedGardens):
+ * each garden's ids along its page index (an index-only scan), the gardens' ids under a Merge
+ * Append in id order that pulls from a garden only as the merge needs it, at most `budget` ids in
+ * all (walkBudget), and each id's plant read by its primary key and kept if it matches. So a page
+ * reads about as many plants as lie between the cursor and its `limit`-th match, in whichever
+ * gardens they are. A walk that reaches its budget before `limit` matches adds a marker row
+ * (`cut`) at its last plant: every match up to there is known, in every garden, and the rest of
+ * the page is read from there by a later walk or by searchPage, which the planner plans for the
+ * terms (a rare term along the GIN index). A garden padded with null reads nothing (its branch's
+ * one-time filter).
  *
- * The garden is asked as `= ANY (ARRAY[g])` and the walk ordered by (garden, id): asked as
- * `= g`, the garden is a constant to the planner, the order is id alone, and the generic plan of a
- * store of few gardens walked the primary key filtering by garden (for a small garden, the whole
- * table); no index but the garden's gives (garden, id). The price: the planner no longer knows a
- * garden's walk is in id order, so it sorts each garden's matches and the merge reads every walk
- * to its budget (about 200 plants in all for a page of 20). That is why the walk stops at 8
- * gardens: on 1,000,000 plants a caller in 20 gardens cost PostgreSQL 1.2–1.8 ms a search walked
- * this way, against 0.8–1.5 ms planned (`= g`, merged lazily, 0.64–0.86 ms, but not safe).
+ * Each garden was walked on its own before, `budget` plants a garden (50 of each of 4), its
+ * matches sorted and then merged: its garden was asked as `= ANY (ARRAY[g])` so that the generic
+ * plan could not walk the primary key filtering by garden, and so the planner did not know the
+ * walk was in id order. Where a store was filled one import at a time (each garden's plants in runs
+ * of ids), the page's matches lay in one or two gardens, whose walks stopped short, and a second
+ * walk went on in them: on `bench/size.ts`'s store of 10,000,000 plants a first page of `mon` read
+ * 412 plants in 2.06 statements on average over 100 callers, merged 129 in 1.01 (an emulation of
+ * both on that layout; 24 and 24 at 100,000). The primary key's walk is avoided here as for the
+ * first sync's pages: a branch reads ids alone, which the garden's index holds, so the planner
+ * weighs an index-only scan against the primary key's walk of the table and takes the index once
+ * the table is vacuumed (the planner's choice, never a wrong answer).
  *
- * Because the walk is an index scan, never a bitmap one, it marks the index entries of deleted
- * plants dead as it meets them, which a bitmap scan never does: after 40,000 creates and deletes
- * in a caller's 4 gardens of a 1,000,000-plant store (not vacuumed), searchPage's bitmap plan read
- * every deleted row's heap tuple on every search (303 searches/s, 5.7 ms of the backends' CPU
- * each); the walk, 855/s and 1.4 ms from the first search on (docs/benchmarks.md, "How cost grows
- * with size").
+ * Because each garden's walk is an index scan, never a bitmap one, it marks the index entries of
+ * deleted plants dead as it meets them (an index-only scan reads the table for a page not all
+ * visible, and marks an entry whose row is dead to every transaction), which a bitmap scan never
+ * does: after 40,000 creates and deletes in a caller's 4 gardens of a 1,000,000-plant store (not
+ * vacuumed), searchPage's bitmap plan read every deleted row's heap tuple on every search (303
+ * searches/s, 5.7 ms of the backends' CPU each); a walk, 855/s and 1.4 ms from the first search on
+ * (docs/benchmarks.md, "How cost grows with size").
  */
-// One garden's walk: the garden `g` (an expression; null: none), and the terms, cursor, budget,
-// limit and tag (none: any) as the expressions of `p`.
-const walkBranch = (
-  g: string,
+// The walk of the gardens `gs` (expressions; a null one reads nothing), with the terms, cursor,
+// budget, limit and tag (none: any) as the expressions of `p`.
+const walkOf = (
+  gs: readonly string[],
   p: { q: string; after: string; budget: string; limit: string; tag?: string },
-) =>
-  `(SELECT id, garden, name, tag, version, hit, n = ${p.budget} AS cut FROM (
-      SELECT id, garden, name, tag, version, search @@ ${p.q} AS hit, row_number() OVER (ORDER BY garden, id) AS n
-      FROM plants WHERE ${g} IS NOT NULL AND garden = ANY (ARRAY[${g}])${p.tag ? ` AND tag = ${p.tag}` : ''} AND id > ${p.after}
-      ORDER BY garden, id LIMIT ${p.budget}) w
-    WHERE hit OR n = ${p.budget} ORDER BY id LIMIT ${p.limit})`;
-const walkStatement = (n: number, tag: boolean) => {
-  // $1 the gardens, $2 the terms, $3 each garden's cursor (the id its walk starts after), $4 the
-  // budget, then the tag (with one), the limit.
-  const p = {
-    q: '$2::tsquery',
-    budget: '$4::bigint',
-    limit: tag ? '$6::bigint' : '$5::bigint',
-    ...(tag ? { tag: '$5::text' } : {}),
-  };
-  const branches = Array.from({ length: n }, (_, i) =>
-    walkBranch(`($1::text[])[${i + 1}]`, { ...p, after: `($3::bigint[])[${i + 1}]` }),
+) => {
+  const branches = gs.map(
+    (
+      g,
+    ) => `(SELECT id FROM plants WHERE ${g} IS NOT NULL AND garden = ${g}${p.tag ? ` AND tag = ${p.tag}` : ''}
+      AND id > ${p.after} ORDER BY id LIMIT ${p.budget})`,
   );
-  return `SELECT * FROM (${branches.join(' UNION ALL ')}) u ORDER BY id LIMIT ${p.limit}`;
+  return `SELECT u.id, w.garden, w.name, w.tag, w.version, w.hit, u.k = ${p.budget} AS cut FROM (
+      SELECT id, row_number() OVER (ORDER BY id) AS k FROM (
+        SELECT * FROM (${branches.join(' UNION ALL ')}) m ORDER BY id LIMIT ${p.budget}) m) u
+    CROSS JOIN LATERAL (SELECT garden, name, tag, version, search @@ ${p.q} AS hit
+      FROM plants WHERE plants.id = u.id LIMIT 1) w
+    WHERE w.hit OR u.k = ${p.budget} ORDER BY u.id LIMIT ${p.limit}`;
 };
+const walkStatement = (n: number, tag: boolean) =>
+  // $1 the gardens, $2 the terms, $3 the cursor, $4 the budget, then the tag (with one), the limit.
+  walkOf(
+    Array.from({ length: n }, (_, i) => `($1::text[])[${i + 1}]`),
+    {
+      q: '$2::tsquery',
+      after: '$3::bigint',
+      budget: '$4::bigint',
+      limit: tag ? '$6::bigint' : '$5::bigint',
+      ...(tag ? { tag: '$5::text' } : {}),
+    },
+  );
 /** How many gardens each walk statement takes (padded with null), as the list's merged pages. */
 const WALK_SIZES = [2, 4, 8] as const;
 type WalkSize = (typeof WALK_SIZES)[number];
@@ -111,22 +124,23 @@ type WalkName = `searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`;
  */
 const walksStatement = (tagged: boolean): string => {
   const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => i + 1);
-  const p = {
-    q: 'q.terms',
-    after: 'q.after_id',
-    budget: 'q.budget',
-    limit: 'q.lim',
-    ...(tagged ? { tag: 'q.tag' } : {}),
-  };
-  const branch = (slot: number) => walkBranch(`q.g${slot}`, p);
   const cols = slots.map((i) => `g${i}`).join(', ');
   const arrays = slots.map((i) => P(i, 'text[]')).join(', ');
   const k = WALK_MAX_GARDENS;
   const tag = tagged ? [`, ${P(k + 5, 'text[]')}`, ', tag'] : ['', ''];
+  const walk = walkOf(
+    slots.map((i) => `q.g${i}`),
+    {
+      q: 'q.terms',
+      after: 'q.after_id',
+      budget: 'q.budget',
+      limit: 'q.lim',
+      ...(tagged ? { tag: 'q.tag' } : {}),
+    },
+  );
   return `WITH q AS (SELECT * FROM unnest(${arrays}, ${P(k + 1, 'tsquery[]')}, ${P(k + 2, 'bigint[]')},
       ${P(k + 3, 'bigint[]')}, ${P(k + 4, 'bigint[]')}${tag[0]}) WITH ORDINALITY AS q(${cols}, terms, after_id, budget, lim${tag[1]}, n))
-    SELECT q.n, u.* FROM q CROSS JOIN LATERAL (SELECT * FROM (${slots.map(branch).join(' UNION ALL ')}) u
-      ORDER BY id LIMIT ${p.limit}) u`;
+    SELECT q.n, u.* FROM q CROSS JOIN LATERAL (${walk}) u`;
 };
 
 export const SEARCH_QUERIES = {
@@ -141,12 +155,11 @@ export const SEARCH_QUERIES = {
 };
 
 /**
- * Plants each garden's walk reads at most, for a page of `limit` across `gardens` gardens: ten
- * pages' worth between them, at least 50 a garden. So a term no plant of the gardens has costs
- * the walk about ten pages of plants (400 at most for a page of 20) before the planned statement.
+ * Plants a walk reads at most, for a page of `limit`: ten pages' worth, at least 50. So a term no
+ * plant of the gardens has costs the walk ten pages of plants (200 for a page of 20) before the
+ * planned statement.
  */
-const walkBudget = (limit: number, gardens: number): number =>
-  Math.max(50, Math.ceil((10 * limit) / gardens));
+const walkBudget = (limit: number): number => Math.max(50, 10 * limit);
 /** Pages longer than this (an export's) are read by searchPage alone: their walk would be long. */
 const WALK_MAX_LIMIT = 200;
 
@@ -160,8 +173,7 @@ export function searchWalk(q: PageQuery & { terms: string[] }): [WalkName, unkno
 export function walkCall(w: WalkArgs): [WalkName, unknown[]] {
   const n = WALK_SIZES.find((size) => size >= w.gardens.length)!;
   const padded = [...w.gardens, ...Array<null>(n - w.gardens.length).fill(null)];
-  const afters = w.gardens.map((_, i) => w.afters?.[i] ?? w.afterId);
-  const head = [padded, w.tsquery, [...afters, ...Array<number>(n - afters.length).fill(0)], w.budget];
+  const head = [padded, w.tsquery, w.afterId, w.budget];
   return w.tag === null
     ? [`searchWalk${n}`, [...head, w.limit]]
     : [`searchWalkTag${n}`, [...head, w.tag, w.limit]];
@@ -172,8 +184,6 @@ export interface WalkArgs {
   gardens: string[];
   tsquery: string;
   afterId: number;
-  /** Each garden's own cursor, in the order of `gardens` (a later round of SearchWalk); else afterId for all. */
-  afters?: number[];
   budget: number;
   tag: string | null;
   limit: number;
@@ -188,7 +198,7 @@ export function walkArgs(q: PageQuery & { terms: string[] }): WalkArgs | null {
     gardens,
     tsquery: tsquery(q.terms),
     afterId: q.afterId,
-    budget: walkBudget(q.limit, gardens.length),
+    budget: walkBudget(q.limit),
     tag: q.tag,
     limit: q.limit,
   };
@@ -199,7 +209,6 @@ export function walkArgs(q: PageQuery & { terms: string[] }): WalkArgs | null {
  * searchWalksTag when every one has one (the caller never mixes them).
  */
 export function walksCall(walks: readonly WalkArgs[]): ['searchWalks' | 'searchWalksTag', unknown[]] {
-  if (walks.some((w) => w.afters !== undefined)) throw new Error('walksCall: a later round walks alone');
   const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => walks.map((w) => w.gardens[i] ?? null));
   const values = [
     ...slots,
@@ -223,87 +232,57 @@ export interface WalkRow extends PagePlant {
 const MORE_ROUNDS = 2;
 
 /**
- * A search page read by walks (search.ts: the walk), round by round. Each round's rows say, for
- * each garden it walked, how far its matches are known: to its marker (`cut`), or, when the round's
- * answer was cut at `limit` rows, to the last of them, or to the garden's end. The page is whole
- * once `limit` matches lie at or below every unfinished garden's known end (or no garden is
- * unfinished). Otherwise a later round walks, each from its own end, only the gardens whose known
- * end lies below the page's `limit`-th match known so far (all unfinished ones while fewer are
- * known): so a page whose matches sit in one garden's run of plants (a store filled one user's
- * import at a time) walks on in that garden instead of giving up at its first marker. Rounds stop
- * after MORE_ROUNDS more, or when the rounds so far found fewer than a quarter page of matches (a
- * rare term: the planned statement, along the word index, is the better read); then `rest` says
- * where the planned statement reads on from. Each garden's walk starts strictly after its known
- * end, so no plant is counted twice, whatever snapshot each round read.
+ * A search page read by walks (search.ts: the walk), round by round. Each round's rows say how far
+ * the gardens' matches are known: to its marker (`cut`), or, when the round's answer was cut at
+ * `limit` rows, to the last of them, or, with neither, to the gardens' end. The page is whole once
+ * `limit` matches are known or the gardens' end was reached. Otherwise a later round walks on from
+ * the known end, up to MORE_ROUNDS more, unless the rounds so far found fewer than a quarter page
+ * of matches (a rare term: the planned statement, along the word index, is the better read); then
+ * `rest` says where the planned statement reads on from. Each round starts strictly after the
+ * known end, so no plant is counted twice, whatever snapshot each round read.
  */
 export class SearchWalk {
-  private readonly known = new Map<string, { end: number; done: boolean }>();
   private matches: PagePlant[] = [];
+  private end: number;
+  private done = false;
   private rounds = 0;
 
   constructor(private readonly first: WalkArgs) {
-    for (const g of first.gardens) this.known.set(g, { end: first.afterId, done: false });
+    this.end = first.afterId;
   }
 
   private get limit(): number {
     return this.first.limit;
   }
 
-  /** Takes one round's rows, for the gardens that round walked. */
-  take(walked: readonly string[], rows: readonly WalkRow[]): void {
+  /** Takes one round's rows. */
+  take(rows: readonly WalkRow[]): void {
     this.rounds++;
-    const cutAt = rows.length === this.limit ? rows[rows.length - 1]!.id : null;
-    const cuts = new Map<string, number>();
     for (const r of rows) {
-      if (r.hit) {
+      if (r.hit)
         this.matches.push({ id: r.id, garden: r.garden, name: r.name, tag: r.tag, version: r.version });
-      }
-      if (r.cut) cuts.set(r.garden, r.id);
     }
-    for (const g of walked) {
-      const k = this.known.get(g)!;
-      const end = cuts.get(g) ?? cutAt;
-      if (end === null) k.done = true;
-      // An answer cut at `limit` rows below where this garden's walk started says nothing new of
-      // it: its known end stays (lowered, a later walk would read its known matches again).
-      else k.end = Math.max(k.end, end);
-    }
-    this.matches.sort((a, b) => a.id - b.id);
-  }
-
-  /** How far every garden's matches are known: the least end of an unfinished garden. */
-  private bound(): number {
-    let b = Number.POSITIVE_INFINITY;
-    for (const k of this.known.values()) if (!k.done && k.end < b) b = k.end;
-    return b;
+    const last = rows[rows.length - 1];
+    if (last !== undefined && (rows.length === this.limit || last.cut))
+      this.end = Math.max(this.end, last.id);
+    else this.done = true;
   }
 
   /** The page, when the rounds so far make it whole. */
   page(): PagePlant[] | null {
-    const bound = this.bound();
-    const sure = this.matches.filter((m) => m.id <= bound);
-    if (sure.length >= this.limit || bound === Number.POSITIVE_INFINITY) return sure.slice(0, this.limit);
+    if (this.done || this.matches.length >= this.limit) return this.matches.slice(0, this.limit);
     return null;
   }
 
   /** The next round's walk, or null when the planned statement is to finish the page. */
   next(): WalkArgs | null {
     if (this.rounds > MORE_ROUNDS || this.matches.length < Math.ceil(this.limit / 4)) return null;
-    const last = this.matches.length >= this.limit ? this.matches[this.limit - 1]!.id : null;
-    const gardens = [...this.known].filter(([, k]) => !k.done && (last === null || k.end < last));
-    if (gardens.length === 0) return null;
-    return {
-      ...this.first,
-      gardens: gardens.map(([g]) => g),
-      afters: gardens.map(([, k]) => k.end),
-      budget: walkBudget(this.limit, gardens.length),
-    };
+    return { ...this.first, afterId: this.end };
   }
 
-  /** What the planned statement finishes: the matches known for sure, and the id it reads on from. */
+  /** What the planned statement finishes: the matches known, and the id it reads on from. */
   rest(): { page: PagePlant[]; from: number } {
-    const bound = this.bound();
-    return { page: this.matches.filter((m) => m.id <= bound), from: bound };
+    return { page: this.matches, from: this.end };
   }
 }
 

@@ -691,7 +691,6 @@ export class PgStore implements Store {
       // arrays or PostgreSQL's text would refuse, so that those fail alone. Later rounds alone.
       const alone = client !== this.pool || !batchable(q);
       walk.take(
-        first.gardens,
         alone
           ? (await this.q<WalkRow>(...walkCall(first), client)).rows
           : await (first.tag === null ? this.walks : this.taggedWalks).push(first),
@@ -701,7 +700,7 @@ export class PgStore implements Store {
         const more = walk.next();
         if (more === null) break;
         this.searchReads.again++;
-        walk.take(more.gardens, (await this.q<WalkRow>(...walkCall(more), client)).rows);
+        walk.take((await this.q<WalkRow>(...walkCall(more), client)).rows);
         whole = walk.page();
       }
       if (whole !== null) {
