@@ -673,8 +673,8 @@ export class PgStore implements Store {
   // A page of search's matches (search.ts): the walk's prepared statement where it applies, a few
   // rounds of it where the first leaves the page short (SearchWalk), then the statement planned for
   // the terms from where the walks stopped, or for the whole page. On `client` (an export's
-  // transaction) every statement reads one snapshot; on the pool each its own, each garden's walk
-  // after where the one before stopped and the planned statement after every walk's stop, so no
+  // transaction) every statement reads one snapshot; on the pool each its own, each walk after
+  // where the one before stopped and the planned statement after the last walk's stop, so no
   // plant is shown twice.
   private async searchPlants(
     q: PageQuery & { terms: string[] },
