@@ -172,8 +172,7 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       assert.ok(walk !== null);
       const [name, values] = walk;
       assert.equal(name, 'searchWalk4');
-      // Past 8 gardens the walk would read every garden's budget (it is sorted, not merged
-      // lazily): the planned statement answers.
+      // Past 8 gardens (the most a walk statement takes) the planned statement answers.
       assert.equal(
         searchWalk({
           gardens: g(0, 1, 2, 3, 4, 5, 6, 7, 8),
@@ -218,7 +217,7 @@ describe('postgres search across gardens: the walk', { skip }, () => {
         ['plants_pkey'],
       );
       // The page of 20 read about as many plants as lie up to its 20th match (every 7th plant a
-      // 'monstera', the three gardens holding 60 %, 30 % and 5 % of the store): not the budget
+      // 'monstera', the three gardens holding 50 %, 30 % and 5 % of the store): not the budget
       // of 200, nor every garden's own 20 matches.
       const read = byId[0]!['Actual Loops'];
       assert.ok(read >= 20 && read < 200, `the walk read ${read} plants`);

@@ -55,7 +55,7 @@ describe('SearchWalk', () => {
       [1, 2],
     );
     // An answer of fewer rows than the limit and no marker: the gardens ended, the page is what
-    // was found (here nothing).
+    // was found (here one plant; below, none).
     const ended = new SearchWalk(first(20));
     ended.take([row(5, 'c', true)]);
     assert.deepEqual(

@@ -103,7 +103,11 @@ const walkStatement = (n: number, tag: boolean) =>
       ...(tag ? { tag: '$5::text' } : {}),
     },
   );
-/** How many gardens each walk statement takes (padded with null), as the list's merged pages. */
+/**
+ * How many gardens each walk statement takes (padded with null), as the list's merged pages. Past 8
+ * (the batched statement's slots) the planned statement answers; the merged walk could serve 16 or
+ * 32 gardens as the first sync's pages do, not measured.
+ */
 const WALK_SIZES = [2, 4, 8] as const;
 type WalkSize = (typeof WALK_SIZES)[number];
 const WALK_MAX_GARDENS = WALK_SIZES[WALK_SIZES.length - 1]!;
