@@ -68,17 +68,31 @@ const acrossGardens = (cols: string, gardens: string, tag: string | null, after:
 // generic plan: 220 ms a page in place of 7).
 export const MERGED_SIZES = [2, 4, 8, 16, 32] as const;
 type MergedSize = (typeof MERGED_SIZES)[number];
+/**
+ * The ids after `after` of the gardens `gardens` (expressions; a null one reads nothing, its
+ * branch skipped by a one-time filter), with `tag` unless none, merged in id order and cut at
+ * `limit`: each garden's ids along plants_garden_page (or plants_garden_tag_page) under a Merge
+ * Append that pulls from a garden only as the merge needs it. The merged pages' core (below), and
+ * the search walk's (search.ts).
+ */
+export const mergedIds = (
+  gardens: readonly string[],
+  o: { tag?: string; after: string; limit: string },
+): string => {
+  const branches = gardens.map(
+    (g) => `(SELECT id FROM plants WHERE ${g} IS NOT NULL
+      AND garden = ${g}${o.tag ? ` AND tag = ${o.tag}` : ''}
+      AND id > ${o.after}
+      ORDER BY id LIMIT ${o.limit})`,
+  );
+  return `SELECT * FROM (${branches.join(' UNION ALL ')}) u
+    ORDER BY id LIMIT ${o.limit}`;
+};
 const mergedGardens = (n: number, tag: boolean) => {
   const [after, lim] = tag ? ['$3::bigint', '$4::bigint'] : ['$2::bigint', '$3::bigint'];
-  const branches = Array.from({ length: n }, (_, i) => {
-    const g = `($1::text[])[${i + 1}]`;
-    return `(SELECT id FROM plants WHERE ${g} IS NOT NULL
-      AND garden = ${g}${tag ? ' AND tag = $2::text' : ''}
-      AND id > ${after}
-      ORDER BY id LIMIT ${lim})`;
-  });
-  return `SELECT u.id, p.garden, p.name, p.tag, p.version FROM (SELECT * FROM (${branches.join(' UNION ALL ')}) u
-    ORDER BY id LIMIT ${lim}) u CROSS JOIN LATERAL (SELECT garden, name, tag, version FROM plants
+  const gardens = Array.from({ length: n }, (_, i) => `($1::text[])[${i + 1}]`);
+  const ids = mergedIds(gardens, { after, limit: lim, ...(tag ? { tag: '$2::text' } : {}) });
+  return `SELECT u.id, p.garden, p.name, p.tag, p.version FROM (${ids}) u CROSS JOIN LATERAL (SELECT garden, name, tag, version FROM plants
       WHERE plants.id = u.id LIMIT 1) p ORDER BY u.id`;
 };
 const MERGED_QUERIES = Object.fromEntries(

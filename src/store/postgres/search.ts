@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { indexedWords } from '../../search-text.js';
 import type { PagePlant, PageQuery } from '../store.js';
-import { P } from './plant-queries.js';
+import { mergedIds, P } from './plant-queries.js';
 
 // Search on PostgreSQL (contract 2's `q`): each plant's folded words (search-text.ts) in the
 // tsvector column `search`, written by every create and rename in its own statement, under a GIN
@@ -41,7 +41,7 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
 /**
  * The walk: a search page across 1 to 8 gardens as a prepared statement, whose generic plan
  * PostgreSQL keeps (no parse or plan a call). The gardens' plants after the cursor are read in id
- * order, merged across the gardens as a first sync's pages are (plant-queries.ts, mergedGardens):
+ * order, merged across the gardens as a first sync's pages are (plant-queries.ts, mergedIds):
  * each garden's ids along its page index (an index-only scan), the gardens' ids under a Merge
  * Append in id order that pulls from a garden only as the merge needs it, at most `budget` ids in
  * all (walkBudget), and each id's plant read by its primary key and kept if it matches. So a page
@@ -78,15 +78,9 @@ const walkOf = (
   gs: readonly string[],
   p: { q: string; after: string; budget: string; limit: string; tag?: string },
 ) => {
-  const branches = gs.map(
-    (
-      g,
-    ) => `(SELECT id FROM plants WHERE ${g} IS NOT NULL AND garden = ${g}${p.tag ? ` AND tag = ${p.tag}` : ''}
-      AND id > ${p.after} ORDER BY id LIMIT ${p.budget})`,
-  );
+  const ids = mergedIds(gs, { after: p.after, limit: p.budget, ...(p.tag ? { tag: p.tag } : {}) });
   return `SELECT u.id, w.garden, w.name, w.tag, w.version, w.hit, u.k = ${p.budget} AS cut FROM (
-      SELECT id, row_number() OVER (ORDER BY id) AS k FROM (
-        SELECT * FROM (${branches.join(' UNION ALL ')}) m ORDER BY id LIMIT ${p.budget}) m) u
+      SELECT id, row_number() OVER (ORDER BY id) AS k FROM (${ids}) m) u
     CROSS JOIN LATERAL (SELECT garden, name, tag, version, search @@ ${p.q} AS hit
       FROM plants WHERE plants.id = u.id LIMIT 1) w
     WHERE w.hit OR u.k = ${p.budget} ORDER BY u.id LIMIT ${p.limit}`;
