@@ -96,7 +96,8 @@ describe('every operation through Prism, validating against the served document'
         if (prism.exitCode !== null) throw new Error(`Prism exited: ${log}`);
         return /Prism is listening/.test(log);
       },
-      30_000,
+      // About 5 s usually; 30 s ran out on a machine many times slower than usual.
+      60_000,
     );
   });
   after(async () => {
