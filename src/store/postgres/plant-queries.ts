@@ -73,14 +73,14 @@ type MergedSize = (typeof MERGED_SIZES)[number];
  * branch skipped by a one-time filter), with `tag` unless none, merged in id order and cut at
  * `limit`: each garden's ids along plants_garden_page (or plants_garden_tag_page) under a Merge
  * Append that pulls from a garden only as the merge needs it. The merged pages' core (below), and
- * the search walk's (search.ts).
+ * the search walk's (search.ts). With `branch`, each id comes with its garden's ordinal (1 …) as `b`.
  */
 export const mergedIds = (
   gardens: readonly string[],
-  o: { tag?: string; after: string; limit: string },
+  o: { tag?: string; after: string; limit: string; branch?: boolean },
 ): string => {
   const branches = gardens.map(
-    (g) => `(SELECT id FROM plants WHERE ${g} IS NOT NULL
+    (g, i) => `(SELECT id${o.branch ? `, ${i + 1} AS b` : ''} FROM plants WHERE ${g} IS NOT NULL
       AND garden = ${g}${o.tag ? ` AND tag = ${o.tag}` : ''}
       AND id > ${o.after}
       ORDER BY id LIMIT ${o.limit})`,
