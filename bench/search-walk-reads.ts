@@ -63,24 +63,24 @@ interface Reads {
   planned: number;
 }
 
-/** The walk as the service runs it: one merged read of at most `budget` plants a statement. */
+/** The walk as the service runs it (without a tag): at most `budget` plants a statement, merged. */
 function merged(all: Plant[], gardens: string[], terms: string[], r: Reads): number[] {
   const first = walkArgs({ gardens, terms, afterId: 0, limit: LIMIT, tag: null, withVersion: true })!;
   const walk = new SearchWalk(first);
   const inOrder = [...all].sort((a, b) => a.id - b.id);
   const run = (after: number): WalkRow[] => {
     r.statements++;
-    // The merge pulls plants until the answer holds `limit` rows (matches, and the marker at the
-    // budget's last plant), the budget is read, or the gardens end.
+    // The gardens' ids merged and cut at the budget, then each garden's plants among them read
+    // (every one of them: the budget's, or to the gardens' end); the answer is the first `limit`
+    // rows of the matches and the marker at the budget's last plant.
     const rows: WalkRow[] = [];
     const read = inOrder.filter((q) => q.id > after).slice(0, first.budget);
+    r.plants += read.length;
     for (const [k, p] of read.entries()) {
-      r.plants++;
       const cut = k + 1 === first.budget;
       if (p.hit || cut) rows.push({ ...row(p), cut });
-      if (rows.length === LIMIT) break;
     }
-    return rows;
+    return rows.slice(0, LIMIT);
   };
   walk.take(run(0));
   let page = walk.page();

@@ -43,14 +43,17 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
  * PostgreSQL keeps (no parse or plan a call). The gardens' plants after the cursor are read in id
  * order, merged across the gardens as a first sync's pages are (plant-queries.ts, mergedIds):
  * each garden's ids along its page index (an index-only scan), the gardens' ids under a Merge
- * Append in id order that pulls from a garden only as the merge needs it, at most `budget` ids in
- * all (walkBudget), and each id's plant read by its primary key and kept if it matches. So a page
- * reads about as many plants as lie between the cursor and its `limit`-th match, in whichever
- * gardens they are. A walk that reaches its budget before `limit` matches adds a marker row
- * (`cut`) at its last plant: every match up to there is known, in every garden, and the rest of
- * the page is read from there by a later walk or by searchPage, which the planner plans for the
- * terms (a rare term along the GIN index). A garden padded with null reads nothing (its branch's
- * one-time filter).
+ * Append in id order that pulls from a garden only as the merge needs it, cut at `budget` ids
+ * (walkBudget); then each garden's plants among those ids, read along the same index, each kept if
+ * it matches (with a tag, each id's plant by its primary key: walkOf). So a page reads the plants
+ * up to the budget in id order, in whichever gardens they are, a few pages of the table a garden.
+ * Read by id, as the merge first had it, each plant cost four buffers (the primary key's descent
+ * and the row): on a 10,000,000-plant store a search cost PostgreSQL 626-686 µs, against 312-341
+ * read along the gardens' index (docs/benchmarks.md). A walk that reaches its budget before
+ * `limit` matches adds a marker row (`cut`) at its last plant: every match up to there is known,
+ * in every garden, and the rest of the page is read from there by a later walk or by searchPage,
+ * which the planner plans for the terms (a rare term along the GIN index). A garden padded with
+ * null reads nothing (its branch's one-time filter).
  *
  * Each garden was walked on its own before, `budget` plants a garden (50 of each of 4), its
  * matches sorted and then merged: its garden was asked as `= ANY (ARRAY[g])` so that the generic
@@ -58,7 +61,7 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
  * walk was in id order. Where a store was filled one import at a time (each garden's plants in runs
  * of ids), the page's matches lay in one or two gardens, whose walks stopped short, and a second
  * walk went on in them: on `bench/size.ts`'s store of 10,000,000 plants a first page of `mon` read
- * 412 plants in 2.06 statements on average over 100 callers, merged 129 in 1.01 (an emulation of
+ * 412 plants in 2.06 statements on average over 100 callers, merged 202 in 1.01 (an emulation of
  * both on that layout; 24 and 24 at 100,000). The primary key's walk is avoided here as for the
  * first sync's pages: a branch reads ids alone, which the garden's index holds, so the planner
  * weighs an index-only scan against the primary key's walk of the table and takes the index once
