@@ -314,8 +314,8 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       // Delete the first 4,000 plants of garden 0 (no vacuum): a walk reads their rows in the
       // table and marks their index entries dead, once no transaction of the database can still
       // see them; the walks after it skip them. (A bitmap scan would read them on every walk.)
-      // Counted in garden 0's branch of the merge: the plants the page reads by id cost the same
-      // in every walk.
+      // Counted in garden 0's branch of the merge: the plants the page reads after it, along the
+      // gardens' index, are the same in every walk.
       await db.query(`DELETE FROM plants WHERE garden = 'gdn_s0' AND id <= 8000`);
       const blocks = (p: PlanNode) => {
         const branch = planNodes(p).find((n) => n['Node Type'] === 'Merge Append')!.Plans![0]!;
@@ -348,8 +348,8 @@ describe('postgres search across gardens: the walk', { skip }, () => {
       const want = matching(db);
 
       // The first page of a common term across the four: the walk reads the plants in id order
-      // across the gardens, wherever they lie (here ids 1 to 140, c0's and c1's run), and the page
-      // is whole in one walk. (Each garden walked on its own to 50 plants, the page took two:
+      // across the gardens, wherever they lie (here the budget's ids 1 to 200, c0's and c1's run,
+      // the page's 20 matches up to id 140), and the page is whole in one walk. (Each garden walked on its own to 50 plants, the page took two:
       // c0's and c1's first 50 held 14 matches.)
       const before = { ...store.searchReads };
       const q = {

@@ -45,15 +45,18 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
  * each garden's ids along its page index (an index-only scan), the gardens' ids under a Merge
  * Append in id order that pulls from a garden only as the merge needs it, cut at `budget` ids
  * (walkBudget); then each garden's plants among those ids, read along the same index, each kept if
- * it matches (with a tag, each id's plant by its primary key: walkOf). So a page reads the plants
- * up to the budget in id order, in whichever gardens they are, a few pages of the table a garden.
+ * it matches (with a tag, each id's plant by its primary key, stopping at the page's `limit`-th
+ * match: walkOf). So a page without a tag reads the plants up to the budget in id order (or to the
+ * gardens' end), in whichever gardens they are: a few pages of the table a garden where imports
+ * wrote its plants together, up to a page a plant where they are interleaved with others'. A dense
+ * term reads the budget's plants (200 for a page of 20) though its matches lie in the first few.
  * Read by id, as the merge first had it, each plant cost four buffers (the primary key's descent
- * and the row): on a 10,000,000-plant store a search cost PostgreSQL 626-686 µs, against 312-341
+ * and the row): on a 10,000,000-plant store a search cost PostgreSQL 626-686 µs, against 323-341
  * read along the gardens' index (docs/benchmarks.md). A walk that reaches its budget before
  * `limit` matches adds a marker row (`cut`) at its last plant: every match up to there is known,
  * in every garden, and the rest of the page is read from there by a later walk or by searchPage,
  * which the planner plans for the terms (a rare term along the GIN index). A garden padded with
- * null reads nothing (its branch's one-time filter).
+ * null reads nothing: its ids' branch is skipped by a one-time filter, and its plants' by `LIMIT 0`.
  *
  * Each garden was walked on its own before, `budget` plants a garden (50 of each of 4), its
  * matches sorted and then merged: its garden was asked as `= ANY (ARRAY[g])` so that the generic
@@ -80,9 +83,9 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
 // cursor, merged in id order and cut at the budget. Without a tag, `e` holds the last of them,
 // whether the budget was reached, and how many each garden gave (c1 …), and then each garden's
 // first that many plants after the cursor are read along its page index (`gardenRun`), each tested
-// against the terms: a few pages of the table a garden, where its plants lie together. With a tag,
-// each merged id's plant is read by its id. Then the matches and the marker row, in id order, cut
-// at the limit.
+// against the terms: a few pages of the table a garden, where imports wrote its plants together.
+// With a tag, each merged id's plant is read by its id. Then the matches and the marker row, in id
+// order, cut at the limit.
 const walkOf = (
   gs: readonly string[],
   p: { q: string; after: string; budget: string; limit: string; tag?: string },
@@ -98,10 +101,10 @@ const walkOf = (
   const ids = mergedIds(gs, { after: p.after, limit: p.budget, branch: true });
   const counts = gs.map((_, i) => `count(*) FILTER (WHERE b = ${i + 1}) AS c${i + 1}`).join(', ');
   const plants = gs.map((g, i) => `(${gardenRun(g, p, `e.c${i + 1}`)})`).join(' UNION ALL ');
-  return `SELECT w.id, w.garden, w.name, w.tag, w.version, w.hit, e.full AND w.id = e.hi AS cut FROM (
-      SELECT max(id) AS hi, count(*) = ${p.budget} AS full, ${counts} FROM (${ids}) m) e
+  return `SELECT w.id, w.garden, w.name, w.tag, w.version, w.hit, e.filled AND w.id = e.hi AS cut FROM (
+      SELECT max(id) AS hi, count(*) = ${p.budget} AS filled, ${counts} FROM (${ids}) m) e
     CROSS JOIN LATERAL (${plants}) w
-    WHERE w.hit OR (e.full AND w.id = e.hi) ORDER BY w.id LIMIT ${p.limit}`;
+    WHERE w.hit OR (e.filled AND w.id = e.hi) ORDER BY w.id LIMIT ${p.limit}`;
 };
 // The first `lim` plants of garden `g` after the cursor, each with whether it matches. Spelt as a
 // row comparison and ordered by the index's own columns, as the list's pages are
