@@ -37,7 +37,9 @@ const layout = JSON.parse(readFileSync(join(ROOT, '.tmp', `size-pg-${plants}-v1.
 const gardens = layout.gardens[5000]!;
 const url = new URL(opt.pg!);
 url.pathname = `/plantstore_size_${plants}`;
-const client = new pg.Client({ connectionString: url.toString() });
+// Without JIT, as the service's connections run (src/store/postgres/store.ts): the walk's generic
+// plan is estimated past jit_above_cost on a large store, and each call would compile it (42 ms).
+const client = new pg.Client({ connectionString: url.toString(), options: '-c jit=off' });
 await client.connect();
 const ticks = 100; // USER_HZ, as on every Linux this runs on
 const backendCpuMs = (pid: number): number => {
