@@ -349,8 +349,8 @@ describe('postgres search across gardens: the walk', { skip }, () => {
 
       // The first page of a common term across the four: the walk reads the plants in id order
       // across the gardens, wherever they lie (here the budget's ids 1 to 200, c0's and c1's run,
-      // the page's 20 matches up to id 140), and the page is whole in one walk. (Each garden walked on its own to 50 plants, the page took two:
-      // c0's and c1's first 50 held 14 matches.)
+      // the page's 20 matches up to id 140), and the page is whole in one walk. (Each garden walked
+      // on its own to 50 plants, the page took two: c0's and c1's first 50 held 14 matches.)
       const before = { ...store.searchReads };
       const q = {
         gardens: c(0, 1, 2, 3),

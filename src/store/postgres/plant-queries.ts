@@ -33,8 +33,9 @@ const G1 = P(1, 'text[]');
 // for tags): only then does the one right index yield the order asked for. The planner cannot see
 // the values in the arrays, and given the equality it may walk the primary key in id order and
 // filter, which reads the whole table for a small garden or a rare tag. (The database's collation is
-// deterministic, equal meaning byte-equal, so both spellings select the same rows.)
-const gardenPage = (cols: string, g: string, tag: string | null, after: string, lim: string) =>
+// deterministic, equal meaning byte-equal, so both spellings select the same rows.) The search
+// walk reads a garden's plants the same way (search.ts).
+export const gardenPage = (cols: string, g: string, tag: string | null, after: string, lim: string) =>
   tag === null
     ? `SELECT ${cols} FROM plants WHERE (garden, id) > (${g}, ${after}) AND garden <= ${g}
         ORDER BY garden, id LIMIT ${lim}`

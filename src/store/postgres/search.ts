@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { indexedWords } from '../../search-text.js';
 import type { PagePlant, PageQuery } from '../store.js';
-import { mergedIds, P } from './plant-queries.js';
+import { gardenPage, mergedIds, P } from './plant-queries.js';
 
 // Search on PostgreSQL (contract 2's `q`): each plant's folded words (search-text.ts) in the
 // tsvector column `search`, written by every create and rename in its own statement, under a GIN
@@ -82,10 +82,15 @@ export function searchPage(q: PageQuery & { terms: string[] }): { text: string; 
 // budget, limit and tag (none: any) as the expressions of `p`. First the gardens' ids after the
 // cursor, merged in id order and cut at the budget. Without a tag, `e` holds the last of them,
 // whether the budget was reached, and how many each garden gave (c1 …), and then each garden's
-// first that many plants after the cursor are read along its page index (`gardenRun`), each tested
-// against the terms: a few pages of the table a garden, where imports wrote its plants together.
-// With a tag, each merged id's plant is read by its id. Then the matches and the marker row, in id
-// order, cut at the limit.
+// first that many plants after the cursor are read along its page index, as a list page reads them
+// (gardenPage: spelt so that the generic plan cannot walk the primary key filtering by garden,
+// which PostgreSQL chose, on a store of few gardens, when a garden was asked as `garden = g`
+// ordered by id), each tested against the terms: a few pages of the table a garden, where imports
+// wrote its plants together. With a tag, each merged id's plant is read by its id: no spelling
+// held there (ordered by (garden, tag, id), PostgreSQL read a small store's garden along
+// plants_garden_page and sorted it; asked as `garden = g AND tag = t` ordered by id, it walked
+// plants_tag_id filtering by garden). Then the matches and the marker row, in id order, cut at the
+// limit.
 const walkOf = (
   gs: readonly string[],
   p: { q: string; after: string; budget: string; limit: string; tag?: string },
@@ -100,24 +105,14 @@ const walkOf = (
   }
   const ids = mergedIds(gs, { after: p.after, limit: p.budget, branch: true });
   const counts = gs.map((_, i) => `count(*) FILTER (WHERE b = ${i + 1}) AS c${i + 1}`).join(', ');
-  const plants = gs.map((g, i) => `(${gardenRun(g, p, `e.c${i + 1}`)})`).join(' UNION ALL ');
+  const plants = gs
+    .map((g, i) => `(${gardenPage(`${COLS}, search @@ ${p.q} AS hit`, g, null, p.after, `e.c${i + 1}`)})`)
+    .join(' UNION ALL ');
   return `SELECT w.id, w.garden, w.name, w.tag, w.version, w.hit, e.filled AND w.id = e.hi AS cut FROM (
       SELECT max(id) AS hi, count(*) = ${p.budget} AS filled, ${counts} FROM (${ids}) m) e
     CROSS JOIN LATERAL (${plants}) w
     WHERE w.hit OR (e.filled AND w.id = e.hi) ORDER BY w.id LIMIT ${p.limit}`;
 };
-// The first `lim` plants of garden `g` after the cursor, each with whether it matches. Spelt as a
-// row comparison and ordered by the index's own columns, as the list's pages are
-// (plant-queries.ts): only the garden's page index yields that order, so the generic plan cannot
-// walk the primary key filtering by garden, which in a store of few gardens, one of them small,
-// reads most of the table (a plan PostgreSQL chose for such a store when a garden was asked as
-// `garden = g` ordered by id). With a tag there is no such spelling: ordered by (garden, tag, id),
-// PostgreSQL still read a small store's garden along plants_garden_page and sorted it, and asked
-// as `garden = g AND tag = t` ordered by id, it walked plants_tag_id filtering by garden; so the
-// tagged walk reads its plants by id.
-const gardenRun = (g: string, p: { q: string; after: string }, lim: string) =>
-  `SELECT ${COLS}, search @@ ${p.q} AS hit FROM plants WHERE (garden, id) > (${g}, ${p.after})
-      AND garden <= ${g} ORDER BY garden, id LIMIT ${lim}`;
 const walkStatement = (n: number, tag: boolean) =>
   // $1 the gardens, $2 the terms, $3 the cursor, $4 the budget, then the tag (with one), the limit.
   walkOf(
