@@ -113,22 +113,10 @@ const walkOf = (
     CROSS JOIN LATERAL (${plants}) w
     WHERE w.hit OR (e.filled AND w.id = e.hi) ORDER BY w.id LIMIT ${p.limit}`;
 };
-const walkStatement = (n: number, tag: boolean) =>
-  // $1 the gardens, $2 the terms, $3 the cursor, $4 the budget, then the tag (with one), the limit.
-  walkOf(
-    Array.from({ length: n }, (_, i) => `($1::text[])[${i + 1}]`),
-    {
-      q: '$2::tsquery',
-      after: '$3::bigint',
-      budget: '$4::bigint',
-      limit: tag ? '$6::bigint' : '$5::bigint',
-      ...(tag ? { tag: '$5::text' } : {}),
-    },
-  );
 /**
- * How many gardens each walk statement takes (padded with null), as the list's merged pages. Past 8
- * (the batched statement's slots) the planned statement answers; the merged walk could serve 16 or
- * 32 gardens as the first sync's pages do, not measured.
+ * How many gardens each single walk's statement takes (padded with null), as the list's merged
+ * pages; the batched statements take 8. Past 8 the planned statement answers; the merged walk could
+ * serve 16 or 32 gardens as the first sync's pages do, not measured.
  */
 const WALK_SIZES = [2, 4, 8] as const;
 type WalkSize = (typeof WALK_SIZES)[number];
@@ -139,21 +127,26 @@ type WalkName = `searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`;
 /**
  * The walks of several searches without a tag in one statement (the searches that arrive in one
  * turn of the event loop, as the list's pages are batched: plant-reads.ts): each search a row of
- * `q`, its gardens in the columns g1 … g8 (null past its own), and each row of the answer tagged
- * with its search's ordinal n. Each search's walk is walkStatement's, its values read from its row
- * of `q` instead of from parameters. Each array is read through a subquery, `(SELECT $1::text[])`,
- * as listPages' are (plant-queries.ts): a bare parameter's length is known to a plan made for the
- * call's values and not to the generic one, so PostgreSQL judged every generic plan dearer and
- * planned each call afresh. Searches with a tag have a statement of their own (`tagged`: every
- * row a tag, in one more column): the tag is an index condition of a garden's walk only when
- * every row has one, which a shared statement's `tag IS NULL OR` would undo.
+ * `q`, its gardens in the columns g1 … g`slots` (null past its own), and each row of the answer
+ * tagged with its search's ordinal n. Each search's walk is walkOf's, its values read from its row
+ * of `q`. A single walk is the same statement with one row, and as many slots as its gardens need
+ * (WALK_SIZES). Each array is read through a subquery, `(SELECT $1::text[])`, as listPages' are
+ * (plant-queries.ts): a bare parameter's length is known to a plan made for the call's values and
+ * not to the generic one, so PostgreSQL judged every generic plan dearer and planned each call
+ * afresh. A single walk took its values as bare parameters before (the gardens as `$1[i]`, the
+ * cursor, budget and limit as scalars), and on a 10,000,000-plant store PostgreSQL planned every
+ * call afresh (12 custom plans of 12; 0.47 ms of planning a call): 615-745 µs of a backend a
+ * walk, against 225-245 as one row of this statement (bench/search-walk-cost.ts; at 100,000 it
+ * kept the generic plan, 90-105 µs, and one row of this statement costs 100-120).
+ * Searches with a tag have a statement of their own (`tagged`: every row a tag, in one more
+ * column): the tag is an index condition of a garden's walk only when every row has one, which a
+ * shared statement's `tag IS NULL OR` would undo.
  */
-const walksStatement = (tagged: boolean): string => {
-  const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => i + 1);
+const walksStatement = (n: number, tagged: boolean): string => {
+  const slots = Array.from({ length: n }, (_, i) => i + 1);
   const cols = slots.map((i) => `g${i}`).join(', ');
   const arrays = slots.map((i) => P(i, 'text[]')).join(', ');
-  const k = WALK_MAX_GARDENS;
-  const tag = tagged ? [`, ${P(k + 5, 'text[]')}`, ', tag'] : ['', ''];
+  const tag = tagged ? [`, ${P(n + 5, 'text[]')}`, ', tag'] : ['', ''];
   const walk = walkOf(
     slots.map((i) => `q.g${i}`),
     {
@@ -164,20 +157,20 @@ const walksStatement = (tagged: boolean): string => {
       ...(tagged ? { tag: 'q.tag' } : {}),
     },
   );
-  return `WITH q AS (SELECT * FROM unnest(${arrays}, ${P(k + 1, 'tsquery[]')}, ${P(k + 2, 'bigint[]')},
-      ${P(k + 3, 'bigint[]')}, ${P(k + 4, 'bigint[]')}${tag[0]}) WITH ORDINALITY AS q(${cols}, terms, after_id, budget, lim${tag[1]}, n))
+  return `WITH q AS (SELECT * FROM unnest(${arrays}, ${P(n + 1, 'tsquery[]')}, ${P(n + 2, 'bigint[]')},
+      ${P(n + 3, 'bigint[]')}, ${P(n + 4, 'bigint[]')}${tag[0]}) WITH ORDINALITY AS q(${cols}, terms, after_id, budget, lim${tag[1]}, n))
     SELECT q.n, u.* FROM q CROSS JOIN LATERAL (${walk}) u`;
 };
 
 export const SEARCH_QUERIES = {
   ...(Object.fromEntries(
     WALK_SIZES.flatMap((n) => [
-      [`searchWalk${n}`, walkStatement(n, false)],
-      [`searchWalkTag${n}`, walkStatement(n, true)],
+      [`searchWalk${n}`, walksStatement(n, false)],
+      [`searchWalkTag${n}`, walksStatement(n, true)],
     ]),
   ) as Record<WalkName, string>),
-  searchWalks: walksStatement(false),
-  searchWalksTag: walksStatement(true),
+  searchWalks: walksStatement(WALK_MAX_GARDENS, false),
+  searchWalksTag: walksStatement(WALK_MAX_GARDENS, true),
 };
 
 /**
@@ -195,14 +188,10 @@ export function searchWalk(q: PageQuery & { terms: string[] }): [WalkName, unkno
   return w === null ? null : walkCall(w);
 }
 
-/** The statement and values of one walk alone. */
+/** The statement and values of one walk alone: one row, in the fewest slots its gardens fit. */
 export function walkCall(w: WalkArgs): [WalkName, unknown[]] {
   const n = WALK_SIZES.find((size) => size >= w.gardens.length)!;
-  const padded = [...w.gardens, ...Array<null>(n - w.gardens.length).fill(null)];
-  const head = [padded, w.tsquery, w.afterId, w.budget];
-  return w.tag === null
-    ? [`searchWalk${n}`, [...head, w.limit]]
-    : [`searchWalkTag${n}`, [...head, w.tag, w.limit]];
+  return [w.tag === null ? `searchWalk${n}` : `searchWalkTag${n}`, walkValues([w], n)];
 }
 
 /** A search the walk answers (searchWalk), as one row of searchWalks. */
@@ -235,7 +224,15 @@ export function walkArgs(q: PageQuery & { terms: string[] }): WalkArgs | null {
  * searchWalksTag when every one has one (the caller never mixes them).
  */
 export function walksCall(walks: readonly WalkArgs[]): ['searchWalks' | 'searchWalksTag', unknown[]] {
-  const slots = Array.from({ length: WALK_MAX_GARDENS }, (_, i) => walks.map((w) => w.gardens[i] ?? null));
+  const tagged = walks[0]?.tag != null;
+  if (walks.some((w) => (w.tag !== null) !== tagged))
+    throw new Error('walksCall: tagged and untagged walks mixed');
+  return [tagged ? 'searchWalksTag' : 'searchWalks', walkValues(walks, WALK_MAX_GARDENS)];
+}
+
+/** The values of walksStatement(n, …) for these walks (all with a tag, or none). */
+function walkValues(walks: readonly WalkArgs[], n: number): unknown[] {
+  const slots = Array.from({ length: n }, (_, i) => walks.map((w) => w.gardens[i] ?? null));
   const values = [
     ...slots,
     walks.map((w) => w.tsquery),
@@ -243,10 +240,7 @@ export function walksCall(walks: readonly WalkArgs[]): ['searchWalks' | 'searchW
     walks.map((w) => w.budget),
     walks.map((w) => w.limit),
   ];
-  const tagged = walks[0]?.tag != null;
-  if (walks.some((w) => (w.tag !== null) !== tagged))
-    throw new Error('walksCall: tagged and untagged walks mixed');
-  return tagged ? ['searchWalksTag', [...values, walks.map((w) => w.tag)]] : ['searchWalks', values];
+  return walks[0]?.tag != null ? [...values, walks.map((w) => w.tag)] : values;
 }
 
 export interface WalkRow extends PagePlant {
