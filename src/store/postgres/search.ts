@@ -134,10 +134,12 @@ type WalkName = `searchWalk${WalkSize}` | `searchWalkTag${WalkSize}`;
  * (plant-queries.ts): a bare parameter's length is known to a plan made for the call's values and
  * not to the generic one, so PostgreSQL judged every generic plan dearer and planned each call
  * afresh. A single walk took its values as bare parameters before (the gardens as `$1[i]`, the
- * cursor, budget and limit as scalars), and on a 10,000,000-plant store PostgreSQL planned every
- * call afresh (12 custom plans of 12; 0.47 ms of planning a call): 615-745 µs of a backend a
- * walk, against 225-245 as one row of this statement (bench/search-walk-cost.ts; at 100,000 it
- * kept the generic plan, 90-105 µs, and one row of this statement costs 100-120).
+ * cursor, budget and limit as scalars); whether PostgreSQL kept its generic plan then hung on the
+ * table's statistics: on one build of a 10,000,000-plant store it planned every call afresh (12
+ * custom plans of 12; 0.47 ms of planning a call), 615-745 µs of a backend a walk against 225-245
+ * as one row of this statement (bench/search-walk-cost.ts); on a second build of the same store
+ * it kept the generic plan, 225-235 µs either way; at 100,000 it kept it too (90-105 µs; one row
+ * of this statement 100-120).
  * Searches with a tag have a statement of their own (`tagged`: every row a tag, in one more
  * column): the tag is an index condition of a garden's walk only when every row has one, which a
  * shared statement's `tag IS NULL OR` would undo.
