@@ -11,7 +11,15 @@
  *
  *   npx tsx bench/size.ts --size 100000 --engine postgres --keep     # once, to make the store
  *   npx tsx bench/search-walk-cost.ts --size 100000 [--calls 2000] [--term mon] [--rounds 3]
- *       [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ *       [--pg postgres://postgres@127.0.0.1:5432/postgres] [--one-phase]
+ *
+ * `--one-phase` times, with the same values, a walk the service does not run (docs/benchmarks.md,
+ * "A walk in one phase over a covering index"): each garden's plants and their match read by an
+ * index-only scan, merged in id order, cut at the budget, numbered, and filtered to the matches and
+ * the marker, streaming, so that it stops at the page's last match. It needs an index PostgreSQL
+ * can read it from, made by hand on the store first:
+ *   CREATE INDEX plants_walk_cover ON plants (garden, id) INCLUDE (name, tag, version, search);
+ *   VACUUM plants;
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -27,6 +35,7 @@ const { values: opt } = parseArgs({
     term: { type: 'string', default: 'mon' },
     rounds: { type: 'string', default: '3' },
     pg: { type: 'string', default: BENCH_PG },
+    'one-phase': { type: 'boolean', default: false },
   },
 });
 const ROOT = resolve(import.meta.dirname, '..');
@@ -41,6 +50,26 @@ url.pathname = `/plantstore_size_${plants}`;
 // plan is estimated past jit_above_cost on a large store, and each call would compile it (42 ms).
 const client = new pg.Client({ connectionString: url.toString(), options: '-c jit=off' });
 await client.connect();
+// The one-phase walk of `n` gardens, with walksStatement's values (search.ts): $1 … $n the gardens,
+// then the terms, cursor, budget and limit, each an array of one.
+const onePhase = (n: number): string => {
+  const slots = Array.from({ length: n }, (_, i) => i + 1);
+  const branches = slots
+    .map(
+      (i) => `(SELECT id, garden, name, tag, version, search @@ q.terms AS hit FROM plants
+        WHERE q.g${i} IS NOT NULL AND garden = q.g${i} AND id > q.after_id ORDER BY id LIMIT q.budget)`,
+    )
+    .join(' UNION ALL ');
+  const arrays = slots.map((i) => `(SELECT $${i}::text[])`).join(', ');
+  const [t, a, b, l] = [1, 2, 3, 4].map((k) => `(SELECT $${n + k}::${k === 1 ? 'tsquery' : 'bigint'}[])`);
+  return `WITH q AS (SELECT * FROM unnest(${arrays}, ${t}, ${a}, ${b}, ${l})
+      WITH ORDINALITY AS q(${slots.map((i) => `g${i}`).join(', ')}, terms, after_id, budget, lim, n))
+    SELECT q.n, u.* FROM q CROSS JOIN LATERAL (
+      SELECT m.id, m.garden, m.name, m.tag, m.version, m.hit, m.k = q.budget AS cut FROM (
+        SELECT u.*, row_number() OVER (ORDER BY u.id) AS k FROM (
+          SELECT * FROM (${branches}) b ORDER BY id LIMIT q.budget) u) m
+      WHERE m.hit OR m.k = q.budget ORDER BY m.id LIMIT q.lim) u`;
+};
 const ticks = 100; // USER_HZ, as on every Linux this runs on
 const backendCpuMs = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -58,7 +87,7 @@ try {
   } as Parameters<typeof searchWalk>[0]);
   if (walk === null || walk[0] !== 'searchWalk4') throw new Error('the caller is not in 4 gardens');
   const [name, values] = walk;
-  const text = SEARCH_QUERIES[name];
+  const text = opt['one-phase'] ? onePhase(4) : SEARCH_QUERIES[name];
   const rows = (await client.query({ name, text, values })).rows as { hit: boolean }[];
   console.log(
     `plantstore_size_${plants}, u5000's 4 gardens, term ${JSON.stringify(opt.term)}: the walk answers ${rows.filter((r) => r.hit).length} matches (${rows.length} rows)`,
