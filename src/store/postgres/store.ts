@@ -664,10 +664,17 @@ export class PgStore implements Store {
   private readonly taggedWalks = new CallBatch((ws: WalkArgs[]) => this.walkBatch(ws), IN_FLIGHT);
 
   private async walkBatch(ws: WalkArgs[]): Promise<WalkRow[][]> {
-    if (ws.length === 1) return [(await this.q<WalkRow>(...walkCall(ws[0]!))).rows];
+    if (ws.length === 1) return [await this.walkAlone(ws[0]!)];
     this.searchReads.batched += ws.length;
     const { rows } = await this.q<WalkRow & { n: number }>(...walksCall(ws));
     return perCall(rows, ws.length, (r): WalkRow => r);
+  }
+
+  // One walk in its statement with one row (search.ts, walkCall), its rows in id order as perCall
+  // puts a batch's.
+  private async walkAlone(w: WalkArgs, client: pg.Pool | pg.PoolClient = this.pool): Promise<WalkRow[]> {
+    const { rows } = await this.q<WalkRow & { n: number }>(...walkCall(w), client);
+    return perCall(rows, 1, (r): WalkRow => r)[0]!;
   }
 
   // A page of search's matches (search.ts): the walk's prepared statement where it applies, a few
@@ -692,7 +699,7 @@ export class PgStore implements Store {
       const alone = client !== this.pool || !batchable(q);
       walk.take(
         alone
-          ? (await this.q<WalkRow>(...walkCall(first), client)).rows
+          ? await this.walkAlone(first, client)
           : await (first.tag === null ? this.walks : this.taggedWalks).push(first),
       );
       let whole = walk.page();
@@ -700,7 +707,7 @@ export class PgStore implements Store {
         const more = walk.next();
         if (more === null) break;
         this.searchReads.again++;
-        walk.take((await this.q<WalkRow>(...walkCall(more), client)).rows);
+        walk.take(await this.walkAlone(more, client));
         whole = walk.page();
       }
       if (whole !== null) {
