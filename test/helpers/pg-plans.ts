@@ -35,3 +35,21 @@ export const untypedLiterals = (
           : c.escapeLiteral(String(v));
   return values.map(literal).join(', ');
 };
+
+/**
+ * Runs the prepared statement `name` seven times (PostgreSQL's five custom plans, then its choice)
+ * and reads how many of its calls ran a generic plan (g) and how many a custom one (c).
+ */
+export async function planChoices(
+  c: { query(q: unknown, values?: unknown[]): Promise<{ rows: { g: number; c: number }[] }> },
+  name: string,
+  text: string,
+  values: readonly unknown[],
+): Promise<{ g: number; c: number }> {
+  for (let i = 0; i < 7; i++) await c.query({ name, text, values });
+  const { rows } = await c.query(
+    'SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE name = $1',
+    [name],
+  );
+  return rows[0]!;
+}

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { PLANT_QUERIES } from '../../src/store/postgres/plant-queries.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
-import { untypedLiterals } from '../helpers/pg-plans.js';
+import { planChoices, untypedLiterals } from '../helpers/pg-plans.js';
 
 // The hot list, read and create statements on PostgreSQL's main pool are prepared once a connection, and
 // must keep their generic plan: planned afresh every call (a custom plan, which their values made
@@ -109,14 +109,10 @@ describe('postgres hot statements keep their generic plans', { skip }, () => {
           for (const [k, [name, values, most]] of cases.entries()) {
             const statement = `s${k}`;
             // Each case its own statement, as each connection of the pool prepares its own.
-            for (let i = 0; i < 7; i++) await c.query({ name: statement, text: PLANT_QUERIES[name], values });
-            const { rows } = await c.query(
-              'SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE name = $1',
-              [statement],
-            );
+            const kept = await planChoices(c, statement, PLANT_QUERIES[name], values);
             assert.ok(
-              rows[0].g >= 2,
-              `${name} ${JSON.stringify(values)}: ${JSON.stringify(rows[0])} (generic, custom)`,
+              kept.g >= 2,
+              `${name} ${JSON.stringify(values)}: ${JSON.stringify(kept)} (generic, custom)`,
             );
             // The plan it keeps, run: EXPLAIN EXECUTE runs the cached (generic) plan.
             // (EXECUTE takes its values as SQL: a utility statement has no parameters of its own.)

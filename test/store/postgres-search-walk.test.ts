@@ -11,7 +11,7 @@ import {
 } from '../../src/store/postgres/search.js';
 import { PgStore } from '../../src/store/postgres/store.js';
 import { ENGINES, withPgDatabase } from '../helpers/engines.js';
-import { type PlanNode, planNodes, untypedLiterals } from '../helpers/pg-plans.js';
+import { type PlanNode, planChoices, planNodes, untypedLiterals } from '../helpers/pg-plans.js';
 import { until } from '../helpers/wait.js';
 
 // Search on PostgreSQL across a caller's gardens (search.ts): the walk's prepared statement answers
@@ -268,14 +268,7 @@ describe('postgres search across gardens: the walk', { skip }, () => {
           walkArgs({ gardens: g(0, 1, 2), terms: ['mon'], tag, afterId: 0, limit: 20 })!,
         );
         assert.equal(single, tag === null ? 'searchWalk4' : 'searchWalkTag4');
-        for (let i = 0; i < 7; i++)
-          await db.query({ name: single, text: SEARCH_QUERIES[single], values: singleValues });
-        const plans = (
-          await db.query(
-            'SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE name = $1',
-            [single],
-          )
-        ).rows[0];
+        const plans = await planChoices(db, single, SEARCH_QUERIES[single], singleValues);
         assert.ok(plans.g >= 2, `${single}: ${JSON.stringify(plans)} (generic, custom)`);
       }
       for (const [tag, index] of [
@@ -287,14 +280,7 @@ describe('postgres search across gardens: the walk', { skip }, () => {
         );
         const [statement, values] = walksCall(walks);
         assert.equal(statement, tag === null ? 'searchWalks' : 'searchWalksTag');
-        for (let i = 0; i < 7; i++)
-          await db.query({ name: statement, text: SEARCH_QUERIES[statement], values });
-        const kept = (
-          await db.query(
-            'SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE name = $1',
-            [statement],
-          )
-        ).rows[0];
+        const kept = await planChoices(db, statement, SEARCH_QUERIES[statement], values);
         assert.ok(kept.g >= 2, `${statement}: ${JSON.stringify(kept)} (generic, custom)`);
         const walksPlan = (
           await db.query(
